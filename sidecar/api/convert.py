@@ -1,0 +1,108 @@
+"""protobuf <-> domain conversion. Domain code never sees a _pb2 message."""
+
+from __future__ import annotations
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from memsidecar.v1 import memory_pb2, store_pb2
+
+from sidecar.errors import InvalidArgument
+from sidecar.records import Edge, Memory, MemoryDraft, MemoryType, Relation, Tier
+from sidecar.store.memories import ListQuery
+
+
+def timestamp(us: int) -> Timestamp:
+    ts = Timestamp()
+    if us:
+        ts.FromMicroseconds(us)
+    return ts
+
+
+def memory_type(value: int, field: str) -> MemoryType:
+    try:
+        return MemoryType(value)
+    except ValueError:
+        names = ", ".join(memory_pb2.MemoryType.Name(t) for t in MemoryType)
+        raise InvalidArgument(
+            f"{field} must be one of {names} (got {value})", field=field, reason="BAD_ENUM"
+        ) from None
+
+
+def relation(value: int, field: str) -> Relation:
+    try:
+        return Relation(value)
+    except ValueError:
+        names = ", ".join(memory_pb2.Relation.Name(r) for r in Relation)
+        raise InvalidArgument(
+            f"{field} must be one of {names} (got {value})", field=field, reason="BAD_ENUM"
+        ) from None
+
+
+def tier(value: int, field: str) -> Tier:
+    if value == memory_pb2.TIER_UNSPECIFIED:
+        return Tier.CANON
+    try:
+        return Tier(value)
+    except ValueError:
+        names = ", ".join(memory_pb2.Tier.Name(t) for t in Tier)
+        raise InvalidArgument(
+            f"{field} must be one of {names} (got {value})", field=field, reason="BAD_ENUM"
+        ) from None
+
+
+def draft_from_pb(msg: memory_pb2.Memory, prefix: str = "memory") -> MemoryDraft:
+    return MemoryDraft(
+        id=msg.id,
+        content=msg.content,
+        type=memory_type(msg.type, f"{prefix}.type"),
+        importance=msg.importance if msg.HasField("importance") else None,
+        source=msg.source,
+        channel_id=msg.channel_id,
+        agent_id=msg.agent_id,
+        tier=tier(msg.tier, f"{prefix}.tier"),
+        topic_id=msg.topic_id,
+    )
+
+
+def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
+    return memory_pb2.Memory(
+        id=memory.id,
+        content=memory.content,
+        type=int(memory.type),  # type: ignore[arg-type]
+        importance=memory.importance,
+        created_at=timestamp(memory.created_at),
+        updated_at=timestamp(memory.updated_at),
+        last_accessed_at=timestamp(memory.last_accessed_at),
+        access_count=memory.access_count,
+        source=memory.source,
+        channel_id=memory.channel_id,
+        agent_id=memory.agent_id,
+        forgotten=memory.forgotten,
+        version=memory.version,
+        tier=int(memory.tier),  # type: ignore[arg-type]
+        topic_id=memory.topic_id,
+    )
+
+
+def edge_to_pb(edge: Edge) -> memory_pb2.Edge:
+    return memory_pb2.Edge(
+        source_id=edge.source_id,
+        target_id=edge.target_id,
+        relation=int(edge.relation),  # type: ignore[arg-type]
+        weight=edge.weight,
+        created_at=timestamp(edge.created_at),
+    )
+
+
+def list_query_from_pb(req: store_pb2.ListMemoriesRequest) -> ListQuery:
+    sort = "importance" if req.sort == store_pb2.SORT_ORDER_IMPORTANCE else "recent"
+    if req.sort not in store_pb2.SortOrder.values():
+        raise InvalidArgument(f"sort must be RECENT or IMPORTANCE (got {req.sort})", field="sort")
+    return ListQuery(
+        types=tuple(memory_type(t, "types") for t in req.types),
+        channel_id=req.channel_id,
+        agent_id=req.agent_id,
+        sort=sort,
+        page_size=req.page_size or 100,
+        page_token=req.page_token,
+        include_forgotten=req.include_forgotten,
+    )

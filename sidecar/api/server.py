@@ -1,0 +1,92 @@
+"""Server assembly: servicers, health, reflection; create_server kept apart from serving."""
+
+from __future__ import annotations
+
+import logging
+from concurrent import futures
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from memsidecar.v1 import (
+    injection_pb2,
+    injection_pb2_grpc,
+    settings_pb2,
+    settings_pb2_grpc,
+    store_pb2,
+    store_pb2_grpc,
+)
+
+from sidecar.api.store_servicer import MemoryStoreServicer
+from sidecar.app import App
+
+log = logging.getLogger(__name__)
+
+SERVICE_NAMES = (
+    store_pb2.DESCRIPTOR.services_by_name["MemoryStore"].full_name,
+    injection_pb2.DESCRIPTOR.services_by_name["MemoryInjection"].full_name,
+    settings_pb2.DESCRIPTOR.services_by_name["Settings"].full_name,
+)
+
+
+class Server:
+    """A gRPC server bound to an address, with its health servicer."""
+
+    def __init__(self, app: App, listen: str) -> None:
+        self.app = app
+        opts = [
+            ("grpc.max_receive_message_length", app.config.max_message_bytes),
+            ("grpc.max_send_message_length", app.config.max_message_bytes),
+            ("grpc.so_reuseport", 0),
+        ]
+        self.grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=app.config.max_workers), options=opts
+        )
+        self.health = health.HealthServicer()
+        self._register()
+        try:
+            self.port = self.grpc.add_insecure_port(listen)
+        except RuntimeError as err:
+            raise OSError(f"could not listen on {listen}: address in use or invalid") from err
+        if self.port == 0 and not listen.startswith("unix:"):
+            raise OSError(f"could not listen on {listen}: address in use or invalid")
+        self.listen = listen
+
+    def _register(self) -> None:
+        store_pb2_grpc.add_MemoryStoreServicer_to_server(
+            MemoryStoreServicer(self.app.memories), self.grpc
+        )
+        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(
+            injection_pb2_grpc.MemoryInjectionServicer(), self.grpc
+        )
+        settings_pb2_grpc.add_SettingsServicer_to_server(
+            settings_pb2_grpc.SettingsServicer(), self.grpc
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
+        reflection.enable_server_reflection(
+            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc
+        )
+        self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    def _set_health(self, status: int) -> None:
+        for name in ("", *SERVICE_NAMES):
+            self.health.set(name, status)  # type: ignore[arg-type]
+
+    def start(self) -> None:
+        """Start accepting calls, warm up, then report SERVING."""
+        self.grpc.start()
+        self.app.warm_up()
+        self._set_health(health_pb2.HealthCheckResponse.SERVING)
+        log.info("serving", extra={"listen": self.listen, "port": self.port})
+
+    def stop(self, grace: float | None = None) -> None:
+        """Stop taking calls, let in-flight calls finish within ``grace``, close the app."""
+        self.health.enter_graceful_shutdown()
+        grace = self.app.config.shutdown_grace_s if grace is None else grace
+        self.grpc.stop(grace).wait()
+        self.app.close()
+        log.info("stopped")
+
+
+def create_server(app: App, listen: str | None = None) -> Server:
+    return Server(app, listen or app.config.listen)

@@ -1,0 +1,105 @@
+"""MemoryStore servicer: validate -> domain call -> reply."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import grpc
+from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
+
+from sidecar.api import convert
+from sidecar.api.status import code_for, grpc_errors
+from sidecar.errors import DomainError, InvalidArgument
+from sidecar.records import MemoryDraft
+from sidecar.service.memories import MemoryService
+
+
+class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
+    def __init__(self, memories: MemoryService) -> None:
+        self.memories = memories
+
+    @grpc_errors
+    def UpsertMemory(
+        self, request: store_pb2.UpsertMemoryRequest, context: grpc.ServicerContext
+    ) -> store_pb2.UpsertMemoryResponse:
+        if not request.HasField("memory"):
+            raise InvalidArgument("memory is required", field="memory")
+        result = self.memories.upsert(convert.draft_from_pb(request.memory))
+        return store_pb2.UpsertMemoryResponse(
+            memory=convert.memory_to_pb(result.memory),
+            created=result.created,
+            deduplicated=result.deduplicated,
+        )
+
+    @grpc_errors
+    def ImportMemories(
+        self, request_iterator: Iterator[store_pb2.UpsertMemoryRequest],
+        context: grpc.ServicerContext,
+    ) -> store_pb2.ImportMemoriesResponse:
+        def items() -> Iterator[MemoryDraft | DomainError]:
+            for index, request in enumerate(request_iterator):
+                try:
+                    yield convert.draft_from_pb(request.memory, prefix=f"items[{index}]")
+                except DomainError as err:
+                    yield err
+
+        summary = self.memories.import_stream(items())
+        errors = [_import_error(i, memory_id, err) for i, memory_id, err in summary.errors]
+        return store_pb2.ImportMemoriesResponse(
+            received=summary.received,
+            stored=summary.stored,
+            rejected=len(errors),
+            errors=errors,
+            ids=summary.ids,
+            deduplicated=summary.deduplicated,
+        )
+
+    @grpc_errors
+    def GetMemory(
+        self, request: store_pb2.GetMemoryRequest, context: grpc.ServicerContext
+    ) -> memory_pb2.Memory:
+        return convert.memory_to_pb(self.memories.get(request.id, request.agent_id))
+
+    @grpc_errors
+    def ForgetMemory(
+        self, request: store_pb2.ForgetMemoryRequest, context: grpc.ServicerContext
+    ) -> store_pb2.ForgetMemoryResponse:
+        memory, changed = self.memories.forget(request.id, request.source)
+        return store_pb2.ForgetMemoryResponse(memory=convert.memory_to_pb(memory), changed=changed)
+
+    @grpc_errors
+    def ListMemories(
+        self, request: store_pb2.ListMemoriesRequest, context: grpc.ServicerContext
+    ) -> store_pb2.ListMemoriesResponse:
+        memories, token = self.memories.list(convert.list_query_from_pb(request))
+        return store_pb2.ListMemoriesResponse(
+            memories=[convert.memory_to_pb(m) for m in memories], next_page_token=token
+        )
+
+    @grpc_errors
+    def AddEdge(
+        self, request: store_pb2.AddEdgeRequest, context: grpc.ServicerContext
+    ) -> memory_pb2.Edge:
+        if not request.HasField("edge"):
+            raise InvalidArgument("edge is required", field="edge")
+        e = request.edge
+        edge = self.memories.add_edge(
+            e.source_id, e.target_id, convert.relation(e.relation, "edge.relation"),
+            e.weight if e.HasField("weight") else None,
+        )
+        return convert.edge_to_pb(edge)
+
+    @grpc_errors
+    def RemoveEdge(
+        self, request: store_pb2.RemoveEdgeRequest, context: grpc.ServicerContext
+    ) -> store_pb2.RemoveEdgeResponse:
+        self.memories.remove_edge(
+            request.source_id, request.target_id, convert.relation(request.relation, "relation")
+        )
+        return store_pb2.RemoveEdgeResponse()
+
+
+def _import_error(index: int, memory_id: str, err: DomainError) -> store_pb2.ImportError:
+    return store_pb2.ImportError(
+        index=index, id=memory_id, code=code_for(err).name, message=err.message, reason=err.reason
+    )

@@ -1,0 +1,76 @@
+"""Command line: ``memsidecar serve [--config FILE] [--listen ADDR] [--data-dir DIR]``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from dataclasses import replace
+
+from sidecar.config import ServerConfig
+from sidecar.errors import DomainError
+
+log = logging.getLogger("sidecar")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memsidecar", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the gRPC sidecar")
+    serve.add_argument("--config", help="TOML config file (default: none, built-in defaults)")
+    serve.add_argument("--listen", help="HOST:PORT or unix:///path/to.sock (default 127.0.0.1:50051)")
+    serve.add_argument("--data-dir", help="directory of the SQLite file and indexes (default ./data)")
+    serve.add_argument("--log-level", default=os.environ.get("MEMSIDECAR_LOG", "INFO"))
+    return parser
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def serve(args: argparse.Namespace) -> int:
+    from sidecar.api.server import create_server
+    from sidecar.app import App
+
+    config = ServerConfig()
+    if args.listen:
+        config = replace(config, listen=args.listen)
+    if args.data_dir:
+        config = replace(config, data_dir=args.data_dir)
+    app = App.open(config)
+    try:
+        server = create_server(app)
+    except Exception:
+        app.close()
+        raise
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir)
+    stop.wait()
+    log.info("shutting down")
+    server.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _configure_logging(args.log_level)
+    try:
+        if args.command == "serve":
+            return serve(args)
+    except DomainError as err:
+        print(f"memsidecar: {err.message}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"memsidecar: {err}", file=sys.stderr)
+        return 2
+    return 1

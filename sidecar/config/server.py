@@ -1,0 +1,31 @@
+"""The [server] section: where the sidecar listens, where data lives, input limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_LISTEN = "127.0.0.1:50051"
+DEFAULT_DATA_DIR = "data"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    listen: str = DEFAULT_LISTEN
+    data_dir: str = DEFAULT_DATA_DIR
+    # gRPC max receive/send message size.
+    max_message_bytes: int = 16 * 1024 * 1024
+    # Longest memory content accepted (characters).
+    max_content_chars: int = 16_384
+    # Worker threads serving RPCs.
+    max_workers: int = 8
+    # Seconds in-flight calls get to finish on SIGTERM/SIGINT.
+    shutdown_grace_s: float = 5.0
+    # Texts per onnxruntime call when embedding imports.
+    embed_batch_size: int = 64
+    # onnxruntime intra-op threads (2-core machines: 1 keeps latency stable under load).
+    onnx_threads: int = 1
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.data_dir) / "memsidecar.sqlite3"

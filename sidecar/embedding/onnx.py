@@ -1,0 +1,83 @@
+"""all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, L2-normalised, 384-d."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from sidecar.embedding.model_files import ModelFiles
+
+MAX_TOKENS = 256
+
+
+def load_tokenizer(path: str, max_tokens: int = MAX_TOKENS) -> Tokenizer:
+    """The model's WordPiece tokenizer, padded to the longest input and truncated at max_tokens.
+
+    The shipped tokenizer.json pads everything to 128; padding to the longest input keeps a
+    short query short (the encoder cost grows with the padded length).
+    """
+    tokenizer = Tokenizer.from_file(path)
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_tokens)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+def _session(path: str, threads: int) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Spinning worker threads double latency when the 2 cores are shared with other work.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+class Embedder:
+    """Thread-safe text -> unit vector encoder."""
+
+    dim = 384
+
+    def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS) -> None:
+        self.files = files
+        self.max_tokens = max_tokens
+        self._tokenizer = load_tokenizer(str(files.tokenizer), max_tokens)
+        self._counter = Tokenizer.from_file(str(files.tokenizer))
+        self._counter.no_padding()
+        self._counter.no_truncation()
+        self._session = _session(str(files.onnx), threads)
+        self._lock = threading.Lock()  # tokenizers' padding state is shared
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """(len(texts), 384) float32, rows L2-normalised. Batches are length-sorted."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self._embed_batch([text])[0]
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` without special tokens or truncation (for budgets)."""
+        return len(self._counter.encode(text, add_special_tokens=False).ids)
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)

@@ -1,0 +1,105 @@
+"""Domain records: memories, edges and their enums. No protobuf here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class MemoryType(IntEnum):
+    IDENTITY = 1
+    GOAL = 2
+    DECISION = 3
+    TODO = 4
+    PREFERENCE = 5
+    FACT = 6
+    EVENT = 7
+    OBSERVATION = 8
+
+    @property
+    def label(self) -> str:
+        """Lower-case name used in config files ("todo") and blocks ("Todo")."""
+        return self.name.lower()
+
+    @classmethod
+    def from_label(cls, label: str) -> MemoryType:
+        return cls[label.strip().upper()]
+
+
+DEFAULT_IMPORTANCE: dict[MemoryType, float] = {
+    MemoryType.IDENTITY: 1.0,
+    MemoryType.GOAL: 0.9,
+    MemoryType.DECISION: 0.8,
+    MemoryType.TODO: 0.8,
+    MemoryType.PREFERENCE: 0.7,
+    MemoryType.FACT: 0.6,
+    MemoryType.EVENT: 0.4,
+    MemoryType.OBSERVATION: 0.3,
+}
+
+
+class Tier(IntEnum):
+    CANON = 1
+    REGISTER = 2
+    LOG = 3
+
+
+class Relation(IntEnum):
+    RELATED_TO = 1
+    UPDATES = 2
+    CONTRADICTS = 3
+    CAUSED_BY = 4
+    RESULT_OF = 5
+    PART_OF = 6
+
+
+DEFAULT_EDGE_WEIGHT = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """What a caller asks to store. ``id`` empty = new; ``importance`` None = type default."""
+
+    content: str
+    type: MemoryType
+    id: str = ""
+    importance: float | None = None
+    source: str = ""
+    channel_id: str = ""
+    agent_id: str = ""
+    tier: Tier = Tier.CANON
+    topic_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """A stored memory. Timestamps are integer microseconds since the Unix epoch."""
+
+    id: str
+    content: str
+    type: MemoryType
+    importance: float
+    created_at: int
+    updated_at: int
+    last_accessed_at: int
+    access_count: int
+    source: str
+    channel_id: str
+    agent_id: str
+    forgotten: bool
+    version: int
+    tier: Tier = Tier.CANON
+    topic_id: str = ""
+    seq: int = 0  # dense integer key (SQLite rowid); used as the vector index label
+
+    def visible_to(self, agent_id: str) -> bool:
+        return not self.agent_id or self.agent_id == agent_id
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    source_id: str
+    target_id: str
+    relation: Relation
+    weight: float = DEFAULT_EDGE_WEIGHT
+    created_at: int = 0

@@ -1,0 +1,1 @@
+"""Retrieval: the contract (``contract``) and its engines."""

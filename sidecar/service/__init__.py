@@ -1,0 +1,1 @@
+"""Domain services: pure Python over the store and the embedder; no protobuf."""

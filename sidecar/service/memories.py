@@ -1,0 +1,262 @@
+"""The write and read path for memories and edges (no protobuf, no gRPC)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Protocol, TypeVar
+
+import numpy as np
+
+from sidecar.embedding import Embedder
+from sidecar.errors import DomainError, InvalidArgument, NotFound
+from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation
+from sidecar.service.events import Listeners
+from sidecar.service.validation import (
+    check_draft,
+    check_id,
+    check_relation,
+    check_unit,
+    resolve_importance,
+)
+from sidecar.store.db import Database
+from sidecar.store.edges import EdgeRepo
+from sidecar.store.memories import ListQuery, MemoryRepo
+
+log = logging.getLogger(__name__)
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    memory: Memory
+    created: bool
+    deduplicated: bool = False
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    received: int = 0
+    stored: int = 0
+    deduplicated: int = 0
+    ids: list[str] = field(default_factory=list)
+    errors: list[tuple[int, str, DomainError]] = field(default_factory=list)
+
+    @property
+    def rejected(self) -> int:
+        return len(self.errors)
+
+
+class WriteGate(Protocol):
+    """A check run on every write after embedding, inside the write lock.
+
+    Raise a DomainError to reject; return an existing Memory to resolve the write to it
+    (nothing is stored); return None to let it through.
+    """
+
+    def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None: ...
+
+
+class MemoryService:
+    def __init__(
+        self,
+        db: Database,
+        embedder: Embedder,
+        max_content_chars: int = 16_384,
+        embed_batch_size: int = 64,
+    ) -> None:
+        self.db = db
+        self.memories = MemoryRepo(db)
+        self.edges = EdgeRepo(db)
+        self.embedder = embedder
+        self.max_content_chars = max_content_chars
+        self.embed_batch_size = embed_batch_size
+        self.listeners = Listeners()
+        self.gates: list[WriteGate] = []
+        self._write_lock = threading.RLock()
+
+    # --- writes -------------------------------------------------------------------------
+
+    def upsert(self, draft: MemoryDraft) -> UpsertResult:
+        check_draft(draft, self.max_content_chars)
+        embedding = self.embedder.embed_one(draft.content)
+        with self._write_lock:
+            result = self._write_one(draft, embedding, "memory")
+            if not result.deduplicated:
+                self.listeners.stored([result.memory], embedding[None, :])
+        return result
+
+    def import_stream(
+        self, items: Iterable[MemoryDraft | DomainError], batch_size: int = 256
+    ) -> ImportSummary:
+        """Validate, embed in batches and commit each batch atomically.
+
+        An item may be a DomainError (it could not even be parsed): it is rejected at its
+        position. A failure of one item rejects that item only. A crash loses at most the
+        batch in flight; every committed batch is complete.
+        """
+        summary = ImportSummary()
+        for batch in _batches(enumerate(items), batch_size):
+            summary.received += len(batch)
+            valid: list[tuple[int, MemoryDraft]] = []
+            for index, draft in batch:
+                if isinstance(draft, DomainError):
+                    summary.errors.append((index, "", draft))
+                    continue
+                try:
+                    check_draft(draft, self.max_content_chars, prefix=f"items[{index}]")
+                    valid.append((index, draft))
+                except DomainError as err:
+                    summary.errors.append((index, draft.id, err))
+            if valid:
+                vectors = self.embedder.embed([d.content for _, d in valid], self.embed_batch_size)
+                self._commit_import_batch(valid, vectors, summary)
+        summary.errors.sort(key=lambda e: e[0])
+        log.info(
+            "import finished",
+            extra={"received": summary.received, "stored": summary.stored,
+                   "rejected": summary.rejected},
+        )
+        return summary
+
+    def _commit_import_batch(
+        self, valid: list[tuple[int, MemoryDraft]], vectors: np.ndarray, summary: ImportSummary
+    ) -> None:
+        stored: list[Memory] = []
+        stored_rows: list[int] = []
+        with self._write_lock:
+            with self.db.transaction():
+                for row, (index, draft) in enumerate(valid):
+                    try:
+                        with self.db.transaction():  # savepoint: one bad item rolls back alone
+                            result = self._write_one(draft, vectors[row], f"items[{index}]")
+                    except DomainError as err:
+                        summary.errors.append((index, draft.id, err))
+                        continue
+                    summary.ids.append(result.memory.id)
+                    if result.deduplicated:
+                        summary.deduplicated += 1
+                        continue
+                    summary.stored += 1
+                    stored.append(result.memory)
+                    stored_rows.append(row)
+            if stored:
+                self.listeners.stored(stored, vectors[stored_rows])
+
+    def _write_one(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> UpsertResult:
+        with self.db.transaction():
+            for gate in self.gates:
+                existing_match = gate.check(draft, embedding, field)
+                if existing_match is not None:
+                    return UpsertResult(existing_match, created=False, deduplicated=True)
+            importance = resolve_importance(draft)
+            ts = now_us()
+            existing = self.memories.get(draft.id) if draft.id else None
+            if existing is None:
+                memory = Memory(
+                    id=draft.id or str(uuid.uuid4()), content=draft.content, type=draft.type,
+                    importance=importance, created_at=ts, updated_at=ts, last_accessed_at=0,
+                    access_count=0, source=draft.source, channel_id=draft.channel_id,
+                    agent_id=draft.agent_id, forgotten=False, version=1, tier=draft.tier,
+                    topic_id=draft.topic_id,
+                )
+                return UpsertResult(self.memories.insert(memory, embedding), created=True)
+            updated = replace(
+                existing, content=draft.content, type=draft.type, importance=importance,
+                updated_at=max(ts, existing.updated_at + 1), source=draft.source,
+                channel_id=draft.channel_id, agent_id=draft.agent_id, forgotten=False,
+                version=existing.version + 1, tier=draft.tier, topic_id=draft.topic_id,
+            )
+            return UpsertResult(self.memories.update(updated, embedding), created=False)
+
+    def forget(self, memory_id: str, source: str = "") -> tuple[Memory, bool]:
+        check_id(memory_id, "id")
+        with self._write_lock:
+            with self.db.transaction():
+                existing = self._require(memory_id)
+                if existing.forgotten:
+                    return existing, False
+                updated = replace(existing, forgotten=True, updated_at=now_us())
+                stored = self.memories.update(updated, None)
+            self.listeners.forgotten([stored])
+        log.info("memory forgotten", extra={"memory_id": memory_id, "by": source})
+        return stored, True
+
+    def add_edge(
+        self, source_id: str, target_id: str, relation: Relation, weight: float | None
+    ) -> Edge:
+        check_id(source_id, "edge.source_id")
+        check_id(target_id, "edge.target_id")
+        check_relation(relation)
+        if source_id == target_id:
+            raise InvalidArgument(
+                f"edge.target_id equals edge.source_id ({source_id!r}); a memory cannot be "
+                "linked to itself",
+                field="edge.target_id",
+                reason="SELF_EDGE",
+            )
+        value = DEFAULT_EDGE_WEIGHT if weight is None else check_unit(weight, "edge.weight")
+        with self._write_lock:
+            with self.db.transaction():
+                self._require(source_id, "edge.source_id")
+                self._require(target_id, "edge.target_id")
+                edge = self.edges.upsert(Edge(source_id, target_id, relation, value, now_us()))
+            self.listeners.edges([edge], [])
+        return edge
+
+    def remove_edge(self, source_id: str, target_id: str, relation: Relation) -> None:
+        check_id(source_id, "source_id")
+        check_id(target_id, "target_id")
+        check_relation(relation, "relation")
+        with self._write_lock:
+            edge = self.edges.get(source_id, target_id, relation)
+            if edge is None or not self.edges.remove(source_id, target_id, relation):
+                raise NotFound(
+                    f"no {relation.name} edge from {source_id!r} to {target_id!r}",
+                    field="source_id",
+                )
+            self.listeners.edges([], [edge])
+
+    # --- reads --------------------------------------------------------------------------
+
+    def get(self, memory_id: str, agent_id: str = "") -> Memory:
+        check_id(memory_id, "id")
+        memory = self._require(memory_id)
+        if agent_id and not memory.visible_to(agent_id):
+            raise NotFound(f"no memory with id {memory_id!r} visible to agent {agent_id!r}",
+                           field="id")
+        return memory
+
+    def list(self, query: ListQuery) -> tuple[list[Memory], str]:
+        if not 1 <= query.page_size <= 1000:
+            raise InvalidArgument(
+                f"page_size must be between 1 and 1000 (got {query.page_size})", field="page_size"
+            )
+        return self.memories.list(query)
+
+    def _require(self, memory_id: str, field: str = "id") -> Memory:
+        memory = self.memories.get(memory_id)
+        if memory is None:
+            raise NotFound(f"{field}: no memory with id {memory_id!r}", field=field)
+        return memory
+
+
+T = TypeVar("T")
+
+
+def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

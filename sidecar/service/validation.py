@@ -1,0 +1,80 @@
+"""Input checks for memory and edge writes. Each failure names the field."""
+
+from __future__ import annotations
+
+import math
+
+from sidecar.errors import InvalidArgument
+from sidecar.records import DEFAULT_IMPORTANCE, MemoryDraft, MemoryType, Relation, Tier
+
+MAX_ID_CHARS = 128
+
+
+def check_id(value: str, field: str, *, required: bool = True) -> None:
+    if not value:
+        if required:
+            raise InvalidArgument(f"{field} is required", field=field, reason="MISSING_ID")
+        return
+    if len(value) > MAX_ID_CHARS or not value.isprintable() or value != value.strip():
+        raise InvalidArgument(
+            f"{field} must be 1..{MAX_ID_CHARS} printable characters without surrounding "
+            f"spaces (got {value[:40]!r})",
+            field=field,
+            reason="BAD_ID",
+        )
+
+
+def check_unit(value: float, field: str) -> float:
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise InvalidArgument(
+            f"{field} must be a number between 0 and 1 (got {value})",
+            field=field,
+            reason="OUT_OF_RANGE",
+        )
+    return float(value)
+
+
+def resolve_importance(draft: MemoryDraft, field: str = "memory.importance") -> float:
+    if draft.importance is None:
+        return DEFAULT_IMPORTANCE[draft.type]
+    return check_unit(draft.importance, field)
+
+
+def check_draft(draft: MemoryDraft, max_content_chars: int, prefix: str = "memory") -> None:
+    check_id(draft.id, f"{prefix}.id", required=False)
+    if not draft.content.strip():
+        raise InvalidArgument(
+            f"{prefix}.content is empty; a memory needs some text",
+            field=f"{prefix}.content",
+            reason="EMPTY_CONTENT",
+        )
+    if len(draft.content) > max_content_chars:
+        raise InvalidArgument(
+            f"{prefix}.content has {len(draft.content)} characters, more than the maximum of "
+            f"{max_content_chars} (server.max_content_chars); split it into several memories",
+            field=f"{prefix}.content",
+            reason="CONTENT_TOO_LONG",
+        )
+    if not isinstance(draft.type, MemoryType):
+        raise InvalidArgument(
+            f"{prefix}.type must be one of {', '.join(t.name for t in MemoryType)}",
+            field=f"{prefix}.type",
+            reason="BAD_ENUM",
+        )
+    if not isinstance(draft.tier, Tier):
+        raise InvalidArgument(
+            f"{prefix}.tier must be one of {', '.join(t.name for t in Tier)}",
+            field=f"{prefix}.tier",
+            reason="BAD_ENUM",
+        )
+    resolve_importance(draft, f"{prefix}.importance")
+
+
+def check_relation(relation: object, field: str = "edge.relation") -> Relation:
+    if not isinstance(relation, Relation):
+        raise InvalidArgument(
+            f"{field} must be one of {', '.join(r.name for r in Relation)}",
+            field=field,
+            reason="BAD_ENUM",
+        )
+    return relation

@@ -1,0 +1,1 @@
+"""SQLite persistence (apsw). apsw is imported only in ``sidecar.store.db``."""

@@ -1,0 +1,66 @@
+"""Edge rows between memories."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sidecar.records import Edge, Relation
+from sidecar.store.db import Database, Row
+
+COLUMNS = "source_id, target_id, relation, weight, created_at"
+
+
+def row_to_edge(row: Row) -> Edge:
+    return Edge(
+        source_id=row[0], target_id=row[1], relation=Relation(row[2]),
+        weight=float(row[3]), created_at=row[4],
+    )
+
+
+class EdgeRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def upsert(self, edge: Edge) -> Edge:
+        self.db.execute(
+            f"INSERT INTO edges ({COLUMNS}) VALUES (?,?,?,?,?) "
+            "ON CONFLICT (source_id, target_id, relation) DO UPDATE SET weight = excluded.weight",
+            (edge.source_id, edge.target_id, int(edge.relation), edge.weight, edge.created_at),
+        )
+        stored = self.get(edge.source_id, edge.target_id, edge.relation)
+        assert stored is not None
+        return stored
+
+    def get(self, source_id: str, target_id: str, relation: Relation) -> Edge | None:
+        row = self.db.query_one(
+            f"SELECT {COLUMNS} FROM edges WHERE source_id = ? AND target_id = ? AND relation = ?",
+            (source_id, target_id, int(relation)),
+        )
+        return row_to_edge(row) if row else None
+
+    def remove(self, source_id: str, target_id: str, relation: Relation) -> bool:
+        with self.db.transaction():
+            self.db.execute(
+                "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND relation = ?",
+                (source_id, target_id, int(relation)),
+            )
+            return self.db.changes() > 0
+
+    def touching(self, ids: Sequence[str]) -> list[Edge]:
+        """Edges with either end in ``ids`` (both directions)."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM edges WHERE source_id IN ({marks}) "
+            f"UNION SELECT {COLUMNS} FROM edges WHERE target_id IN ({marks})",
+            (*ids, *ids),
+        )
+        return [row_to_edge(row) for row in rows]
+
+    def all(self) -> list[Edge]:
+        return [row_to_edge(row) for row in self.db.execute(f"SELECT {COLUMNS} FROM edges")]
+
+    def count(self) -> int:
+        row = self.db.query_one("SELECT count(*) FROM edges")
+        return int(row[0]) if row else 0

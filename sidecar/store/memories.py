@@ -1,0 +1,236 @@
+"""Memory rows: insert/update/forget/get/list, with embeddings stored as float32 blobs."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sidecar.errors import InvalidArgument
+from sidecar.records import Memory, MemoryType, Tier
+from sidecar.store.db import Database, Row
+
+COLUMNS = (
+    "seq, id, content, type, importance, created_at, updated_at, last_accessed_at, "
+    "access_count, source, channel_id, agent_id, forgotten, version, tier, topic_id"
+)
+
+
+def row_to_memory(row: Row) -> Memory:
+    return Memory(
+        seq=row[0],
+        id=row[1],
+        content=row[2],
+        type=MemoryType(row[3]),
+        importance=float(row[4]),
+        created_at=row[5],
+        updated_at=row[6],
+        last_accessed_at=row[7],
+        access_count=row[8],
+        source=row[9],
+        channel_id=row[10],
+        agent_id=row[11],
+        forgotten=bool(row[12]),
+        version=row[13],
+        tier=Tier(row[14]),
+        topic_id=row[15],
+    )
+
+
+def embedding_to_blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def blob_to_embedding(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    types: tuple[MemoryType, ...] = ()
+    channel_id: str = ""
+    agent_id: str = ""
+    sort: str = "recent"  # "recent" | "importance"
+    page_size: int = 100
+    page_token: str = ""
+    include_forgotten: bool = False
+
+
+class MemoryRepo:
+    """Reads and writes memory rows. Callers group writes with ``db.transaction()``."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def get(self, memory_id: str) -> Memory | None:
+        row = self.db.query_one(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
+        return row_to_memory(row) if row else None
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
+        found: dict[str, Memory] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})"
+            for row in self.db.execute(sql, tuple(chunk)):
+                found[row[1]] = row_to_memory(row)
+        return found
+
+    def exists(self, memory_id: str) -> bool:
+        return self.db.query_one("SELECT 1 FROM memories WHERE id = ?", (memory_id,)) is not None
+
+    def embedding(self, memory_id: str) -> np.ndarray | None:
+        row = self.db.query_one("SELECT embedding FROM memories WHERE id = ?", (memory_id,))
+        return blob_to_embedding(row[0]) if row else None
+
+    def insert(self, memory: Memory, embedding: np.ndarray) -> Memory:
+        self.db.execute(
+            "INSERT INTO memories (id, content, type, importance, created_at, updated_at, "
+            "last_accessed_at, access_count, source, channel_id, agent_id, forgotten, version, "
+            "tier, topic_id, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                memory.id, memory.content, int(memory.type), memory.importance,
+                memory.created_at, memory.updated_at, memory.last_accessed_at,
+                memory.access_count, memory.source, memory.channel_id, memory.agent_id,
+                int(memory.forgotten), memory.version, int(memory.tier), memory.topic_id,
+                embedding_to_blob(embedding),
+            ),
+        )
+        stored = self.get(memory.id)
+        assert stored is not None
+        return stored
+
+    def update(self, memory: Memory, embedding: np.ndarray | None) -> Memory:
+        """Write every mutable field of ``memory`` (matched by id); embedding only when given."""
+        params: list[Any] = [
+            memory.content, int(memory.type), memory.importance, memory.updated_at,
+            memory.source, memory.channel_id, memory.agent_id, int(memory.forgotten),
+            memory.version, int(memory.tier), memory.topic_id,
+        ]
+        set_embedding = ""
+        if embedding is not None:
+            set_embedding = ", embedding = ?"
+            params.append(embedding_to_blob(embedding))
+        params.append(memory.id)
+        self.db.execute(
+            "UPDATE memories SET content = ?, type = ?, importance = ?, updated_at = ?, "
+            "source = ?, channel_id = ?, agent_id = ?, forgotten = ?, version = ?, tier = ?, "
+            f"topic_id = ?{set_embedding} WHERE id = ?",
+            tuple(params),
+        )
+        stored = self.get(memory.id)
+        assert stored is not None
+        return stored
+
+    def touch(self, ids: Iterable[str], now_us: int) -> None:
+        """Record an access (Get, Inject): last_accessed_at and access_count."""
+        self.db.executemany(
+            "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1 "
+            "WHERE id = ?",
+            [(now_us, memory_id) for memory_id in ids],
+        )
+
+    def iter_live_embeddings(self, batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
+        """All live memories with their embeddings, in seq order, in batches."""
+        last = 0
+        while True:
+            rows = self.db.execute(
+                f"SELECT {COLUMNS}, embedding FROM memories WHERE forgotten = 0 AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (last, batch),
+            )
+            if not rows:
+                return
+            memories = [row_to_memory(row) for row in rows]
+            vectors = np.vstack([blob_to_embedding(row[-1]) for row in rows])
+            last = memories[-1].seq
+            yield memories, vectors
+
+    def count(self, *, include_forgotten: bool = False) -> int:
+        where = "" if include_forgotten else " WHERE forgotten = 0"
+        row = self.db.query_one(f"SELECT count(*) FROM memories{where}")
+        return int(row[0]) if row else 0
+
+    def list(self, query: ListQuery) -> tuple[list[Memory], str]:
+        """One page in the requested order and the token of the next page ('' at the end)."""
+        where, params = _filters(query)
+        if query.sort == "importance":
+            keys = ("importance", "updated_at", "seq")
+        else:
+            keys = ("updated_at", "seq")
+        if query.page_token:
+            after = _decode_token(query.page_token, query.sort, len(keys))
+            where.append(_keyset_clause(keys))
+            params.extend(_keyset_params(after))
+        sql = (
+            f"SELECT {COLUMNS} FROM memories"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY " + ", ".join(f"{k} DESC" for k in keys)
+            + " LIMIT ?"
+        )
+        rows = self.db.execute(sql, (*params, query.page_size + 1))
+        memories = [row_to_memory(row) for row in rows[: query.page_size]]
+        token = ""
+        if len(rows) > query.page_size and memories:
+            last = memories[-1]
+            token = _encode_token(query.sort, [getattr(last, k) for k in keys])
+        return memories, token
+
+
+def _filters(query: ListQuery) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    params: list[Any] = []
+    if not query.include_forgotten:
+        where.append("forgotten = 0")
+    if query.types:
+        where.append(f"type IN ({','.join('?' * len(query.types))})")
+        params.extend(int(t) for t in query.types)
+    if query.channel_id:
+        where.append("channel_id = ?")
+        params.append(query.channel_id)
+    if query.agent_id:
+        where.append("agent_id IN ('', ?)")
+        params.append(query.agent_id)
+    return where, params
+
+
+def _keyset_clause(keys: tuple[str, ...]) -> str:
+    """Rows strictly after the token's row in descending lexicographic order of ``keys``."""
+    ors = []
+    for i, key in enumerate(keys):
+        eqs = [f"{k} = ?" for k in keys[:i]]
+        ors.append("(" + " AND ".join([*eqs, f"{key} < ?"]) + ")")
+    return "(" + " OR ".join(ors) + ")"
+
+
+def _keyset_params(after: list[Any]) -> list[Any]:
+    params: list[Any] = []
+    for i in range(len(after)):
+        params.extend(after[: i + 1])
+    return params
+
+
+def _encode_token(sort: str, values: list[Any]) -> str:
+    raw = json.dumps({"s": sort, "k": values}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_token(token: str, sort: str, width: int) -> list[Any]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        values = data["k"]
+        ok = data["s"] == sort and isinstance(values, list) and len(values) == width
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        raise InvalidArgument(
+            "page_token is not a token returned by ListMemories with the same sort order; "
+            "pass the next_page_token of the previous page unchanged",
+            field="page_token",
+        )
+    return list(values)

@@ -1,0 +1,50 @@
+"""Forward-only schema migrations. Append new steps; never edit a released one.
+
+``MIGRATIONS[i]`` moves the schema from version ``i`` to ``i + 1`` (PRAGMA user_version).
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: memories, edges, room for history and injection state.
+    """
+    CREATE TABLE memories (
+        seq              INTEGER PRIMARY KEY,
+        id               TEXT NOT NULL UNIQUE,
+        content          TEXT NOT NULL,
+        type             INTEGER NOT NULL,
+        importance       REAL NOT NULL,
+        created_at       INTEGER NOT NULL,
+        updated_at       INTEGER NOT NULL,
+        last_accessed_at INTEGER NOT NULL DEFAULT 0,
+        access_count     INTEGER NOT NULL DEFAULT 0,
+        source           TEXT NOT NULL DEFAULT '',
+        channel_id       TEXT NOT NULL DEFAULT '',
+        agent_id         TEXT NOT NULL DEFAULT '',
+        forgotten        INTEGER NOT NULL DEFAULT 0,
+        version          INTEGER NOT NULL DEFAULT 1,
+        tier             INTEGER NOT NULL DEFAULT 1,
+        topic_id         TEXT NOT NULL DEFAULT '',
+        embedding        BLOB NOT NULL
+    );
+    CREATE INDEX memories_recent ON memories (forgotten, updated_at DESC, seq DESC);
+    CREATE INDEX memories_importance ON memories (forgotten, importance DESC, updated_at DESC);
+    CREATE INDEX memories_agent ON memories (agent_id, type);
+    CREATE INDEX memories_topic ON memories (agent_id, topic_id) WHERE topic_id != '';
+    CREATE TABLE edges (
+        source_id  TEXT NOT NULL REFERENCES memories(id),
+        target_id  TEXT NOT NULL REFERENCES memories(id),
+        relation   INTEGER NOT NULL,
+        weight     REAL NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (source_id, target_id, relation)
+    ) WITHOUT ROWID;
+    CREATE INDEX edges_target ON edges (target_id);
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

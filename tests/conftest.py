@@ -1,0 +1,66 @@
+"""Shared fixtures: the real model once per session, real SQLite files, a real server on port 0."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import grpc
+import pytest
+from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc
+
+from sidecar.api.server import Server, create_server
+from sidecar.app import App
+from sidecar.config import ServerConfig
+from sidecar.embedding import Embedder, bundled_model_files
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return Embedder(bundled_model_files(verify=True))
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> ServerConfig:
+    return ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"))
+
+
+@pytest.fixture
+def app(config: ServerConfig, embedder: Embedder) -> Iterator[App]:
+    application = App.open(config, embedder=embedder)
+    yield application
+    application.close()
+
+
+class Running:
+    """A started server and stubs on a channel to it."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.target = f"127.0.0.1:{server.port}"
+        self.channel = grpc.insecure_channel(self.target)
+        self.store = store_pb2_grpc.MemoryStoreStub(self.channel)
+        self.injection = injection_pb2_grpc.MemoryInjectionStub(self.channel)
+        self.settings = settings_pb2_grpc.SettingsStub(self.channel)
+
+    def close(self) -> None:
+        self.channel.close()
+        self.server.stop(grace=1)
+
+
+def start_server(config: ServerConfig, embedder: Embedder) -> Running:
+    application = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder)
+    server = create_server(application)
+    server.start()
+    return Running(server)
+
+
+@pytest.fixture
+def running(config: ServerConfig, embedder: Embedder) -> Iterator[Running]:
+    live = start_server(config, embedder)
+    yield live
+    live.close()

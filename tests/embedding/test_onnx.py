@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import numpy as np
+
+from sidecar.embedding import Embedder
+
+
+def test_vectors_are_unit_384(embedder: Embedder) -> None:
+    vectors = embedder.embed(["hello world", "a much longer sentence about the weather today"])
+    assert vectors.shape == (2, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_paraphrases_score_high_and_unrelated_low(embedder: Embedder) -> None:
+    a, b, c = embedder.embed([
+        "We decided to use JWT tokens for API authentication.",
+        "The team chose JSON web tokens to authenticate the API.",
+        "My grandmother grows tomatoes in her garden.",
+    ])
+    assert float(a @ b) > 0.7
+    assert float(a @ c) < 0.2
+
+
+def test_batch_and_single_agree(embedder: Embedder) -> None:
+    texts = ["short", "a somewhat longer text that pads the batch", "x " * 300, "émoji 🚀 ok"]
+    batch = embedder.embed(texts, batch_size=3)
+    for text, row in zip(texts, batch, strict=True):
+        np.testing.assert_allclose(embedder.embed_one(text), row, atol=1e-5)
+
+
+def test_long_input_is_truncated_not_rejected(embedder: Embedder) -> None:
+    long_text = "memory " * 2000
+    assert embedder.count_tokens(long_text) > 256
+    vector = embedder.embed_one(long_text)
+    assert np.isfinite(vector).all()
+
+
+def test_padding_is_to_longest(embedder: Embedder) -> None:
+    encoded = embedder._tokenizer.encode_batch(["hi", "hello there"])
+    assert len(encoded[0].ids) == len(encoded[1].ids) < 16
+
+
+def test_count_tokens(embedder: Embedder) -> None:
+    assert embedder.count_tokens("hello world") == 2
+    assert embedder.count_tokens("") == 0

@@ -1,0 +1,124 @@
+"""The real `python -m sidecar serve` process: health, unix socket, SIGTERM, crash mid-import."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from memsidecar.v1 import memory_pb2 as m
+from memsidecar.v1 import store_pb2 as s
+from memsidecar.v1 import store_pb2_grpc
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def spawn(listen: str, data_dir: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "serve", "--listen", listen, "--data-dir", str(data_dir)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+
+
+def wait_serving(target: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> grpc.Channel:
+    channel = grpc.insecure_channel(target)
+    stub = health_pb2_grpc.HealthStub(channel)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        try:
+            if stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                return channel
+        except grpc.RpcError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"sidecar at {target} never became SERVING")
+
+
+@pytest.fixture
+def proc_cleanup() -> Iterator[list[subprocess.Popen[bytes]]]:
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_then_sigterm_closes_cleanly(tmp_path: Path, proc_cleanup: list) -> None:
+    port = free_port()
+    proc = spawn(f"127.0.0.1:{port}", tmp_path)
+    proc_cleanup.append(proc)
+    channel = wait_serving(f"127.0.0.1:{port}", proc)
+    stub = store_pb2_grpc.MemoryStoreStub(channel)
+    stub.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(content="kept", type=m.MEMORY_TYPE_FACT)))
+    channel.close()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    db = tmp_path / "memsidecar.sqlite3"
+    assert not Path(f"{db}-wal").exists() or Path(f"{db}-wal").stat().st_size == 0
+    conn = apsw.Connection(str(db))
+    assert conn.execute("SELECT content FROM memories").fetchall() == [("kept",)]
+
+
+def test_unix_socket(tmp_path: Path, proc_cleanup: list) -> None:
+    sock = tmp_path / "side.sock"
+    proc = spawn(f"unix://{sock}", tmp_path / "data")
+    proc_cleanup.append(proc)
+    channel = wait_serving(f"unix://{sock}", proc)
+    stub = store_pb2_grpc.MemoryStoreStub(channel)
+    reply = stub.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(content="u", type=1)))
+    assert reply.created
+    channel.close()
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=30) == 0
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        proc = spawn(f"127.0.0.1:{port}", tmp_path)
+        out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert f"127.0.0.1:{port}" in out.decode()
+
+
+def test_kill_mid_import_leaves_only_whole_batches(tmp_path: Path, proc_cleanup: list) -> None:
+    port = free_port()
+    proc = spawn(f"127.0.0.1:{port}", tmp_path)
+    proc_cleanup.append(proc)
+    channel = wait_serving(f"127.0.0.1:{port}", proc)
+    stub = store_pb2_grpc.MemoryStoreStub(channel)
+
+    def items() -> Iterator[s.UpsertMemoryRequest]:
+        for i in range(100_000):
+            if i == 1500:  # by now at least one batch of 256 has committed
+                time.sleep(3)
+                proc.kill()
+            yield s.UpsertMemoryRequest(memory=m.Memory(content=f"memory {i}", type=7))
+
+    with pytest.raises(grpc.RpcError):
+        stub.ImportMemories(items(), timeout=120)
+    proc.wait()
+    conn = apsw.Connection(str(tmp_path / "memsidecar.sqlite3"))
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    count, bad = conn.execute(
+        "SELECT count(*), sum(length(embedding) != 384 * 4 OR content = '') FROM memories"
+    ).fetchone()
+    assert count > 0 and count % 256 == 0 and not bad
