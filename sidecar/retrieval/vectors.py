@@ -1,0 +1,119 @@
+"""Vector index contract and the exact (dense numpy) implementation.
+
+Labels are memory ``seq`` values (SQLite rowids). The dense matrix is always kept: it gives
+the exact cosine of any memory (lexical and graph hits need one) and is the reference the
+approximate index (hnswlib) is tested against.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+# Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
+Accept = Callable[[np.ndarray], np.ndarray]
+
+
+class VectorIndex(Protocol):
+    dim: int
+
+    def __len__(self) -> int: ...
+
+    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        """Insert or replace (upsert) rows; vectors are L2-normalised float32."""
+        ...
+
+    def remove(self, labels: np.ndarray) -> None: ...
+
+    def search(
+        self, query: np.ndarray, k: int, accept: Accept | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k accepted labels by cosine, descending: (labels int64, scores float32)."""
+        ...
+
+    def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """Exact cosine of the query with each label (nan for unknown labels)."""
+        ...
+
+    def vector(self, label: int) -> np.ndarray | None: ...
+
+
+class DenseVectors:
+    """Exact search over a growable dense matrix. Thread-safe; readers take a snapshot."""
+
+    def __init__(self, dim: int = 384, capacity: int = 1024) -> None:
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._matrix = np.zeros((capacity, dim), dtype=np.float32)
+        self._labels = np.full(capacity, -1, dtype=np.int64)  # -1 = free slot
+        self._slot: dict[int, int] = {}
+        self._free: list[int] = []
+        self._used = 0  # slots [0, _used) have been handed out
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
+        with self._lock:
+            for label, vector in zip(labels.tolist(), vectors, strict=True):
+                slot = self._slot.get(label)
+                if slot is None:
+                    slot = self._take_slot()
+                    self._slot[label] = slot
+                    self._labels[slot] = label
+                self._matrix[slot] = vector
+
+    def remove(self, labels: np.ndarray) -> None:
+        with self._lock:
+            for label in labels.tolist():
+                slot = self._slot.pop(label, None)
+                if slot is not None:
+                    self._labels[slot] = -1
+                    self._free.append(slot)
+
+    def search(
+        self, query: np.ndarray, k: int, accept: Accept | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            matrix, labels = self._matrix[: self._used], self._labels[: self._used]
+        scores = matrix @ np.asarray(query, dtype=np.float32)
+        mask = labels >= 0
+        if accept is not None:
+            mask &= accept(labels)
+        candidates = np.flatnonzero(mask)
+        k = min(k, len(candidates))
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        cand_scores = scores[candidates]
+        top = np.argpartition(-cand_scores, k - 1)[:k]
+        top = top[np.argsort(-cand_scores[top], kind="stable")]
+        return labels[candidates[top]].copy(), cand_scores[top].astype(np.float32)
+
+    def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        out = np.full(len(labels), np.nan, dtype=np.float32)
+        with self._lock:
+            slots = [self._slot.get(label, -1) for label in labels.tolist()]
+            found = [i for i, s in enumerate(slots) if s >= 0]
+            rows = self._matrix[[slots[i] for i in found]]
+        if found:
+            out[found] = rows @ np.asarray(query, dtype=np.float32)
+        return out
+
+    def vector(self, label: int) -> np.ndarray | None:
+        with self._lock:
+            slot = self._slot.get(label)
+            return None if slot is None else self._matrix[slot].copy()
+
+    def _take_slot(self) -> int:
+        if self._free:
+            return self._free.pop()
+        if self._used == len(self._labels):
+            grow = max(1024, len(self._labels))
+            self._matrix = np.vstack([self._matrix, np.zeros((grow, self.dim), np.float32)])
+            self._labels = np.concatenate([self._labels, np.full(grow, -1, np.int64)])
+        self._used += 1
+        return self._used - 1
