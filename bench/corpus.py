@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import random
 
-SUBJECTS = ["the auth service", "our billing pipeline", "Alice", "the mobile app", "the data team",
-            "the staging cluster", "Bob", "the search index", "the onboarding flow", "the CI runner",
+SUBJECTS = ["the auth service", "our billing pipeline", "Alice", "the mobile app",
+            "the data team", "the staging cluster", "Bob", "the search index",
+            "the onboarding flow", "the CI runner",
             "the marketing site", "the Postgres replica", "the support queue", "the release train"]
-VERBS = ["decided to migrate", "reported a regression in", "prefers to review", "wants to deprecate",
-         "finished refactoring", "scheduled maintenance for", "measured the latency of",
+VERBS = ["decided to migrate", "reported a regression in", "prefers to review",
+         "wants to deprecate", "finished refactoring", "scheduled maintenance for",
+         "measured the latency of",
          "documented the API of", "rolled back", "added monitoring to", "asked about the cost of"]
 OBJECTS = ["JWT refresh tokens", "the nightly export job", "rate limiting at the gateway",
            "Redis caching for sessions", "the invoice PDF renderer", "feature flags",
