@@ -51,7 +51,7 @@ def parse(data: Mapping[str, Any]) -> tuple[Config, list[Issue]]:
     for key in data:
         if key not in TOP_LEVEL:
             hint = suggest(key, [*TOP_LEVEL, f"defaults.{INJECTION.name}"])
-            issues.append(Issue(key, key, f"[{key}]: {hint}"))
+            issues.append(Issue(key, key, f"{key}: {hint}"))
     sections = {s.name: _section(s, data.get(s.name, {}), s.name, issues) for s in SECTIONS}
     defaults = _defaults(data.get("defaults", {}), issues)
     agents = _agents(data.get("agents", []), defaults, issues)
@@ -82,7 +82,8 @@ def _checks(section: Section, obj: Any, path: str) -> list[Issue]:
 
 def _defaults(table: Any, issues: list[Issue]) -> Any:
     if not isinstance(table, Mapping):
-        issues.append(Issue("defaults", "defaults", "[defaults] must be a table"))
+        issues.append(Issue("defaults", "defaults",
+                            f"defaults = {literal(table)}: must be a table"))
         return INJECTION.cls()
     for key in table:
         if key != INJECTION.name:
@@ -94,7 +95,8 @@ def _defaults(table: Any, issues: list[Issue]) -> Any:
 
 def _agents(entries: Any, defaults: Any, issues: list[Issue]) -> dict[str, AgentConfig]:
     if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
-        issues.append(Issue("agents", "agents", "agents must be an array of tables ([[agents]])"))
+        issues.append(Issue("agents", "agents",
+                            f"agents = {literal(entries)}: must be an array of tables ([[agents]])"))
         return {}
     agents: dict[str, AgentConfig] = {}
     for index, entry in enumerate(entries):
@@ -106,7 +108,8 @@ def _agents(entries: Any, defaults: Any, issues: list[Issue]) -> dict[str, Agent
             continue
         path = f"agents[id={agent_id}]"
         if agent_id in agents:
-            issues.append(Issue(f"{path}.id", "id", f"{path}: id listed twice in [[agents]]"))
+            issues.append(Issue(f"{path}.id", "id",
+                                f"{path}.id = {literal(agent_id)}: listed twice in [[agents]]"))
             continue
         for key in entry:
             if key not in AGENT_KEYS:

@@ -44,6 +44,7 @@ class ConfigStore:
         self._good = _digest(text)
         self._seen = self._good  # digest of the file content last examined
         self._bad: ConfigError | None = None  # why the content last examined was rejected
+        self._pending: str | None = None  # digest waiting to be seen twice (settle)
         self._stat: tuple[int, int, int] | None = None
         self._lock = threading.Lock()
         self._reloader: Reloader | None = None
@@ -82,7 +83,7 @@ class ConfigStore:
 
     def watch(self, interval: float = POLL_INTERVAL_S) -> None:
         if self._reloader is None:
-            self._reloader = Reloader(self.reload, interval)
+            self._reloader = Reloader(lambda: self.reload(settle=True), interval)
             self._reloader.start()
 
     def close(self) -> None:
@@ -90,18 +91,28 @@ class ConfigStore:
             self._reloader.stop()
             self._reloader = None
 
-    def reload(self) -> bool:
-        """Apply the file if it changed and is valid; a bad edit is logged and ignored."""
-        with self._lock:
-            return self._reload_locked()
+    def reload(self, settle: bool = False) -> bool:
+        """Apply the file if it changed and is valid; a bad edit is logged and ignored.
 
-    def _reload_locked(self) -> bool:
-        polled = self._poll_locked()
+        ``settle`` (the watcher): new content is applied only once two polls in a row read
+        the same bytes, so a file caught half-written (truncated by an in-place save) is
+        never applied.
+        """
+        with self._lock:
+            return self._reload_locked(settle)
+
+    def _reload_locked(self, settle: bool = False) -> bool:
+        polled = self._poll_locked(force=self._pending is not None)
         if polled is None:
             return False
         text, digest = polled
         if digest == self._seen:
+            self._pending = None
             return False
+        if settle and digest != self._pending:
+            self._pending = digest
+            return False
+        self._pending = None
         self._seen, self._bad = digest, None
         if text is None:
             log.warning("config file removed; keeping the last config",
@@ -119,7 +130,7 @@ class ConfigStore:
         log.info("config reloaded", extra={"path": str(self.path), "agents": len(config.agents)})
         return True
 
-    def _poll_locked(self) -> tuple[str | None, str] | None:
+    def _poll_locked(self, force: bool = False) -> tuple[str | None, str] | None:
         """(text, digest) when the file may have changed since the last look, else None."""
         try:
             st = os.stat(self.path)
@@ -127,7 +138,8 @@ class ConfigStore:
             stat = None
         else:
             stat = (st.st_mtime_ns, st.st_size, st.st_ino)
-        if stat == self._stat and (stat is None or time.time_ns() - stat[0] > RACY_NS):
+        unchanged = stat == self._stat and not force
+        if unchanged and (stat is None or time.time_ns() - stat[0] > RACY_NS):
             return None
         self._stat = stat
         if stat is None:
@@ -170,9 +182,10 @@ class ConfigStore:
             self._stat = None
             self._seen = _digest(text)
             self._apply(config, text)
+            applied = self._config
         log.info("config updated", extra={"agent_id": agent_id, "keys": sorted(changes),
                                           "reset": reset})
-        return config
+        return applied
 
     # -- swapping ---------------------------------------------------------------------------
 

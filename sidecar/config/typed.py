@@ -61,7 +61,7 @@ def parse_table(
     """Convert the keys present in ``table``; return (values by field name, issues)."""
     if not isinstance(table, Mapping):
         leaf = path.rsplit(".", 1)[-1]
-        return {}, [Issue(path, leaf, f"[{path}] must be a table (got {literal(table)})")]
+        return {}, [Issue(path, leaf, f"{path} = {literal(table)}: must be a table")]
     types = hints(cls)
     names = [f.name for f in fields(cls)]
     values: dict[str, Any] = {}
