@@ -96,7 +96,8 @@ def _defaults(table: Any, issues: list[Issue]) -> Any:
 def _agents(entries: Any, defaults: Any, issues: list[Issue]) -> dict[str, AgentConfig]:
     if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
         issues.append(Issue("agents", "agents",
-                            f"agents = {literal(entries)}: must be an array of tables ([[agents]])"))
+                            f"agents = {literal(entries)}: must be an array of tables "
+                            "([[agents]])"))
         return {}
     agents: dict[str, AgentConfig] = {}
     for index, entry in enumerate(entries):

@@ -44,7 +44,8 @@ def test_empty_file_is_the_builtin_defaults() -> None:
 def test_precedence_builtin_then_defaults_then_agent() -> None:
     config = load_text(FILE)
     assert config.server.listen == "127.0.0.1:6000"
-    assert config.retrieval.rrf_k == 30 and config.retrieval.ef_search == RetrievalConfig().ef_search
+    assert config.retrieval.rrf_k == 30
+    assert config.retrieval.ef_search == RetrievalConfig().ef_search
     assert config.vault.noise_phrases == ("heartbeat",)
     defaults = config.defaults
     assert (defaults.search_limit, defaults.pinned_limit) == (12, 2)
@@ -98,8 +99,8 @@ ERRORS = [
      "defaults.memory_injection.semantic_threshold", ['"high"', "must be a number"]),
     ("[defaults.memory_injection]\nsemantic_threshold = nan\n",
      "defaults.memory_injection.semantic_threshold", ["finite"]),
-    ('[defaults.memory_injection]\npinned_types = "todo"\n', "defaults.memory_injection.pinned_types",
-     ["must be an array"]),
+    ('[defaults.memory_injection]\npinned_types = "todo"\n',
+     "defaults.memory_injection.pinned_types", ["must be an array"]),
     ("[defaults.memory_injection]\nsemantic_threshold = 1.5\n",
      "defaults.memory_injection.semantic_threshold", ["1.5", "allowed 0..1"]),
     ("[defaults.memory_injection]\ncontextual_min_score = -0.1\n",
