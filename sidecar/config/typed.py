@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import functools
 import math
 import typing
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ class Invalid(Exception):
         self.problem = problem
 
 
+@functools.cache
 def hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 

@@ -281,3 +281,10 @@ def test_update_without_a_file_creates_it(tmp_path: Path) -> None:
 def test_required_file_missing_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="no such file"):
         ConfigStore.open(tmp_path / "absent.toml", required=True)
+
+
+def test_close_stops_the_watcher(store: ConfigStore) -> None:
+    store.watch(interval=0.05)
+    assert any(t.name == "config-reloader" for t in threading.enumerate())
+    store.close()
+    assert not any(t.name == "config-reloader" for t in threading.enumerate())
