@@ -148,7 +148,10 @@ class ConfigStore:
             data = self.path.read_bytes()
         except FileNotFoundError:
             return None, MISSING
-        text = data.decode("utf-8", errors="replace")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            text = f"# not UTF-8: {err}\n["  # fails to parse: rejected like any bad edit
         return text, hashlib.sha256(data).hexdigest()
 
     # -- updates (Settings.UpdateConfig) ----------------------------------------------------

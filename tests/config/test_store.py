@@ -288,3 +288,10 @@ def test_close_stops_the_watcher(store: ConfigStore) -> None:
     assert any(t.name == "config-reloader" for t in threading.enumerate())
     store.close()
     assert not any(t.name == "config-reloader" for t in threading.enumerate())
+
+
+def test_non_utf8_edit_is_rejected(store: ConfigStore, config_file: Path) -> None:
+    good = store.current
+    config_file.write_bytes(b"[vault]\nmax_chars = 5 # \xff\n")
+    assert not store.reload()
+    assert store.current is good
