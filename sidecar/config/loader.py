@@ -76,7 +76,9 @@ def _checks(section: Section, obj: Any, path: str) -> list[Issue]:
             validate()
         except InvalidArgument as err:
             key = err.field.rsplit(".", 1)[-1]
-            found.append(Issue(f"{path}.{key}", key, f"{path}.{key}: {err.message}"))
+            where = f"{path}.{key}"
+            message = err.message if err.message.startswith(where) else f"{where}: {err.message}"
+            found.append(Issue(where, key, message))
     return found
 
 

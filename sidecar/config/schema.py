@@ -9,10 +9,14 @@ File shape::
     [[agents]]                    id = "..."
     [agents.memory_injection]     only the keys given override the defaults (hot)
 
-To plug in a section's real dataclass: import it here instead of the placeholder, give it
-rules (field metadata via ``rules.knob`` on the dataclass, or ``rules={...}`` below), and
-change the matching annotation of ``Config``. A ``validate()`` method on the dataclass, if it
-has one, is called after the values are filled in; its InvalidArgument becomes a load error.
+To plug in a section's real dataclass: import it here instead of the placeholder (same class
+name: nothing else changes; another name: also change the annotation of ``Config``), and keep
+its rules in step, either in the ``*_RULES`` dict below or as field metadata on the dataclass
+(``field(default=..., metadata=knob("meaning", ge=0, le=1))``); registration rules win.
+``tests/config/test_schema.py`` fails on a field without a documented rule, a number without
+a range, or a rule naming no field. Nested dataclass fields become sub-tables
+(``[retrieval.vector]``). A ``validate()`` method on the dataclass, if any, runs after the
+values are filled in; its InvalidArgument becomes a load error naming ``<section>.<key>``.
 """
 
 from __future__ import annotations
@@ -52,6 +56,42 @@ SERVER_RULES: dict[str, Rule] = {
     "embed_batch_size": Rule("Texts per onnxruntime call when embedding imports.",
                              ge=1, le=4096),
     "onnx_threads": Rule("onnxruntime intra-op threads.", ge=1, le=256),
+}
+
+RETRIEVAL_RULES: dict[str, Rule] = {
+    "rrf_k": Rule("Reciprocal-rank-fusion constant k in 1/(k + rank).", ge=1, le=10_000),
+    "importance_boost": unit("alpha: weight of a memory's importance added to its fused score."),
+    "recency_boost": unit("beta: weight of the recency decay added to the fused score."),
+    "recency_half_life_days": Rule("Age (days) at which the recency decay has halved.",
+                                   ge=0.001, le=36_500),
+    "graph_seed_threshold": unit("Least importance of a memory used as a graph-traversal seed."),
+    "graph_seed_limit": Rule("Most graph seeds per search.", ge=1, le=10_000),
+    "max_graph_depth": Rule("Edges followed from a seed (0 = no graph expansion).", ge=0, le=10),
+    "ef_search": Rule("HNSW ef at query time (recall vs latency).", ge=1, le=10_000),
+}
+
+VAULT_RULES: dict[str, Rule] = {
+    "noise_gate": Rule("Reject tier=LOG writes and texts containing a noise phrase."),
+    "noise_phrases": Rule(
+        "Journal-only chatter the noise gate rejects (case-insensitive substrings)."),
+    "length_gate": Rule("Reject texts longer than max_chars."),
+    "max_chars": Rule("Longest content the vault accepts (compress or split first).", ge=1),
+    "pii_gate": Rule("Reject SSNs, Luhn-valid card numbers, passwords, API keys and tokens."),
+    "duplicate_gate": Rule("Do not store a near-duplicate of a live memory of the same scope."),
+    "duplicate_threshold": unit("Cosine at or above which a new memory is a near-duplicate."),
+    "duplicate_numbers_must_match": Rule("Two texts whose numbers differ are never duplicates."),
+    "max_memories_per_scope": Rule(
+        "Capacity gate: most live memories per scope (0 = unlimited).", ge=0),
+    "topic_upsert": Rule(
+        "A REGISTER write with a known topic_id updates that register in place."),
+    "snapshot_canon_limit": Rule("Most canon memories in a snapshot.", ge=0),
+    "snapshot_register_limit": Rule("Most registers in a snapshot.", ge=0),
+    "snapshot_max_chars": Rule("Longest snapshot block (characters).", ge=1),
+    "stale_after_days": Rule(
+        "ProposeDeletions: not updated or accessed for this long is stale.", ge=0.001),
+    "stale_max_importance": unit(
+        "ProposeDeletions: only memories at or below this importance are stale."),
+    "consolidation_floor": unit("Default similarity floor of FindConsolidationCandidates."),
 }
 
 PINNED_SORTS = ("recent", "importance")
@@ -96,8 +136,10 @@ def pinned_budget(config: MemoryInjectionConfig) -> list[tuple[str, str]]:
 SECTIONS: tuple[Section, ...] = (
     Section("server", ServerConfig, "Listening, data, limits. Read at startup only.",
             rules=SERVER_RULES, hot=False),
-    Section("retrieval", RetrievalConfig, "Hybrid search: fusion, boosts, graph, HNSW."),
-    Section("vault", VaultConfig, "Write gate, snapshot, hygiene suggestions."),
+    Section("retrieval", RetrievalConfig, "Hybrid search: fusion, boosts, graph, HNSW.",
+            rules=RETRIEVAL_RULES),
+    Section("vault", VaultConfig, "Write gate, snapshot, hygiene suggestions.",
+            rules=VAULT_RULES),
 )
 
 INJECTION = Section(
