@@ -25,7 +25,7 @@ class ScopeCount:
     live: int
     forgotten: int
     canon: int  # live CANON memories
-    register: int  # live REGISTER memories
+    registers: int  # live REGISTER memories
 
 
 @dataclass(frozen=True, slots=True)
