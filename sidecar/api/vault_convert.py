@@ -38,13 +38,13 @@ def version_to_pb(v: history.MemoryVersion) -> vault_pb2.MemoryVersion:
         recorded_at=timestamp(v.recorded_at),
         actor=v.actor,
         content=v.content,
-        type=int(v.type),  # type: ignore[arg-type]
+        type=int(v.type),
         importance=v.importance,
         source=v.source,
         channel_id=v.channel_id,
         agent_id=v.agent_id,
         forgotten=v.forgotten,
-        tier=int(v.tier),  # type: ignore[arg-type]
+        tier=int(v.tier),
         topic_id=v.topic_id,
     )
 
@@ -85,8 +85,8 @@ def stats_to_pb(s: VaultStatistics) -> vault_pb2.VaultStatsResponse:
             for c in s.scopes
         ],
         groups=[
-            vault_pb2.GroupCount(agent_id=g.agent_id, tier=int(g.tier),  # type: ignore[arg-type]
-                                 type=int(g.type),  # type: ignore[arg-type]
+            vault_pb2.GroupCount(agent_id=g.agent_id, tier=int(g.tier),
+                                 type=int(g.type),
                                  live=g.live, forgotten=g.forgotten)
             for g in s.groups
         ],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
 from sidecar.records import Memory, MemoryType
