@@ -46,7 +46,8 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     """,
     # 2 (vault): append-only history. One row per insert/update/forget of a memory, written by
-    # MemoryRepo in the same transaction; existing memories get a 'baseline' row.
+    # MemoryRepo in the same transaction; existing memories get a 'baseline' row. Plus a
+    # covering index for live counts per scope (capacity gate, stats).
     """
     CREATE TABLE memory_versions (
         seq         INTEGER PRIMARY KEY,
@@ -66,6 +67,7 @@ MIGRATIONS: list[str] = [
         topic_id    TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX memory_versions_memory ON memory_versions (memory_id, seq);
+    CREATE INDEX memories_scope_live ON memories (agent_id, forgotten);
     INSERT INTO memory_versions (memory_id, version, event, recorded_at, actor, content, type,
         importance, source, channel_id, agent_id, forgotten, tier, topic_id)
     SELECT id, version, 'baseline', updated_at, source, content, type, importance, source,

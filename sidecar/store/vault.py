@@ -34,7 +34,9 @@ class VaultRepo:
         """Ids and embeddings of live memories of a scope with seq > ``seq`` (rows written
         since the caller's index last heard of a commit, including this transaction's)."""
         rows = self.db.execute(
-            "SELECT id, embedding FROM memories WHERE seq > ? AND agent_id = ? AND forgotten = 0",
+            # Unary +: walk the rowid range (seq > ?), never a whole scope through an index.
+            "SELECT id, embedding FROM memories WHERE seq > ? AND +agent_id = ? "
+            "AND +forgotten = 0",
             (seq, agent_id),
         )
         if not rows:
