@@ -41,11 +41,12 @@ def similar_pairs(vectors: np.ndarray, floor: float) -> list[tuple[int, int, flo
     found: list[tuple[int, int, float]] = []
     n = len(vectors)
     for start in range(0, n, BLOCK_ROWS):
-        block = vectors[start : start + BLOCK_ROWS] @ vectors.T
+        block = vectors[start : start + BLOCK_ROWS] @ vectors[start:].T  # upper triangle only
         rows, cols = np.nonzero(block >= floor)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            if c > start + r:
-                found.append((start + r, c, float(block[r, c])))
+        upper = cols > rows  # each pair once, never a row with itself
+        rows, cols = rows[upper], cols[upper]
+        scores = block[rows, cols].tolist()
+        found.extend(zip((rows + start).tolist(), (cols + start).tolist(), scores, strict=True))
     found.sort(key=lambda t: (-t[2], t[0], t[1]))
     return found
 
