@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
@@ -104,3 +106,13 @@ def test_snapshot_character_budget() -> None:
     small = render_snapshot("", canon, registers, 200)
     assert [x.id for x in small.memories] == ["m1", "m3", "m4"] and small.omitted == 1
     assert render_snapshot("", [], [], 100).text == ""
+
+
+def test_vault_service_is_healthy_and_reflected(vault_live: Running) -> None:
+    health = health_pb2_grpc.HealthStub(vault_live.channel)
+    reply = health.Check(health_pb2.HealthCheckRequest(service="memsidecar.v1.Vault"))
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    reflect = reflection_pb2_grpc.ServerReflectionStub(vault_live.channel)
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    listed = next(iter(reflect.ServerReflectionInfo(iter([request]))))
+    assert "memsidecar.v1.Vault" in {s.name for s in listed.list_services_response.service}
