@@ -30,18 +30,26 @@ class VaultRepo:
         )
         return int(row[0]) if row else 0
 
-    def live_after(self, seq: int, agent_id: str) -> tuple[list[str], np.ndarray]:
-        """Ids and embeddings of live memories of a scope with seq > ``seq`` (rows written
-        since the caller's index last heard of a commit, including this transaction's)."""
+    def live_after(self, seq: int, agent_id: str) -> list[tuple[int, str]]:
+        """(seq, id) of live memories of a scope with seq > ``seq``: rows written since the
+        caller's index last heard of a commit, including this transaction's."""
         rows = self.db.execute(
             # Unary +: walk the rowid range (seq > ?), never a whole scope through an index.
-            "SELECT id, embedding FROM memories WHERE seq > ? AND +agent_id = ? "
-            "AND +forgotten = 0",
+            "SELECT seq, id FROM memories WHERE seq > ? AND +agent_id = ? AND +forgotten = 0 "
+            "ORDER BY seq",
             (seq, agent_id),
         )
-        if not rows:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        return [r[0] for r in rows], np.vstack([blob_to_embedding(r[1]) for r in rows])
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def embeddings_by_seq(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
+        found: dict[int, np.ndarray] = {}
+        for start in range(0, len(seqs), 500):
+            chunk = list(seqs[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT seq, embedding FROM memories WHERE seq IN ({marks})", tuple(chunk))
+            found.update({int(r[0]): blob_to_embedding(r[1]) for r in rows})
+        return found
 
     def visible_tier(self, agent_id: str, tier: Tier, order: str, limit: int) -> list[Memory]:
         """Live memories of a tier visible to an agent (shared + its own), REGISTERs only

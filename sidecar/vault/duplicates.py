@@ -46,6 +46,10 @@ class DuplicateGate:
         self.vault = vault
         self.threshold = threshold
         self.numbers_must_match = numbers_must_match
+        # Per scope: rows the index has not heard of yet ((seq, id) keys, their embeddings
+        # as a matrix), valid while the index's max_seq stays ``_tail_floor``.
+        self._tail: dict[str, tuple[list[tuple[int, str]], np.ndarray]] = {}
+        self._tail_floor = -1
 
     def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
         if not is_new(self.memories, draft):
@@ -66,10 +70,29 @@ class DuplicateGate:
     def candidates(self, agent_id: str, embedding: np.ndarray) -> list[tuple[str, float]]:
         """(id, cosine) at or above the threshold, most similar first."""
         found = self.index.similar(agent_id, embedding, self.threshold)
-        ids, vectors = self.vault.live_after(self.index.max_seq, agent_id)
-        if ids:
+        keys, vectors = self._tail_rows(agent_id)
+        if keys:
             scores = vectors @ embedding
-            found += [(i, float(s)) for i, s in zip(ids, scores, strict=True)
-                      if s >= self.threshold]
+            found += [(keys[i][1], float(scores[i])) for i in np.flatnonzero(
+                scores >= self.threshold)]
             found.sort(key=lambda pair: -pair[1])
         return found
+
+    def _tail_rows(self, agent_id: str) -> tuple[list[tuple[int, str]], np.ndarray]:
+        """Live rows of the scope written after the index's last event (earlier items of the
+        same import batch). Each embedding is read from SQLite once per batch."""
+        floor = self.index.max_seq
+        if floor != self._tail_floor:
+            self._tail, self._tail_floor = {}, floor
+        keys = self.vault.live_after(floor, agent_id)
+        cached_keys, cached = self._tail.get(agent_id, ([], np.zeros((0, self.index.dim),
+                                                                     dtype=np.float32)))
+        if keys[: len(cached_keys)] != cached_keys:  # a row vanished: start over
+            cached_keys, cached = [], np.zeros((0, self.index.dim), dtype=np.float32)
+        new = keys[len(cached_keys) :]
+        if new:
+            by_seq = self.vault.embeddings_by_seq([seq for seq, _ in new])
+            cached = np.vstack([cached, *(by_seq[seq][None, :] for seq, _ in new)])
+            cached_keys = keys
+        self._tail[agent_id] = (cached_keys, cached)
+        return cached_keys, cached
