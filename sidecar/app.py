@@ -46,8 +46,10 @@ class App:
         retriever = ExactVectorRetriever(embedder)
         retriever.load(memories.memories)
         memories.listeners.add(retriever)
-        # Installs the write gate on `memories`; vault_config (tests) overrides the file's.
-        vault = Vault(memories, vault_config or settings.current.vault)
+        # Installs the write gate on `memories`. [vault] is hot: read from the current config
+        # snapshot on every write; vault_config (tests) pins one instead.
+        live_settings = settings
+        vault = Vault(memories, vault_config or (lambda: live_settings.current.vault))
         log.info(
             "app opened",
             extra={"db": str(config.db_path), "memories": memories.memories.count(),

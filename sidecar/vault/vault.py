@@ -4,6 +4,10 @@ vault operations (promotion, history, snapshot, hygiene, stats) the gRPC edge ca
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
+
+import numpy as np
 
 from sidecar.errors import DomainError, FailedPrecondition
 from sidecar.records import Memory, MemoryDraft, Tier
@@ -51,17 +55,61 @@ def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeVectors,
     return gates
 
 
+ConfigSource = Callable[[], VaultConfig]
+
+
 class Vault:
-    def __init__(self, service: MemoryService, config: VaultConfig | None = None) -> None:
-        self.config = (config or VaultConfig()).validate()
+    """Installed on a MemoryService as its vault WriteGate and DraftResolver.
+
+    ``config`` is a VaultConfig or a callable returning the current one (the hot-reloaded
+    config file): the gate steps are rebuilt whenever a new snapshot appears.
+    """
+
+    def __init__(
+        self, service: MemoryService, config: VaultConfig | ConfigSource | None = None
+    ) -> None:
+        if config is None or isinstance(config, VaultConfig):
+            fixed = (config or VaultConfig()).validate()
+            self._source: ConfigSource = lambda: fixed
+        else:
+            self._source = config
         self.service = service
         self.repo = VaultRepo(service.db)
         self.index = ScopeVectors()
         self.index.load(service.memories)
+        self._topics = TopicResolver(self.repo)
+        self._built_for: VaultConfig | None = None
+        self._gates: list[WriteGate] = []
+        self._lock = threading.Lock()
         service.listeners.add(self.index)
-        service.gates.extend(build_gates(service, self.repo, self.index, self.config))
-        if self.config.topic_upsert:
-            service.resolvers.append(TopicResolver(self.repo))
+        service.gates.append(self)
+        service.resolvers.append(self)
+
+    @property
+    def config(self) -> VaultConfig:
+        return self._source()
+
+    def gates(self) -> list[WriteGate]:
+        """The enabled gate steps for the current config (rebuilt when it changes)."""
+        config = self.config
+        with self._lock:
+            if config is not self._built_for and config != self._built_for:
+                self._gates = build_gates(self.service, self.repo, self.index, config.validate())
+                self._built_for = config
+                log.info("vault gates built", extra={"steps": len(self._gates)})
+            return self._gates
+
+    # --- WriteGate / DraftResolver (called by MemoryService inside the write transaction) ---
+
+    def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
+        for gate in self.gates():
+            match = gate.check(draft, embedding, field)
+            if match is not None:
+                return match
+        return None
+
+    def resolve(self, draft: MemoryDraft, field: str) -> MemoryDraft:
+        return self._topics.resolve(draft, field) if self.config.topic_upsert else draft
 
     def promote_to_canon(self, memory_id: str, canonical_text: str, agent_id: str = "") -> Memory:
         """REGISTER -> CANON, optionally rewording it; the new text passes the write gate."""
