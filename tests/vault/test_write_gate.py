@@ -103,6 +103,9 @@ def test_capacity_gate_per_scope(start_vault: StartVault) -> None:
     live.store.ForgetMemory(s.ForgetMemoryRequest(id=first.id))
     assert upsert(live, "Alice has a cat", agent_id="alice").created
     assert stats(live).max_memories_per_scope == 2
+    reply = live.store.ImportMemories(iter([s.UpsertMemoryRequest(memory=m.Memory(
+        content="Alice plays chess", type=m.MEMORY_TYPE_FACT, agent_id="alice"))]))
+    assert [(e.code, e.reason) for e in reply.errors] == [("RESOURCE_EXHAUSTED", "SCOPE_FULL")]
 
 
 def test_import_reports_gate_reason_per_item(vault_live: Running) -> None:
