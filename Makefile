@@ -40,3 +40,12 @@ typecheck: install
 
 clean:
 	rm -rf $(VENV) build sidecar/_proto *.egg-info
+
+# Go agent client (clients/go): Debian packages only, GOPATH mode, output build/go-client.
+.PHONY: go-client
+GO_SOURCES := $(shell find clients/go -type f 2>/dev/null)
+go-client: build/go-client
+
+# Installs missing Debian packages, generates the Go stubs under build/go, builds, vets, tests.
+build/go-client: $(GO_SOURCES) $(PROTOS)
+	bash clients/go/build.sh test
