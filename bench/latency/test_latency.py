@@ -47,8 +47,9 @@ def timed(benchmark: Any, fn: Any, rounds: int = ROUNDS) -> Any:
     return benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=5)
 
 
-def test_inject(benchmark: Any, client: Client) -> None:
-    require(lambda: client.inject("warm-up", channel_id="bench-probe"), "Inject")
+def test_inject(benchmark: Any, probe: Client, request: pytest.FixtureRequest) -> None:
+    require(lambda: probe.inject("warm-up", channel_id="bench-probe"), "Inject")
+    client: Client = request.getfixturevalue("client")
     counter = itertools.count()
 
     def one() -> injection_pb2.InjectResponse:
@@ -60,31 +61,37 @@ def test_inject(benchmark: Any, client: Client) -> None:
     assert reply.block.startswith(BLOCK_PREFIX)
 
 
-def test_search(benchmark: Any, client: Client) -> None:
-    require(lambda: client.search("warm-up"), "Search")
+def test_search(benchmark: Any, probe: Client, request: pytest.FixtureRequest) -> None:
+    require(lambda: probe.search("warm-up"), "Search")
+    client: Client = request.getfixturevalue("client")
     counter = itertools.count()
     reply = timed(benchmark, lambda: client.search(
         QUERIES[next(counter) % len(QUERIES)], agent_id="agent-a", limit=10))
     assert len(reply.hits) == 10
 
 
-def test_prune_history(benchmark: Any, client: Client) -> None:
+def test_prune_history(benchmark: Any, probe: Client, request: pytest.FixtureRequest) -> None:
     messages = history()
-    require(lambda: client.prune_history(messages, max_keep=3), "PruneHistory")
+    require(lambda: probe.prune_history(messages, max_keep=3), "PruneHistory")
+    client: Client = request.getfixturevalue("client")
     reply = timed(benchmark, lambda: client.prune_history(messages, max_keep=3), rounds=1000)
     assert len(reply.removed_indices) == 3  # 5 blocks, keep 2 + the incoming one
 
 
-def test_render_transcript(benchmark: Any, client: Client) -> None:
+def test_render_transcript(benchmark: Any, probe: Client,
+                           request: pytest.FixtureRequest) -> None:
     messages = history()
-    require(lambda: client.render_transcript(messages), "RenderTranscript")
+    require(lambda: probe.render_transcript(messages), "RenderTranscript")
+    client: Client = request.getfixturevalue("client")
     reply = timed(benchmark, lambda: client.render_transcript(messages), rounds=1000)
     assert reply.blocks_skipped == 5
 
 
-def test_go_client_sequential_inject(benchmark: Any, target: str, client: Client) -> None:
+def test_go_client_sequential_inject(benchmark: Any, probe: Client,
+                                     request: pytest.FixtureRequest) -> None:
     """build/go-client -bench N: what a Go agent sees (p50/p99 in extra_info)."""
-    require(lambda: client.inject("warm-up", channel_id="bench-probe"), "Inject")
+    require(lambda: probe.inject("warm-up", channel_id="bench-probe"), "Inject")
+    target: str = request.getfixturevalue("target")
     built = subprocess.run(["make", "-s", "go-client"], cwd=ROOT, capture_output=True, text=True)
     if built.returncode != 0:
         pytest.skip(f"Go client not built: {built.stderr[-300:]}")
