@@ -67,6 +67,7 @@ build/grpcurl/bin/grpcurl: | $(STAMP)
 # client and the Go client's sequential Inject, against a sidecar with 10,000 cached memories.
 .PHONY: bench-latency
 bench-latency: install
-	mkdir -p bench/results
+	mkdir -p bench/results && rm -f bench/results/latency.json
 	$(PY) -m pytest bench/latency -p no:cacheprovider --benchmark-only \
 		--benchmark-json=bench/results/latency.json $(PYTEST_ARGS)
+	$(PY) -m bench.latency.summary bench/results/latency.json
