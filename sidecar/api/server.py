@@ -17,8 +17,10 @@ from memsidecar.v1 import (
     store_pb2_grpc,
 )
 
+from sidecar.api.injection_servicer import MemoryInjectionServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
 from sidecar.app import App
+from sidecar.injection import Injector
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +58,10 @@ class Server:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
             MemoryStoreServicer(self.app.memories), self.grpc
         )
-        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(
-            injection_pb2_grpc.MemoryInjectionServicer(), self.grpc
-        )
+        self.injection = MemoryInjectionServicer(Injector.create(
+            self.app.db, self.app.embedder, self.app.retriever, self.app.injection_config
+        ))
+        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(self.injection, self.grpc)
         settings_pb2_grpc.add_SettingsServicer_to_server(
             settings_pb2_grpc.SettingsServicer(), self.grpc
         )
@@ -84,6 +87,7 @@ class Server:
         self.health.enter_graceful_shutdown()
         grace = self.app.config.shutdown_grace_s if grace is None else grace
         self.grpc.stop(grace).wait()
+        self.injection.close()
         self.app.close()
         log.info("stopped")
 
