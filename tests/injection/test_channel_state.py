@@ -62,3 +62,16 @@ def test_round_trip_through_sqlite(tmp_path: Path) -> None:
     assert ChannelStates(StateRepo(db)).reset("c")
     assert ChannelStates(StateRepo(db)).get("c").turn == 0
     db.close()
+
+
+def test_cache_evicts_least_recent_and_reloads(tmp_path: Path) -> None:
+    db = Database(tmp_path / "s.sqlite3")
+    states = ChannelStates(StateRepo(db), max_cached=2)
+    for name in ("a", "b", "c"):
+        state = states.get(name)
+        state.turn = 5
+        states.commit(state, [f"m-{name}"], [1], unit(1), now_us=1, depth=10)
+    assert list(states._channels) == ["b", "c"]
+    again = states.get("a")  # reloaded from SQLite
+    assert again.turn == 5 and again.buffer_ids == ["m-a"] and "m-a" in again.injected
+    db.close()
