@@ -53,6 +53,7 @@ class Replay:
     inject_ms: list[float] = field(default_factory=list)
     server_ms: list[float] = field(default_factory=list)
     search_ms: list[float] = field(default_factory=list)
+    server_embed_ms: list[float] = field(default_factory=list)
     embed_ms: list[float] = field(default_factory=list)
     stored: int = 0
 
@@ -141,6 +142,7 @@ def _turn(inject: Any, embedder: Embedder, qid: str, text: str, last: dict[str, 
     out.tokens.append(reply.stats.block_tokens)
     out.server_ms.append(reply.stats.elapsed_us / 1000)
     out.search_ms.append(reply.stats.stages.search_us / 1000)
+    out.server_embed_ms.append(reply.stats.stages.embed_us / 1000)
     out.empty += not reply.items
     for item in reply.items:
         seen = last.get(item.id)
@@ -169,15 +171,17 @@ def pct(values: list[float]) -> str:
 
 def row(size: int, r: Replay) -> str:
     ratio = float(np.median(r.inject_ms) / np.median(r.embed_ms))
+    rest = np.array(r.server_ms) - np.array(r.server_embed_ms) - np.array(r.search_ms)
     return (f"| {size:,} | {r.turns} | {r.duplicates} | {np.mean(r.items):.2f} | "
             f"{np.mean(r.tokens):.0f} | {pct(r.inject_ms)} | {pct(r.embed_ms)} | "
-            f"{ratio:.2f}x | {pct(r.server_ms)} | {pct(r.search_ms)} |")
+            f"{ratio:.2f}x | {pct(r.server_ms)} | {np.median(r.server_embed_ms):.1f} / "
+            f"{np.median(r.search_ms):.1f} / {np.median(rest):.1f} |")
 
 
 HEADER = (
     "| padding memories | user turns | duplicates in window | memories/turn | tokens/turn | "
     "Inject p50 / p95 / p99 ms (gRPC) | bare embed p50 / p95 / p99 ms | p50 ratio | "
-    "server elapsed p50 / p95 / p99 ms | search stage p50 / p95 / p99 ms |\n"
+    "server elapsed p50 / p95 / p99 ms | server p50 ms: embed / search / rest |\n"
     "|---|---|---|---|---|---|---|---|---|---|"
 )
 

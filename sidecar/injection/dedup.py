@@ -9,8 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from kernels.cosine import max_cosine
-from kernels.dedup import greedy_unique
+from kernels.dedup import buffer_max, greedy_unique
 from sidecar.injection.records import Candidate
 from sidecar.injection.state import ChannelState, Injected
 from sidecar.records import Memory
@@ -60,7 +59,7 @@ def _semantic_keep(survivors: list[Candidate], buffer: np.ndarray,
     rows = np.vstack([c.embedding for c in survivors]).astype(np.float32, copy=False)
     eligible = np.ones(len(survivors), dtype=np.bool_)
     if buffer.shape[0]:
-        near = max_cosine(rows, buffer) > threshold
+        near = buffer_max(rows, buffer) > threshold
         updates = np.fromiter((c.is_update for c in survivors), dtype=np.bool_,
                               count=len(survivors))
         eligible = ~near | updates

@@ -19,8 +19,8 @@ def changed_since_injected(cooling: Mapping[str, tuple[Memory, Injected]],
     rest = [mid for mid in cooling if mid not in fresh]
     if not rest:
         return fresh
-    for edge in edges.touching(rest):
-        entry = cooling.get(edge.target_id)
-        if entry and edge.relation in SUPERSEDING and edge.created_at > entry[1].at_us:
+    oldest = min(cooling[mid][1].at_us for mid in rest)
+    for edge in edges.pointing_to(rest, SUPERSEDING, oldest):
+        if edge.created_at > cooling[edge.target_id][1].at_us:
             fresh.add(edge.target_id)
     return fresh

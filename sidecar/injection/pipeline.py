@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from sidecar.config.injection import InjectionConfigSource
 from sidecar.embedding import Embedder
-from sidecar.errors import DomainError
 from sidecar.injection import blocks
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.dedup import dedup
@@ -55,12 +53,8 @@ class Injector:
         return cls(embedder=embedder, retriever=retriever, memories=MemoryRepo(db),
                    edges=EdgeRepo(db), config=config, states=ChannelStates(StateRepo(db)))
 
-    def __post_init__(self) -> None:
-        self._toucher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inject-touch")
-
     def close(self) -> None:
-        """Finish pending access records."""
-        self._toucher.shutdown(wait=True)
+        """Nothing is left in flight: state and access records are written in each call."""
 
     def reset(self, channel_id: str) -> bool:
         existed = self.states.reset(channel_id)
@@ -115,9 +109,14 @@ class Injector:
             stats.stages_us["format"] = _us(t)
             t = time.perf_counter_ns()
             chosen = [c for c, _ in budgeted.selected]
-            self.states.commit(
-                state, [c.memory.id for c in chosen], [c.memory.version for c in chosen],
-                _rows(chosen), time.time_ns() // 1000, config.context_window_depth)
+            now = time.time_ns() // 1000
+            with self.memories.db.transaction():
+                self.states.commit(
+                    state, [c.memory.id for c in chosen], [c.memory.version for c in chosen],
+                    _rows(chosen), now, config.context_window_depth)
+                # The access record rides in the same transaction: ~10 row updates cost less
+                # than handing them to a thread (a GIL switch interval on this path).
+                self.memories.touch([c.memory.id for c in chosen], now)
             stats.stages_us["persist"] = _us(t)
         stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
         stats.contextual_count = len(items) - stats.pinned_count
@@ -126,7 +125,6 @@ class Injector:
             return self._skip(request, start, reason, turn, stats)
         stats.block_tokens = self.embedder.count_tokens(block)
         stats.elapsed_us = _us(start)
-        self._touch([i.memory.id for i in items])
         self._trace(request, items, stats)
         return Injection(block=block, items=items, stats=stats, skip_reason="", turn=turn)
 
@@ -165,21 +163,6 @@ class Injector:
                    "block_tokens": stats.block_tokens,
                    "elapsed_ms": round(stats.elapsed_us / 1000, 2)},
         )
-
-    def _touch(self, ids: list[str]) -> None:
-        now = time.time_ns() // 1000
-
-        def run() -> None:
-            try:
-                with self.memories.db.transaction():
-                    self.memories.touch(ids, now)
-            except DomainError as err:  # shutting down
-                log.debug("access not recorded: %s", err.message)
-
-        try:
-            self._toucher.submit(run)
-        except RuntimeError:  # executor closed
-            pass
 
 
 def _line(candidate: Candidate) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kernels.dedup import greedy_unique
+from kernels.dedup import buffer_max, greedy_unique
 
 # As plain Python (NUMBA_DISABLE_JIT=1) the same logic is checked on narrower rows.
 DIM = 24 if os.environ.get("NUMBA_DISABLE_JIT") == "1" else 384
@@ -40,6 +40,25 @@ def test_matches_naive(n: int, threshold: float) -> None:
     eligible = rng.random(n) > 0.2
     got = greedy_unique(rows, eligible, threshold)
     np.testing.assert_array_equal(got, naive_greedy_unique(rows, eligible, threshold))
+
+
+def naive_buffer_max(cands: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    return np.array([max((float(np.dot(r, b)) for b in buf), default=-np.inf) for r in cands],
+                    dtype=np.float32)
+
+
+@pytest.mark.parametrize("n,m", [(0, 3), (4, 0), (1, 1), (20, 250), (37, 5)])
+def test_buffer_max_matches_naive(n: int, m: int) -> None:
+    rng = np.random.default_rng(n * 31 + m)
+    cands, buf = near_duplicates(n, DIM, rng), near_duplicates(m, DIM, rng)
+    np.testing.assert_allclose(buffer_max(cands, buf), naive_buffer_max(cands, buf), atol=1e-5)
+
+
+def test_buffer_max_shape_errors() -> None:
+    with pytest.raises(ValueError):
+        buffer_max(np.zeros((2, 4), np.float32), np.zeros((2, 5), np.float32))
+    with pytest.raises(ValueError):
+        buffer_max(np.zeros(4, np.float32), np.zeros((2, 4), np.float32))
 
 
 def test_some_dropped_some_kept() -> None:
