@@ -318,3 +318,37 @@ def test_cosines_reported_match_embedder(serve: Serve, embedder: Embedder) -> No
     item = inject(live, DB_QUESTION).items[0]
     expected = float(np.dot(embedder.embed_one(DB_QUESTION), embedder.embed_one(DB_FACT)))
     assert item.cosine == pytest.approx(expected, abs=1e-4)
+
+
+def test_pinned_and_contextual_same_memory_counted_once(serve: Serve) -> None:
+    live = serve(ambient_enabled=True, pinned_types=(MemoryType.FACT,))
+    fact = put(live, DB_FACT)
+    reply = inject(live, DB_QUESTION)
+    assert ids(reply) == [fact.id] and reply.items[0].section == inj.SECTION_PINNED
+    assert reply.stats.candidates == 2 and reply.stats.deduped_by_id == 1
+    assert "[Relevant to this message]" not in reply.block
+
+
+def test_semantic_buffer_expires_with_the_window(serve: Serve) -> None:
+    live = serve(context_window_depth=3)
+    first = put(live, "The deploy pipeline runs on GitHub Actions every night at 2am.")
+    assert len(inject(live, "When does the deploy pipeline run?", turn=1).items) == 1
+    para = put(live, "Every night at 2am, the deploy pipeline runs on GitHub Actions.")
+    blocked = inject(live, "When does the deploy pipeline run?", turn=4)
+    assert ids(blocked) == [] and blocked.stats.deduped_semantic == 1
+    # turn 5: the first one's buffer entry (turn 1) is older than 3 turns; both may come back,
+    # but never both at once (they duplicate each other)
+    reply = inject(live, "When does the deploy pipeline run?", turn=5)
+    assert len(reply.items) == 1 and reply.stats.deduped_semantic == 1
+    assert ids(reply)[0] in {first.id, para.id}
+
+
+def test_contradicts_edge_also_lifts_cooldown(serve: Serve) -> None:
+    live = serve()
+    old = put(live, DB_FACT)
+    inject(live, DB_QUESTION)
+    new = put(live, "Billing does not use PostgreSQL; it was always MySQL.")
+    live.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(
+        source_id=new.id, target_id=old.id, relation=m.RELATION_CONTRADICTS)))
+    by_id = {i.id: i for i in inject(live, DB_QUESTION).items}
+    assert by_id[old.id].is_update
