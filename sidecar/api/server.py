@@ -19,10 +19,12 @@ from memsidecar.v1 import (
     vault_pb2_grpc,
 )
 
+from sidecar.api.injection_servicer import MemoryInjectionServicer
 from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
 from sidecar.api.vault_servicer import VaultServicer
 from sidecar.app import App
+from sidecar.injection import Injector
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +63,10 @@ class Server:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
             MemoryStoreServicer(self.app.memories), self.grpc
         )
-        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(
-            injection_pb2_grpc.MemoryInjectionServicer(), self.grpc
-        )
+        self.injection = MemoryInjectionServicer(Injector.create(
+            self.app.db, self.app.embedder, self.app.retriever, self.app.injection_config
+        ))
+        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(self.injection, self.grpc)
         settings_pb2_grpc.add_SettingsServicer_to_server(
             SettingsServicer(self.app.settings), self.grpc
         )
@@ -91,6 +94,7 @@ class Server:
         self.health.enter_graceful_shutdown()
         grace = self.app.config.shutdown_grace_s if grace is None else grace
         self.grpc.stop(grace).wait()
+        self.injection.close()
         self.app.close()
         log.info("stopped")
 

@@ -73,6 +73,29 @@ MIGRATIONS: list[str] = [
     SELECT id, version, 'baseline', updated_at, source, content, type, importance, source,
         channel_id, agent_id, forgotten, tier, topic_id FROM memories ORDER BY seq;
     """,
+    # 3: per-channel injection state (turn counter, injected ids, semantic buffer).
+    """
+    CREATE TABLE injection_channels (
+        channel_id TEXT PRIMARY KEY,
+        turn       INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE injection_ids (
+        channel_id  TEXT NOT NULL,
+        memory_id   TEXT NOT NULL,
+        turn        INTEGER NOT NULL,
+        version     INTEGER NOT NULL,
+        injected_at INTEGER NOT NULL,
+        PRIMARY KEY (channel_id, memory_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE injection_buffer (
+        seq        INTEGER PRIMARY KEY,
+        channel_id TEXT NOT NULL,
+        memory_id  TEXT NOT NULL,
+        turn       INTEGER NOT NULL,
+        embedding  BLOB NOT NULL
+    );
+    CREATE INDEX injection_buffer_channel ON injection_buffer (channel_id, turn);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
