@@ -64,7 +64,8 @@ class Server:
             MemoryStoreServicer(self.app.memories), self.grpc
         )
         self.injection = MemoryInjectionServicer(Injector.create(
-            self.app.db, self.app.embedder, self.app.retriever, self.app.injection_config
+            self.app.db, self.app.embedder, self.app.retriever, self.app.injection_config,
+            snapshot=lambda agent_id: self.app.vault.snapshot(agent_id).memories,
         ))
         injection_pb2_grpc.add_MemoryInjectionServicer_to_server(self.injection, self.grpc)
         settings_pb2_grpc.add_SettingsServicer_to_server(

@@ -14,7 +14,7 @@ from sidecar.injection import blocks
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
-from sidecar.injection.pools import contextual_pool, pinned_pool
+from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
 from sidecar.injection.records import (
     SYSTEM_SOURCE,
     Candidate,
@@ -46,12 +46,15 @@ class Injector:
     edges: EdgeRepo
     config: InjectionConfigSource
     states: ChannelStates
+    snapshot: SnapshotSource | None = None
 
     @classmethod
     def create(cls, db: Database, embedder: Embedder, retriever: Retriever,
-               config: InjectionConfigSource) -> Injector:
+               config: InjectionConfigSource,
+               snapshot: SnapshotSource | None = None) -> Injector:
         return cls(embedder=embedder, retriever=retriever, memories=MemoryRepo(db),
-                   edges=EdgeRepo(db), config=config, states=ChannelStates(StateRepo(db)))
+                   edges=EdgeRepo(db), config=config, states=ChannelStates(StateRepo(db)),
+                   snapshot=snapshot)
 
     def close(self) -> None:
         """Nothing is left in flight: state and access records are written in each call."""
@@ -80,7 +83,8 @@ class Injector:
                 self.states.save_turn(state)
                 return self._skip(request, start, "disabled", turn, stats)
             t = time.perf_counter_ns()
-            pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever, query)
+            pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever, query,
+                                 self.snapshot)
             stats.stages_us["pinned"] = _us(t)
             t = time.perf_counter_ns()
             contextual, stats.below_min_score, _ = contextual_pool(

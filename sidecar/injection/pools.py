@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 
 from sidecar.config.injection import MemoryInjectionConfig
@@ -11,10 +13,27 @@ from sidecar.retrieval.contract import Retriever, SearchQuery
 from sidecar.store.memories import ListQuery, MemoryRepo
 
 
+# The vault's always-injected memories of an agent (canon, then active registers).
+SnapshotSource = Callable[[str], Sequence[Memory]]
+
+
 def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
-                retriever: Retriever, query: np.ndarray) -> list[Candidate]:
-    """Per pinned type, ``pinned_limit`` memories in ``pinned_sort`` order (ambient only)."""
-    if not config.ambient_enabled or not config.pinned_types or config.pinned_limit <= 0:
+                retriever: Retriever, query: np.ndarray,
+                snapshot: SnapshotSource | None = None) -> list[Candidate]:
+    """The pinned section (ambient only).
+
+    ``pinned_source = "types"``: per pinned type, ``pinned_limit`` memories in
+    ``pinned_sort`` order. ``"snapshot"``: the first ``pinned_limit`` memories of the
+    vault snapshot, in snapshot order.
+    """
+    if not config.ambient_enabled or config.pinned_limit <= 0:
+        return []
+    if config.pinned_source == "snapshot":
+        if snapshot is None:
+            return []
+        chosen = list(snapshot(agent_id))[: config.pinned_limit]
+        return [_pinned(m, retriever, repo, query) for m in chosen]
+    if not config.pinned_types:
         return []
     pool: list[Candidate] = []
     for memory_type in config.pinned_types:

@@ -11,6 +11,7 @@ import pytest
 from memsidecar.v1 import injection_pb2 as inj
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
+from memsidecar.v1 import vault_pb2
 
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryType
@@ -352,3 +353,18 @@ def test_contradicts_edge_also_lifts_cooldown(serve: Serve) -> None:
         source_id=new.id, target_id=old.id, relation=m.RELATION_CONTRADICTS)))
     by_id = {i.id: i for i in inject(live, DB_QUESTION).items}
     assert by_id[old.id].is_update
+
+
+def test_pinned_from_vault_snapshot(serve: Serve) -> None:
+    live = serve(ambient_enabled=True, pinned_source="snapshot", pinned_limit=2)
+    canon = put(live, "Our product is called Lumen", m.MEMORY_TYPE_IDENTITY)
+    reg = live.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+        content="Current sprint goal: ship offline mode", type=m.MEMORY_TYPE_GOAL,
+        tier=m.TIER_REGISTER, topic_id="sprint-goal"))).memory
+    put(live, "The intern likes green tea", m.MEMORY_TYPE_OBSERVATION, importance=0.1)
+    reply = inject(live, "did you see the game last night?")
+    pinned = [i.id for i in reply.items if i.section == inj.SECTION_PINNED]
+    snapshot = live.vault.GetSnapshot(vault_pb2.GetSnapshotRequest(agent_id=""))
+    expected = [x.id for x in [*snapshot.canon, *snapshot.registers]][:2]
+    assert pinned == expected and canon.id in pinned
+    assert reg.id in {x.id for x in snapshot.registers}
