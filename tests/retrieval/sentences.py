@@ -22,7 +22,9 @@ def stdlib_modules() -> list[str]:
     return sorted(n for n in sys.stdlib_module_names if not n.startswith("_") and n not in _SKIP)
 
 
-def docstring_sentences(modules: Iterable[str], min_chars: int = 30, max_chars: int = 200) -> list[str]:
+def docstring_sentences(
+    modules: Iterable[str], min_chars: int = 30, max_chars: int = 200
+) -> list[str]:
     """Unique prose sentences from the docstrings of ``modules`` and their public members."""
     found: set[str] = set()
     with warnings.catch_warnings():
