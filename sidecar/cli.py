@@ -21,8 +21,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the gRPC sidecar")
     serve.add_argument("--config", help="TOML config file (default: none, built-in defaults)")
-    serve.add_argument("--listen", help="HOST:PORT or unix:///path/to.sock (default 127.0.0.1:50051)")
-    serve.add_argument("--data-dir", help="directory of the SQLite file and indexes (default ./data)")
+    serve.add_argument(
+        "--listen", help="HOST:PORT or unix:///path/to.sock (default 127.0.0.1:50051)"
+    )
+    serve.add_argument(
+        "--data-dir", help="directory of the SQLite file and indexes (default ./data)"
+    )
     serve.add_argument("--log-level", default=os.environ.get("MEMSIDECAR_LOG", "INFO"))
     return parser
 

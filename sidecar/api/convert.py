@@ -67,7 +67,7 @@ def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
     return memory_pb2.Memory(
         id=memory.id,
         content=memory.content,
-        type=int(memory.type),  # type: ignore[arg-type]
+        type=int(memory.type),
         importance=memory.importance,
         created_at=timestamp(memory.created_at),
         updated_at=timestamp(memory.updated_at),
@@ -78,7 +78,7 @@ def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
         agent_id=memory.agent_id,
         forgotten=memory.forgotten,
         version=memory.version,
-        tier=int(memory.tier),  # type: ignore[arg-type]
+        tier=int(memory.tier),
         topic_id=memory.topic_id,
     )
 
@@ -87,7 +87,7 @@ def edge_to_pb(edge: Edge) -> memory_pb2.Edge:
     return memory_pb2.Edge(
         source_id=edge.source_id,
         target_id=edge.target_id,
-        relation=int(edge.relation),  # type: ignore[arg-type]
+        relation=int(edge.relation),
         weight=edge.weight,
         created_at=timestamp(edge.created_at),
     )

@@ -70,7 +70,7 @@ class Server:
 
     def _set_health(self, status: int) -> None:
         for name in ("", *SERVICE_NAMES):
-            self.health.set(name, status)  # type: ignore[arg-type]
+            self.health.set(name, status)
 
     def start(self) -> None:
         """Start accepting calls, warm up, then report SERVING."""

@@ -158,10 +158,9 @@ class MemoryRepo:
     def list(self, query: ListQuery) -> tuple[list[Memory], str]:
         """One page in the requested order and the token of the next page ('' at the end)."""
         where, params = _filters(query)
+        keys: tuple[str, ...] = ("updated_at", "seq")
         if query.sort == "importance":
             keys = ("importance", "updated_at", "seq")
-        else:
-            keys = ("updated_at", "seq")
         if query.page_token:
             after = _decode_token(query.page_token, query.sort, len(keys))
             where.append(_keyset_clause(keys))
