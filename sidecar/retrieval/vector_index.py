@@ -211,8 +211,9 @@ class AdaptiveVectorIndex:
         return builder is not None and builder.is_alive()
 
     @property
-    def hnsw_ready(self) -> bool:
-        return self._hnsw is not None
+    def hnsw(self) -> HnswVectors | None:
+        """The approximate index once built (None before); e.g. for ``set_ef``."""
+        return self._hnsw
 
     # --- life cycle ------------------------------------------------------------------------
 
