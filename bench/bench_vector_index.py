@@ -39,6 +39,7 @@ from sidecar.records import Memory, MemoryType  # noqa: E402
 from sidecar.retrieval.vector_index import (  # noqa: E402
     AdaptiveVectorIndex,
     VectorConfig,
+    build_hnsw,
     open_vector_index,
 )
 from sidecar.retrieval.vectors import DenseVectors  # noqa: E402
@@ -52,7 +53,8 @@ NUMPY_MODULES = ["numpy", "numpy.linalg", "numpy.random", "numpy.fft", "numpy.ma
                  "numpy.polynomial", "numpy.char", "numpy.strings", "numpy.lib", "numpy.testing",
                  "numpy.dtypes", "numpy.exceptions"]
 EF_SWEEP = (32, 48, 64, 96, 128, 192, 256)
-EXACT_SIZES = (2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
+EXACT_SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000)
+HNSW_SIZES_MAX = 20_000  # the hnsw column is built here; 10k and 100k are above
 
 
 def real_embeddings(queries: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -198,15 +200,26 @@ def search_tables(index: AdaptiveVectorIndex, vectors: np.ndarray, queries: np.n
 
 
 def exact_by_size(vectors: np.ndarray, queries: np.ndarray) -> None:
-    print("\n| live vectors | exact k=50 p50 / p95 ms |")
-    print("|---|---|")
+    """Exact vs hnsw latency by live count: where ``exact_threshold`` should sit."""
+    print("\n| live vectors | exact k=20 p50 / p95 ms | hnsw k=20 p50 / p95 ms |")
+    print("|---|---|---|")
+    config = VectorConfig()
     for n in EXACT_SIZES:
         if n > len(vectors):
             break
+        labels = np.arange(n, dtype=np.int64)
         exact = DenseVectors()
-        exact.add(np.arange(n, dtype=np.int64), vectors[:n])
-        p = timed(lambda q, e=exact: e.search(q, 50), queries)  # type: ignore[misc]
-        print(f"| {n:,} | {p[0]:.2f} / {p[1]:.2f} |")
+        exact.add(labels, vectors[:n])
+        p = timed(lambda q, e=exact: e.search(q, 20), queries)  # type: ignore[misc]
+        row = f"| {n:,} | {p[0]:.2f} / {p[1]:.2f} |"
+        if n <= HNSW_SIZES_MAX:
+            hnsw = build_hnsw(labels, vectors[:n], config, dim=vectors.shape[1])
+            assert hnsw is not None
+            h = timed(lambda q, x=hnsw: x.search(q, 20), queries)  # type: ignore[misc]
+            row += f" {h[0]:.2f} / {h[1]:.2f} |"
+        else:
+            row += " (above) |"
+        print(row)
 
 
 def main() -> None:

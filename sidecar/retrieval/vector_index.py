@@ -46,8 +46,8 @@ _FILTER_SAMPLE = 256
 class VectorConfig:
     """Vector index settings (TOML ``[retrieval]``). Defaults measured in bench/."""
 
-    # Below this many live memories search is exact numpy (faster there, and exact).
-    exact_threshold: int = 10_000
+    # Below this many live memories search is exact numpy (as fast there, and exact).
+    exact_threshold: int = 5_000
     # hnswlib graph degree and build beam; changing either rebuilds the saved index.
     hnsw_m: int = 16
     hnsw_ef_construction: int = 200
@@ -226,12 +226,14 @@ class AdaptiveVectorIndex:
                 "live": live, "exact_threshold": self.config.exact_threshold})
             return
         reason = "persistence off"
-        if self.path is not None:
+        if self.path is None:
+            log.info("vector index build", extra={"reason": reason, "live": live})
+        else:
             reason = self._load_saved()
             if not reason:
                 return
-        log.warning("vector index rebuild", extra={"reason": reason, "live": live,
-                                                   "path": str(self.path)})
+            log.warning("vector index rebuild", extra={"reason": reason, "live": live,
+                                                       "path": str(self.path)})
         with self._write:
             self._start_build(reason)
         if wait:

@@ -7,7 +7,8 @@ import numpy as np
 
 def normalise(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
-    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+    out: np.ndarray = (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
+    return out
 
 
 def clustered(n: int, dim: int, seed: int, clusters: int = 50, spread: float = 0.6) -> np.ndarray:

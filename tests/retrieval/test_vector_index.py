@@ -16,8 +16,8 @@ from tests.retrieval.synthetic import clustered, normalise
 DIM = 32
 
 
-def adaptive(threshold: int, **kw: object) -> AdaptiveVectorIndex:
-    config = VectorConfig(exact_threshold=threshold, persist=False, hnsw_ef_search=128, **kw)
+def adaptive(threshold: int) -> AdaptiveVectorIndex:
+    config = VectorConfig(exact_threshold=threshold, persist=False, hnsw_ef_search=128)
     return AdaptiveVectorIndex(DIM, config)
 
 

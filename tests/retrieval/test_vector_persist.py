@@ -42,6 +42,12 @@ def repo(tmp_path: Path) -> Iterator[MemoryRepo]:
     db.close()
 
 
+def get(repo: MemoryRepo, memory_id: str) -> Memory:
+    found = repo.get(memory_id)
+    assert found is not None
+    return found
+
+
 def open_index(tmp_path: Path, repo: MemoryRepo, config: VectorConfig = CONFIG,
                wait: bool = True) -> AdaptiveVectorIndex:
     return open_vector_index(tmp_path, repo, config, dim=DIM, wait=wait)
@@ -85,7 +91,7 @@ def test_changes_indexed_before_close_are_saved(tmp_path: Path, repo: MemoryRepo
     new_vector = normalise(np.ones(DIM))
     stored = repo.insert(memory(N), new_vector)
     index.add(np.array([stored.seq]), new_vector[None])
-    gone = repo.update(replace(repo.get("m3"), forgotten=True), None)  # type: ignore[arg-type]
+    gone = repo.update(replace(get(repo, "m3"), forgotten=True), None)
     index.remove(np.array([gone.seq]))
     index.close()
     caplog.clear()
@@ -97,7 +103,7 @@ def test_changes_indexed_before_close_are_saved(tmp_path: Path, repo: MemoryRepo
 
 
 def forget_one(repo: MemoryRepo) -> None:
-    repo.update(replace(repo.get("m7"), forgotten=True), None)  # type: ignore[arg-type]
+    repo.update(replace(get(repo, "m7"), forgotten=True), None)
 
 
 def add_one(repo: MemoryRepo) -> None:
@@ -106,7 +112,7 @@ def add_one(repo: MemoryRepo) -> None:
 
 def move_one(repo: MemoryRepo) -> None:
     """Same count, same max seq: only the content checksum can tell."""
-    repo.update(repo.get("m5"), normalise(np.ones(DIM)))  # type: ignore[arg-type]
+    repo.update(get(repo, "m5"), normalise(np.ones(DIM)))
 
 
 def forget_and_add(repo: MemoryRepo) -> None:
