@@ -84,18 +84,58 @@ class VectorConfig:
 
 
 class _Dense(DenseVectors):
-    """DenseVectors plus consistent copies of its live rows (for building and saving)."""
+    """DenseVectors plus a bulk path for new labels and copies of its live rows.
+
+    Callers serialise writes (AdaptiveVectorIndex holds its write lock around them).
+    """
+
+    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        labels = np.asarray(labels, dtype=np.int64).ravel()
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
+        with self._lock:
+            fresh = not self._free and not any(
+                label in self._slot for label in labels.tolist())
+        if not fresh or len(np.unique(labels)) != len(labels):
+            super().add(labels, vectors)
+            return
+        start, end = self._used, self._used + len(labels)
+        matrix, slot_labels = self._matrix, self._labels
+        if end > len(slot_labels):  # grow by doubling, outside the lock
+            size = max(end, 2 * len(slot_labels))
+            matrix = np.zeros((size, self.dim), dtype=np.float32)
+            matrix[:start] = self._matrix[:start]
+            slot_labels = np.full(size, -1, dtype=np.int64)
+            slot_labels[:start] = self._labels[:start]
+        matrix[start:end] = vectors
+        slot_labels[start:end] = labels
+        with self._lock:
+            self._matrix, self._labels = matrix, slot_labels
+            self._slot.update(zip(labels.tolist(), range(start, end), strict=True))
+            self._used = end
+
+    def reserve(self, capacity: int) -> None:
+        """Room for ``capacity`` slots in one allocation (a bulk load then copies once)."""
+        with self._lock:
+            if capacity <= len(self._labels):
+                return
+            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+            matrix[: self._used] = self._matrix[: self._used]
+            labels = np.full(capacity, -1, dtype=np.int64)
+            labels[: self._used] = self._labels[: self._used]
+            self._matrix, self._labels = matrix, labels
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
         with self._lock:
             live = np.flatnonzero(self._labels[: self._used] >= 0)
             return self._labels[live].copy(), self._matrix[live].copy()
 
-    def sample_labels(self, n: int) -> np.ndarray:
+    def sample_labels(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """About n live labels drawn at random (not strided: a stride aliases with filters)."""
         with self._lock:
             labels = self._labels[: self._used]
-        step = max(1, len(labels) // n)
-        sample = labels[::step]
+        if len(labels) == 0:
+            return labels.copy()
+        sample = labels[rng.integers(0, len(labels), n)]
         return sample[sample >= 0]
 
 
@@ -109,6 +149,7 @@ class AdaptiveVectorIndex:
         self.config = config or VectorConfig()
         self.path = path if self.config.persist else None
         self._dense = _Dense(dim)
+        self._rng = np.random.default_rng(0)  # filter-rate samples
         self._hnsw: HnswVectors | None = None
         self._write = threading.Lock()  # every add/remove, build hand-over, save snapshot
         self._threads = threading.Lock()  # starting/joining the builder and saver
@@ -125,6 +166,11 @@ class AdaptiveVectorIndex:
         return len(self._dense)
 
     # --- writes ----------------------------------------------------------------------------
+
+    def reserve(self, rows: int) -> None:
+        """Pre-size the dense matrix before a bulk load of ``rows`` rows."""
+        with self._write:
+            self._dense.reserve(rows + rows // 8)
 
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
         """Insert or replace (upsert) rows; vectors are L2-normalised float32."""
@@ -184,7 +230,7 @@ class AdaptiveVectorIndex:
         if accept is None:
             return k, live
         budget = max(2 * k, int(self.config.filter_exact_fraction * live))
-        sample = self._dense.sample_labels(_FILTER_SAMPLE)
+        sample = self._dense.sample_labels(_FILTER_SAMPLE, self._rng)
         rate = float(np.mean(accept(sample))) if len(sample) else 1.0
         if rate <= 0.0:
             return None
@@ -382,8 +428,9 @@ def open_vector_index(
     """Load every live embedding from SQLite, then the saved hnsw index or a rebuild."""
     begin = time.perf_counter()
     index = AdaptiveVectorIndex(dim, config, Path(data_dir) / vector_persist.INDEX_FILE)
-    for memories, vectors in repo.iter_live_embeddings():
-        index.add(np.fromiter((m.seq for m in memories), np.int64, len(memories)), vectors)
+    index.reserve(repo.count())
+    for seqs, vectors in repo.iter_live_vectors():
+        index.add(seqs, vectors)
     index.start(wait=wait)
     log.info("vector index opened", extra={
         **index.stats(), "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})

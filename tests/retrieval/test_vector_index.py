@@ -101,6 +101,14 @@ def test_selective_filters_and_busy_hnsw_fall_back_to_exact() -> None:
     for q in clustered(5, DIM, seed=6):
         same_as_exact(index, exact, q, 10, lambda ls: ls % 500 == 0)  # 0.2 %: exact path
         assert len(index.search(q, 10, lambda ls: np.zeros(len(ls), bool))[0]) == 0
+    def no_exact(*args: object) -> None:
+        raise AssertionError("a 1-in-2 filter must be served by hnsw")
+
+    exact_search = index._dense.search
+    index._dense.search = no_exact  # type: ignore[method-assign,assignment]
+    for q in clustered(5, DIM, seed=6):  # the filter's rate is sampled, not aliased
+        assert np.all(index.search(q, 10, lambda ls: ls % 2 == 0)[0] % 2 == 0)
+    index._dense.search = exact_search  # type: ignore[method-assign]
     hnsw = index.hnsw
     assert hnsw is not None
     hnsw._lock.acquire_write()  # a write in progress: search must not wait for it
@@ -161,3 +169,11 @@ def test_concurrent_searches_while_writing_and_building() -> None:
 def test_config_rejects_bad_values_naming_the_key(key: str, value: object) -> None:
     with pytest.raises(ValueError, match=key):
         VectorConfig(**{key: value})  # type: ignore[arg-type]
+
+
+def test_filter_rate_sample_does_not_alias_with_the_labels() -> None:
+    dense = vector_index._Dense(DIM)
+    dense.add(np.arange(1, 2561, dtype=np.int64), clustered(2560, DIM, seed=12))
+    sample = dense.sample_labels(256, np.random.default_rng(0))
+    assert len(sample) == 256 and 0.35 < np.mean(sample % 2 == 0) < 0.65
+    assert np.mean(sample % 10 == 0) < 0.3

@@ -221,3 +221,15 @@ def test_small_store_stays_exact_and_writes_nothing(tmp_path: Path, repo: Memory
     assert index.hnsw is None and index.stats()["engine"] == "exact"
     index.close()
     assert not (tmp_path / INDEX_FILE).exists()
+
+
+def test_iter_live_vectors_matches_iter_live_embeddings(repo: MemoryRepo) -> None:
+    repo.update(replace(get(repo, "m2"), forgotten=True), None)
+    batches = list(repo.iter_live_vectors(batch=64))
+    assert len(batches) == -(-(N - 1) // 64)
+    seqs = np.concatenate([s for s, _ in batches])
+    vectors = np.vstack([v for _, v in batches])
+    want = [(m.seq, v) for ms, vs in repo.iter_live_embeddings() for m, v in zip(ms, vs,
+                                                                               strict=True)]
+    assert seqs.tolist() == [seq for seq, _ in want] and 3 not in seqs.tolist()
+    np.testing.assert_array_equal(vectors, np.vstack([v for _, v in want]))
