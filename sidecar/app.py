@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from kernels import warm_up_all
-from sidecar.config import InjectionConfigSource, ServerConfig, StaticInjectionConfig
+from sidecar.config import CONFIG_FILENAME, ConfigStore, InjectionConfigSource, ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.exact import ExactVectorRetriever
@@ -25,10 +26,17 @@ class App:
     memories: MemoryService
     retriever: Retriever
     injection_config: InjectionConfigSource
+    settings: ConfigStore  # the live config file (hot reload, Settings RPCs)
 
     @classmethod
-    def open(cls, config: ServerConfig, embedder: Embedder | None = None) -> App:
+    def open(
+        cls, config: ServerConfig, embedder: Embedder | None = None,
+        settings: ConfigStore | None = None,
+    ) -> App:
         start = time.perf_counter()
+        if settings is None:  # no --config: DATA_DIR/memsidecar.toml if it exists, else defaults
+            settings = ConfigStore.open(Path(config.data_dir) / CONFIG_FILENAME)
+        settings.pin_server(config)
         db = Database(config.db_path)
         if embedder is None:
             embedder = Embedder(bundled_model_files(), threads=config.onnx_threads)
@@ -43,7 +51,7 @@ class App:
         )
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
-            injection_config=StaticInjectionConfig(),
+            injection_config=settings, settings=settings,
         )
 
     def warm_up(self) -> None:
@@ -53,4 +61,5 @@ class App:
         log.info("warm-up done", extra={"kernels_s": spent})
 
     def close(self) -> None:
+        self.settings.close()
         self.db.close()

@@ -17,6 +17,7 @@ from memsidecar.v1 import (
     store_pb2_grpc,
 )
 
+from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
 from sidecar.app import App
 
@@ -60,7 +61,7 @@ class Server:
             injection_pb2_grpc.MemoryInjectionServicer(), self.grpc
         )
         settings_pb2_grpc.add_SettingsServicer_to_server(
-            settings_pb2_grpc.SettingsServicer(), self.grpc
+            SettingsServicer(self.app.settings), self.grpc
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         reflection.enable_server_reflection(
@@ -75,6 +76,7 @@ class Server:
     def start(self) -> None:
         """Start accepting calls, warm up, then report SERVING."""
         self.grpc.start()
+        self.app.settings.watch()
         self.app.warm_up()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("serving", extra={"listen": self.listen, "port": self.port})
