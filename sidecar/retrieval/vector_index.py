@@ -26,11 +26,13 @@ import math
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
+from sidecar.config.rules import RULE_KEY, Rule, knob
+from sidecar.errors import InvalidArgument
 from sidecar.retrieval import vector_persist
 from sidecar.retrieval.vector_hnsw import HnswVectors
 from sidecar.retrieval.vectors import Accept, DenseVectors
@@ -44,40 +46,45 @@ _FILTER_SAMPLE = 256
 
 @dataclass(frozen=True, slots=True)
 class VectorConfig:
-    """Vector index settings (TOML ``[retrieval]``). Defaults measured in bench/."""
+    """Vector index settings (TOML ``[retrieval]``, or ``[retrieval.vector]`` when nested).
 
-    # Below this many live memories search is exact numpy (as fast there, and exact).
-    exact_threshold: int = 5_000
-    # hnswlib graph degree and build beam; changing either rebuilds the saved index.
-    hnsw_m: int = 16
-    hnsw_ef_construction: int = 200
-    # hnswlib search beam (raised to the candidate count when that is larger).
-    hnsw_ef_search: int = 96
-    # Threads for a full (re)build; 0 = all cores but one (at least 1).
-    hnsw_build_threads: int = 0
-    # A filtered search goes exact when hnsw would need more candidates than this fraction
-    # of the live count to find k accepted ones.
-    filter_exact_fraction: float = 0.05
-    # Background save once this many rows changed since the last save ...
-    save_every_changes: int = 5_000
-    # ... and at least this many seconds passed since it.
-    save_min_interval_s: float = 60.0
-    # Keep the hnsw index on disk beside the database.
-    persist: bool = True
+    Ranges are field metadata (``knob``) for the config loader; ``validate()`` checks them
+    too and runs when an index is created. Defaults measured by bench/bench_vector_index.py.
+    """
 
-    def __post_init__(self) -> None:
-        for name in ("exact_threshold", "hnsw_build_threads", "save_every_changes"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search"):
-            if not 2 <= getattr(self, name) <= 4096:
-                raise ValueError(f"{name} must be in 2..4096, got {getattr(self, name)}")
-        if not 0.0 < self.filter_exact_fraction <= 1.0:
-            raise ValueError(
-                f"filter_exact_fraction must be in (0, 1], got {self.filter_exact_fraction}"
-            )
-        if self.save_min_interval_s < 0:
-            raise ValueError(f"save_min_interval_s must be >= 0, got {self.save_min_interval_s}")
+    exact_threshold: int = field(default=5_000, metadata=knob(
+        "Below this many live memories vector search is exact numpy (as fast there, and "
+        "exact); at or above it hnswlib answers.", ge=0, le=1_000_000_000))
+    hnsw_m: int = field(default=16, metadata=knob(
+        "hnswlib graph degree M; a change rebuilds the saved index.", ge=2, le=128))
+    hnsw_ef_construction: int = field(default=200, metadata=knob(
+        "hnswlib build beam; a change rebuilds the saved index.", ge=8, le=4096))
+    hnsw_ef_search: int = field(default=96, metadata=knob(
+        "hnswlib search beam (at least k is used); recall@50 0.99 at 10k-100k.", ge=8, le=4096))
+    hnsw_build_threads: int = field(default=0, metadata=knob(
+        "Threads of a full (re)build; 0 = all cores but one.", ge=0, le=256))
+    filter_exact_fraction: float = field(default=0.05, metadata=knob(
+        "A filtered search goes exact when hnsw would need more candidates than this "
+        "fraction of the live count.", ge=0.0001, le=1.0))
+    save_every_changes: int = field(default=5_000, metadata=knob(
+        "Save the index in the background after this many changed rows ...", ge=1,
+        le=1_000_000_000))
+    save_min_interval_s: float = field(default=60.0, metadata=knob(
+        "... and at least this many seconds after the previous save.", ge=0.0, le=86_400.0))
+    persist: bool = field(default=True, metadata=knob(
+        "Keep the hnsw index on disk beside the database (DATA_DIR/vectors.hnsw)."))
+
+    def validate(self) -> None:
+        """Raise InvalidArgument naming the first key outside its range."""
+        for item in fields(self):
+            rule: Rule | None = item.metadata.get(RULE_KEY)
+            value = getattr(self, item.name)
+            if rule is None or isinstance(value, bool):
+                continue
+            if (rule.ge is not None and value < rule.ge) or (
+                    rule.le is not None and value > rule.le):
+                raise InvalidArgument(
+                    f"{item.name} = {value}: must be in {rule.allowed()}", field=item.name)
 
     def build_threads(self) -> int:
         return self.hnsw_build_threads or max(1, (os.cpu_count() or 2) - 1)
@@ -147,6 +154,7 @@ class AdaptiveVectorIndex:
     ) -> None:
         self.dim = dim
         self.config = config or VectorConfig()
+        self.config.validate()
         self.path = path if self.config.persist else None
         self._dense = _Dense(dim)
         self._rng = np.random.default_rng(0)  # filter-rate samples

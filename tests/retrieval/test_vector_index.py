@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+from sidecar.errors import InvalidArgument
 from sidecar.retrieval import vector_index
 from sidecar.retrieval.vector_hnsw import HnswVectors
 from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig
@@ -164,11 +165,16 @@ def test_concurrent_searches_while_writing_and_building() -> None:
 
 @pytest.mark.parametrize(("key", "value"), [
     ("hnsw_m", 1), ("hnsw_ef_search", 0), ("exact_threshold", -1),
-    ("filter_exact_fraction", 0.0), ("save_min_interval_s", -1.0),
+    ("filter_exact_fraction", 0.0), ("save_min_interval_s", -1.0), ("save_every_changes", 0),
 ])
 def test_config_rejects_bad_values_naming_the_key(key: str, value: object) -> None:
-    with pytest.raises(ValueError, match=key):
-        VectorConfig(**{key: value})  # type: ignore[arg-type]
+    config = VectorConfig(**{key: value})  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match=key) as err:
+        config.validate()
+    assert err.value.field == key
+    with pytest.raises(InvalidArgument):
+        AdaptiveVectorIndex(DIM, config)
+    VectorConfig().validate()
 
 
 def test_filter_rate_sample_does_not_alias_with_the_labels() -> None:
