@@ -63,7 +63,7 @@ class VectorConfig:
         "hnswlib search beam (at least k is used); recall@50 0.99 at 10k-100k.", ge=8, le=4096))
     hnsw_build_threads: int = field(default=0, metadata=knob(
         "Threads of a full (re)build; 0 = all cores but one.", ge=0, le=256))
-    filter_exact_fraction: float = field(default=0.05, metadata=knob(
+    filter_exact_fraction: float = field(default=0.01, metadata=knob(
         "A filtered search goes exact when hnsw would need more candidates than this "
         "fraction of the live count.", ge=0.0001, le=1.0))
     save_every_changes: int = field(default=5_000, metadata=knob(
@@ -237,7 +237,7 @@ class AdaptiveVectorIndex:
         """
         if accept is None:
             return k, live
-        budget = max(2 * k, int(self.config.filter_exact_fraction * live))
+        budget = max(2 * k + 64, int(self.config.filter_exact_fraction * live))
         sample = self._dense.sample_labels(_FILTER_SAMPLE, self._rng)
         rate = float(np.mean(accept(sample))) if len(sample) else 1.0
         if rate <= 0.0:
