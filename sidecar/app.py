@@ -14,6 +14,7 @@ from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.exact import ExactVectorRetriever
 from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
+from sidecar.vault import Vault, VaultConfig
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +28,12 @@ class App:
     retriever: Retriever
     injection_config: InjectionConfigSource
     settings: ConfigStore  # the live config file (hot reload, Settings RPCs)
+    vault: Vault
 
     @classmethod
     def open(
         cls, config: ServerConfig, embedder: Embedder | None = None,
-        settings: ConfigStore | None = None,
+        settings: ConfigStore | None = None, vault_config: VaultConfig | None = None,
     ) -> App:
         start = time.perf_counter()
         if settings is None:  # no --config: DATA_DIR/memsidecar.toml if it exists, else defaults
@@ -44,6 +46,10 @@ class App:
         retriever = ExactVectorRetriever(embedder)
         retriever.load(memories.memories)
         memories.listeners.add(retriever)
+        # Installs the write gate on `memories`. [vault] is hot: read from the current config
+        # snapshot on every write; vault_config (tests) pins one instead.
+        live_settings = settings
+        vault = Vault(memories, vault_config or (lambda: live_settings.current.vault))
         log.info(
             "app opened",
             extra={"db": str(config.db_path), "memories": memories.memories.count(),
@@ -51,7 +57,7 @@ class App:
         )
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
-            injection_config=settings, settings=settings,
+            injection_config=settings, settings=settings, vault=vault,
         )
 
     def warm_up(self) -> None:

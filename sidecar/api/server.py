@@ -15,10 +15,13 @@ from memsidecar.v1 import (
     settings_pb2_grpc,
     store_pb2,
     store_pb2_grpc,
+    vault_pb2,
+    vault_pb2_grpc,
 )
 
 from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
+from sidecar.api.vault_servicer import VaultServicer
 from sidecar.app import App
 
 log = logging.getLogger(__name__)
@@ -27,6 +30,7 @@ SERVICE_NAMES = (
     store_pb2.DESCRIPTOR.services_by_name["MemoryStore"].full_name,
     injection_pb2.DESCRIPTOR.services_by_name["MemoryInjection"].full_name,
     settings_pb2.DESCRIPTOR.services_by_name["Settings"].full_name,
+    vault_pb2.DESCRIPTOR.services_by_name["Vault"].full_name,
 )
 
 
@@ -63,6 +67,7 @@ class Server:
         settings_pb2_grpc.add_SettingsServicer_to_server(
             SettingsServicer(self.app.settings), self.grpc
         )
+        vault_pb2_grpc.add_VaultServicer_to_server(VaultServicer(self.app.vault), self.grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc

@@ -27,9 +27,10 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.config.injection import MemoryInjectionConfig
-from sidecar.config.placeholders import RetrievalConfig, VaultConfig
+from sidecar.config.placeholders import RetrievalConfig
 from sidecar.config.rules import Rule, unit
 from sidecar.config.server import ServerConfig
+from sidecar.vault.config import VaultConfig
 
 # A cross-field check: the section's object -> [(key, problem)].
 Check = Callable[[Any], list[tuple[str, str]]]
@@ -73,7 +74,7 @@ RETRIEVAL_RULES: dict[str, Rule] = {
 VAULT_RULES: dict[str, Rule] = {
     "noise_gate": Rule("Reject tier=LOG writes and texts containing a noise phrase."),
     "noise_phrases": Rule(
-        "Journal-only chatter the noise gate rejects (case-insensitive substrings)."),
+        "Journal-only chatter the noise gate rejects (case-insensitive, whole words)."),
     "length_gate": Rule("Reject texts longer than max_chars."),
     "max_chars": Rule("Longest content the vault accepts (compress or split first).", ge=1),
     "pii_gate": Rule("Reject SSNs, Luhn-valid card numbers, passwords, API keys and tokens."),

@@ -13,6 +13,7 @@ import numpy as np
 from sidecar.errors import InvalidArgument
 from sidecar.records import Memory, MemoryType, Tier
 from sidecar.store.db import Database, Row
+from sidecar.store.history import CREATE, UPDATE, HistoryRepo
 
 COLUMNS = (
     "seq, id, content, type, importance, created_at, updated_at, last_accessed_at, "
@@ -65,6 +66,7 @@ class MemoryRepo:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.history = HistoryRepo(db)
 
     def get(self, memory_id: str) -> Memory | None:
         row = self.db.query_one(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
@@ -87,7 +89,14 @@ class MemoryRepo:
         row = self.db.query_one("SELECT embedding FROM memories WHERE id = ?", (memory_id,))
         return blob_to_embedding(row[0]) if row else None
 
-    def insert(self, memory: Memory, embedding: np.ndarray) -> Memory:
+    def insert(self, memory: Memory, embedding: np.ndarray, *, actor: str | None = None) -> Memory:
+        """Insert a new row and its first history version (actor defaults to the source)."""
+        with self.db.transaction():
+            stored = self._insert(memory, embedding)
+            self.history.append(stored, CREATE, _actor(stored, actor), stored.updated_at)
+        return stored
+
+    def _insert(self, memory: Memory, embedding: np.ndarray) -> Memory:
         self.db.execute(
             "INSERT INTO memories (id, content, type, importance, created_at, updated_at, "
             "last_accessed_at, access_count, source, channel_id, agent_id, forgotten, version, "
@@ -104,8 +113,21 @@ class MemoryRepo:
         assert stored is not None
         return stored
 
-    def update(self, memory: Memory, embedding: np.ndarray | None) -> Memory:
-        """Write every mutable field of ``memory`` (matched by id); embedding only when given."""
+    def update(
+        self, memory: Memory, embedding: np.ndarray | None, *, event: str = UPDATE,
+        actor: str | None = None,
+    ) -> Memory:
+        """Write every mutable field of ``memory`` (matched by id); embedding only when given.
+
+        Appends a history version (``event``: update/forget/promote/restore) in the same
+        transaction; ``actor`` defaults to the memory's source.
+        """
+        with self.db.transaction():
+            stored = self._update(memory, embedding)
+            self.history.append(stored, event, _actor(stored, actor), stored.updated_at)
+        return stored
+
+    def _update(self, memory: Memory, embedding: np.ndarray | None) -> Memory:
         params: list[Any] = [
             memory.content, int(memory.type), memory.importance, memory.updated_at,
             memory.source, memory.channel_id, memory.agent_id, int(memory.forgotten),
@@ -200,6 +222,10 @@ class MemoryRepo:
             last = memories[-1]
             token = _encode_token(query.sort, [getattr(last, k) for k in keys])
         return memories, token
+
+
+def _actor(memory: Memory, actor: str | None) -> str:
+    return memory.source if actor is None else actor
 
 
 def _filters(query: ListQuery) -> tuple[list[str], list[Any]]:

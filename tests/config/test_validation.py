@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sidecar.config import ConfigError, MemoryInjectionConfig, load_text
-from sidecar.config.placeholders import RetrievalConfig, VaultConfig
+from sidecar.config.placeholders import RetrievalConfig
 from sidecar.records import MemoryType
+from sidecar.vault import VaultConfig
 
 FILE = """
 [server]
