@@ -23,127 +23,25 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import threading
 import time
-from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
-from sidecar.config.rules import RULE_KEY, Rule, knob
-from sidecar.errors import InvalidArgument
 from sidecar.retrieval import vector_persist
+from sidecar.retrieval.vector_config import VectorConfig
+from sidecar.retrieval.vector_dense import BulkDenseVectors
 from sidecar.retrieval.vector_hnsw import HnswVectors
-from sidecar.retrieval.vectors import Accept, DenseVectors
+from sidecar.retrieval.vectors import Accept
 from sidecar.store.memories import MemoryRepo
+
+__all__ = ["AdaptiveVectorIndex", "VectorConfig", "build_hnsw", "open_vector_index"]
 
 log = logging.getLogger(__name__)
 
 _BUILD_CHUNK = 4096
 _FILTER_SAMPLE = 256
-
-
-@dataclass(frozen=True, slots=True)
-class VectorConfig:
-    """Vector index settings (TOML ``[retrieval]``, or ``[retrieval.vector]`` when nested).
-
-    Ranges are field metadata (``knob``) for the config loader; ``validate()`` checks them
-    too and runs when an index is created. Defaults measured by bench/bench_vector_index.py.
-    """
-
-    exact_threshold: int = field(default=5_000, metadata=knob(
-        "Below this many live memories vector search is exact numpy (as fast there, and "
-        "exact); at or above it hnswlib answers.", ge=0, le=1_000_000_000))
-    hnsw_m: int = field(default=16, metadata=knob(
-        "hnswlib graph degree M; a change rebuilds the saved index.", ge=2, le=128))
-    hnsw_ef_construction: int = field(default=200, metadata=knob(
-        "hnswlib build beam; a change rebuilds the saved index.", ge=8, le=4096))
-    hnsw_ef_search: int = field(default=96, metadata=knob(
-        "hnswlib search beam (at least k is used); recall@50 0.99 at 10k-100k.", ge=8, le=4096))
-    hnsw_build_threads: int = field(default=0, metadata=knob(
-        "Threads of a full (re)build; 0 = all cores but one.", ge=0, le=256))
-    filter_exact_fraction: float = field(default=0.01, metadata=knob(
-        "A filtered search goes exact when hnsw would need more candidates than this "
-        "fraction of the live count.", ge=0.0001, le=1.0))
-    save_every_changes: int = field(default=5_000, metadata=knob(
-        "Save the index in the background after this many changed rows ...", ge=1,
-        le=1_000_000_000))
-    save_min_interval_s: float = field(default=60.0, metadata=knob(
-        "... and at least this many seconds after the previous save.", ge=0.0, le=86_400.0))
-    persist: bool = field(default=True, metadata=knob(
-        "Keep the hnsw index on disk beside the database (DATA_DIR/vectors.hnsw)."))
-
-    def validate(self) -> None:
-        """Raise InvalidArgument naming the first key outside its range."""
-        for item in fields(self):
-            rule: Rule | None = item.metadata.get(RULE_KEY)
-            value = getattr(self, item.name)
-            if rule is None or isinstance(value, bool):
-                continue
-            if (rule.ge is not None and value < rule.ge) or (
-                    rule.le is not None and value > rule.le):
-                raise InvalidArgument(
-                    f"{item.name} = {value}: must be in {rule.allowed()}", field=item.name)
-
-    def build_threads(self) -> int:
-        return self.hnsw_build_threads or max(1, (os.cpu_count() or 2) - 1)
-
-
-class _Dense(DenseVectors):
-    """DenseVectors plus a bulk path for new labels and copies of its live rows.
-
-    Callers serialise writes (AdaptiveVectorIndex holds its write lock around them).
-    """
-
-    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        labels = np.asarray(labels, dtype=np.int64).ravel()
-        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
-        with self._lock:
-            fresh = not self._free and not any(
-                label in self._slot for label in labels.tolist())
-        if not fresh or len(np.unique(labels)) != len(labels):
-            super().add(labels, vectors)
-            return
-        start, end = self._used, self._used + len(labels)
-        matrix, slot_labels = self._matrix, self._labels
-        if end > len(slot_labels):  # grow by doubling, outside the lock
-            size = max(end, 2 * len(slot_labels))
-            matrix = np.zeros((size, self.dim), dtype=np.float32)
-            matrix[:start] = self._matrix[:start]
-            slot_labels = np.full(size, -1, dtype=np.int64)
-            slot_labels[:start] = self._labels[:start]
-        matrix[start:end] = vectors
-        slot_labels[start:end] = labels
-        with self._lock:
-            self._matrix, self._labels = matrix, slot_labels
-            self._slot.update(zip(labels.tolist(), range(start, end), strict=True))
-            self._used = end
-
-    def reserve(self, capacity: int) -> None:
-        """Room for ``capacity`` slots in one allocation (a bulk load then copies once)."""
-        with self._lock:
-            if capacity <= len(self._labels):
-                return
-            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-            matrix[: self._used] = self._matrix[: self._used]
-            labels = np.full(capacity, -1, dtype=np.int64)
-            labels[: self._used] = self._labels[: self._used]
-            self._matrix, self._labels = matrix, labels
-
-    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
-        with self._lock:
-            live = np.flatnonzero(self._labels[: self._used] >= 0)
-            return self._labels[live].copy(), self._matrix[live].copy()
-
-    def sample_labels(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """About n live labels drawn at random (not strided: a stride aliases with filters)."""
-        with self._lock:
-            labels = self._labels[: self._used]
-        if len(labels) == 0:
-            return labels.copy()
-        sample = labels[rng.integers(0, len(labels), n)]
-        return sample[sample >= 0]
 
 
 class AdaptiveVectorIndex:
@@ -156,7 +54,7 @@ class AdaptiveVectorIndex:
         self.config = config or VectorConfig()
         self.config.validate()
         self.path = path if self.config.persist else None
-        self._dense = _Dense(dim)
+        self._dense = BulkDenseVectors(dim)
         self._rng = np.random.default_rng(0)  # filter-rate samples
         self._hnsw: HnswVectors | None = None
         self._write = threading.Lock()  # every add/remove, build hand-over, save snapshot

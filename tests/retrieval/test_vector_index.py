@@ -9,6 +9,7 @@ import pytest
 
 from sidecar.errors import InvalidArgument
 from sidecar.retrieval import vector_index
+from sidecar.retrieval.vector_dense import BulkDenseVectors
 from sidecar.retrieval.vector_hnsw import HnswVectors
 from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig
 from sidecar.retrieval.vectors import DenseVectors
@@ -178,8 +179,34 @@ def test_config_rejects_bad_values_naming_the_key(key: str, value: object) -> No
 
 
 def test_filter_rate_sample_does_not_alias_with_the_labels() -> None:
-    dense = vector_index._Dense(DIM)
+    dense = BulkDenseVectors(DIM)
     dense.add(np.arange(1, 2561, dtype=np.int64), clustered(2560, DIM, seed=12))
     sample = dense.sample_labels(256, np.random.default_rng(0))
     assert len(sample) == 256 and 0.35 < np.mean(sample % 2 == 0) < 0.65
     assert np.mean(sample % 10 == 0) < 0.3
+
+
+def test_bulk_dense_vectors_match_dense_vectors() -> None:
+    bulk, plain = BulkDenseVectors(DIM, capacity=16), DenseVectors(DIM, capacity=16)
+    vectors = clustered(3000, DIM, seed=13)
+    labels = np.arange(5, 3005, dtype=np.int64)
+    bulk.reserve(100)
+    for target in (bulk, plain):
+        for start in range(0, 2000, 300):  # fresh labels: the bulk path, growing
+            target.add(labels[start : start + 300], vectors[start : start + 300])
+        target.add(labels[:10], vectors[2000:2010])  # updates
+        target.remove(labels[100:200])
+        target.add(labels[2000:2500], vectors[2000:2500])  # free slots: the per-row path
+        target.add(labels[2500:], vectors[2500:])
+        target.add(np.array([9_000, 9_000]), vectors[:2])  # duplicate in one batch
+    assert len(bulk) == len(plain) == 2901
+    for q in clustered(5, DIM, seed=14):
+        got = bulk.search(q, 30, lambda ls: ls % 2 == 0)[0]
+        assert got.tolist() == plain.search(q, 30, lambda ls: ls % 2 == 0)[0].tolist()
+    np.testing.assert_array_equal(bulk.vector(9_000), plain.vector(9_000))
+    np.testing.assert_array_equal(bulk.vector(5), vectors[2000])
+    snap_labels, snap_matrix = bulk.snapshot()
+    assert sorted(snap_labels.tolist()) == sorted(
+        set(labels.tolist()) - set(labels[100:200].tolist()) | {9_000})
+    for label, row in zip(snap_labels[:50], snap_matrix[:50], strict=True):
+        np.testing.assert_array_equal(row, plain.vector(int(label)))
