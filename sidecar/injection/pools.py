@@ -12,7 +12,6 @@ from sidecar.records import Memory
 from sidecar.retrieval.contract import Retriever, SearchQuery
 from sidecar.store.memories import ListQuery, MemoryRepo
 
-
 # The vault's always-injected memories of an agent (canon, then active registers).
 SnapshotSource = Callable[[str], Sequence[Memory]]
 
