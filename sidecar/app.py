@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from kernels import warm_up_all
 from sidecar.config import InjectionConfigSource, ServerConfig, StaticInjectionConfig
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
-from sidecar.retrieval.exact import ExactVectorRetriever
+from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
 
@@ -25,16 +26,21 @@ class App:
     memories: MemoryService
     retriever: Retriever
     injection_config: InjectionConfigSource
+    retrieval: RetrievalConfig = RetrievalConfig()
 
     @classmethod
-    def open(cls, config: ServerConfig, embedder: Embedder | None = None) -> App:
+    def open(
+        cls, config: ServerConfig, embedder: Embedder | None = None,
+        retrieval: RetrievalConfig | None = None,
+    ) -> App:
         start = time.perf_counter()
         db = Database(config.db_path)
         if embedder is None:
             embedder = Embedder(bundled_model_files(), threads=config.onnx_threads)
         memories = MemoryService(db, embedder, config.max_content_chars, config.embed_batch_size)
-        retriever = ExactVectorRetriever(embedder)
-        retriever.load(memories.memories)
+        retrieval = retrieval or RetrievalConfig()
+        retriever = HybridRetriever(embedder, retrieval)
+        retriever.load(memories.memories, memories.edges)
         memories.listeners.add(retriever)
         log.info(
             "app opened",
@@ -43,7 +49,7 @@ class App:
         )
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
-            injection_config=StaticInjectionConfig(),
+            injection_config=StaticInjectionConfig(), retrieval=retrieval,
         )
 
     def warm_up(self) -> None:

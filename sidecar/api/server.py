@@ -54,7 +54,10 @@ class Server:
 
     def _register(self) -> None:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
-            MemoryStoreServicer(self.app.memories), self.grpc
+            MemoryStoreServicer(
+                self.app.memories, self.app.retriever, self.app.retrieval.search_limit
+            ),
+            self.grpc,
         )
         injection_pb2_grpc.add_MemoryInjectionServicer_to_server(
             injection_pb2_grpc.MemoryInjectionServicer(), self.grpc
