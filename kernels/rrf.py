@@ -2,7 +2,8 @@
 
 For candidate i with 1-based rank r_s(i) in source s (0 = absent from that source):
 
-    score(i) = sum_s w_s / (k + r_s(i))  +  alpha * importance(i)  +  beta * 0.5 ** (age(i) / half_life)
+    score(i) = sum_s w_s / (k + r_s(i))
+               + alpha * importance(i) + beta * 0.5 ** (age(i) / half_life)
 
 and candidates are ordered by score descending, then label ascending.
 """
@@ -60,8 +61,9 @@ def fuse(
         raise ValueError("importance, age_s and labels must have one entry per candidate")
     if k <= 0 or half_life_s <= 0:
         raise ValueError("k and half_life_s must be positive")
-    return _fuse(ranks, weights, float(k), arrays[0], arrays[1], float(alpha), float(beta),  # type: ignore[no-any-return]
-                 float(half_life_s), labels)
+    scores, order = _fuse(ranks, weights, float(k), arrays[0], arrays[1], float(alpha),
+                          float(beta), float(half_life_s), labels)
+    return scores, order
 
 
 @register("rrf.fuse")

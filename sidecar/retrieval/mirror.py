@@ -74,7 +74,7 @@ class LiveMemories:
             mask &= (who == 0) | (who == code)
             if len(wanted):
                 mask &= np.isin(kind[idx], wanted)
-            return mask  # type: ignore[no-any-return]
+            return mask
 
         return accept
 
