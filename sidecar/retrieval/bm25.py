@@ -79,6 +79,7 @@ class BM25Index:
         self._version = 0
         self._mean_idf: tuple[int, float] = (-1, 0.0)
         self._merging: threading.Thread | None = None
+        self._local = threading.local()
 
     def __len__(self) -> int:
         return len(self._label_doc)
@@ -255,15 +256,26 @@ class BM25Index:
         snap = self._snapshot()
         if snap.n_live == 0 or snap.avgdl <= 0:
             return _EMPTY
-        n = snap.n_docs
-        scores, seen = np.zeros(n, np.float64), np.zeros(n, np.uint8)
-        touched = np.empty(n, np.int64)
+        scores, seen, touched = self._buffers(snap.n_docs)
         count = 0
-        for seg in snap.segments:
-            count = bm25_accumulate(seg.arrays, snap.doc_len, snap.alive, ids, idf, self.k1,
-                                    self.b, snap.avgdl, scores, seen, touched, count)
-        docs = touched[:count]
-        return snap.doc_label[docs], scores[docs]
+        try:
+            for seg in snap.segments:
+                count = bm25_accumulate(seg.arrays, snap.doc_len, snap.alive, ids, idf, self.k1,
+                                        self.b, snap.avgdl, scores, seen, touched, count)
+            docs = touched[:count].copy()
+            return snap.doc_label[docs], scores[docs]
+        finally:  # leave the buffers zeroed for the next query: O(touched), not O(documents)
+            scores[touched[:count]] = 0.0
+            seen[touched[:count]] = 0
+
+    def _buffers(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-thread score buffers of exactly ``n`` slots, all zero (views of a larger one)."""
+        held = getattr(self._local, "buffers", None)
+        if held is None or len(held[0]) < n:
+            size = max(n, 1024) * 2
+            held = (np.zeros(size, np.float64), np.zeros(size, np.uint8), np.empty(size, np.int64))
+            self._local.buffers = held
+        return held[0][:n], held[1][:n], held[2][:n]
 
     def search(
         self, text: str, k: int, accept: Accept | None = None

@@ -111,7 +111,7 @@ class HybridRetriever:
         vec, lex = self._sources(query, vector, accept, k, clock)
         graph = _NONE
         if query.mode is Mode.HYBRID:
-            graph = self._expand(vec[0], lex[0], accept, k)
+            graph = self._expand(vec[0], lex[0], k, query)
         clock.lap("graph")
         labels, scores, ranks = self._fuse((vec[0], lex[0], graph[0]), query.limit)
         clock.lap("fusion")
@@ -128,7 +128,8 @@ class HybridRetriever:
         return SearchResult(hits=hits, query_embedding=vector, timings_us=clock.done())
 
     def _sources(
-        self, query: SearchQuery, vector: np.ndarray, accept: Accept, k: int, clock: _Clock
+        self, query: SearchQuery, vector: np.ndarray, accept: Accept | None, k: int,
+        clock: _Clock,
     ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         want_vec = query.mode in (Mode.HYBRID, Mode.VECTOR)
         want_lex = query.mode in (Mode.HYBRID, Mode.LEXICAL)
@@ -148,7 +149,7 @@ class HybridRetriever:
         return vec, lex
 
     def _expand(
-        self, vec: np.ndarray, lex: np.ndarray, accept: Accept, k: int
+        self, vec: np.ndarray, lex: np.ndarray, k: int, query: SearchQuery
     ) -> tuple[np.ndarray, np.ndarray]:
         c = self.config
         if c.graph_seed_limit == 0 or c.max_graph_depth == 0 or not len(self.graph):
@@ -160,6 +161,9 @@ class HybridRetriever:
                     best[label] = rank
         seeds = [s for s in sorted(best, key=lambda s: (best[s], s))
                  if self.live.importance[s] >= c.graph_seed_threshold][: c.graph_seed_limit]
+        if not seeds:
+            return _NONE
+        accept = self.live.filter(query.agent_id, query.types)
         return self.graph.expand(seeds, self.live, accept, self._multipliers,
                                  c.max_graph_depth, k)
 

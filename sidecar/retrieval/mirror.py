@@ -22,6 +22,7 @@ class LiveMemories:
         self._by_seq: dict[int, Memory] = {}
         self._seq_of: dict[str, int] = {}
         self._agents: dict[str, int] = {"": 0}
+        self._private: set[int] = set()  # seqs of live memories owned by an agent
         self.alive = np.zeros(capacity, bool)
         self.type = np.zeros(capacity, np.int8)
         self.owner = np.zeros(capacity, np.int32)  # 0 = shared, else an interned agent id
@@ -40,6 +41,10 @@ class LiveMemories:
                 self.alive[m.seq] = True
                 self.type[m.seq] = int(m.type)
                 self.owner[m.seq] = self._agents.setdefault(m.agent_id, len(self._agents))
+                if m.agent_id:
+                    self._private.add(m.seq)
+                else:
+                    self._private.discard(m.seq)
                 self.importance[m.seq] = m.importance
                 self.updated_at[m.seq] = m.updated_at
 
@@ -52,6 +57,7 @@ class LiveMemories:
                 if seq is not None:
                     self.alive[seq] = False
                     del self._by_seq[seq]
+                    self._private.discard(seq)
                     gone.append(seq)
         return gone
 
@@ -61,8 +67,18 @@ class LiveMemories:
     def seq_of(self, memory_id: str) -> int | None:
         return self._seq_of.get(memory_id)
 
-    def accept(self, agent_id: str, types: Sequence[MemoryType] = ()) -> Accept:
-        """A vectorised filter: live, visible to ``agent_id`` (shared or its own), of ``types``."""
+    def accept(self, agent_id: str, types: Sequence[MemoryType] = ()) -> Accept | None:
+        """A vectorised filter: live, visible to ``agent_id`` (shared or its own), of ``types``.
+
+        None when it would accept every live memory (no type filter, no private memory in the
+        store): the indexes hold only live memories, so they can skip filtering.
+        """
+        if not types and not self._private:
+            return None
+        return self.filter(agent_id, types)
+
+    def filter(self, agent_id: str, types: Sequence[MemoryType] = ()) -> Accept:
+        """Like ``accept`` but always a function (checks liveness too)."""
         alive, owner, kind = self.alive, self.owner, self.type
         code = self._agents.get(agent_id, -1) if agent_id else -1
         wanted = np.array([int(t) for t in types], np.int8)

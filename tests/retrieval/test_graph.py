@@ -36,7 +36,7 @@ def world() -> tuple[LiveMemories, EdgeGraph]:
 
 def test_scores_depth_and_order(world: tuple[LiveMemories, EdgeGraph]) -> None:
     live, graph = world
-    seqs, scores = graph.expand([1], live, live.accept(""), MULT, max_depth=2, limit=10)
+    seqs, scores = graph.expand([1], live, live.filter(""), MULT, max_depth=2, limit=10)
     expected = {3: 0.4 * 1.3, 2: 0.6 * 0.5 * 1.5, 4: 1.0 * (0.5 * 1.5) * (0.5 * 0.8)}
     assert seqs.tolist() == sorted(expected, key=lambda s: -expected[s])
     np.testing.assert_allclose(scores, [expected[s] for s in seqs.tolist()])
@@ -44,16 +44,16 @@ def test_scores_depth_and_order(world: tuple[LiveMemories, EdgeGraph]) -> None:
 
 def test_scope_depth_limit_and_seed_exclusion(world: tuple[LiveMemories, EdgeGraph]) -> None:
     live, graph = world
-    bob = graph.expand([1], live, live.accept("bob"), MULT, max_depth=1, limit=10)[0].tolist()
+    bob = graph.expand([1], live, live.filter("bob"), MULT, max_depth=1, limit=10)[0].tolist()
     assert 5 in bob and 4 not in bob  # bob sees his memory; depth 1 stops before m4
-    both = graph.expand([1, 2], live, live.accept(""), MULT, max_depth=2, limit=10)[0].tolist()
+    both = graph.expand([1, 2], live, live.filter(""), MULT, max_depth=2, limit=10)[0].tolist()
     assert 1 not in both and 2 not in both and 5 not in both
-    assert graph.expand([1], live, live.accept(""), MULT, max_depth=2, limit=1)[0].tolist() == [3]
+    assert graph.expand([1], live, live.filter(""), MULT, max_depth=2, limit=1)[0].tolist() == [3]
 
 
 def test_sync_and_forgotten(world: tuple[LiveMemories, EdgeGraph]) -> None:
     live, graph = world
     graph.changed([], [Edge("m3", "m1", Relation.CAUSED_BY, 1.0)])
-    assert 3 not in graph.expand([1], live, live.accept(""), MULT, 2, 10)[0].tolist()
+    assert 3 not in graph.expand([1], live, live.filter(""), MULT, 2, 10)[0].tolist()
     live.drop([mem(2, 0.6)])  # forgotten: neither listed nor walked through
-    assert graph.expand([1], live, live.accept(""), MULT, 2, 10)[0].tolist() == []
+    assert graph.expand([1], live, live.filter(""), MULT, 2, 10)[0].tolist() == []
