@@ -65,42 +65,42 @@ HEADER = ("| mode | turn R@5 | turn R@10 | turn MRR | session R@5 | session R@10
 
 def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
          evidence: dict[str, set[str]]) -> None:
-    """The settings grid, in process (same engine, precomputed query embeddings)."""
+    """The settings grid, in process (same engine, precomputed query embeddings).
+
+    A setting's margin = min over {turn, session} of HYBRID R@10 minus the best single source's
+    R@10 (both single sources with the same BM25 settings); best margin first.
+    """
     vecs = cached_embeddings([q.text for q in qs], f"lme_q_{len(qs)}")
     db = Database(data_dir / "memsidecar.sqlite3")
     base = RetrievalConfig()
-    grid = [replace(base, lexical_weight=w, rrf_k=k, bm25_b=b)
-            for b in (0.5, 0.75, 0.9) for k in (10.0, 30.0, 60.0, 100.0)
-            for w in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0)]
-    engines: dict[float, HybridRetriever] = {}
+
+    def run(engine: HybridRetriever, mode: Mode) -> tuple[Scores, Scores]:
+        ranked = {q.id: [h.memory.id for h in engine.search(
+            SearchQuery(q.text, limit=10, embedding=v, mode=mode)).hits]
+            for q, v in zip(qs, vecs, strict=True)}
+        return evaluate(ranked, qs, evidence)
+
     results = []
-    for cfg in grid:
-        engine = engines.get(cfg.bm25_b)
-        if engine is None:
-            engine = HybridRetriever(embedder, cfg)
-            engine.load(MemoryRepo(db), EdgeRepo(db))
-            engines[cfg.bm25_b] = engine
-        engine.config = cfg
-        ranked = {}
-        for q, v in zip(qs, vecs, strict=True):
-            hits = engine.search(SearchQuery(q.text, limit=10, embedding=v)).hits
-            ranked[q.id] = [h.memory.id for h in hits]
-        t, s = evaluate(ranked, qs, evidence)
-        results.append((min(t.r10, s.r10), cfg, t, s))
-    print("\nTune half, HYBRID (sorted by min(turn R@10, session R@10)):\n")
-    print("| lexical_weight | rrf_k | bm25_b | turn R@10 | session R@10 | turn MRR |")
-    print("|---|---|---|---|---|---|")
-    for _, cfg, t, s in sorted(results, key=lambda r: -r[0])[:15]:
+    for b in (0.4, 0.5, 0.6, 0.75):
+        engine = HybridRetriever(embedder, replace(base, bm25_b=b))
+        engine.load(MemoryRepo(db), EdgeRepo(db))
+        vt, vs = run(engine, Mode.VECTOR)
+        lt, ls = run(engine, Mode.LEXICAL)
+        print(f"tune half bm25_b={b}: VECTOR turn/session R@10 {vt.r10:.3f}/{vs.r10:.3f}, "
+              f"LEXICAL {lt.r10:.3f}/{ls.r10:.3f}")
+        for k in (5.0, 10.0, 20.0, 30.0, 60.0):
+            for w in (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0):
+                cfg = replace(base, lexical_weight=w, rrf_k=k, bm25_b=b)
+                engine.config = cfg
+                t, s = run(engine, Mode.HYBRID)
+                margin = min(t.r10 - max(vt.r10, lt.r10), s.r10 - max(vs.r10, ls.r10))
+                results.append((margin, cfg, t, s))
+    print("\nTune half, HYBRID, best 15 by margin over the best single source:\n")
+    print("| lexical_weight | rrf_k | bm25_b | turn R@10 | session R@10 | turn MRR | margin |")
+    print("|---|---|---|---|---|---|---|")
+    for margin, cfg, t, s in sorted(results, key=lambda r: (-r[0], -r[2].mrr))[:15]:
         print(f"| {cfg.lexical_weight} | {cfg.rrf_k:g} | {cfg.bm25_b} | {t.r10:.3f} "
-              f"| {s.r10:.3f} | {t.mrr:.3f} |")
-    for mode in (Mode.VECTOR, Mode.LEXICAL):
-        for b, engine in engines.items():
-            ranked = {q.id: [h.memory.id for h in engine.search(
-                SearchQuery(q.text, limit=10, embedding=v, mode=mode)).hits]
-                for q, v in zip(qs, vecs, strict=True)}
-            t, s = evaluate(ranked, qs, evidence)
-            print(f"tune half {mode.name} (bm25_b={b}): turn R@10 {t.r10:.3f}, "
-                  f"session R@10 {s.r10:.3f}")
+              f"| {s.r10:.3f} | {t.mrr:.3f} | {margin:+.3f} |")
     db.close()
 
 
@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--turns", choices=sorted(ROLES), default="user")
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--tune", action="store_true")
+    parser.add_argument("--tune-only", action="store_true")
     args = parser.parse_args()
 
     data = load_oracle()
@@ -156,6 +157,8 @@ def main() -> None:
     embedder = Embedder(bundled_model_files())
     if args.tune:
         tune(data_dir, embedder, tune_half, evidence)
+        if args.tune_only:
+            return
     report(data_dir, embedder, qs, held, evidence)
 
 

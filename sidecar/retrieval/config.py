@@ -24,10 +24,12 @@ DEFAULT_RELATION_MULTIPLIERS: tuple[tuple[Relation, float], ...] = (
 class RetrievalConfig:
     # Candidates each source (vector, lexical, graph) contributes before fusion.
     search_limit: int = 20
-    # Reciprocal rank fusion: sum of weight / (rrf_k + rank) over the sources.
-    rrf_k: float = 60.0
+    # Reciprocal rank fusion: sum of weight / (rrf_k + rank) over the sources. Chosen on the
+    # tune half of LongMemEval (README "Search / retrieval"): plain k=60 equal-weight RRF tied
+    # BM25 alone; a sharper k and more weight on the lexical list beat both sources.
+    rrf_k: float = 10.0
     vector_weight: float = 1.0
-    lexical_weight: float = 1.0
+    lexical_weight: float = 1.5
     graph_weight: float = 1.0
     # Tie-break boost: + alpha * importance + beta * 0.5 ** (age / half-life).
     alpha: float = 0.005
@@ -40,7 +42,7 @@ class RetrievalConfig:
     relation_multipliers: tuple[tuple[Relation, float], ...] = DEFAULT_RELATION_MULTIPLIERS
     # BM25 Okapi (rank-bm25 semantics).
     bm25_k1: float = 1.5
-    bm25_b: float = 0.75
+    bm25_b: float = 0.5  # conversational turns: less length normalisation (tune half)
     bm25_epsilon: float = 0.25
     # Run the vector and lexical searches on two threads (both release the GIL).
     parallel_sources: bool = False
