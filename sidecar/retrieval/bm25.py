@@ -90,20 +90,26 @@ class BM25Index:
 
     # --- writes -------------------------------------------------------------------------
 
-    def add(self, labels: Sequence[int], texts: Sequence[str]) -> None:
-        """Insert documents, replacing any with the same label."""
+    def add(self, labels: Sequence[int], texts: Sequence[str], *, bulk: bool = False) -> None:
+        """Insert documents, replacing any with the same label (the last of a batch wins).
+
+        ``bulk``: statistics only, no segment yet; the documents become searchable at the
+        next ``merge()`` (one CSR build for a whole load instead of one per batch).
+        """
         if len(labels) != len(texts):
             raise ValueError("labels and texts must have the same length")
-        if not labels:
+        latest = dict(zip((int(x) for x in labels), texts, strict=True))
+        if not latest:
             return
-        tokenized = [tokenize(t) for t in texts]
+        tokenized = [tokenize(t) for t in latest.values()]
         with self._lock:
-            self._remove_locked([int(x) for x in labels])
+            self._remove_locked(list(latest))
             lo = len(self._doc_terms)
-            for label, tokens in zip(labels, tokenized, strict=True):
-                self._add_doc(int(label), tokens)
-            self._segments = (*self._segments, self._build(lo, len(self._doc_terms)))
+            self._add_docs(list(latest), tokenized)
             self._version += 1
+            if bulk:
+                return
+            self._segments = (*self._segments, self._build(lo, len(self._doc_terms)))
             self._merge_tail_locked()
         self._maybe_merge_main()
 
@@ -112,18 +118,31 @@ class BM25Index:
             if self._remove_locked([int(x) for x in labels]):
                 self._version += 1
 
-    def _add_doc(self, label: int, tokens: list[str]) -> None:
-        doc = len(self._doc_terms)
-        ids = np.fromiter((self._term_id(t) for t in tokens), np.int64, len(tokens))
-        terms, counts = np.unique(ids, return_counts=True)
-        self._grow_docs(doc + 1)
-        self._df[terms] += 1
-        self._doc_terms.append((terms, counts.astype(np.float32)))
-        self._doc_len[doc] = len(tokens)
-        self._doc_label[doc] = label
-        self._alive[doc] = 1
-        self._label_doc[label] = doc
-        self._total_len += len(tokens)
+    def _add_docs(self, labels: list[int], tokenized: list[list[str]]) -> None:
+        """Append documents, vectorised over the batch: (doc, term) pairs counted at once."""
+        flat = [t for tokens in tokenized for t in tokens]
+        for term in dict.fromkeys(flat):
+            if term not in self._vocab:
+                self._term_id(term)
+        ids = np.fromiter(map(self._vocab.__getitem__, flat), np.int64, len(flat))
+        lengths = np.array([len(tokens) for tokens in tokenized], np.int64)
+        first = len(self._doc_terms)
+        docs = np.repeat(np.arange(len(labels), dtype=np.int64), lengths)
+        pairs, tfs = np.unique(docs * (len(self._vocab) + 1) + ids, return_counts=True)
+        pair_doc, pair_term = np.divmod(pairs, len(self._vocab) + 1)
+        np.add.at(self._df, pair_term, 1)
+        bounds = np.searchsorted(pair_doc, np.arange(1, len(labels)))
+        self._grow_docs(first + len(labels))
+        for i, (terms, counts) in enumerate(zip(np.split(pair_term, bounds),
+                                                np.split(tfs.astype(np.float32), bounds),
+                                                strict=True)):
+            doc = first + i
+            self._doc_terms.append((terms, counts))
+            self._doc_len[doc] = lengths[i]
+            self._doc_label[doc] = labels[i]
+            self._alive[doc] = 1
+            self._label_doc[labels[i]] = doc
+        self._total_len += float(lengths.sum())
 
     def _remove_locked(self, labels: list[int]) -> int:
         removed = 0
@@ -208,7 +227,7 @@ class BM25Index:
         """Fold every segment into one now (tests, bulk loads)."""
         self.wait_for_merge()
         with self._lock:
-            if self._segments:
+            if self._doc_terms:
                 self._segments = (self._build(0, len(self._doc_terms)),)
 
     def wait_for_merge(self) -> None:

@@ -28,17 +28,21 @@ class EdgeGraph:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._adj: dict[str, dict[_Key, float]] = {}
+        self._count = 0  # edges
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self._adj.values()) // 2
+        return self._count
 
     def changed(self, added: Iterable[Edge], removed: Iterable[Edge]) -> None:
         with self._lock:
             for e in removed:
-                self._adj.get(e.source_id, {}).pop((e.target_id, e.relation), None)
+                if self._adj.get(e.source_id, {}).pop((e.target_id, e.relation), None) is not None:
+                    self._count -= 1
                 self._adj.get(e.target_id, {}).pop((e.source_id, e.relation), None)
             for e in added:
-                self._adj.setdefault(e.source_id, {})[(e.target_id, e.relation)] = e.weight
+                out = self._adj.setdefault(e.source_id, {})
+                self._count += (e.target_id, e.relation) not in out
+                out[(e.target_id, e.relation)] = e.weight
                 self._adj.setdefault(e.target_id, {})[(e.source_id, e.relation)] = e.weight
 
     def neighbours(self, memory_id: str) -> list[tuple[str, Relation, float]]:

@@ -64,8 +64,11 @@ class HybridRetriever:
         """Fill every index from the store (at start)."""
         start = time.perf_counter()
         for batch, vectors in memories.iter_live_embeddings():
-            self.memories_stored(batch, vectors)
-        self.lexical.merge()
+            labels = np.array([m.seq for m in batch], np.int64)
+            self.live.put(batch)
+            self.vectors.add(labels, vectors)
+            self.lexical.add(labels.tolist(), [m.content for m in batch], bulk=True)
+        self.lexical.merge()  # one CSR build; documents are searchable from here
         self.graph.changed(edges.all(), ())
         log.info("retrieval indexes loaded", extra={
             "memories": len(self.live), "edges": len(self.graph),

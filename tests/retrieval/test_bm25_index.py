@@ -115,3 +115,20 @@ def test_naive_formula_agrees_with_rank_bm25() -> None:
     q = query_terms("term1 term2 the car")
     np.testing.assert_allclose(naive.bm25_scores(docs, q), BM25Okapi(docs).get_scores(q),
                                atol=1e-9)
+
+
+def test_bulk_load_then_merge_and_duplicate_labels_in_a_batch() -> None:
+    docs = dict(enumerate(corpus(300, seed=9), start=1))
+    index = BM25Index(background_merge=False)
+    items = list(docs.items())
+    for start in range(0, len(items), 64):
+        chunk = items[start:start + 64]
+        index.add([k for k, _ in chunk], [v for _, v in chunk], bulk=True)
+    assert index.search("term1", 5)[0].tolist() == []  # not searchable before the merge
+    index.merge()
+    assert_same(index, docs, 1.5, 0.75, 0.25)
+    index.add([1, 1], ["first version", "second version"])  # the last one wins
+    docs[1] = "second version"
+    assert len(index) == len(docs)
+    assert index.search("first", 5)[0].tolist() == []
+    assert_same(index, docs, 1.5, 0.75, 0.25)
