@@ -240,12 +240,16 @@ class BM25Index:
     def idf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, idf) per query term, as rank-bm25 computes them (unknown term: -1, 0)."""
         with self._lock:
-            ids = np.array([self._vocab.get(t, -1) for t in terms], np.int64)
-            n = len(self._label_doc)
-            df = self._df[np.maximum(ids, 0)].astype(np.float64)
-            mean = self._mean_idf_locked(n)
+            return self._idf_locked(terms)
+
+    def _idf_locked(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.array([self._vocab.get(t, -1) for t in terms], np.int64)
+        n = len(self._label_doc)
+        df = self._df[np.maximum(ids, 0)].astype(np.float64)
+        mean = self._mean_idf_locked(n)
         known = (ids >= 0) & (df > 0)
-        raw = np.log(n - df + 0.5) - np.log(df + 0.5)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            raw = np.log(n - df + 0.5) - np.log(df + 0.5)
         idf = np.where(raw < 0, self.epsilon * mean, raw)
         return ids, np.where(known, idf, 0.0)
 
@@ -259,20 +263,20 @@ class BM25Index:
         return mean
 
     def _snapshot(self) -> _Snapshot:
-        with self._lock:
-            n_docs, n_live = len(self._doc_terms), len(self._label_doc)
-            return _Snapshot(
-                self._segments, self._doc_len, self._alive, self._doc_label, n_docs, n_live,
-                self._total_len / n_live if n_live else 0.0,
-            )
+        n_docs, n_live = len(self._doc_terms), len(self._label_doc)
+        return _Snapshot(
+            self._segments, self._doc_len, self._alive, self._doc_label, n_docs, n_live,
+            self._total_len / n_live if n_live else 0.0,
+        )
 
     def scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Every live document with a non-zero-contribution term: (labels, scores)."""
         terms = query_terms(text)
         if not terms:
             return _EMPTY
-        ids, idf = self.idf(terms)
-        snap = self._snapshot()
+        with self._lock:  # statistics and segments from the same instant
+            ids, idf = self._idf_locked(terms)
+            snap = self._snapshot()
         if snap.n_live == 0 or snap.avgdl <= 0:
             return _EMPTY
         scores, seen, touched = self._buffers(snap.n_docs)

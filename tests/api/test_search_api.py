@@ -104,3 +104,14 @@ def test_validation_errors_name_the_field(running: Running, request_: s.SearchRe
 
 def test_empty_store_returns_no_hits(running: Running) -> None:
     assert list(search(running, "anything at all").hits) == []
+
+
+def test_default_search_limit_follows_a_larger_limit(running: Running) -> None:
+    for i in range(30):
+        running.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+            content=f"note {i} about the weekly planning meeting", type=m.MEMORY_TYPE_FACT)))
+    vec = search(running, "planning meeting", limit=25, mode=s.SEARCH_MODE_VECTOR).hits
+    assert len(vec) == 25  # search_limit 0 = max(configured 20, limit)
+    few = search(running, "planning meeting", limit=25, search_limit=5,
+                 mode=s.SEARCH_MODE_VECTOR).hits
+    assert len(few) == 5

@@ -57,3 +57,4 @@ def test_sync_and_forgotten(world: tuple[LiveMemories, EdgeGraph]) -> None:
     assert 3 not in graph.expand([1], live, live.filter(""), MULT, 2, 10)[0].tolist()
     live.drop([mem(2, 0.6)])  # forgotten: neither listed nor walked through
     assert graph.expand([1], live, live.filter(""), MULT, 2, 10)[0].tolist() == []
+
