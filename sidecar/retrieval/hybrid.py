@@ -128,7 +128,11 @@ class HybridRetriever:
             hits.append(Hit(memory, float(scores[i]), float(cosines[i]),
                             int(ranks[i, 0]), int(ranks[i, 1]), int(ranks[i, 2])))
         clock.lap("hits")
-        return SearchResult(hits=hits, query_embedding=vector, timings_us=clock.done())
+        timings = clock.done()
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("search", extra={"mode": query.mode.value, "hits": len(hits),
+                                       **{f"{k}_us": v for k, v in timings.items()}})
+        return SearchResult(hits=hits, query_embedding=vector, timings_us=timings)
 
     def _sources(
         self, query: SearchQuery, vector: np.ndarray, accept: Accept | None, k: int,
