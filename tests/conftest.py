@@ -11,7 +11,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import grpc
 import pytest
-from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc
+from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc, vault_pb2_grpc
 
 from sidecar.api.server import Server, create_server
 from sidecar.app import App
@@ -46,6 +46,7 @@ class Running:
         self.store = store_pb2_grpc.MemoryStoreStub(self.channel)
         self.injection = injection_pb2_grpc.MemoryInjectionStub(self.channel)
         self.settings = settings_pb2_grpc.SettingsStub(self.channel)
+        self.vault = vault_pb2_grpc.VaultStub(self.channel)
 
     def close(self) -> None:
         self.channel.close()

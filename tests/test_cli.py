@@ -65,7 +65,8 @@ def test_serve_then_sigterm_closes_cleanly(tmp_path: Path, proc_cleanup: list) -
     proc_cleanup.append(proc)
     channel = wait_serving(f"127.0.0.1:{port}", proc)
     stub = store_pb2_grpc.MemoryStoreStub(channel)
-    stub.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(content="kept", type=m.MEMORY_TYPE_FACT)))
+    kept = m.Memory(content="kept", type=m.MEMORY_TYPE_FACT)
+    stub.UpsertMemory(s.UpsertMemoryRequest(memory=kept))
     channel.close()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
+from typing import Any, TypeVar
+
 from google.protobuf.timestamp_pb2 import Timestamp
 from memsidecar.v1 import memory_pb2, store_pb2
 
@@ -17,36 +20,31 @@ def timestamp(us: int) -> Timestamp:
     return ts
 
 
-def memory_type(value: int, field: str) -> MemoryType:
+E = TypeVar("E", bound=IntEnum)
+
+
+def _enum(cls: type[E], proto_enum: Any, value: int, field: str) -> E:
     try:
-        return MemoryType(value)
+        return cls(value)
     except ValueError:
-        names = ", ".join(memory_pb2.MemoryType.Name(t) for t in MemoryType)
+        names = ", ".join(proto_enum.Name(member) for member in cls)
         raise InvalidArgument(
             f"{field} must be one of {names} (got {value})", field=field, reason="BAD_ENUM"
         ) from None
+
+
+def memory_type(value: int, field: str) -> MemoryType:
+    return _enum(MemoryType, memory_pb2.MemoryType, value, field)
 
 
 def relation(value: int, field: str) -> Relation:
-    try:
-        return Relation(value)
-    except ValueError:
-        names = ", ".join(memory_pb2.Relation.Name(r) for r in Relation)
-        raise InvalidArgument(
-            f"{field} must be one of {names} (got {value})", field=field, reason="BAD_ENUM"
-        ) from None
+    return _enum(Relation, memory_pb2.Relation, value, field)
 
 
 def tier(value: int, field: str) -> Tier:
     if value == memory_pb2.TIER_UNSPECIFIED:
         return Tier.CANON
-    try:
-        return Tier(value)
-    except ValueError:
-        names = ", ".join(memory_pb2.Tier.Name(t) for t in Tier)
-        raise InvalidArgument(
-            f"{field} must be one of {names} (got {value})", field=field, reason="BAD_ENUM"
-        ) from None
+    return _enum(Tier, memory_pb2.Tier, value, field)
 
 
 def draft_from_pb(msg: memory_pb2.Memory, prefix: str = "memory") -> MemoryDraft:
@@ -67,7 +65,7 @@ def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
     return memory_pb2.Memory(
         id=memory.id,
         content=memory.content,
-        type=int(memory.type),  # type: ignore[arg-type]
+        type=int(memory.type),
         importance=memory.importance,
         created_at=timestamp(memory.created_at),
         updated_at=timestamp(memory.updated_at),
@@ -78,7 +76,7 @@ def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
         agent_id=memory.agent_id,
         forgotten=memory.forgotten,
         version=memory.version,
-        tier=int(memory.tier),  # type: ignore[arg-type]
+        tier=int(memory.tier),
         topic_id=memory.topic_id,
     )
 
@@ -87,7 +85,7 @@ def edge_to_pb(edge: Edge) -> memory_pb2.Edge:
     return memory_pb2.Edge(
         source_id=edge.source_id,
         target_id=edge.target_id,
-        relation=int(edge.relation),  # type: ignore[arg-type]
+        relation=int(edge.relation),
         weight=edge.weight,
         created_at=timestamp(edge.created_at),
     )

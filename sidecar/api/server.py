@@ -15,10 +15,16 @@ from memsidecar.v1 import (
     settings_pb2_grpc,
     store_pb2,
     store_pb2_grpc,
+    vault_pb2,
+    vault_pb2_grpc,
 )
 
+from sidecar.api.injection_servicer import MemoryInjectionServicer
+from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
+from sidecar.api.vault_servicer import VaultServicer
 from sidecar.app import App
+from sidecar.injection import Injector
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +32,7 @@ SERVICE_NAMES = (
     store_pb2.DESCRIPTOR.services_by_name["MemoryStore"].full_name,
     injection_pb2.DESCRIPTOR.services_by_name["MemoryInjection"].full_name,
     settings_pb2.DESCRIPTOR.services_by_name["Settings"].full_name,
+    vault_pb2.DESCRIPTOR.services_by_name["Vault"].full_name,
 )
 
 
@@ -59,12 +66,15 @@ class Server:
             ),
             self.grpc,
         )
-        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(
-            injection_pb2_grpc.MemoryInjectionServicer(), self.grpc
-        )
+        self.injection = MemoryInjectionServicer(Injector.create(
+            self.app.db, self.app.embedder, self.app.retriever, self.app.injection_config,
+            snapshot=lambda agent_id: self.app.vault.snapshot(agent_id).memories,
+        ))
+        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(self.injection, self.grpc)
         settings_pb2_grpc.add_SettingsServicer_to_server(
-            settings_pb2_grpc.SettingsServicer(), self.grpc
+            SettingsServicer(self.app.settings), self.grpc
         )
+        vault_pb2_grpc.add_VaultServicer_to_server(VaultServicer(self.app.vault), self.grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         reflection.enable_server_reflection(
             (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc
@@ -73,11 +83,12 @@ class Server:
 
     def _set_health(self, status: int) -> None:
         for name in ("", *SERVICE_NAMES):
-            self.health.set(name, status)  # type: ignore[arg-type]
+            self.health.set(name, status)
 
     def start(self) -> None:
         """Start accepting calls, warm up, then report SERVING."""
         self.grpc.start()
+        self.app.settings.watch()
         self.app.warm_up()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("serving", extra={"listen": self.listen, "port": self.port})
@@ -87,6 +98,7 @@ class Server:
         self.health.enter_graceful_shutdown()
         grace = self.app.config.shutdown_grace_s if grace is None else grace
         self.grpc.stop(grace).wait()
+        self.injection.close()
         self.app.close()
         log.info("stopped")
 

@@ -28,7 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def code_for(err: errors.DomainError) -> grpc.StatusCode:
     for cls in type(err).__mro__:
         if cls in CODES:
-            return CODES[cls]  # type: ignore[index]
+            return CODES[cls]
     return grpc.StatusCode.UNKNOWN
 
 

@@ -12,8 +12,9 @@ from sidecar.records import MemoryType
 class MemoryInjectionConfig:
     enabled: bool = True
     search_limit: int = 20
-    # Cosine floor between the turn text and a contextual candidate (see README).
-    contextual_min_score: float = 0.30
+    # Cosine floor between the turn text and a contextual candidate: 0.25 keeps ~80% of
+    # LongMemEval evidence turns and ~3% of unrelated turns (bench/cosine_floor.py, README).
+    contextual_min_score: float = 0.25
     semantic_threshold: float = 0.85
     context_window_depth: int = 10
     ambient_enabled: bool = False

@@ -64,7 +64,8 @@ class Embedder:
         return out
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self._embed_batch([text])[0]
+        vector: np.ndarray = self._embed_batch([text])[0]
+        return vector
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens or truncation (for budgets)."""
@@ -76,8 +77,9 @@ class Embedder:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feeds)[0]
+        hidden: np.ndarray = self._session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        unit: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit

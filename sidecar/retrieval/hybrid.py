@@ -60,13 +60,15 @@ class HybridRetriever:
         self._multipliers = c.multipliers
         self._pool = ThreadPoolExecutor(1, "retrieval") if c.parallel_sources else None
 
-    def load(self, memories: MemoryRepo, edges: EdgeRepo) -> None:
-        """Fill every index from the store (at start)."""
+    def load(self, memories: MemoryRepo, edges: EdgeRepo, *, vectors_loaded: bool = False) -> None:
+        """Fill every index from the store (at start). ``vectors_loaded``: the vector index was
+        opened from the store already (``open_vector_index``); only the others are filled."""
         start = time.perf_counter()
         for batch, vectors in memories.iter_live_embeddings():
             labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
-            self.vectors.add(labels, vectors)
+            if not vectors_loaded:
+                self.vectors.add(labels, vectors)
             self.lexical.add(labels.tolist(), [m.content for m in batch], bulk=True)
         self.lexical.merge()  # one CSR build; documents are searchable from here
         self.graph.changed(edges.all(), ())
@@ -145,11 +147,12 @@ class HybridRetriever:
             lex = self.lexical.search(query.text, k, accept)
             lex_us = clock.since_lap()
             vec, vec_us = future.result()
+            vec = _recheck(vec, accept)
             clock.lap("sources")
             clock.record("vector", vec_us)
             clock.record("lexical", lex_us)
             return vec, lex
-        vec = self.vectors.search(vector, k, accept) if want_vec else _NONE
+        vec = _recheck(self.vectors.search(vector, k, accept), accept) if want_vec else _NONE
         clock.lap("vector")
         lex = self.lexical.search(query.text, k, accept) if want_lex else _NONE
         clock.lap("lexical")
@@ -192,6 +195,17 @@ class HybridRetriever:
         )
         top = order[:limit]
         return labels[top], scores[top], ranks[top]
+
+
+def _recheck(
+    found: tuple[np.ndarray, np.ndarray], accept: Accept | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Apply the filter again to an index's answer (k labels: cheap). Scope is a privacy rule;
+    it must not depend on every index backend honouring ``accept`` under concurrent writes."""
+    if accept is None or not len(found[0]):
+        return found
+    keep = accept(found[0])
+    return found[0][keep], found[1][keep]
 
 
 def _timed(

@@ -14,7 +14,7 @@ import numpy as np
 
 from sidecar.embedding import Embedder
 from sidecar.errors import DomainError, InvalidArgument, NotFound
-from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation
+from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation, Tier
 from sidecar.service.events import Listeners
 from sidecar.service.validation import (
     check_draft,
@@ -25,6 +25,7 @@ from sidecar.service.validation import (
 )
 from sidecar.store.db import Database
 from sidecar.store.edges import EdgeRepo
+from sidecar.store.history import FORGET, PROMOTE, RESTORE, UPDATE
 from sidecar.store.memories import ListQuery, MemoryRepo
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,13 @@ class WriteGate(Protocol):
     def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None: ...
 
 
+class DraftResolver(Protocol):
+    """Runs before the gates, inside the write lock and transaction; may retarget a draft
+    (e.g. a REGISTER write with a known topic_id gets that register's id)."""
+
+    def resolve(self, draft: MemoryDraft, field: str) -> MemoryDraft: ...
+
+
 class MemoryService:
     def __init__(
         self,
@@ -80,6 +88,7 @@ class MemoryService:
         self.embed_batch_size = embed_batch_size
         self.listeners = Listeners()
         self.gates: list[WriteGate] = []
+        self.resolvers: list[DraftResolver] = []
         self._write_lock = threading.RLock()
 
     # --- writes -------------------------------------------------------------------------
@@ -152,6 +161,8 @@ class MemoryService:
 
     def _write_one(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> UpsertResult:
         with self.db.transaction():
+            for resolver in self.resolvers:
+                draft = resolver.resolve(draft, field)
             for gate in self.gates:
                 existing_match = gate.check(draft, embedding, field)
                 if existing_match is not None:
@@ -174,7 +185,8 @@ class MemoryService:
                 channel_id=draft.channel_id, agent_id=draft.agent_id, forgotten=False,
                 version=existing.version + 1, tier=draft.tier, topic_id=draft.topic_id,
             )
-            return UpsertResult(self.memories.update(updated, embedding), created=False)
+            stored = self.memories.update(updated, embedding, event=_update_event(existing, draft))
+            return UpsertResult(stored, created=False)
 
     def forget(self, memory_id: str, source: str = "") -> tuple[Memory, bool]:
         check_id(memory_id, "id")
@@ -183,8 +195,11 @@ class MemoryService:
                 existing = self._require(memory_id)
                 if existing.forgotten:
                     return existing, False
-                updated = replace(existing, forgotten=True, updated_at=now_us())
-                stored = self.memories.update(updated, None)
+                updated = replace(
+                    existing, forgotten=True, version=existing.version + 1,
+                    updated_at=max(now_us(), existing.updated_at + 1),
+                )
+                stored = self.memories.update(updated, None, event=FORGET, actor=source)
             self.listeners.forgotten([stored])
         log.info("memory forgotten", extra={"memory_id": memory_id, "by": source})
         return stored, True
@@ -246,6 +261,14 @@ class MemoryService:
         if memory is None:
             raise NotFound(f"{field}: no memory with id {memory_id!r}", field=field)
         return memory
+
+
+def _update_event(existing: Memory, draft: MemoryDraft) -> str:
+    if existing.forgotten:
+        return RESTORE
+    if existing.tier == Tier.REGISTER and draft.tier == Tier.CANON:
+        return PROMOTE
+    return UPDATE
 
 
 T = TypeVar("T")

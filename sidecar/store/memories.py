@@ -13,6 +13,7 @@ import numpy as np
 from sidecar.errors import InvalidArgument
 from sidecar.records import Memory, MemoryType, Tier
 from sidecar.store.db import Database, Row
+from sidecar.store.history import CREATE, UPDATE, HistoryRepo
 
 COLUMNS = (
     "seq, id, content, type, importance, created_at, updated_at, last_accessed_at, "
@@ -65,6 +66,7 @@ class MemoryRepo:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.history = HistoryRepo(db)
 
     def get(self, memory_id: str) -> Memory | None:
         row = self.db.query_one(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
@@ -87,7 +89,14 @@ class MemoryRepo:
         row = self.db.query_one("SELECT embedding FROM memories WHERE id = ?", (memory_id,))
         return blob_to_embedding(row[0]) if row else None
 
-    def insert(self, memory: Memory, embedding: np.ndarray) -> Memory:
+    def insert(self, memory: Memory, embedding: np.ndarray, *, actor: str | None = None) -> Memory:
+        """Insert a new row and its first history version (actor defaults to the source)."""
+        with self.db.transaction():
+            stored = self._insert(memory, embedding)
+            self.history.append(stored, CREATE, _actor(stored, actor), stored.updated_at)
+        return stored
+
+    def _insert(self, memory: Memory, embedding: np.ndarray) -> Memory:
         self.db.execute(
             "INSERT INTO memories (id, content, type, importance, created_at, updated_at, "
             "last_accessed_at, access_count, source, channel_id, agent_id, forgotten, version, "
@@ -104,8 +113,21 @@ class MemoryRepo:
         assert stored is not None
         return stored
 
-    def update(self, memory: Memory, embedding: np.ndarray | None) -> Memory:
-        """Write every mutable field of ``memory`` (matched by id); embedding only when given."""
+    def update(
+        self, memory: Memory, embedding: np.ndarray | None, *, event: str = UPDATE,
+        actor: str | None = None,
+    ) -> Memory:
+        """Write every mutable field of ``memory`` (matched by id); embedding only when given.
+
+        Appends a history version (``event``: update/forget/promote/restore) in the same
+        transaction; ``actor`` defaults to the memory's source.
+        """
+        with self.db.transaction():
+            stored = self._update(memory, embedding)
+            self.history.append(stored, event, _actor(stored, actor), stored.updated_at)
+        return stored
+
+    def _update(self, memory: Memory, embedding: np.ndarray | None) -> Memory:
         params: list[Any] = [
             memory.content, int(memory.type), memory.importance, memory.updated_at,
             memory.source, memory.channel_id, memory.agent_id, int(memory.forgotten),
@@ -138,8 +160,10 @@ class MemoryRepo:
         """All live memories with their embeddings, in seq order, in batches."""
         last = 0
         while True:
+            # "+forgotten": keeps SQLite on the rowid range instead of an index on forgotten
+            # (that plan re-sorted every live row per batch: 17 s instead of 0.4 s at 100k).
             rows = self.db.execute(
-                f"SELECT {COLUMNS}, embedding FROM memories WHERE forgotten = 0 AND seq > ? "
+                f"SELECT {COLUMNS}, embedding FROM memories WHERE +forgotten = 0 AND seq > ? "
                 "ORDER BY seq LIMIT ?",
                 (last, batch),
             )
@@ -150,6 +174,26 @@ class MemoryRepo:
             last = memories[-1].seq
             yield memories, vectors
 
+    def iter_live_vectors(self, batch: int = 8192) -> Iterable[tuple[np.ndarray, np.ndarray]]:
+        """(seqs int64, embeddings float32 (n, dim)) of live memories, in seq order, in batches.
+
+        The vector index's start-up read: no Memory objects (5x faster than
+        ``iter_live_embeddings`` at 100,000 rows).
+        """
+        last = 0
+        while True:
+            rows = self.db.execute(
+                "SELECT seq, embedding FROM memories WHERE +forgotten = 0 AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (last, batch),
+            )
+            if not rows:
+                return
+            seqs = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
+            last = int(seqs[-1])
+            yield seqs, vectors.reshape(len(rows), -1)
+
     def count(self, *, include_forgotten: bool = False) -> int:
         where = "" if include_forgotten else " WHERE forgotten = 0"
         row = self.db.query_one(f"SELECT count(*) FROM memories{where}")
@@ -158,10 +202,9 @@ class MemoryRepo:
     def list(self, query: ListQuery) -> tuple[list[Memory], str]:
         """One page in the requested order and the token of the next page ('' at the end)."""
         where, params = _filters(query)
+        keys: tuple[str, ...] = ("updated_at", "seq")
         if query.sort == "importance":
             keys = ("importance", "updated_at", "seq")
-        else:
-            keys = ("updated_at", "seq")
         if query.page_token:
             after = _decode_token(query.page_token, query.sort, len(keys))
             where.append(_keyset_clause(keys))
@@ -179,6 +222,10 @@ class MemoryRepo:
             last = memories[-1]
             token = _encode_token(query.sort, [getattr(last, k) for k in keys])
         return memories, token
+
+
+def _actor(memory: Memory, actor: str | None) -> str:
+    return memory.source if actor is None else actor
 
 
 def _filters(query: ListQuery) -> tuple[list[str], list[Any]]:

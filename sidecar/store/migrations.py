@@ -45,6 +45,57 @@ MIGRATIONS: list[str] = [
         value TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 2 (vault): append-only history. One row per insert/update/forget of a memory, written by
+    # MemoryRepo in the same transaction; existing memories get a 'baseline' row. Plus a
+    # covering index for live counts per scope (capacity gate, stats).
+    """
+    CREATE TABLE memory_versions (
+        seq         INTEGER PRIMARY KEY,
+        memory_id   TEXT NOT NULL,
+        version     INTEGER NOT NULL,
+        event       TEXT NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        actor       TEXT NOT NULL DEFAULT '',
+        content     TEXT NOT NULL,
+        type        INTEGER NOT NULL,
+        importance  REAL NOT NULL,
+        source      TEXT NOT NULL DEFAULT '',
+        channel_id  TEXT NOT NULL DEFAULT '',
+        agent_id    TEXT NOT NULL DEFAULT '',
+        forgotten   INTEGER NOT NULL DEFAULT 0,
+        tier        INTEGER NOT NULL DEFAULT 1,
+        topic_id    TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX memory_versions_memory ON memory_versions (memory_id, seq);
+    CREATE INDEX memories_scope_live ON memories (agent_id, forgotten);
+    INSERT INTO memory_versions (memory_id, version, event, recorded_at, actor, content, type,
+        importance, source, channel_id, agent_id, forgotten, tier, topic_id)
+    SELECT id, version, 'baseline', updated_at, source, content, type, importance, source,
+        channel_id, agent_id, forgotten, tier, topic_id FROM memories ORDER BY seq;
+    """,
+    # 3: per-channel injection state (turn counter, injected ids, semantic buffer).
+    """
+    CREATE TABLE injection_channels (
+        channel_id TEXT PRIMARY KEY,
+        turn       INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE injection_ids (
+        channel_id  TEXT NOT NULL,
+        memory_id   TEXT NOT NULL,
+        turn        INTEGER NOT NULL,
+        version     INTEGER NOT NULL,
+        injected_at INTEGER NOT NULL,
+        PRIMARY KEY (channel_id, memory_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE injection_buffer (
+        seq        INTEGER PRIMARY KEY,
+        channel_id TEXT NOT NULL,
+        memory_id  TEXT NOT NULL,
+        turn       INTEGER NOT NULL,
+        embedding  BLOB NOT NULL
+    );
+    CREATE INDEX injection_buffer_channel ON injection_buffer (channel_id, turn);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -108,7 +108,8 @@ def test_forget_is_soft_and_idempotent(running: Running) -> None:
 def test_list_filters_sorts_and_pages(running: Running) -> None:
     ids = []
     for i in range(7):
-        ids.append(upsert(running, f"fact {i}", importance=i / 10, channel_id="c1" if i % 2 else "c2",
+        ids.append(upsert(running, f"fact {i}", importance=i / 10,
+                          channel_id="c1" if i % 2 else "c2",
                           agent_id="" if i < 5 else "bob").id)
     todo = upsert(running, "a todo", m.MEMORY_TYPE_TODO).id
     pages, token = [], ""

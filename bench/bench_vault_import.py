@@ -1,0 +1,50 @@
+"""What the write gate costs an import: ImportMemories with every gate on vs off.
+
+Run: .venv/bin/python -m bench.bench_vault_import [--memories 3000]
+Same real server, model and corpus as bench_foundation; one fresh data dir per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from bench.bench_foundation import bench_import
+from bench.corpus import corpus
+from sidecar.api.server import create_server
+from sidecar.app import App
+from sidecar.config import ServerConfig
+from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.vault import VaultConfig
+
+CONFIGS = {
+    "all gates on": VaultConfig(),
+    "gates off": VaultConfig(noise_gate=False, length_gate=False, pii_gate=False,
+                             duplicate_gate=False),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memories", type=int, default=3000)
+    texts = corpus(parser.parse_args().memories)
+    embedder = Embedder(bundled_model_files())
+    for name, vault_config in CONFIGS.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp), embedder=embedder,
+                           vault_config=vault_config)
+            server = create_server(app)
+            server.start()
+            try:
+                result = bench_import(f"127.0.0.1:{server.port}", texts)
+            finally:
+                server.stop(grace=1)
+        print(f"{name}: {result['memories']:.0f} memories in {result['seconds']:.1f} s = "
+              f"{result['memories_per_s']:.1f} memories/s")
+
+
+if __name__ == "__main__":
+    main()

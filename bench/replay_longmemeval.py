@@ -1,0 +1,220 @@
+"""Replay LongMemEval conversations through Inject over gRPC and report the injection quality
+and latency at two store sizes.
+
+For each question of the oracle set (sessions in date order, channel = agent = question id):
+one Inject per user turn, then the session's messages are imported as memories, so every
+session sees the memories of the earlier ones. The store is padded with shared memories
+(bench/padding.py) to the requested size. The sidecar runs as a separate process
+(``memsidecar serve``), with the default injection config. The bare query embedding is timed
+in this process on the same texts, interleaved with the Inject calls so both see the same load.
+
+Run:  .venv/bin/python -m bench.replay_longmemeval            (writes bench/results/)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import numpy as np
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from memsidecar.v1 import injection_pb2, injection_pb2_grpc, memory_pb2, store_pb2, store_pb2_grpc
+
+from bench.lme import CACHE, oracle
+from bench.padding import approximation, padding, real
+from sidecar.config.injection import MemoryInjectionConfig
+from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.store.db import Database
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+PAD_TYPES = (6, 8, 7)  # fact, observation, event
+
+
+@dataclass
+class Replay:
+    turns: int = 0
+    duplicates: int = 0
+    updates: int = 0
+    empty: int = 0
+    items: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    inject_ms: list[float] = field(default_factory=list)
+    server_ms: list[float] = field(default_factory=list)
+    search_ms: list[float] = field(default_factory=list)
+    server_embed_ms: list[float] = field(default_factory=list)
+    embed_ms: list[float] = field(default_factory=list)
+    stored: int = 0
+
+
+def build_store(data_dir: Path, texts: list[str], vectors: np.ndarray) -> None:
+    db = Database(data_dir / "memsidecar.sqlite3")
+    now = time.time_ns() // 1000
+    rows = [
+        (f"pad-{i}", text, PAD_TYPES[i % 3], 0.5, now, now, "bench", vectors[i].tobytes())
+        for i, text in enumerate(texts)
+    ]
+    for start in range(0, len(rows), 5000):
+        with db.transaction():
+            db.executemany(
+                "INSERT INTO memories (id, content, type, importance, created_at, updated_at, "
+                "source, embedding) VALUES (?,?,?,?,?,?,?,?)", rows[start:start + 5000])
+    db.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def sidecar(data_dir: Path) -> Iterator[grpc.Channel]:
+    target = f"127.0.0.1:{free_port()}"
+    log = open(data_dir / "sidecar.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sidecar", "serve", "--listen", target, "--data-dir",
+         str(data_dir), "--log-level", "WARNING"],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
+    channel = grpc.insecure_channel(target)
+    try:
+        health = health_pb2_grpc.HealthStub(channel)
+        deadline = time.monotonic() + 600
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"sidecar exited; see {data_dir / 'sidecar.log'}")
+            with contextlib.suppress(grpc.RpcError):
+                if health.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError("sidecar never became SERVING")
+            time.sleep(0.5)
+        yield channel
+    finally:
+        channel.close()
+        proc.terminate()
+        proc.wait(timeout=60)
+        log.close()
+
+
+def replay(channel: grpc.Channel, questions: list[dict[str, Any]], embedder: Embedder,
+           depth: int) -> Replay:
+    inject = injection_pb2_grpc.MemoryInjectionStub(channel).Inject
+    store = store_pb2_grpc.MemoryStoreStub(channel)
+    out = Replay()
+    for q in questions:
+        qid = q["question_id"]
+        last: dict[str, int] = {}
+        sessions = sorted(zip(q["haystack_dates"], q["haystack_sessions"], strict=True),
+                          key=lambda pair: pair[0])
+        for _, session in sessions:
+            for message in session:
+                if message["role"] != "user" or not message["content"].strip():
+                    continue
+                _turn(inject, embedder, qid, message["content"], last, depth, out)
+            out.stored += _import(store, qid, session)
+    return out
+
+
+def _turn(inject: Any, embedder: Embedder, qid: str, text: str, last: dict[str, int],
+          depth: int, out: Replay) -> None:
+    start = time.perf_counter()
+    reply = inject(injection_pb2.InjectRequest(agent_id=qid, channel_id=qid, text=text,
+                                               source="user"))
+    out.inject_ms.append((time.perf_counter() - start) * 1000)
+    start = time.perf_counter()
+    embedder.embed_one(text)
+    out.embed_ms.append((time.perf_counter() - start) * 1000)
+    out.turns += 1
+    out.items.append(len(reply.items))
+    out.tokens.append(reply.stats.block_tokens)
+    out.server_ms.append(reply.stats.elapsed_us / 1000)
+    out.search_ms.append(reply.stats.stages.search_us / 1000)
+    out.server_embed_ms.append(reply.stats.stages.embed_us / 1000)
+    out.empty += not reply.items
+    for item in reply.items:
+        seen = last.get(item.id)
+        if item.is_update:
+            out.updates += 1
+        elif seen is not None and reply.turn - seen <= depth:
+            out.duplicates += 1
+        last[item.id] = reply.turn
+
+
+def _import(store: Any, qid: str, session: list[dict[str, Any]]) -> int:
+    requests = [
+        store_pb2.UpsertMemoryRequest(memory=memory_pb2.Memory(
+            content=m["content"][:16_000], agent_id=qid, channel_id=qid, source="replay",
+            type=memory_pb2.MEMORY_TYPE_FACT if m["role"] == "user"
+            else memory_pb2.MEMORY_TYPE_OBSERVATION))
+        for m in session if m["content"].strip()
+    ]
+    return int(store.ImportMemories(iter(requests)).stored)
+
+
+def pct(values: list[float]) -> str:
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return f"{p50:.1f} / {p95:.1f} / {p99:.1f}"
+
+
+def row(size: int, r: Replay) -> str:
+    ratio = float(np.median(r.inject_ms) / np.median(r.embed_ms))
+    rest = np.array(r.server_ms) - np.array(r.server_embed_ms) - np.array(r.search_ms)
+    return (f"| {size:,} | {r.turns} | {r.duplicates} | {np.mean(r.items):.2f} | "
+            f"{np.mean(r.tokens):.0f} | {pct(r.inject_ms)} | {pct(r.embed_ms)} | "
+            f"{ratio:.2f}x | {pct(r.server_ms)} | {np.median(r.server_embed_ms):.1f} / "
+            f"{np.median(r.search_ms):.1f} / {np.median(rest):.1f} |")
+
+
+HEADER = (
+    "| padding memories | user turns | duplicates in window | memories/turn | tokens/turn | "
+    "Inject p50 / p95 / p99 ms (gRPC) | bare embed p50 / p95 / p99 ms | p50 ratio | "
+    "server elapsed p50 / p95 / p99 ms | server p50 ms: embed / search / rest |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--sizes", default="10000,100000")
+    args = parser.parse_args()
+    data = oracle()
+    chosen = [q for q in data[:250] if len(q["haystack_sessions"]) >= 2][: args.questions]
+    embedder = Embedder(bundled_model_files())
+    texts, vectors = real(data[250:], embedder)
+    depth = MemoryInjectionConfig().context_window_depth
+    lines = [HEADER]
+    for size in (int(s) for s in args.sizes.split(",")):
+        pad_texts, pad_vectors = padding(texts, vectors, size)
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            build_store(Path(tmp), pad_texts, pad_vectors)
+            with sidecar(Path(tmp)) as channel:
+                result = replay(channel, chosen, embedder, depth)
+        lines.append(row(size, result))
+        print(lines[-1], f"(updates {result.updates}, empty turns {result.empty}, "
+              f"replay memories stored {result.stored})", flush=True)
+    load = os.getloadavg()
+    notes = (f"\n{len(chosen)} questions, {sum(len(q['haystack_sessions']) for q in chosen)} "
+             f"sessions; load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+             f"on {os.cpu_count()} cores; synthetic padding vs real embedding cosine "
+             f"{approximation(texts, vectors, embedder):.3f}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "replay_longmemeval.md").write_text("\n".join(lines) + "\n" + notes + "\n")
+    print("\n".join(lines) + "\n" + notes)
+
+
+if __name__ == "__main__":
+    main()

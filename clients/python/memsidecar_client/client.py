@@ -1,0 +1,16 @@
+"""The client: every service on one channel."""
+
+from __future__ import annotations
+
+from memsidecar_client.injection import InjectionCalls
+from memsidecar_client.settings import SettingsCalls
+from memsidecar_client.store import StoreCalls
+
+
+class Client(StoreCalls, InjectionCalls, SettingsCalls):
+    """``with Client("127.0.0.1:50051") as c: c.inject("hi", channel_id="c1")``.
+
+    Each attempt has a deadline (``timeout_s``, default 5 s). Failures raise a
+    MemsidecarError subclass. UNAVAILABLE is retried with backoff for idempotent calls only:
+    GetMemory, ListMemories, Search, PruneHistory, RenderTranscript, GetConfig.
+    """

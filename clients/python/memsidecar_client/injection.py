@@ -1,0 +1,46 @@
+"""MemoryInjection calls. Prune and Render are pure and retried; Inject records state: never."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from memsidecar.v1 import injection_pb2
+
+from memsidecar_client.messages import MessageLike, to_messages
+from memsidecar_client.transport import Transport
+
+
+class InjectionCalls(Transport):
+    def inject(self, text: str | Sequence[str], *, channel_id: str, agent_id: str = "",
+               source: str = "user", turn: int = 0) -> injection_pb2.InjectResponse:
+        """The ``[Context from memory]`` block for the coming turn (``block`` empty when none).
+        A list of texts is a coalesced batch."""
+        request = injection_pb2.InjectRequest(agent_id=agent_id, channel_id=channel_id,
+                                              source=source, turn=turn)
+        if isinstance(text, str):
+            request.text = text
+        else:
+            request.texts.extend(text)
+        return self._call("Inject", self.injection.Inject, request, idempotent=False)
+
+    def prune_history(self, history: Iterable[MessageLike], *, max_keep: int | None = None,
+                      agent_id: str = "") -> injection_pb2.PruneHistoryResponse:
+        """Drop the oldest blocks so ``max_keep`` remain once the incoming one is appended."""
+        request = injection_pb2.PruneHistoryRequest(messages=to_messages(history),
+                                                    agent_id=agent_id)
+        if max_keep is not None:
+            request.max_keep = max_keep
+        return self._call("PruneHistory", self.injection.PruneHistory, request, idempotent=True)
+
+    def render_transcript(self, history: Iterable[MessageLike],
+                          ) -> injection_pb2.RenderTranscriptResponse:
+        request = injection_pb2.RenderTranscriptRequest(messages=to_messages(history))
+        return self._call("RenderTranscript", self.injection.RenderTranscript, request,
+                          idempotent=True)
+
+    def reset_channel(self, channel_id: str) -> bool:
+        """Forget a channel's injection state; True when it had some."""
+        reply = self._call("ResetChannel", self.injection.ResetChannel,
+                           injection_pb2.ResetChannelRequest(channel_id=channel_id),
+                           idempotent=False)
+        return bool(reply.existed)

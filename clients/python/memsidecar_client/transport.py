@@ -1,0 +1,67 @@
+"""The channel, the stubs, default deadlines, error mapping and the retry rule."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar
+
+import grpc
+from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc
+
+from memsidecar_client.errors import from_rpc_error
+from memsidecar_client.retry import NO_RETRY, OnRetry, RetryPolicy, call_with_retry
+
+T = TypeVar("T")
+DEFAULT_TARGET = "127.0.0.1:50051"
+DEFAULT_TIMEOUT_S = 5.0
+# Reconnect quickly after the sidecar restarts, so a retry can succeed within its backoff.
+CHANNEL_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
+
+class Transport:
+    """Owns one channel. ``timeout_s`` is the deadline of each attempt; ``retry`` applies to
+    idempotent calls only; ``on_retry(rpc, attempt, error, sleep_s)`` observes retries."""
+
+    def __init__(self, target: str = DEFAULT_TARGET, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 retry: RetryPolicy | None = None, on_retry: OnRetry | None = None,
+                 channel: grpc.Channel | None = None) -> None:
+        self.target = target
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self.on_retry = on_retry
+        self._owns_channel = channel is None
+        self.channel = channel or grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        self.store = store_pb2_grpc.MemoryStoreStub(self.channel)
+        self.injection = injection_pb2_grpc.MemoryInjectionStub(self.channel)
+        self.settings = settings_pb2_grpc.SettingsStub(self.channel)
+
+    def close(self) -> None:
+        if self._owns_channel:
+            self.channel.close()
+
+    def __enter__(self: T) -> T:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _call(self, name: str, method: Callable[..., T], request: Any, *,
+              idempotent: bool, timeout_s: float | None = None) -> T:
+        """One RPC with a deadline; grpc.RpcError becomes a MemsidecarError subclass;
+        UNAVAILABLE is retried with backoff when (and only when) ``idempotent``."""
+        deadline = self.timeout_s if timeout_s is None else timeout_s
+
+        def attempt() -> T:
+            try:
+                return method(request, timeout=deadline)
+            except grpc.RpcError as err:
+                raise from_rpc_error(err) from err
+
+        policy = self.retry if idempotent else NO_RETRY
+        return call_with_retry(name, attempt, policy, self.on_retry)

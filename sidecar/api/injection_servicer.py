@@ -1,0 +1,61 @@
+"""MemoryInjection servicer: validate -> domain call -> reply."""
+
+from __future__ import annotations
+
+import grpc
+from memsidecar.v1 import injection_pb2, injection_pb2_grpc
+
+from sidecar.api import injection_convert as convert
+from sidecar.api.status import grpc_errors
+from sidecar.errors import InvalidArgument
+from sidecar.injection.history import prune_history, render_transcript
+from sidecar.injection.pipeline import Injector
+
+
+class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
+    def __init__(self, injector: Injector) -> None:
+        self.injector = injector
+
+    @grpc_errors
+    def Inject(
+        self, request: injection_pb2.InjectRequest, context: grpc.ServicerContext
+    ) -> injection_pb2.InjectResponse:
+        return convert.inject_response(self.injector.inject(convert.inject_request(request)))
+
+    @grpc_errors
+    def PruneHistory(
+        self, request: injection_pb2.PruneHistoryRequest, context: grpc.ServicerContext
+    ) -> injection_pb2.PruneHistoryResponse:
+        messages = convert.messages(request.messages)
+        if request.HasField("max_keep"):
+            max_keep = request.max_keep
+        else:
+            max_keep = self.injector.config.injection_for(
+                request.agent_id).max_injected_blocks_in_history
+        pruned = prune_history(messages, max_keep)
+        return injection_pb2.PruneHistoryResponse(
+            messages=convert.messages_to_pb(pruned.messages), removed_indices=pruned.removed
+        )
+
+    @grpc_errors
+    def RenderTranscript(
+        self, request: injection_pb2.RenderTranscriptRequest, context: grpc.ServicerContext
+    ) -> injection_pb2.RenderTranscriptResponse:
+        transcript = render_transcript(convert.messages(request.messages))
+        return injection_pb2.RenderTranscriptResponse(
+            transcript=transcript.text, blocks_skipped=transcript.blocks_skipped
+        )
+
+    @grpc_errors
+    def ResetChannel(
+        self, request: injection_pb2.ResetChannelRequest, context: grpc.ServicerContext
+    ) -> injection_pb2.ResetChannelResponse:
+        if not request.channel_id.strip():
+            raise InvalidArgument("channel_id is required", field="channel_id",
+                                  reason="REQUIRED")
+        return injection_pb2.ResetChannelResponse(
+            existed=self.injector.reset(request.channel_id)
+        )
+
+    def close(self) -> None:
+        self.injector.close()

@@ -1,0 +1,9 @@
+"""The injection pre-hook: pools -> dedup -> budget -> format, with per-channel state.
+
+Also the history tools of the persistence ADR (Option D): PruneHistory, RenderTranscript.
+"""
+
+from sidecar.injection.blocks import BLOCK_PREFIX, is_block
+from sidecar.injection.pipeline import Injector
+
+__all__ = ["BLOCK_PREFIX", "Injector", "is_block"]

@@ -1,0 +1,91 @@
+"""History tools of the persistence ADR (Option D): prune old blocks, render a transcript.
+
+Pure functions over ``(role, content)`` messages; linear in the history length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from sidecar.injection.blocks import BLOCK_PREFIX, is_block
+
+_DEFUSED = "(" + BLOCK_PREFIX[1:-1] + ")"
+
+
+class Role(IntEnum):
+    USER = 1
+    ASSISTANT = 2
+    SYSTEM = 3
+    TOOL = 4
+
+
+LABELS: dict[Role, str] = {
+    Role.USER: "User",
+    Role.ASSISTANT: "Assistant",
+    Role.SYSTEM: "System",
+    Role.TOOL: "Tool",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+    @property
+    def is_block(self) -> bool:
+        return is_block(self.role is Role.USER, self.content)
+
+
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    messages: list[Message]
+    removed: list[int]  # indices into the input, ascending
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    text: str
+    blocks_skipped: int
+
+
+def prune_history(messages: list[Message], max_keep: int) -> Pruned:
+    """Remove injection blocks to make room for the incoming one.
+
+    ``max_keep`` 0 removes every block (ephemeral mode). Otherwise, when there are at least
+    ``max_keep`` blocks, the oldest ``count - max_keep + 1`` go, so that with the new block
+    appended at most ``max_keep`` remain. Every other message is kept, in order.
+    """
+    if max_keep < 0:
+        raise ValueError("max_keep must be >= 0")
+    blocks = [i for i, message in enumerate(messages) if message.is_block]
+    if max_keep == 0:
+        removed = blocks
+    elif len(blocks) >= max_keep:
+        removed = blocks[: len(blocks) - max_keep + 1]
+    else:
+        removed = []
+    if not removed:
+        return Pruned(messages=list(messages), removed=[])
+    gone = set(removed)
+    kept = [message for i, message in enumerate(messages) if i not in gone]
+    return Pruned(messages=kept, removed=removed)
+
+
+def render_transcript(messages: list[Message]) -> Transcript:
+    """``User: ...`` / ``Assistant: ...`` / ``System: ...`` / ``Tool: ...`` lines, blocks left out.
+
+    The block prefix quoted inside an ordinary message is written ``(Context from memory)``,
+    so the transcript never contains it.
+    """
+    lines: list[str] = []
+    skipped = 0
+    for message in messages:
+        if message.is_block:
+            skipped += 1
+            continue
+        # The prefix quoted inside a message is defused so the compactor never sees it.
+        content = message.content.replace(BLOCK_PREFIX, _DEFUSED)
+        lines.append(f"{LABELS[message.role]}: {content}")
+    return Transcript(text="\n".join(lines), blocks_skipped=skipped)

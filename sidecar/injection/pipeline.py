@@ -1,0 +1,197 @@
+"""Inject: embed once -> pinned + contextual pools -> dedup -> budget -> format -> record."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from sidecar.config.injection import InjectionConfigSource
+from sidecar.embedding import Embedder
+from sidecar.injection import blocks
+from sidecar.injection.budget import apply_budget
+from sidecar.injection.dedup import dedup
+from sidecar.injection.freshness import changed_since_injected
+from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
+from sidecar.injection.records import (
+    SYSTEM_SOURCE,
+    Candidate,
+    InjectedItem,
+    Injection,
+    InjectRequest,
+    InjectStats,
+    Section,
+)
+from sidecar.injection.state import ChannelStates
+from sidecar.injection.state_repo import StateRepo
+from sidecar.retrieval.contract import Retriever
+from sidecar.store.db import Database
+from sidecar.store.edges import EdgeRepo
+from sidecar.store.memories import MemoryRepo
+
+log = logging.getLogger(__name__)
+
+
+def _us(start: int) -> int:
+    return (time.perf_counter_ns() - start) // 1000
+
+
+@dataclass
+class Injector:
+    embedder: Embedder
+    retriever: Retriever
+    memories: MemoryRepo
+    edges: EdgeRepo
+    config: InjectionConfigSource
+    states: ChannelStates
+    snapshot: SnapshotSource | None = None
+
+    @classmethod
+    def create(cls, db: Database, embedder: Embedder, retriever: Retriever,
+               config: InjectionConfigSource,
+               snapshot: SnapshotSource | None = None) -> Injector:
+        return cls(embedder=embedder, retriever=retriever, memories=MemoryRepo(db),
+                   edges=EdgeRepo(db), config=config, states=ChannelStates(StateRepo(db)),
+                   snapshot=snapshot)
+
+    def close(self) -> None:
+        """Nothing is left in flight: state and access records are written in each call."""
+
+    def reset(self, channel_id: str) -> bool:
+        existed = self.states.reset(channel_id)
+        log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
+        return existed
+
+    def inject(self, request: InjectRequest) -> Injection:
+        start = time.perf_counter_ns()
+        if request.source.strip().lower() == SYSTEM_SOURCE:
+            return self._skip(request, start, "system_source", request.turn, InjectStats())
+        config = self.config.injection_for(request.agent_id)
+        state = self.states.get(request.channel_id)
+        stats = InjectStats()
+        query = None
+        if config.enabled:
+            t = time.perf_counter_ns()
+            query = self.embedder.embed_one(request.text)
+            stats.stages_us["embed"] = _us(t)
+        with state.lock:
+            state.turn = request.turn or state.turn + 1
+            turn = state.turn
+            if query is None:
+                self.states.save_turn(state)
+                return self._skip(request, start, "disabled", turn, stats)
+            t = time.perf_counter_ns()
+            pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever, query,
+                                 self.snapshot)
+            stats.stages_us["pinned"] = _us(t)
+            t = time.perf_counter_ns()
+            contextual, stats.below_min_score, _ = contextual_pool(
+                config, request.agent_id, request.text, query, self.retriever)
+            stats.stages_us["search"] = _us(t)
+            candidates = pinned + contextual
+            stats.candidates = len(candidates)
+            t = time.perf_counter_ns()
+            deduped = dedup(candidates, state, turn, config.context_window_depth,
+                            config.semantic_threshold,
+                            lambda cooling: changed_since_injected(cooling, self.edges))
+            stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
+            stats.stages_us["dedup"] = _us(t)
+            t = time.perf_counter_ns()
+            lines = [_line(c) for c in deduped.kept]
+            budgeted = apply_budget(deduped.kept, lines, config.max_total, config.max_tokens,
+                                    self.embedder.count_tokens)
+            stats.dropped_by_budget = budgeted.dropped
+            stats.stages_us["budget"] = _us(t)
+            t = time.perf_counter_ns()
+            items = [_item(c, line) for c, line in budgeted.selected]
+            block = blocks.render(
+                [line for c, line in budgeted.selected if c.section is Section.PINNED],
+                [line for c, line in budgeted.selected if c.section is Section.CONTEXTUAL],
+            )
+            stats.stages_us["format"] = _us(t)
+            t = time.perf_counter_ns()
+            chosen = [c for c, _ in budgeted.selected]
+            now = time.time_ns() // 1000
+            with self.memories.db.transaction():
+                self.states.commit(
+                    state, [c.memory.id for c in chosen], [c.memory.version for c in chosen],
+                    _rows(chosen), now, config.context_window_depth)
+                # The access record rides in the same transaction: ~10 row updates cost less
+                # than handing them to a thread (a GIL switch interval on this path).
+                self.memories.touch([c.memory.id for c in chosen], now)
+            stats.stages_us["persist"] = _us(t)
+        stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
+        stats.contextual_count = len(items) - stats.pinned_count
+        if not items:
+            reason = _why_empty(stats)
+            return self._skip(request, start, reason, turn, stats)
+        stats.block_tokens = self.embedder.count_tokens(block)
+        stats.elapsed_us = _us(start)
+        self._trace(request, items, stats)
+        return Injection(block=block, items=items, stats=stats, skip_reason="", turn=turn)
+
+    def _skip(self, request: InjectRequest, start: int, reason: str, turn: int,
+              stats: InjectStats) -> Injection:
+        stats.elapsed_us = _us(start)
+        log.info(
+            "memory injection: nothing injected (%s)", reason,
+            extra={"channel": request.channel_id, "agent": request.agent_id, "turn": turn,
+                   "reason": reason, "candidates": stats.candidates,
+                   "below_min_score": stats.below_min_score,
+                   "deduped": stats.deduped_by_id + stats.deduped_semantic,
+                   "dropped_by_budget": stats.dropped_by_budget,
+                   "elapsed_ms": round(stats.elapsed_us / 1000, 2)},
+        )
+        return Injection(block="", items=[], stats=stats, skip_reason=reason, turn=turn)
+
+    def _trace(self, request: InjectRequest, items: list[InjectedItem],
+               stats: InjectStats) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            for item in items:
+                log.debug(
+                    "injected memory id=%s type=%s section=%s score=%.4f cosine=%.3f%s",
+                    item.memory.id, item.memory.type.label, item.section.name.lower(),
+                    item.score, item.cosine, " update" if item.is_update else "",
+                    extra={"channel": request.channel_id},
+                )
+        deduped = stats.deduped_by_id + stats.deduped_semantic
+        log.info(
+            "memory injection: %d pinned + %d contextual = %d total, %d deduped, took %.1fms",
+            stats.pinned_count, stats.contextual_count, len(items), deduped,
+            stats.elapsed_us / 1000,
+            extra={"channel": request.channel_id, "agent": request.agent_id,
+                   "pinned": stats.pinned_count, "contextual": stats.contextual_count,
+                   "deduped": deduped, "dropped_by_budget": stats.dropped_by_budget,
+                   "block_tokens": stats.block_tokens,
+                   "elapsed_ms": round(stats.elapsed_us / 1000, 2)},
+        )
+
+
+def _line(candidate: Candidate) -> str:
+    content = blocks.clean(candidate.memory.content)
+    if candidate.is_update:
+        content = "(updated) " + content
+    return blocks.line_for(candidate.memory.type, content)
+
+
+def _item(candidate: Candidate, line: str) -> InjectedItem:
+    content = blocks.clean(candidate.memory.content)
+    return InjectedItem(memory=candidate.memory, section=candidate.section, content=content,
+                        score=candidate.score, cosine=candidate.cosine,
+                        is_update=candidate.is_update)
+
+
+def _rows(chosen: list[Candidate]) -> np.ndarray:
+    if not chosen:
+        return np.zeros((0, 384), dtype=np.float32)
+    return np.vstack([c.embedding for c in chosen]).astype(np.float32, copy=False)
+
+
+def _why_empty(stats: InjectStats) -> str:
+    if stats.candidates == 0:
+        return "below_min_score" if stats.below_min_score else "no_candidates"
+    if stats.dropped_by_budget:
+        return "budget"
+    return "all_deduped"

@@ -1,0 +1,145 @@
+"""Per-channel injection state: turn counter, injected ids with their turn, semantic buffer.
+
+Kept in memory for speed; ``ChannelStates`` loads a channel from the repository on first use
+and writes every change through, so a restart keeps what the conversation already holds.
+Never reset on compaction; only ``reset`` (a new conversation) clears a channel.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sidecar.injection.state_repo import BufferRow, InjectedRow, StateRepo
+
+# The semantic buffer is pruned by turn age (context_window_depth) and also bounded in size.
+BUFFER_MAX = 512
+# Channels kept in memory (least recently used beyond this are dropped; SQLite has them).
+MAX_CACHED_CHANNELS = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Injected:
+    """When and in which version a memory was last injected in a channel."""
+
+    turn: int
+    version: int
+    at_us: int
+
+
+@dataclass(slots=True)
+class ChannelState:
+    channel_id: str
+    turn: int = 0
+    injected: dict[str, Injected] = field(default_factory=dict)
+    buffer_ids: list[str] = field(default_factory=list)
+    buffer_turns: list[int] = field(default_factory=list)
+    buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 384), dtype=np.float32))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def in_cooldown(self, memory_id: str, turn: int, depth: int) -> Injected | None:
+        """The injection record when ``memory_id`` was injected within the last ``depth`` turns."""
+        seen = self.injected.get(memory_id)
+        if seen is None or turn - seen.turn > depth:
+            return None
+        return seen
+
+    def live_buffer(self, turn: int, depth: int) -> np.ndarray:
+        """Buffer rows injected within the last ``depth`` turns."""
+        if not self.buffer_turns:
+            return self.buffer[:0]
+        turns = np.asarray(self.buffer_turns)
+        return self.buffer[turn - turns <= depth]
+
+    def record(self, memory_ids: list[str], versions: list[int], embeddings: np.ndarray,
+               turn: int, now_us: int, depth: int) -> None:
+        """Add injected memories; drop entries older than ``depth`` turns or beyond the bound."""
+        for memory_id, version in zip(memory_ids, versions, strict=True):
+            self.injected[memory_id] = Injected(turn=turn, version=version, at_us=now_us)
+        if memory_ids:
+            self.buffer = np.vstack([self.buffer, embeddings.astype(np.float32, copy=False)])
+            self.buffer_ids.extend(memory_ids)
+            self.buffer_turns.extend([turn] * len(memory_ids))
+        self._prune(turn, depth)
+
+    def _prune(self, turn: int, depth: int) -> None:
+        for memory_id in [m for m, seen in self.injected.items() if turn - seen.turn > depth]:
+            del self.injected[memory_id]
+        stale = [i for i, t in enumerate(self.buffer_turns) if turn - t > depth]
+        overflow = max(0, len(self.buffer_turns) - len(stale) - BUFFER_MAX)
+        if not stale and not overflow:
+            return
+        drop = set(stale)
+        fresh = [i for i in range(len(self.buffer_turns)) if i not in drop]
+        drop.update(fresh[:overflow])  # oldest first
+        keep = [i for i in range(len(self.buffer_turns)) if i not in drop]
+        self.buffer = self.buffer[keep]
+        self.buffer_ids = [self.buffer_ids[i] for i in keep]
+        self.buffer_turns = [self.buffer_turns[i] for i in keep]
+
+
+class ChannelStates:
+    """All channels: loaded lazily from the repository, every change written through."""
+
+    def __init__(self, repo: StateRepo, max_cached: int = MAX_CACHED_CHANNELS) -> None:
+        self.repo = repo
+        self.max_cached = max_cached
+        self._channels: OrderedDict[str, ChannelState] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, channel_id: str) -> ChannelState:
+        with self._lock:
+            state = self._channels.get(channel_id)
+            if state is None:
+                state = self._load(channel_id)
+                self._channels[channel_id] = state
+                self._evict()
+            else:
+                self._channels.move_to_end(channel_id)
+            return state
+
+    def _evict(self) -> None:
+        """Drop least recently used idle channels beyond the cap (they are all persisted)."""
+        for channel_id in list(self._channels)[: max(0, len(self._channels) - self.max_cached)]:
+            if not self._channels[channel_id].lock.locked():
+                del self._channels[channel_id]
+
+    def _load(self, channel_id: str) -> ChannelState:
+        saved = self.repo.load(channel_id)
+        state = ChannelState(channel_id=channel_id)
+        if saved is None:
+            return state
+        state.turn = saved.turn
+        state.injected = {
+            r.memory_id: Injected(turn=r.turn, version=r.version, at_us=r.at_us)
+            for r in saved.injected
+        }
+        if saved.buffer:
+            state.buffer = np.vstack([r.embedding for r in saved.buffer]).astype(np.float32)
+            state.buffer_ids = [r.memory_id for r in saved.buffer]
+            state.buffer_turns = [r.turn for r in saved.buffer]
+        return state
+
+    def save_turn(self, state: ChannelState) -> None:
+        self.repo.save(state.channel_id, state.turn, [], [], prune_before=None)
+
+    def commit(self, state: ChannelState, memory_ids: list[str], versions: list[int],
+               embeddings: np.ndarray, now_us: int, depth: int) -> None:
+        """Record what survived the budget at ``state.turn``, in memory and in SQLite."""
+        state.record(memory_ids, versions, embeddings, state.turn, now_us, depth)
+        rows = [InjectedRow(m, state.turn, v, now_us) for m, v in zip(memory_ids, versions,
+                                                                       strict=True)]
+        buffer = [BufferRow(m, state.turn, embeddings[i]) for i, m in enumerate(memory_ids)]
+        self.repo.save(state.channel_id, state.turn, rows, buffer,
+                       prune_before=state.turn - depth, buffer_max=BUFFER_MAX)
+
+    def reset(self, channel_id: str) -> bool:
+        with self._lock:
+            had = self._channels.pop(channel_id, None)
+            if had is None:
+                return self.repo.delete(channel_id)
+            with had.lock:  # let an Inject in flight on this channel finish first
+                return self.repo.delete(channel_id)

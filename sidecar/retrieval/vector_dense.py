@@ -1,0 +1,63 @@
+"""The exact dense matrix as the adaptive index uses it: bulk loads, snapshots, samples."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sidecar.retrieval.vectors import DenseVectors
+
+
+class BulkDenseVectors(DenseVectors):
+    """DenseVectors plus a bulk path for new labels and copies of its live rows.
+
+    Callers serialise writes (AdaptiveVectorIndex holds its write lock around them).
+    """
+
+    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        labels = np.asarray(labels, dtype=np.int64).ravel()
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
+        with self._lock:
+            fresh = not self._free and not any(
+                label in self._slot for label in labels.tolist())
+        if not fresh or len(np.unique(labels)) != len(labels):
+            super().add(labels, vectors)
+            return
+        start, end = self._used, self._used + len(labels)
+        matrix, slot_labels = self._matrix, self._labels
+        if end > len(slot_labels):  # grow by doubling, outside the lock
+            size = max(end, 2 * len(slot_labels))
+            matrix = np.zeros((size, self.dim), dtype=np.float32)
+            matrix[:start] = self._matrix[:start]
+            slot_labels = np.full(size, -1, dtype=np.int64)
+            slot_labels[:start] = self._labels[:start]
+        matrix[start:end] = vectors
+        slot_labels[start:end] = labels
+        with self._lock:
+            self._matrix, self._labels = matrix, slot_labels
+            self._slot.update(zip(labels.tolist(), range(start, end), strict=True))
+            self._used = end
+
+    def reserve(self, capacity: int) -> None:
+        """Room for ``capacity`` slots in one allocation (a bulk load then copies once)."""
+        with self._lock:
+            if capacity <= len(self._labels):
+                return
+            matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+            matrix[: self._used] = self._matrix[: self._used]
+            labels = np.full(capacity, -1, dtype=np.int64)
+            labels[: self._used] = self._labels[: self._used]
+            self._matrix, self._labels = matrix, labels
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            live = np.flatnonzero(self._labels[: self._used] >= 0)
+            return self._labels[live].copy(), self._matrix[live].copy()
+
+    def sample_labels(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """About n live labels drawn at random (not strided: a stride aliases with filters)."""
+        with self._lock:
+            labels = self._labels[: self._used]
+        if len(labels) == 0:
+            return labels.copy()
+        sample = labels[rng.integers(0, len(labels), n)]
+        return sample[sample >= 0]

@@ -1,0 +1,78 @@
+"""Append-only memory history: one ``memory_versions`` row per insert, update and forget.
+
+Rows are only ever inserted. MemoryRepo writes them inside the caller's transaction, so a
+version row exists exactly when its change was committed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sidecar.records import Memory, MemoryType, Tier
+from sidecar.store.db import Database, Row
+
+# Event names recorded in memory_versions.event.
+CREATE, UPDATE, FORGET, PROMOTE, RESTORE, BASELINE = (
+    "create", "update", "forget", "promote", "restore", "baseline",
+)
+
+COLUMNS = (
+    "memory_id, version, event, recorded_at, actor, content, type, importance, source, "
+    "channel_id, agent_id, forgotten, tier, topic_id"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """The full state of a memory right after one change, and who/what made it."""
+
+    memory_id: str
+    version: int
+    event: str
+    recorded_at: int  # microseconds since the epoch
+    actor: str
+    content: str
+    type: MemoryType
+    importance: float
+    source: str
+    channel_id: str
+    agent_id: str
+    forgotten: bool
+    tier: Tier
+    topic_id: str
+
+
+def row_to_version(row: Row) -> MemoryVersion:
+    return MemoryVersion(
+        memory_id=row[0], version=row[1], event=row[2], recorded_at=row[3], actor=row[4],
+        content=row[5], type=MemoryType(row[6]), importance=float(row[7]), source=row[8],
+        channel_id=row[9], agent_id=row[10], forgotten=bool(row[11]), tier=Tier(row[12]),
+        topic_id=row[13],
+    )
+
+
+class HistoryRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def append(self, memory: Memory, event: str, actor: str, recorded_at: int) -> None:
+        self.db.execute(
+            f"INSERT INTO memory_versions ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                memory.id, memory.version, event, recorded_at, actor, memory.content,
+                int(memory.type), memory.importance, memory.source, memory.channel_id,
+                memory.agent_id, int(memory.forgotten), int(memory.tier), memory.topic_id,
+            ),
+        )
+
+    def versions(self, memory_id: str) -> list[MemoryVersion]:
+        """Every recorded version of the memory, oldest first."""
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM memory_versions WHERE memory_id = ? ORDER BY seq",
+            (memory_id,),
+        )
+        return [row_to_version(row) for row in rows]
+
+    def count(self) -> int:
+        row = self.db.query_one("SELECT count(*) FROM memory_versions")
+        return int(row[0]) if row else 0

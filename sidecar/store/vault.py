@@ -1,0 +1,102 @@
+"""SQL the vault needs beyond MemoryRepo: topics, scope counts, snapshot picks, stats."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from sidecar.records import Memory, Tier
+from sidecar.store.db import Database
+from sidecar.store.memories import COLUMNS, blob_to_embedding, row_to_memory
+
+
+class VaultRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def live_register(self, agent_id: str, topic_id: str) -> Memory | None:
+        """The newest live REGISTER memory with this topic in exactly this scope."""
+        row = self.db.query_one(
+            f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND topic_id = ? AND tier = ? "
+            "AND forgotten = 0 ORDER BY updated_at DESC, seq DESC LIMIT 1",
+            (agent_id, topic_id, int(Tier.REGISTER)),
+        )
+        return row_to_memory(row) if row else None
+
+    def count_live(self, agent_id: str) -> int:
+        row = self.db.query_one(
+            "SELECT count(*) FROM memories WHERE agent_id = ? AND forgotten = 0", (agent_id,)
+        )
+        return int(row[0]) if row else 0
+
+    def live_after(self, seq: int, agent_id: str) -> list[tuple[int, str]]:
+        """(seq, id) of live memories of a scope with seq > ``seq``: rows written since the
+        caller's index last heard of a commit, including this transaction's."""
+        rows = self.db.execute(
+            # Unary +: walk the rowid range (seq > ?), never a whole scope through an index.
+            "SELECT seq, id FROM memories WHERE seq > ? AND +agent_id = ? AND +forgotten = 0 "
+            "ORDER BY seq",
+            (seq, agent_id),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def embeddings_by_seq(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
+        found: dict[int, np.ndarray] = {}
+        for start in range(0, len(seqs), 500):
+            chunk = list(seqs[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT seq, embedding FROM memories WHERE seq IN ({marks})", tuple(chunk))
+            found.update({int(r[0]): blob_to_embedding(r[1]) for r in rows})
+        return found
+
+    def visible_tier(self, agent_id: str, tier: Tier, order: str, limit: int) -> list[Memory]:
+        """Live memories of a tier visible to an agent (shared + its own), REGISTERs only
+        with a topic. ``order``: 'importance' or 'recent'."""
+        keys = "importance DESC, updated_at DESC" if order == "importance" else "updated_at DESC"
+        topic = " AND topic_id != ''" if tier == Tier.REGISTER else ""
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE forgotten = 0 AND tier = ? "
+            f"AND agent_id IN ('', ?){topic} ORDER BY {keys}, seq DESC LIMIT ?",
+            (int(tier), agent_id, limit),
+        )
+        return [row_to_memory(r) for r in rows]
+
+    def live_in_scope(self, agent_id: str) -> list[Memory]:
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND forgotten = 0 ORDER BY seq",
+            (agent_id,),
+        )
+        return [row_to_memory(r) for r in rows]
+
+    def superseded(self, ids: Sequence[str]) -> dict[str, str]:
+        """target id -> id of a live memory that UPDATES it (edge relation UPDATES = 2)."""
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                "SELECT e.target_id, e.source_id FROM edges e JOIN memories m "
+                f"ON m.id = e.source_id WHERE e.relation = 2 AND m.forgotten = 0 "
+                f"AND e.target_id IN ({marks}) ORDER BY m.updated_at",
+                tuple(chunk),
+            )
+            found.update({r[0]: r[1] for r in rows})
+        return found
+
+    def counts(self) -> list[tuple[str, int, int, bool, int]]:
+        """(agent_id, tier, type, forgotten, count) for every non-empty group."""
+        rows = self.db.execute(
+            "SELECT agent_id, tier, type, forgotten, count(*) FROM memories "
+            "GROUP BY agent_id, tier, type, forgotten ORDER BY agent_id, tier, type, forgotten"
+        )
+        return [(r[0], int(r[1]), int(r[2]), bool(r[3]), int(r[4])) for r in rows]
+
+    def register_topics(self) -> int:
+        row = self.db.query_one(
+            "SELECT count(DISTINCT agent_id || char(0) || topic_id) FROM memories "
+            "WHERE tier = ? AND topic_id != '' AND forgotten = 0",
+            (int(Tier.REGISTER),),
+        )
+        return int(row[0]) if row else 0

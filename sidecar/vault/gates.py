@@ -1,0 +1,79 @@
+"""Stateless write gates on the text and tier of a draft: LOG noise, length, PII.
+
+Each is a WriteGate (sidecar.service.memories): it raises a DomainError to reject and never
+resolves a write to an existing memory. Messages name the field and never quote the content.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+
+import numpy as np
+
+from sidecar.errors import FailedPrecondition
+from sidecar.records import Memory, MemoryDraft, Tier
+from sidecar.vault import reasons
+from sidecar.vault.pii import find_pii
+
+log = logging.getLogger(__name__)
+
+
+def _reject(reason: str, field: str, message: str) -> FailedPrecondition:
+    log.info("write rejected", extra={"reason": reason, "field": field})
+    return FailedPrecondition(message, reason=reason, field=field)
+
+
+class NoiseGate:
+    """Journal-only chatter never enters the vault: tier=LOG, or a configured noise phrase."""
+
+    def __init__(self, phrases: Iterable[str]) -> None:
+        words = sorted({p.strip().lower() for p in phrases if p.strip()}, key=len, reverse=True)
+        alternatives = "|".join(re.escape(w) for w in words)
+        self._pattern = re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE) \
+            if words else None
+
+    def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
+        if draft.tier == Tier.LOG:
+            raise _reject(
+                reasons.LOG_TIER, f"{field}.tier",
+                f"{field}.tier is LOG: journal entries belong in the agent's journal, not the "
+                "memory vault; store durable facts as CANON or mutable state as REGISTER",
+            )
+        match = self._pattern.search(draft.content) if self._pattern else None
+        if match:
+            raise _reject(
+                reasons.NOISE, f"{field}.content",
+                f"{field}.content reads as journal chatter (contains {match.group().lower()!r}, "
+                "one of vault.noise_phrases); store only what should be remembered",
+            )
+        return None
+
+
+class LengthGate:
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+
+    def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
+        if len(draft.content) > self.max_chars:
+            raise _reject(
+                reasons.TOO_LONG, f"{field}.content",
+                f"{field}.content has {len(draft.content)} characters, more than the vault's "
+                f"limit of {self.max_chars} (vault.max_chars); compress or split it first",
+            )
+        return None
+
+
+class PiiGate:
+    """Rejects secrets and personal identifiers, naming the kind found, never the value."""
+
+    def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
+        kinds = find_pii(draft.content)
+        if kinds:
+            raise _reject(
+                reasons.PII, f"{field}.content",
+                f"{field}.content contains sensitive data ({', '.join(kinds)}); remove it "
+                "before storing (the value is not echoed)",
+            )
+        return None

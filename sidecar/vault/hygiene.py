@@ -1,0 +1,101 @@
+"""Hygiene suggestions (never acted on here): similar pairs to consolidate, and deletion
+candidates with a reason. Callers decide; nothing in this module writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sidecar.records import Memory
+from sidecar.store.memories import MemoryRepo
+from sidecar.store.vault import VaultRepo
+from sidecar.vault.config import VaultConfig
+from sidecar.vault.scope_index import ScopeVectors
+
+SUPERSEDED = "SUPERSEDED"
+NEAR_DUPLICATE = "NEAR_DUPLICATE"
+STALE_LOW_IMPORTANCE = "STALE_LOW_IMPORTANCE"
+US_PER_DAY = 86_400 * 1_000_000
+BLOCK_ROWS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarPair:
+    first: Memory  # the older of the two (smaller seq)
+    second: Memory
+    cosine: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionCandidate:
+    memory: Memory
+    reason: str  # SUPERSEDED | NEAR_DUPLICATE | STALE_LOW_IMPORTANCE
+    detail: str
+    related_id: str = ""  # the superseding / duplicated memory, when there is one
+
+
+def similar_pairs(vectors: np.ndarray, floor: float) -> list[tuple[int, int, float]]:
+    """(i, j, cosine) with i < j and cosine >= floor, most similar first. Blocked so memory
+    stays O(BLOCK_ROWS * n)."""
+    found: list[tuple[int, int, float]] = []
+    n = len(vectors)
+    for start in range(0, n, BLOCK_ROWS):
+        block = vectors[start : start + BLOCK_ROWS] @ vectors[start:].T  # upper triangle only
+        rows, cols = np.nonzero(block >= floor)
+        upper = cols > rows  # each pair once, never a row with itself
+        rows, cols = rows[upper], cols[upper]
+        scores = block[rows, cols].tolist()
+        found.extend(zip((rows + start).tolist(), (cols + start).tolist(), scores, strict=True))
+    found.sort(key=lambda t: (-t[2], t[0], t[1]))
+    return found
+
+
+def consolidation_candidates(
+    index: ScopeVectors, repo: MemoryRepo, agent_id: str, floor: float, limit: int
+) -> list[SimilarPair]:
+    ids, vectors = index.snapshot(agent_id)
+    pairs = similar_pairs(vectors, floor)[:limit]
+    wanted = sorted({ids[i] for i, _, _ in pairs} | {ids[j] for _, j, _ in pairs})
+    memories = repo.get_many(wanted)
+    result = []
+    for i, j, cosine in pairs:
+        a, b = memories.get(ids[i]), memories.get(ids[j])
+        if a is None or b is None or a.forgotten or b.forgotten:
+            continue
+        first, second = (a, b) if a.seq < b.seq else (b, a)
+        result.append(SimilarPair(first, second, cosine))
+    return result
+
+
+def propose_deletions(
+    index: ScopeVectors, memories: MemoryRepo, vault: VaultRepo, agent_id: str,
+    config: VaultConfig, now_us: int,
+) -> list[DeletionCandidate]:
+    live = vault.live_in_scope(agent_id)
+    found: list[DeletionCandidate] = []
+    by_id = {m.id: m for m in live}
+    for target, source in vault.superseded(list(by_id)).items():
+        found.append(DeletionCandidate(by_id[target], SUPERSEDED,
+                                       "a live memory UPDATES it (edge)", source))
+    for pair in consolidation_candidates(index, memories, agent_id,
+                                         config.duplicate_threshold, len(live) + 1):
+        drop, keep = _weaker(pair.first, pair.second)
+        found.append(DeletionCandidate(
+            drop, NEAR_DUPLICATE, f"cosine {pair.cosine:.3f} to a memory that is kept", keep.id))
+    cutoff = now_us - int(config.stale_after_days * US_PER_DAY)
+    for memory in live:
+        touched = max(memory.updated_at, memory.last_accessed_at)
+        if memory.importance <= config.stale_max_importance and touched < cutoff:
+            days = (now_us - touched) / US_PER_DAY
+            found.append(DeletionCandidate(
+                memory, STALE_LOW_IMPORTANCE,
+                f"importance {memory.importance:.2f}, untouched for {days:.0f} days"))
+    return found
+
+
+def _weaker(a: Memory, b: Memory) -> tuple[Memory, Memory]:
+    """(the one to drop, the one to keep): lower importance goes, then the older one."""
+    if (a.importance, a.updated_at, a.seq) < (b.importance, b.updated_at, b.seq):
+        return a, b
+    return b, a

@@ -1,0 +1,162 @@
+"""The Vault: installs the write gate and topic upserts on a MemoryService and offers the
+vault operations (promotion, history, snapshot, hygiene, stats) the gRPC edge calls."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import numpy as np
+
+from sidecar.errors import DomainError, FailedPrecondition
+from sidecar.records import Memory, MemoryDraft, Tier
+from sidecar.service.memories import MemoryService, WriteGate, now_us
+from sidecar.service.validation import check_unit
+from sidecar.store.history import MemoryVersion
+from sidecar.store.vault import VaultRepo
+from sidecar.vault import reasons
+from sidecar.vault.capacity import CapacityGate
+from sidecar.vault.config import VaultConfig
+from sidecar.vault.duplicates import DuplicateGate
+from sidecar.vault.gates import LengthGate, NoiseGate, PiiGate
+from sidecar.vault.hygiene import (
+    DeletionCandidate,
+    SimilarPair,
+    consolidation_candidates,
+    propose_deletions,
+)
+from sidecar.vault.scope_index import ScopeVectors
+from sidecar.vault.snapshot import Snapshot, build_snapshot
+from sidecar.vault.stats import VaultStatistics, vault_stats
+from sidecar.vault.topics import TopicResolver
+
+log = logging.getLogger(__name__)
+
+PROMOTION_SOURCE = "promotion"
+MAX_PAIRS = 1000
+
+
+def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeVectors,
+                config: VaultConfig) -> list[WriteGate]:
+    """The enabled gate steps in order: noise, length, PII, duplicate, capacity."""
+    gates: list[WriteGate] = []
+    if config.noise_gate:
+        gates.append(NoiseGate(config.noise_phrases))
+    if config.length_gate:
+        gates.append(LengthGate(config.max_chars))
+    if config.pii_gate:
+        gates.append(PiiGate())
+    if config.duplicate_gate:
+        gates.append(DuplicateGate(index, service.memories, repo, config.duplicate_threshold,
+                                   config.duplicate_numbers_must_match))
+    if config.max_memories_per_scope:
+        gates.append(CapacityGate(service.memories, repo, config.max_memories_per_scope))
+    return gates
+
+
+ConfigSource = Callable[[], VaultConfig]
+
+
+class Vault:
+    """Installed on a MemoryService as its vault WriteGate and DraftResolver.
+
+    ``config`` is a VaultConfig or a callable returning the current one (the hot-reloaded
+    config file): the gate steps are rebuilt whenever a new snapshot appears.
+    """
+
+    def __init__(
+        self, service: MemoryService, config: VaultConfig | ConfigSource | None = None
+    ) -> None:
+        if config is None or isinstance(config, VaultConfig):
+            fixed = (config or VaultConfig()).validate()
+            self._source: ConfigSource = lambda: fixed
+        else:
+            self._source = config
+        self.service = service
+        self.repo = VaultRepo(service.db)
+        self.index = ScopeVectors()
+        self.index.load(service.memories)
+        self._topics = TopicResolver(self.repo)
+        self._built_for: VaultConfig | None = None
+        self._gates: list[WriteGate] = []
+        self._lock = threading.Lock()
+        service.listeners.add(self.index)
+        service.gates.append(self)
+        service.resolvers.append(self)
+
+    @property
+    def config(self) -> VaultConfig:
+        return self._source()
+
+    def gates(self) -> list[WriteGate]:
+        """The enabled gate steps for the current config (rebuilt when it changes)."""
+        config = self.config
+        with self._lock:
+            if config is not self._built_for and config != self._built_for:
+                self._gates = build_gates(self.service, self.repo, self.index, config.validate())
+                self._built_for = config
+                log.info("vault gates built", extra={"steps": len(self._gates)})
+            return self._gates
+
+    # --- WriteGate / DraftResolver (called by MemoryService inside the write transaction) ---
+
+    def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
+        for gate in self.gates():
+            match = gate.check(draft, embedding, field)
+            if match is not None:
+                return match
+        return None
+
+    def resolve(self, draft: MemoryDraft, field: str) -> MemoryDraft:
+        return self._topics.resolve(draft, field) if self.config.topic_upsert else draft
+
+    def promote_to_canon(self, memory_id: str, canonical_text: str, agent_id: str = "") -> Memory:
+        """REGISTER -> CANON, optionally rewording it; the new text passes the write gate."""
+        memory = self.service.get(memory_id, agent_id)
+        if memory.forgotten:
+            raise FailedPrecondition(f"id: memory {memory_id!r} is forgotten; nothing to promote",
+                                     reason=reasons.FORGOTTEN, field="id")
+        if memory.tier == Tier.CANON:
+            raise FailedPrecondition(f"id: memory {memory_id!r} is already CANON",
+                                     reason=reasons.ALREADY_CANON, field="id")
+        draft = MemoryDraft(
+            id=memory.id, content=canonical_text if canonical_text.strip() else memory.content,
+            type=memory.type, importance=memory.importance, source=PROMOTION_SOURCE,
+            channel_id=memory.channel_id, agent_id=memory.agent_id, tier=Tier.CANON,
+            topic_id=memory.topic_id,
+        )
+        try:
+            return self.service.upsert(draft).memory
+        except DomainError as err:
+            raise _renamed(err, "memory.content", "canonical_text") from None
+
+    def history(self, memory_id: str, agent_id: str = "") -> list[MemoryVersion]:
+        """Every version oldest first; an agent sees only versions that were visible to it."""
+        self.service.get(memory_id, agent_id)
+        versions = self.service.memories.history.versions(memory_id)
+        return [v for v in versions if not agent_id or v.agent_id in ("", agent_id)]
+
+    def snapshot(self, agent_id: str) -> Snapshot:
+        """The always-injected block; pure read, the injection pipeline's pinned source."""
+        return build_snapshot(self.repo, agent_id, self.config)
+
+    def consolidation_candidates(
+        self, agent_id: str, floor: float | None, limit: int
+    ) -> list[SimilarPair]:
+        value = self.config.consolidation_floor if floor is None else check_unit(floor, "floor")
+        return consolidation_candidates(self.index, self.service.memories, agent_id, value,
+                                        min(limit or 100, MAX_PAIRS))
+
+    def propose_deletions(self, agent_id: str) -> list[DeletionCandidate]:
+        return propose_deletions(self.index, self.service.memories, self.repo, agent_id,
+                                 self.config, now_us())
+
+    def stats(self) -> VaultStatistics:
+        return vault_stats(self.service.db, self.repo, self.config.max_memories_per_scope)
+
+
+def _renamed(err: DomainError, old: str, new: str) -> DomainError:
+    """The same error with the field renamed (the write path calls it memory.content)."""
+    return type(err)(err.message.replace(old, new), reason=err.reason,
+                     field=err.field.replace(old, new))

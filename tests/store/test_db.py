@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import numpy as np
+import pytest
+
+from sidecar.errors import FailedPrecondition
+from sidecar.records import Memory, MemoryType
+from sidecar.store.db import Database
+from sidecar.store.memories import MemoryRepo
+from sidecar.store.migrations import SCHEMA_VERSION
+
+
+def test_new_database_is_wal_and_migrated(tmp_path: Path) -> None:
+    db = Database(tmp_path / "a" / "m.sqlite3")
+    assert db.query_one("PRAGMA journal_mode") == ("wal",)
+    assert db.schema_version == SCHEMA_VERSION
+    db.close()
+    again = Database(tmp_path / "a" / "m.sqlite3")  # reopening migrates nothing
+    assert again.schema_version == SCHEMA_VERSION
+    again.close()
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    conn = apsw.Connection(str(path))
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(FailedPrecondition, match="newer"):
+        Database(path)
+
+
+def _memory(memory_id: str) -> Memory:
+    return Memory(id=memory_id, content="c", type=MemoryType.FACT, importance=0.5, created_at=1,
+                  updated_at=1, last_accessed_at=0, access_count=0, source="", channel_id="",
+                  agent_id="", forgotten=False, version=1)
+
+
+def test_transaction_rolls_back_everything(tmp_path: Path) -> None:
+    db = Database(tmp_path / "m.sqlite3")
+    repo = MemoryRepo(db)
+    vec = np.ones(384, dtype=np.float32)
+    with pytest.raises(RuntimeError), db.transaction():
+        repo.insert(_memory("a"), vec)
+        repo.insert(_memory("b"), vec)
+        raise RuntimeError("crash between writes")
+    assert repo.count() == 0
+    repo.insert(_memory("c"), vec)
+    stored = repo.embedding("c")
+    assert stored is not None and np.array_equal(stored, vec)
+    db.close()
+    with pytest.raises(FailedPrecondition, match="closed"):
+        repo.get("c")

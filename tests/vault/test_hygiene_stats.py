@@ -1,0 +1,116 @@
+"""Hygiene suggestions (consolidation pairs, deletion proposals), VaultStats, config checks."""
+
+from __future__ import annotations
+
+import grpc
+import numpy as np
+import pytest
+from memsidecar.v1 import memory_pb2 as m
+from memsidecar.v1 import store_pb2 as s
+from memsidecar.v1 import vault_pb2 as v
+
+from sidecar.errors import InvalidArgument
+from sidecar.vault import VaultConfig
+from sidecar.vault.hygiene import similar_pairs
+from tests.vault.conftest import StartVault, rpc_error, stats, upsert
+
+
+def test_similar_pairs_match_naive_reference() -> None:
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(40, 32)).astype(np.float32)
+    rows = base[rng.integers(0, 40, size=700)] + 0.35 * rng.normal(size=(700, 32))
+    vectors = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    floor = 0.9
+    expected = {
+        (i, j): float(vectors[i] @ vectors[j]) for i in range(700) for j in range(i + 1, 700)
+        if float(vectors[i] @ vectors[j]) >= floor + 1e-5}
+    borderline = {
+        (i, j) for i in range(700) for j in range(i + 1, 700)
+        if abs(float(vectors[i] @ vectors[j]) - floor) < 1e-5}
+    got = similar_pairs(vectors, floor)
+    assert len(expected) > 100 and any(i < 512 <= j for i, j in expected)  # blocks crossed
+    assert set(expected) <= {(i, j) for i, j, _ in got} <= set(expected) | borderline
+    assert all(abs(c - float(vectors[i] @ vectors[j])) < 1e-5 for i, j, c in got)
+    assert [c for _, _, c in got] == sorted((c for _, _, c in got), reverse=True)
+
+
+def test_consolidation_candidates(start_vault: StartVault) -> None:
+    live = start_vault(duplicate_gate=False)
+    a = upsert(live, "The user prefers dark mode").memory
+    b = upsert(live, "User prefers the dark mode").memory
+    c = upsert(live, "The user prefers a dark theme").memory
+    upsert(live, "The deploy runs every night")
+    upsert(live, "The user prefers dark mode", agent_id="other")  # other scope: never paired
+    reply = live.vault.FindConsolidationCandidates(
+        v.FindConsolidationCandidatesRequest(floor=0.8))
+    pairs = [(p.first.id, p.second.id) for p in reply.pairs]
+    cosines = [p.cosine for p in reply.pairs]
+    assert pairs[0] == (a.id, b.id) and cosines[0] > 0.95
+    assert set(pairs) <= {(a.id, b.id), (a.id, c.id), (b.id, c.id)}
+    assert cosines == sorted(cosines, reverse=True) and min(cosines) >= 0.8
+    one = live.vault.FindConsolidationCandidates(
+        v.FindConsolidationCandidatesRequest(floor=0.8, limit=1))
+    assert len(one.pairs) == 1
+    none = live.vault.FindConsolidationCandidates(
+        v.FindConsolidationCandidatesRequest(scope="other"))
+    assert not none.pairs
+    err = rpc_error(lambda: live.vault.FindConsolidationCandidates(
+        v.FindConsolidationCandidatesRequest(floor=1.5)))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "floor" in err.details()
+
+
+def test_propose_deletions_suggests_and_never_deletes(start_vault: StartVault) -> None:
+    live = start_vault(duplicate_gate=False, stale_after_days=1e-9, stale_max_importance=0.3)
+    old = upsert(live, "The API uses basic auth", type_=m.MEMORY_TYPE_DECISION).memory
+    new = upsert(live, "The API moved from basic auth to JWT", type_=m.MEMORY_TYPE_DECISION).memory
+    live.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(source_id=new.id, target_id=old.id,
+                                                    relation=m.RELATION_UPDATES)))
+    keep = upsert(live, "The user prefers dark mode", importance=0.9).memory
+    drop = upsert(live, "User prefers the dark mode", importance=0.5).memory
+    noise = upsert(live, "Saw a blue car outside", type_=m.MEMORY_TYPE_OBSERVATION).memory
+    before = stats(live)
+    reply = live.vault.ProposeDeletions(v.ProposeDeletionsRequest())
+    found = [(c.memory.id, c.reason, c.related_id) for c in reply.candidates]
+    assert found == [
+        (old.id, v.DELETION_REASON_SUPERSEDED, new.id),
+        (drop.id, v.DELETION_REASON_NEAR_DUPLICATE, keep.id),
+        (noise.id, v.DELETION_REASON_STALE_LOW_IMPORTANCE, ""),
+    ]
+    assert all(c.detail for c in reply.candidates)
+    after = stats(live)
+    assert (after.live, after.history_rows) == (before.live, before.history_rows)
+    assert not live.vault.ProposeDeletions(v.ProposeDeletionsRequest(scope="x")).candidates
+
+
+def test_vault_stats(start_vault: StartVault) -> None:
+    live = start_vault()
+    upsert(live, "The user is called Sam", type_=m.MEMORY_TYPE_IDENTITY)
+    upsert(live, "Focus: parser", tier=m.TIER_REGISTER, topic_id="focus", agent_id="a")
+    upsert(live, "Focus: lexer", tier=m.TIER_REGISTER, topic_id="focus", agent_id="a")
+    gone = upsert(live, "Sam lives in Oslo", agent_id="a").memory
+    live.store.ForgetMemory(s.ForgetMemoryRequest(id=gone.id))
+    reply = stats(live)
+    assert (reply.live, reply.forgotten, reply.register_topics) == (2, 1, 1)
+    assert reply.history_rows == 5  # 3 creates, 1 topic update, 1 forget
+    assert reply.db_size_bytes > 0 and reply.max_memories_per_scope == 0
+    assert [(x.agent_id, x.live, x.forgotten, x.canon, x.registers) for x in reply.scopes] == [
+        ("", 1, 0, 1, 0), ("a", 1, 1, 0, 1)]
+    assert [(g.agent_id, g.tier, g.type, g.live, g.forgotten) for g in reply.groups] == [
+        ("", m.TIER_CANON, m.MEMORY_TYPE_IDENTITY, 1, 0),
+        ("a", m.TIER_CANON, m.MEMORY_TYPE_FACT, 0, 1),
+        ("a", m.TIER_REGISTER, m.MEMORY_TYPE_FACT, 1, 0),
+    ]
+
+
+@pytest.mark.parametrize("overrides,key", [
+    (dict(duplicate_threshold=1.2), "vault.duplicate_threshold"),
+    (dict(max_chars=0), "vault.max_chars"),
+    (dict(max_memories_per_scope=-1), "vault.max_memories_per_scope"),
+    (dict(noise_phrases=("ok", " ")), "vault.noise_phrases"),
+    (dict(stale_after_days=0), "vault.stale_after_days"),
+])
+def test_config_validation_names_the_key(overrides: dict[str, object], key: str) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        VaultConfig(**overrides).validate()  # type: ignore[arg-type]
+    assert info.value.field == key and key in info.value.message
+    assert VaultConfig().validate() == VaultConfig()
