@@ -107,7 +107,8 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
 def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Question],
            evidence: dict[str, set[str]]) -> None:
     served = Served(data_dir, embedder, RetrievalConfig())
-    print(f"\nserver opened the store in {served.open_s:.1f} s")
+    print(f"\nserver opened the store in {served.open_s:.1f} s, vector index "
+          f"{served.vector_stats}")
     tables: dict[str, list[str]] = {"held-out half": [], "all 470": []}
     try:
         for name, mode in MODES.items():

@@ -102,8 +102,9 @@ def run(n: int, queries: list[str], embedder: Embedder, cfg: RetrievalConfig) ->
             stage["after_embed_us"].append((d.total_us - d.embed_us) / 1000)
     finally:
         served.close()
-    row = {"memories": f"{n:,}", "parallel": str(cfg.parallel_sources),
-           "open s": f"{served.open_s:.1f}",
+    row = {"memories": f"{n:,}", "parallel": "on" if cfg.parallel_min_memories <= n else "off",
+           "vectors": str(served.vector_stats.get("engine", "?")),
+           "open / ready s": f"{served.open_s:.1f} / {served.ready_s:.1f}",
            "client p50/p95 ms": f"{pct(client, 50):.2f} / {pct(client, 95):.2f}"}
     for s, values in stage.items():
         row[s.removesuffix("_us") + " p50/p95"] = f"{pct(values, 50):.2f} / {pct(values, 95):.2f}"
@@ -119,7 +120,8 @@ def main() -> None:
     queries = [q.text for q in questions(load_oracle())][: args.queries]
     embedder = Embedder(bundled_model_files())
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.parallel]
-    rows = [run(n, queries, embedder, replace(RetrievalConfig(), parallel_sources=p))
+    rows = [run(n, queries, embedder,
+                replace(RetrievalConfig(), parallel_min_memories=0 if p else 10**12))
             for n in args.sizes for p in modes]
     cols = list(rows[0])
     print(f"\n{len(queries)} queries each, times in ms (server stages from Search debug)\n")

@@ -44,8 +44,10 @@ class RetrievalConfig:
     bm25_k1: float = 1.5
     bm25_b: float = 0.5  # conversational turns: less length normalisation (tune half)
     bm25_epsilon: float = 0.25
-    # Run the vector and lexical searches on two threads (both release the GIL).
-    parallel_sources: bool = False
+    # Run the vector and lexical searches on two threads (both release the GIL) once this many
+    # memories are live; 0 = always. Below it the thread hand-off costs more than it saves
+    # (bench/search_speed.py: slower at 10k, faster at 100k on 2 cores).
+    parallel_min_memories: int = 50_000
 
     def __post_init__(self) -> None:
         positive = ("search_limit", "rrf_k", "recency_half_life_days", "bm25_k1")
@@ -53,7 +55,8 @@ class RetrievalConfig:
             if not getattr(self, name) > 0:
                 raise ValueError(f"retrieval.{name} must be > 0 (got {getattr(self, name)})")
         non_negative = ("vector_weight", "lexical_weight", "graph_weight", "alpha", "beta",
-                        "graph_seed_limit", "max_graph_depth", "bm25_epsilon")
+                        "graph_seed_limit", "max_graph_depth", "bm25_epsilon",
+                        "parallel_min_memories")
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise ValueError(f"retrieval.{name} must be >= 0 (got {getattr(self, name)})")

@@ -58,7 +58,7 @@ class HybridRetriever:
         self.lexical = BM25Index(c.bm25_k1, c.bm25_b, c.bm25_epsilon)
         self.graph = EdgeGraph()
         self._multipliers = c.multipliers
-        self._pool = ThreadPoolExecutor(1, "retrieval") if c.parallel_sources else None
+        self._pool = ThreadPoolExecutor(1, "retrieval")
 
     def load(self, memories: MemoryRepo, edges: EdgeRepo, *, vectors_loaded: bool = False) -> None:
         """Fill every index from the store (at start). ``vectors_loaded``: the vector index was
@@ -77,8 +77,7 @@ class HybridRetriever:
             "elapsed_ms": round((time.perf_counter() - start) * 1000, 1)})
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
+        self._pool.shutdown(wait=False)
 
     # --- MemoryListener -------------------------------------------------------------------
 
@@ -142,7 +141,8 @@ class HybridRetriever:
     ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         want_vec = query.mode in (Mode.HYBRID, Mode.VECTOR)
         want_lex = query.mode in (Mode.HYBRID, Mode.LEXICAL)
-        if want_vec and want_lex and self._pool is not None:
+        parallel = len(self.live) >= self.config.parallel_min_memories
+        if want_vec and want_lex and parallel:
             future = self._pool.submit(_timed, self.vectors.search, vector, k, accept)
             lex = self.lexical.search(query.text, k, accept)
             lex_us = clock.since_lap()

@@ -30,7 +30,7 @@ def unit(n: int, rng: np.random.Generator) -> np.ndarray:
 def test_searches_racing_writes() -> None:
     rng = np.random.default_rng(0)
     engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
-                             config=RetrievalConfig(parallel_sources=True))
+                             config=RetrievalConfig(parallel_min_memories=0))
     first = [memory(s, rng) for s in range(1, 301)]
     engine.memories_stored(first, unit(len(first), rng))
     forgotten: set[str] = set()

@@ -154,7 +154,7 @@ def test_reload_from_store_gives_same_results(filled: App) -> None:
 
 
 def test_parallel_sources_give_the_same_hits(filled: App) -> None:
-    par = HybridRetriever(filled.embedder, replace(filled.retrieval, parallel_sources=True))
+    par = HybridRetriever(filled.embedder, replace(filled.retrieval, parallel_min_memories=0))
     par.load(filled.memories.memories, filled.memories.edges)
     q = SearchQuery("auth tokens for the API", limit=5)
     assert ids(filled, q) == [h.memory.id for h in par.search(q).hits]
