@@ -77,6 +77,9 @@ class App:
 
     def close(self) -> None:
         self.settings.close()
+        stop = getattr(self.retriever, "close", None)
+        if stop is not None:
+            stop()  # the retrieval worker thread
         if self.vectors is not None:
             self.vectors.close()  # saves the hnsw index when it changed
         self.db.close()
