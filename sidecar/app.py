@@ -10,8 +10,10 @@ from pathlib import Path
 from kernels import warm_up_all
 from sidecar.config import CONFIG_FILENAME, ConfigStore, InjectionConfigSource, ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
-from sidecar.retrieval.exact import ExactVectorRetriever
+from sidecar.retrieval.hybrid import HybridRetriever
+from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, open_vector_index
 from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
 from sidecar.vault import Vault, VaultConfig
@@ -29,11 +31,14 @@ class App:
     injection_config: InjectionConfigSource
     settings: ConfigStore  # the live config file (hot reload, Settings RPCs)
     vault: Vault
+    retrieval: RetrievalConfig = RetrievalConfig()
+    vectors: AdaptiveVectorIndex | None = None
 
     @classmethod
     def open(
         cls, config: ServerConfig, embedder: Embedder | None = None,
         settings: ConfigStore | None = None, vault_config: VaultConfig | None = None,
+        retrieval: RetrievalConfig | None = None, vector_config: VectorConfig | None = None,
     ) -> App:
         start = time.perf_counter()
         if settings is None:  # no --config: DATA_DIR/memsidecar.toml if it exists, else defaults
@@ -43,8 +48,11 @@ class App:
         if embedder is None:
             embedder = Embedder(bundled_model_files(), threads=config.onnx_threads)
         memories = MemoryService(db, embedder, config.max_content_chars, config.embed_batch_size)
-        retriever = ExactVectorRetriever(embedder)
-        retriever.load(memories.memories)
+        # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself.
+        vectors = open_vector_index(config.data_dir, memories.memories, vector_config)
+        retrieval = retrieval or RetrievalConfig()
+        retriever = HybridRetriever(embedder, retrieval, vectors)
+        retriever.load(memories.memories, memories.edges, vectors_loaded=True)
         memories.listeners.add(retriever)
         # Installs the write gate on `memories`. [vault] is hot: read from the current config
         # snapshot on every write; vault_config (tests) pins one instead.
@@ -57,7 +65,8 @@ class App:
         )
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
-            injection_config=settings, settings=settings, vault=vault,
+            injection_config=settings, settings=settings, vault=vault, retrieval=retrieval,
+            vectors=vectors,
         )
 
     def warm_up(self) -> None:
@@ -68,4 +77,9 @@ class App:
 
     def close(self) -> None:
         self.settings.close()
+        stop = getattr(self.retriever, "close", None)
+        if stop is not None:
+            stop()  # the retrieval worker thread
+        if self.vectors is not None:
+            self.vectors.close()  # saves the hnsw index when it changed
         self.db.close()

@@ -61,7 +61,10 @@ class Server:
 
     def _register(self) -> None:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
-            MemoryStoreServicer(self.app.memories), self.grpc
+            MemoryStoreServicer(
+                self.app.memories, self.app.retriever, self.app.retrieval.search_limit
+            ),
+            self.grpc,
         )
         self.injection = MemoryInjectionServicer(Injector.create(
             self.app.db, self.app.embedder, self.app.retriever, self.app.injection_config,

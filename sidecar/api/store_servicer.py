@@ -8,15 +8,22 @@ import grpc
 from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
 
 from sidecar.api import convert
+from sidecar.api.search_convert import search_query_from_pb, search_response_to_pb
 from sidecar.api.status import code_for, grpc_errors
 from sidecar.errors import DomainError, InvalidArgument
 from sidecar.records import MemoryDraft
+from sidecar.retrieval.contract import Retriever
 from sidecar.service.memories import MemoryService
 
 
 class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
-    def __init__(self, memories: MemoryService) -> None:
+    def __init__(
+        self, memories: MemoryService, retriever: Retriever | None = None,
+        default_search_limit: int = 20,
+    ) -> None:
         self.memories = memories
+        self.retriever = retriever
+        self.default_search_limit = default_search_limit
 
     @grpc_errors
     def UpsertMemory(
@@ -97,6 +104,16 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
             request.source_id, request.target_id, convert.relation(request.relation, "relation")
         )
         return store_pb2.RemoveEdgeResponse()
+
+    @grpc_errors
+    def Search(
+        self, request: store_pb2.SearchRequest, context: grpc.ServicerContext
+    ) -> store_pb2.SearchResponse:
+        query = search_query_from_pb(request, self.default_search_limit)
+        if self.retriever is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "search is not configured")
+        result = self.retriever.search(query)  # type: ignore[union-attr]
+        return search_response_to_pb(result, request.debug)
 
 
 def _import_error(index: int, memory_id: str, err: DomainError) -> store_pb2.ImportError:

@@ -1,0 +1,167 @@
+"""Search quality on LongMemEval (oracle set): recall@5/@10, MRR at turn and session level.
+
+    .venv/bin/python bench/longmemeval_quality.py            # report (default settings, gRPC)
+    .venv/bin/python bench/longmemeval_quality.py --tune     # + the settings grid on the tune half
+    .venv/bin/python bench/longmemeval_quality.py --turns all  # pool assistant turns too
+
+All sessions of the 500 questions are pooled into one store, one memory per turn. The 470
+non-abstention questions are split in two halves with a fixed seed: settings are chosen on the
+"tune" half only, and the report shows the other ("held-out") half and all 470. The report
+runs every question through the real ``Search`` RPC (the server embeds the query).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import numpy as np  # noqa: E402
+from lme_data import CACHE, Question, cached_embeddings, load_oracle, pooled_turns, questions  # noqa: E402
+from lme_metrics import Scores, mean, session_level, turn_level  # noqa: E402
+from memsidecar.v1 import store_pb2  # noqa: E402
+from store_build import Served, build_store  # noqa: E402
+
+from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
+from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
+from sidecar.retrieval.contract import Mode, SearchQuery  # noqa: E402
+from sidecar.retrieval.hybrid import HybridRetriever  # noqa: E402
+from sidecar.store.db import Database  # noqa: E402
+from sidecar.store.edges import EdgeRepo  # noqa: E402
+from sidecar.store.memories import MemoryRepo  # noqa: E402
+
+MODES = {"VECTOR": store_pb2.SEARCH_MODE_VECTOR, "LEXICAL": store_pb2.SEARCH_MODE_LEXICAL,
+         "HYBRID": store_pb2.SEARCH_MODE_HYBRID}
+ROLES = {"user": ("user",), "all": ("user", "assistant")}
+
+
+def split(qs: list[Question], seed: int) -> tuple[list[Question], list[Question]]:
+    order = np.random.default_rng(seed).permutation(len(qs))
+    half = len(qs) // 2
+    return [qs[i] for i in order[:half]], [qs[i] for i in order[half:]]
+
+
+def evaluate(ranked: dict[str, list[str]], qs: list[Question],
+             evidence: dict[str, set[str]]) -> tuple[Scores, Scores]:
+    turns = [turn_level(ranked[q.id], evidence[q.id]) for q in qs]
+    sessions = [session_level(ranked[q.id], set(q.evidence_sessions)) for q in qs]
+    return mean(turns), mean(sessions)
+
+
+def row(name: str, t: Scores, s: Scores) -> str:
+    return (f"| {name} | {t.r5:.3f} | {t.r10:.3f} | {t.mrr:.3f} | {s.r5:.3f} | {s.r10:.3f} "
+            f"| {s.mrr:.3f} | {s.hit5:.3f} |")
+
+
+HEADER = ("| mode | turn R@5 | turn R@10 | turn MRR | session R@5 | session R@10 | session MRR "
+          "| session hit@5 |\n|---|---|---|---|---|---|---|---|")
+
+
+def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
+         evidence: dict[str, set[str]]) -> None:
+    """The settings grid, in process (same engine, precomputed query embeddings).
+
+    A setting's margin = min over {turn, session} of HYBRID R@10 minus the best single source's
+    R@10 (both single sources with the same BM25 settings); best margin first.
+    """
+    vecs = cached_embeddings([q.text for q in qs], f"lme_q_{len(qs)}")
+    db = Database(data_dir / "memsidecar.sqlite3")
+    base = RetrievalConfig()
+
+    def run(engine: HybridRetriever, mode: Mode) -> tuple[Scores, Scores]:
+        ranked = {q.id: [h.memory.id for h in engine.search(
+            SearchQuery(q.text, limit=10, embedding=v, mode=mode)).hits]
+            for q, v in zip(qs, vecs, strict=True)}
+        return evaluate(ranked, qs, evidence)
+
+    results = []
+    for b in (0.4, 0.5, 0.6, 0.75):
+        engine = HybridRetriever(embedder, replace(base, bm25_b=b))
+        engine.load(MemoryRepo(db), EdgeRepo(db))
+        vt, vs = run(engine, Mode.VECTOR)
+        lt, ls = run(engine, Mode.LEXICAL)
+        print(f"tune half bm25_b={b}: VECTOR turn/session R@10 {vt.r10:.3f}/{vs.r10:.3f}, "
+              f"LEXICAL {lt.r10:.3f}/{ls.r10:.3f}")
+        for k in (5.0, 10.0, 20.0, 30.0, 60.0):
+            for w in (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0):
+                cfg = replace(base, lexical_weight=w, rrf_k=k, bm25_b=b)
+                engine.config = cfg
+                t, s = run(engine, Mode.HYBRID)
+                margin = min(t.r10 - max(vt.r10, lt.r10), s.r10 - max(vs.r10, ls.r10))
+                results.append((margin, cfg, t, s))
+    print("\nTune half, HYBRID, best 15 by margin over the best single source:\n")
+    print("| lexical_weight | rrf_k | bm25_b | turn R@10 | session R@10 | turn MRR | margin |")
+    print("|---|---|---|---|---|---|---|")
+    for margin, cfg, t, s in sorted(results, key=lambda r: (-r[0], -r[2].mrr))[:15]:
+        print(f"| {cfg.lexical_weight} | {cfg.rrf_k:g} | {cfg.bm25_b} | {t.r10:.3f} "
+              f"| {s.r10:.3f} | {t.mrr:.3f} | {margin:+.3f} |")
+    db.close()
+
+
+def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Question],
+           evidence: dict[str, set[str]]) -> None:
+    served = Served(data_dir, embedder, RetrievalConfig())
+    print(f"\nserver opened the store in {served.open_s:.1f} s, vector index "
+          f"{served.vector_stats}")
+    tables: dict[str, list[str]] = {"held-out half": [], "all 470": []}
+    try:
+        for name, mode in MODES.items():
+            start = time.perf_counter()
+            ranked = {}
+            for q in qs:
+                reply = served.store.Search(store_pb2.SearchRequest(query=q.text, limit=10,
+                                                                    mode=mode))
+                ranked[q.id] = [h.memory.id for h in reply.hits]
+            spent = time.perf_counter() - start
+            print(f"{name}: {len(qs)} searches in {spent:.1f} s", file=sys.stderr)
+            tables["held-out half"].append(row(name, *evaluate(ranked, held, evidence)))
+            tables["all 470"].append(row(name, *evaluate(ranked, qs, evidence)))
+    finally:
+        served.close()
+    for title, rows in tables.items():
+        print(f"\n{title} (default RetrievalConfig, Search over gRPC, limit 10):\n")
+        print(HEADER)
+        print("\n".join(rows))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", choices=sorted(ROLES), default="user")
+    parser.add_argument("--seed", type=int, default=20261122)
+    parser.add_argument("--tune", action="store_true")
+    parser.add_argument("--tune-only", action="store_true")
+    args = parser.parse_args()
+
+    data = load_oracle()
+    every = pooled_turns(data, ROLES["all"])
+    vectors = cached_embeddings([t.content for t in every], "lme_turns_all")
+    keep = [i for i, t in enumerate(every) if t.role in ROLES[args.turns]]
+    turns = [every[i] for i in keep]
+    data_dir = CACHE / f"lme_store_{args.turns}"
+    build_store(data_dir, [t.id for t in turns], [t.content for t in turns], vectors[keep])
+
+    qs = questions(data)
+    stored = {t.id for t in turns if t.has_answer}
+    evidence = {q.id: {t for t in stored if t.split("#", 1)[0] in q.evidence_sessions}
+                for q in qs}
+    tune_half, held = split(qs, args.seed)
+    no_turn = sum(1 for q in qs if not evidence[q.id])
+    print(f"{len(turns)} memories ({args.turns} turns of {len({t.session_id for t in turns})} "
+          f"sessions), {len(qs)} questions ({no_turn} without an evidence turn in the store: "
+          f"left out of turn-level means), tune/held-out {len(tune_half)}/{len(held)}")
+    embedder = Embedder(bundled_model_files())
+    if args.tune:
+        tune(data_dir, embedder, tune_half, evidence)
+        if args.tune_only:
+            return
+    report(data_dir, embedder, qs, held, evidence)
+
+
+if __name__ == "__main__":
+    main()

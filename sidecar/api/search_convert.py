@@ -1,0 +1,66 @@
+"""Search: protobuf <-> domain conversion and request validation."""
+
+from __future__ import annotations
+
+from memsidecar.v1 import store_pb2
+
+from sidecar.api.convert import memory_to_pb, memory_type
+from sidecar.errors import InvalidArgument
+from sidecar.retrieval.contract import Mode, SearchQuery, SearchResult
+
+MAX_LIMIT = 1000
+DEFAULT_LIMIT = 10
+
+_MODES = {
+    store_pb2.SEARCH_MODE_UNSPECIFIED: Mode.HYBRID,
+    store_pb2.SEARCH_MODE_HYBRID: Mode.HYBRID,
+    store_pb2.SEARCH_MODE_VECTOR: Mode.VECTOR,
+    store_pb2.SEARCH_MODE_LEXICAL: Mode.LEXICAL,
+}
+
+
+def search_query_from_pb(req: store_pb2.SearchRequest, default_search_limit: int) -> SearchQuery:
+    """Validate a SearchRequest. ``search_limit`` 0 = max(configured, limit)."""
+    if not req.query.strip():
+        raise InvalidArgument("query must be a non-blank string", field="query",
+                              reason="EMPTY_QUERY")
+    limit = req.limit or DEFAULT_LIMIT
+    if limit > MAX_LIMIT:
+        raise InvalidArgument(f"limit must be between 1 and {MAX_LIMIT} (got {req.limit})",
+                              field="limit")
+    if req.search_limit > MAX_LIMIT:
+        raise InvalidArgument(
+            f"search_limit must be between 0 and {MAX_LIMIT} (got {req.search_limit})",
+            field="search_limit")
+    mode = _MODES.get(req.mode)
+    if mode is None:
+        raise InvalidArgument(
+            f"mode must be one of HYBRID, VECTOR, LEXICAL (got {req.mode})", field="mode",
+            reason="BAD_ENUM")
+    return SearchQuery(
+        text=req.query,
+        agent_id=req.agent_id,
+        limit=limit,
+        types=tuple(dict.fromkeys(memory_type(t, "types") for t in req.types)),
+        mode=mode,
+        search_limit=req.search_limit or max(default_search_limit, limit),
+    )
+
+
+_STAGES = {"embed": "embed_us", "vector": "vector_us", "lexical": "lexical_us",
+           "graph": "graph_us", "fusion": "fusion_us", "total": "total_us",
+           "cosine": "cosine_us"}
+
+
+def search_response_to_pb(result: SearchResult, debug: bool) -> store_pb2.SearchResponse:
+    response = store_pb2.SearchResponse(hits=[
+        store_pb2.SearchHit(
+            memory=memory_to_pb(h.memory), score=h.score, cosine=h.cosine,
+            vector_rank=h.vector_rank, lexical_rank=h.lexical_rank, graph_rank=h.graph_rank,
+        )
+        for h in result.hits
+    ])
+    if debug:
+        timings = {_STAGES[k]: v for k, v in result.timings_us.items() if k in _STAGES}
+        response.debug.CopyFrom(store_pb2.StageTimings(**timings))
+    return response

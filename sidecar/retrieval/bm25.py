@@ -1,0 +1,350 @@
+"""BM25 Okapi lexical index: a CSR inverted index in segments, scored by a Numba kernel.
+
+Scores equal ``rank_bm25.BM25Okapi`` over the live documents (same k1, b, epsilon: negative
+idf floored at ``epsilon * mean idf`` of the vocabulary), computed without a rebuild.
+
+Writes: ``add`` (insert or replace by label) tokenises the documents, updates document
+frequencies and appends a small segment; ``remove`` clears a document's ``alive`` flag and its
+statistics at once, so a forgotten or replaced text never scores again. Segments merge
+logarithmically (the last two merge while the older is at most ``merge_ratio`` times the
+newer); the tail folds into the main segment in a background thread once it holds more than
+``1/tail_fraction`` of the documents. Readers take a snapshot under a short lock and score
+without it (the kernel releases the GIL).
+
+Labels are memory ``seq`` ints; internal document ids are never reused.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernels.bm25 import bm25_accumulate
+from sidecar.retrieval.tokenize import STOP_WORDS, query_terms, tokenize
+from sidecar.retrieval.vectors import Accept
+
+log = logging.getLogger(__name__)
+
+_EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    lo: int  # document id range [lo, hi)
+    hi: int
+    term_ptr: np.ndarray  # int64, vocabulary size at build + 1
+    post_doc: np.ndarray  # int32
+    post_tf: np.ndarray  # float32
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.term_ptr, self.post_doc, self.post_tf
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    segments: tuple[Segment, ...]
+    doc_len: np.ndarray
+    alive: np.ndarray
+    doc_label: np.ndarray
+    n_docs: int
+    n_live: int
+    avgdl: float
+
+
+class BM25Index:
+    def __init__(
+        self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, *,
+        merge_ratio: int = 4, tail_fraction: int = 8, min_main_merge: int = 2048,
+        background_merge: bool = True,
+    ) -> None:
+        self.k1, self.b, self.epsilon = k1, b, epsilon
+        self.merge_ratio, self.tail_fraction = merge_ratio, tail_fraction
+        self.min_main_merge, self.background_merge = min_main_merge, background_merge
+        self._lock = threading.RLock()
+        self._vocab: dict[str, int] = {}
+        self._df = np.zeros(1024, np.int64)
+        self._stop = np.zeros(1024, bool)
+        self._doc_len = np.zeros(1024, np.float64)
+        self._alive = np.zeros(1024, np.uint8)
+        self._doc_label = np.full(1024, -1, np.int64)
+        self._doc_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
+        self._label_doc: dict[int, int] = {}
+        self._segments: tuple[Segment, ...] = ()
+        self._total_len = 0.0
+        self._version = 0
+        self._mean_idf: tuple[int, float] = (-1, 0.0)
+        self._merging: threading.Thread | None = None
+        self._local = threading.local()
+
+    def __len__(self) -> int:
+        return len(self._label_doc)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    # --- writes -------------------------------------------------------------------------
+
+    def add(self, labels: Sequence[int], texts: Sequence[str], *, bulk: bool = False) -> None:
+        """Insert documents, replacing any with the same label (the last of a batch wins).
+
+        ``bulk``: statistics only, no segment yet; the documents become searchable at the
+        next ``merge()`` (one CSR build for a whole load instead of one per batch).
+        """
+        if len(labels) != len(texts):
+            raise ValueError("labels and texts must have the same length")
+        latest = dict(zip((int(x) for x in labels), texts, strict=True))
+        if not latest:
+            return
+        tokenized = [tokenize(t) for t in latest.values()]
+        with self._lock:
+            self._remove_locked(list(latest))
+            lo = len(self._doc_terms)
+            self._add_docs(list(latest), tokenized)
+            self._version += 1
+            if bulk:
+                return
+            self._segments = (*self._segments, self._build(lo, len(self._doc_terms)))
+            self._merge_tail_locked()
+        self._maybe_merge_main()
+
+    def remove(self, labels: Sequence[int]) -> None:
+        with self._lock:
+            if self._remove_locked([int(x) for x in labels]):
+                self._version += 1
+
+    def _add_docs(self, labels: list[int], tokenized: list[list[str]]) -> None:
+        """Append documents, vectorised over the batch: (doc, term) pairs counted at once."""
+        flat = [t for tokens in tokenized for t in tokens]
+        for term in dict.fromkeys(flat):
+            if term not in self._vocab:
+                self._term_id(term)
+        ids = np.fromiter(map(self._vocab.__getitem__, flat), np.int64, len(flat))
+        lengths = np.array([len(tokens) for tokens in tokenized], np.int64)
+        first = len(self._doc_terms)
+        docs = np.repeat(np.arange(len(labels), dtype=np.int64), lengths)
+        pairs, tfs = np.unique(docs * (len(self._vocab) + 1) + ids, return_counts=True)
+        pair_doc, pair_term = np.divmod(pairs, len(self._vocab) + 1)
+        np.add.at(self._df, pair_term, 1)
+        bounds = np.searchsorted(pair_doc, np.arange(1, len(labels)))
+        self._grow_docs(first + len(labels))
+        for i, (terms, counts) in enumerate(zip(np.split(pair_term, bounds),
+                                                np.split(tfs.astype(np.float32), bounds),
+                                                strict=True)):
+            doc = first + i
+            self._doc_terms.append((terms, counts))
+            self._doc_len[doc] = lengths[i]
+            self._doc_label[doc] = labels[i]
+            self._alive[doc] = 1
+            self._label_doc[labels[i]] = doc
+        self._total_len += float(lengths.sum())
+
+    def _remove_locked(self, labels: list[int]) -> int:
+        removed = 0
+        for label in labels:
+            doc = self._label_doc.pop(label, None)
+            if doc is None:
+                continue
+            entry = self._doc_terms[doc]
+            assert entry is not None
+            self._df[entry[0]] -= 1
+            self._alive[doc] = 0
+            self._total_len -= self._doc_len[doc]
+            self._doc_terms[doc] = None
+            removed += 1
+        return removed
+
+    def _term_id(self, term: str) -> int:
+        tid = self._vocab.get(term)
+        if tid is None:
+            tid = len(self._vocab)
+            self._vocab[term] = tid
+            if tid >= len(self._df):
+                self._df = np.concatenate([self._df, np.zeros(len(self._df), np.int64)])
+                self._stop = np.concatenate([self._stop, np.zeros(len(self._stop), bool)])
+            self._stop[tid] = term in STOP_WORDS
+        return tid
+
+    def _grow_docs(self, needed: int) -> None:
+        size = len(self._alive)
+        if needed <= size:
+            return
+        extra = max(size, needed - size)
+        # New arrays (never resized in place): a reader's snapshot stays valid.
+        self._doc_len = np.concatenate([self._doc_len, np.zeros(extra, np.float64)])
+        self._alive = np.concatenate([self._alive, np.zeros(extra, np.uint8)])
+        self._doc_label = np.concatenate([self._doc_label, np.full(extra, -1, np.int64)])
+
+    # --- segments -----------------------------------------------------------------------
+
+    def _build(self, lo: int, hi: int) -> Segment:
+        return _build_from(self._doc_terms, lo, hi, len(self._vocab), self._stop)
+
+    def _merge_tail_locked(self) -> None:
+        segs = list(self._segments)
+        while len(segs) >= 3 and _size(segs[-2]) <= self.merge_ratio * _size(segs[-1]):
+            last, prev = segs.pop(), segs.pop()
+            segs.append(self._build(prev.lo, last.hi))
+        self._segments = tuple(segs)
+
+    def _maybe_merge_main(self) -> None:
+        with self._lock:
+            segs = self._segments
+            if len(segs) < 2 or (self._merging is not None and self._merging.is_alive()):
+                return
+            tail = segs[-1].hi - segs[0].hi
+            if tail < max(self.min_main_merge, _size(segs[0]) // self.tail_fraction):
+                return
+            hi = segs[-1].hi
+            if not self.background_merge:
+                self._merge_upto(hi)
+                return
+            self._merging = threading.Thread(
+                target=self._merge_upto, args=(hi,), name="bm25-merge", daemon=True
+            )
+            self._merging.start()
+
+    def _merge_upto(self, hi: int) -> None:
+        """Fold every segment below ``hi`` into one. The build runs without the lock: the doc
+        arrays it reads for [0, hi) only change by removals, which the alive flags cover."""
+        with self._lock:
+            docs = self._doc_terms[:hi]
+            vocab = len(self._vocab)
+            stop = self._stop[:vocab].copy()
+        merged = _build_from(docs, 0, hi, vocab, stop)
+        with self._lock:
+            if any(s.lo < hi < s.hi for s in self._segments):
+                return  # a synchronous merge() got there first
+            self._segments = (merged, *(s for s in self._segments if s.lo >= hi))
+        log.debug("bm25 main merge", extra={"docs": hi, "segments": len(self._segments)})
+
+    def merge(self) -> None:
+        """Fold every segment into one now (tests, bulk loads)."""
+        self.wait_for_merge()
+        with self._lock:
+            if self._doc_terms:
+                self._segments = (self._build(0, len(self._doc_terms)),)
+
+    def wait_for_merge(self) -> None:
+        thread = self._merging
+        if thread is not None:
+            thread.join()
+
+    # --- reads --------------------------------------------------------------------------
+
+    def idf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, idf) per query term, as rank-bm25 computes them (unknown term: -1, 0)."""
+        with self._lock:
+            return self._idf_locked(terms)
+
+    def _idf_locked(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.array([self._vocab.get(t, -1) for t in terms], np.int64)
+        n = len(self._label_doc)
+        df = self._df[np.maximum(ids, 0)].astype(np.float64)
+        mean = self._mean_idf_locked(n)
+        known = (ids >= 0) & (df > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            raw = np.log(n - df + 0.5) - np.log(df + 0.5)
+        idf = np.where(raw < 0, self.epsilon * mean, raw)
+        return ids, np.where(known, idf, 0.0)
+
+    def _mean_idf_locked(self, n: int) -> float:
+        version, mean = self._mean_idf
+        if version != self._version:
+            df = self._df[: len(self._vocab)]
+            df = df[df > 0].astype(np.float64)
+            mean = float(np.mean(np.log(n - df + 0.5) - np.log(df + 0.5))) if len(df) else 0.0
+            self._mean_idf = (self._version, mean)
+        return mean
+
+    def _snapshot(self) -> _Snapshot:
+        n_docs, n_live = len(self._doc_terms), len(self._label_doc)
+        return _Snapshot(
+            self._segments, self._doc_len, self._alive, self._doc_label, n_docs, n_live,
+            self._total_len / n_live if n_live else 0.0,
+        )
+
+    def scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every live document with a non-zero-contribution term: (labels, scores)."""
+        terms = query_terms(text)
+        if not terms:
+            return _EMPTY
+        with self._lock:  # statistics and segments from the same instant
+            ids, idf = self._idf_locked(terms)
+            snap = self._snapshot()
+        if snap.n_live == 0 or snap.avgdl <= 0:
+            return _EMPTY
+        scores, seen, touched = self._buffers(snap.n_docs)
+        count = 0
+        try:
+            for seg in snap.segments:
+                count = bm25_accumulate(seg.arrays, snap.doc_len, snap.alive, ids, idf, self.k1,
+                                        self.b, snap.avgdl, scores, seen, touched, count)
+            docs = touched[:count].copy()
+            return snap.doc_label[docs], scores[docs]
+        finally:  # leave the buffers zeroed for the next query: O(touched), not O(documents)
+            scores[touched[:count]] = 0.0
+            seen[touched[:count]] = 0
+
+    def _buffers(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-thread score buffers of exactly ``n`` slots, all zero (views of a larger one)."""
+        held = getattr(self._local, "buffers", None)
+        if held is None or len(held[0]) < n:
+            size = max(n, 1024) * 2
+            held = (np.zeros(size, np.float64), np.zeros(size, np.uint8), np.empty(size, np.int64))
+            self._local.buffers = held
+        return held[0][:n], held[1][:n], held[2][:n]
+
+    def search(
+        self, text: str, k: int, accept: Accept | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k accepted labels by BM25, descending; ties by label ascending."""
+        labels, scores = self.scores(text)
+        if accept is not None and len(labels):
+            keep = accept(labels)
+            labels, scores = labels[keep], scores[keep]
+        return top_k(labels, scores, k)
+
+
+def top_k(labels: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (score descending, label ascending on ties)."""
+    k = min(k, len(labels))
+    if k <= 0:
+        return _EMPTY
+    if k < len(labels):
+        cut = np.partition(scores, len(scores) - k)[len(scores) - k]
+        pick = np.flatnonzero(scores >= cut)
+        labels, scores = labels[pick], scores[pick]
+    order = np.lexsort((labels, -scores))[:k]
+    return labels[order], scores[order]
+
+
+def _size(seg: Segment) -> int:
+    return seg.hi - seg.lo
+
+
+def _build_from(
+    docs: list[tuple[np.ndarray, np.ndarray] | None], lo: int, hi: int, vocab: int,
+    stop: np.ndarray,
+) -> Segment:
+    """A CSR segment over the live documents with ids in [lo, hi); stop words excluded."""
+    entries = [(d, e) for d in range(lo, hi) if (e := docs[d]) is not None]
+    if not entries:
+        return Segment(lo, hi, np.zeros(vocab + 1, np.int64),
+                       np.zeros(0, np.int32), np.zeros(0, np.float32))
+    terms = np.concatenate([e[0] for _, e in entries])
+    tfs = np.concatenate([e[1] for _, e in entries])
+    docs_col = np.repeat(np.array([d for d, _ in entries], np.int32),
+                         [len(e[0]) for _, e in entries])
+    keep = ~stop[terms]
+    terms, tfs, docs_col = terms[keep], tfs[keep], docs_col[keep]
+    order = np.argsort(terms, kind="stable")
+    ptr = np.zeros(vocab + 1, np.int64)
+    np.cumsum(np.bincount(terms, minlength=vocab), out=ptr[1:])
+    return Segment(lo, hi, ptr, docs_col[order], tfs[order])
+

@@ -1,0 +1,96 @@
+"""The memory edge graph, held in memory, and query-time expansion from relevant seeds.
+
+Edges are loaded from the edge table at start and kept in sync through ``edges_changed``.
+The walk is undirected (an edge links both of its ends) and only passes through memories the
+query may return (``accept``). A memory reached from a seed scores
+
+    importance(memory) x product over the path of (edge weight x relation multiplier)
+
+keeping its best path; walks go up to ``max_depth`` edges from the seeds. Seeds themselves are
+not listed. The list is sorted by score descending, then seq ascending.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from sidecar.records import Edge, Relation
+from sidecar.retrieval.mirror import LiveMemories
+from sidecar.retrieval.vectors import Accept
+
+_Key = tuple[str, Relation]  # (other end, relation)
+
+
+class EdgeGraph:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._adj: dict[str, dict[_Key, float]] = {}
+        self._count = 0  # edges
+
+    def __len__(self) -> int:
+        return self._count
+
+    def changed(self, added: Iterable[Edge], removed: Iterable[Edge]) -> None:
+        with self._lock:
+            for e in removed:
+                if self._adj.get(e.source_id, {}).pop((e.target_id, e.relation), None) is not None:
+                    self._count -= 1
+                self._adj.get(e.target_id, {}).pop((e.source_id, e.relation), None)
+            for e in added:
+                out = self._adj.setdefault(e.source_id, {})
+                self._count += (e.target_id, e.relation) not in out
+                out[(e.target_id, e.relation)] = e.weight
+                self._adj.setdefault(e.target_id, {})[(e.source_id, e.relation)] = e.weight
+
+    def neighbours(self, memory_id: str) -> list[tuple[str, Relation, float]]:
+        with self._lock:
+            return [(o, r, w) for (o, r), w in self._adj.get(memory_id, {}).items()]
+
+    def expand(
+        self, seeds: Sequence[int], live: LiveMemories, accept: Accept,
+        multipliers: dict[Relation, float], max_depth: int, limit: int,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(seqs, scores) of memories reachable from ``seeds``, best first, at most ``limit``."""
+        if not seeds or max_depth <= 0 or limit <= 0 or not self._adj:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        seed_ids = {m.id for s in seeds if (m := live.get(s)) is not None}
+        frontier = {i: 1.0 for i in seed_ids}
+        best: dict[int, float] = {}
+        for _ in range(max_depth):
+            reached: dict[str, float] = {}
+            for node, factor in frontier.items():
+                for other, relation, weight in self.neighbours(node):
+                    if other in seed_ids:
+                        continue
+                    f = factor * weight * multipliers.get(relation, 1.0)
+                    if f > reached.get(other, -1.0):
+                        reached[other] = f
+            frontier = {}
+            ok = _accepted(reached, live, accept)
+            for other, (seq, f) in ok.items():
+                memory = live.get(seq)
+                if memory is None:
+                    continue
+                score = memory.importance * f
+                if score > best.get(seq, -1.0):
+                    best[seq] = score
+                    frontier[other] = f
+        if not best:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        seqs = np.fromiter(best.keys(), np.int64, len(best))
+        scores = np.fromiter(best.values(), np.float64, len(best))
+        order = np.lexsort((seqs, -scores))[:limit]
+        return seqs[order], scores[order]
+
+
+def _accepted(
+    reached: dict[str, float], live: LiveMemories, accept: Accept
+) -> dict[str, tuple[int, float]]:
+    pairs = [(i, s, f) for i, f in reached.items() if (s := live.seq_of(i)) is not None]
+    if not pairs:
+        return {}
+    mask = accept(np.array([s for _, s, _ in pairs], np.int64))
+    return {i: (s, f) for (i, s, f), ok in zip(pairs, mask, strict=True) if ok}

@@ -1,0 +1,109 @@
+"""An in-memory mirror of the live memories, so the search hot path never touches SQLite.
+
+Records by ``seq`` and id, plus columns indexed by ``seq`` (alive, type, owner, importance,
+updated_at) for vectorised filters and fusion inputs. Columns are replaced, never resized in
+place, when they grow, so a reader's reference stays valid.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from sidecar.records import Memory, MemoryType
+from sidecar.retrieval.vectors import Accept
+
+
+class LiveMemories:
+    def __init__(self, capacity: int = 1024) -> None:
+        self._lock = threading.Lock()
+        self._by_seq: dict[int, Memory] = {}
+        self._seq_of: dict[str, int] = {}
+        self._agents: dict[str, int] = {"": 0}
+        self._private: set[int] = set()  # seqs of live memories owned by an agent
+        self.alive = np.zeros(capacity, bool)
+        self.type = np.zeros(capacity, np.int8)
+        self.owner = np.zeros(capacity, np.int32)  # 0 = shared, else an interned agent id
+        self.importance = np.zeros(capacity, np.float64)
+        self.updated_at = np.zeros(capacity, np.int64)
+
+    def __len__(self) -> int:
+        return len(self._by_seq)
+
+    def put(self, memories: Sequence[Memory]) -> None:
+        with self._lock:
+            self._grow(max(m.seq for m in memories) + 1 if memories else 0)
+            for m in memories:
+                self._by_seq[m.seq] = m
+                self._seq_of[m.id] = m.seq
+                self.alive[m.seq] = True
+                self.type[m.seq] = int(m.type)
+                self.owner[m.seq] = self._agents.setdefault(m.agent_id, len(self._agents))
+                if m.agent_id:
+                    self._private.add(m.seq)
+                else:
+                    self._private.discard(m.seq)
+                self.importance[m.seq] = m.importance
+                self.updated_at[m.seq] = m.updated_at
+
+    def drop(self, memories: Iterable[Memory]) -> list[int]:
+        """Remove memories; returns the seqs that were live."""
+        gone: list[int] = []
+        with self._lock:
+            for m in memories:
+                seq = self._seq_of.pop(m.id, None)
+                if seq is not None:
+                    self.alive[seq] = False
+                    del self._by_seq[seq]
+                    self._private.discard(seq)
+                    gone.append(seq)
+        return gone
+
+    def get(self, seq: int) -> Memory | None:
+        return self._by_seq.get(seq)
+
+    def seq_of(self, memory_id: str) -> int | None:
+        return self._seq_of.get(memory_id)
+
+    def accept(self, agent_id: str, types: Sequence[MemoryType] = ()) -> Accept | None:
+        """A vectorised filter: live, visible to ``agent_id`` (shared or its own), of ``types``.
+
+        None when it would accept every live memory (no type filter, no private memory in the
+        store): the indexes hold only live memories, so they can skip filtering.
+        """
+        if not types and not self._private:
+            return None
+        return self.filter(agent_id, types)
+
+    def filter(self, agent_id: str, types: Sequence[MemoryType] = ()) -> Accept:
+        """Like ``accept`` but always a function (checks liveness too)."""
+        alive, owner, kind = self.alive, self.owner, self.type
+        code = self._agents.get(agent_id, -1) if agent_id else -1
+        wanted = np.array([int(t) for t in types], np.int8)
+
+        def accept(labels: np.ndarray) -> np.ndarray:
+            idx = np.where((labels > 0) & (labels < len(alive)), labels, 0)
+            mask = alive[idx]
+            who = owner[idx]
+            mask &= (who == 0) | (who == code)
+            if len(wanted):
+                mask &= np.isin(kind[idx], wanted)
+            return mask
+
+        return accept
+
+    def _grow(self, needed: int) -> None:
+        size = len(self.alive)
+        if needed <= size:
+            return
+        new = max(needed, 2 * size)
+
+        def grown(a: np.ndarray) -> np.ndarray:
+            out = np.zeros(new, a.dtype)
+            out[:size] = a
+            return out
+
+        self.alive, self.type, self.owner = grown(self.alive), grown(self.type), grown(self.owner)
+        self.importance, self.updated_at = grown(self.importance), grown(self.updated_at)

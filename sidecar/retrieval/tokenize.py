@@ -1,0 +1,49 @@
+"""The lexical analyser shared by indexing and querying.
+
+Rules (the same for documents and queries, so a term always matches itself):
+
+1. Unicode NFKC normalisation (full-width forms, ligatures and compatibility characters fold
+   to their plain form: "ﬁle" -> "file", "１２" -> "12") then ``str.casefold`` (lowercase
+   that also folds "ß" -> "ss", Greek final sigma, ...).
+2. A token is a maximal run of Unicode letters or digits (``[^\\W_]+``): punctuation,
+   underscores, whitespace and symbols separate tokens. Apostrophes split ("don't" -> "don",
+   "t"); accents are kept ("café" stays "café"), so scripts other than Latin work unchanged.
+3. Documents keep every token (document length counts them all). Queries drop the English
+   stop words in ``STOP_WORDS`` (a query of stop words only has no lexical terms). Stop words
+   get no postings in the index, but still count in document length and document frequency,
+   so scores equal textbook BM25 over the full token stream.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+# A standard English list (the classic SMART/NLTK core), plus the fragments the apostrophe
+# rule produces ("don't" -> "don" "t").
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been before
+    being below between both but by can could couldn d did didn do does doesn doing don down
+    during each few for from further had hadn has hasn have haven having he her here hers
+    herself him himself his how i if in into is isn it its itself just ll m me might mightn
+    more most must mustn my myself needn no nor not now o of off on once only or other our ours
+    ourselves out over own re s same shall shan she should shouldn so some such t than that the
+    their theirs them themselves then there these they this those through to too under until
+    up ve very was wasn we were weren what when where which while who whom why will with won
+    would wouldn y you your yours yourself yourselves
+    """.split()
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """All tokens of a document, in order (rules 1-2)."""
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def query_terms(text: str) -> list[str]:
+    """The tokens of a query with stop words dropped (rule 3). Duplicates are kept: BM25 Okapi
+    (and rank-bm25) adds a term's contribution once per occurrence in the query."""
+    return [t for t in tokenize(text) if t not in STOP_WORDS]

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernels.bm25 import bm25_accumulate
+from tests import naive
+
+
+def csr(docs: list[list[int]], vocab: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    postings: list[list[tuple[int, int]]] = [[] for _ in range(vocab)]
+    for d, terms in enumerate(docs):
+        for t in sorted(set(terms)):
+            postings[t].append((d, terms.count(t)))
+    ptr = np.zeros(vocab + 1, np.int64)
+    ptr[1:] = np.cumsum([len(p) for p in postings])
+    flat = [x for p in postings for x in p]
+    return (ptr, np.array([d for d, _ in flat], np.int32),
+            np.array([tf for _, tf in flat], np.float32))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_matches_direct_formula(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    vocab = 30
+    docs = [rng.integers(0, vocab, size=rng.integers(1, 40)).tolist() for _ in range(60)]
+    query = rng.integers(0, vocab + 5, size=5).tolist()  # some ids unknown to the segment
+    words = [[f"t{t}" for t in d] for d in docs]
+    ref = naive.bm25_scores(words, [f"t{t}" for t in query])
+    # idf computed the reference way, passed per query occurrence
+    df = np.array([sum(t in d for d in docs) for t in range(vocab + 5)], float)
+    n = len(docs)
+    raw = np.log(n - df + 0.5) - np.log(df + 0.5)
+    mean = raw[df > 0].mean()
+    idf = np.where(df > 0, np.where(raw < 0, 0.25 * mean, raw), 0.0)[query]
+    doc_len = np.array([len(d) for d in docs], float)
+    scores, seen, touched = np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int64)
+    count = bm25_accumulate(csr(docs, vocab), doc_len, np.ones(n, np.uint8),
+                            np.array(query, np.int64), idf, 1.5, 0.75, doc_len.mean(),
+                            scores, seen, touched, 0)
+    np.testing.assert_allclose(scores, ref, atol=1e-9)
+    assert sorted(touched[:count].tolist()) == [d for d in range(n) if set(docs[d]) & set(query)]
+
+
+def test_dead_documents_are_skipped() -> None:
+    docs = [[0, 1], [0], [1, 1]]
+    alive = np.array([1, 0, 1], np.uint8)
+    scores, seen, touched = np.zeros(3), np.zeros(3, np.uint8), np.empty(3, np.int64)
+    count = bm25_accumulate(csr(docs, 2), np.array([2.0, 1.0, 2.0]), alive,
+                            np.array([0], np.int64), np.array([1.0]), 1.5, 0.75, 1.5,
+                            scores, seen, touched, 0)
+    assert touched[:count].tolist() == [0] and scores[1] == 0.0
+
+
+def test_argument_errors() -> None:
+    seg = csr([[0]], 1)
+    buf = (np.zeros(1), np.zeros(1, np.uint8), np.empty(1, np.int64))
+    with pytest.raises(ValueError, match="same shape"):
+        bm25_accumulate(seg, np.ones(1), np.ones(1, np.uint8), np.zeros(2, np.int64),
+                        np.ones(1), 1.5, 0.75, 1.0, *buf, 0)
+    with pytest.raises(ValueError, match="avgdl"):
+        bm25_accumulate(seg, np.ones(1), np.ones(1, np.uint8), np.zeros(1, np.int64),
+                        np.ones(1), 1.5, 0.75, 0.0, *buf, 0)

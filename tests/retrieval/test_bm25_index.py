@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from sidecar.retrieval.bm25 import BM25Index, top_k
+from sidecar.retrieval.tokenize import query_terms, tokenize
+from tests import naive
+from tests.retrieval.corpus import QUERIES, corpus
+
+PARAMS = [(1.5, 0.75, 0.25), (1.2, 0.5, 0.1), (2.0, 1.0, 0.5)]
+
+
+def reference(docs: dict[int, str], k1: float, b: float, eps: float) -> tuple[list[int], BM25Okapi]:
+    labels = sorted(docs)
+    return labels, BM25Okapi([tokenize(docs[i]) for i in labels], k1=k1, b=b, epsilon=eps)
+
+
+def assert_same(index: BM25Index, docs: dict[int, str], k1: float, b: float, eps: float) -> None:
+    labels, ref = reference(docs, k1, b, eps)
+    for q in QUERIES:
+        with np.errstate(invalid="ignore"):  # rank-bm25: 0/0 for the empty doc when b = 1
+            raw = ref.get_scores(query_terms(q)) if query_terms(q) else np.zeros(len(labels))
+        expected = np.nan_to_num(raw, nan=0.0)  # an empty document contains no term: 0
+        got_labels, got_scores = index.scores(q)
+        got = dict(zip(got_labels.tolist(), got_scores.tolist(), strict=True))
+        full = np.array([got.get(label, 0.0) for label in labels])
+        np.testing.assert_allclose(full, expected, rtol=0, atol=1e-6, err_msg=q)
+        # identical top-k (score desc, label asc on ties)
+        k = 10
+        ref_top = top_k(np.array(labels), expected, len(labels))
+        ref_top_labels = [lab for lab, s in zip(*ref_top, strict=True) if s != 0][:k]
+        assert index.search(q, k)[0].tolist() == ref_top_labels, q
+
+
+@pytest.mark.parametrize("k1,b,eps", PARAMS)
+def test_scores_equal_rank_bm25(k1: float, b: float, eps: float) -> None:
+    docs = dict(enumerate(corpus(800), start=1))
+    index = BM25Index(k1, b, eps, background_merge=False)
+    index.add(list(docs), list(docs.values()))
+    assert_same(index, docs, k1, b, eps)
+
+
+def test_incremental_adds_removes_updates_match_a_rebuild() -> None:
+    texts = corpus(1500, seed=3)
+    rng = np.random.default_rng(7)
+    index = BM25Index(min_main_merge=64, tail_fraction=4, background_merge=False)
+    docs: dict[int, str] = {}
+    next_label = 1
+    for step in range(120):
+        size = int(rng.integers(1, 12))
+        batch = {next_label + i: texts[(next_label + i) % len(texts)] for i in range(size)}
+        next_label += size
+        index.add(list(batch), list(batch.values()))
+        docs.update(batch)
+        if step % 3 == 0:  # forget some
+            gone = rng.choice(list(docs), size=min(3, len(docs)), replace=False).tolist()
+            index.remove(gone)
+            for g in gone:
+                del docs[g]
+        if step % 5 == 0:  # update some in place (same label, new text)
+            changed = rng.choice(list(docs), size=2, replace=False).tolist()
+            new = {c: texts[int(rng.integers(len(texts)))] for c in changed}
+            index.add(list(new), list(new.values()))
+            docs.update(new)
+        if step % 40 == 39:
+            assert_same(index, docs, 1.5, 0.75, 0.25)
+    assert len(index) == len(docs)
+    assert index.segment_count < 12  # logarithmic merging keeps the segment count small
+    assert_same(index, docs, 1.5, 0.75, 0.25)
+    index.merge()
+    assert index.segment_count == 1
+    assert_same(index, docs, 1.5, 0.75, 0.25)
+
+
+def test_background_merge_keeps_results_exact() -> None:
+    texts = corpus(3000, seed=5)
+    index = BM25Index(min_main_merge=100, tail_fraction=8, background_merge=True)
+    docs: dict[int, str] = {}
+    for start in range(0, 3000, 50):
+        batch = {i + 1: texts[i] for i in range(start, start + 50)}
+        index.add(list(batch), list(batch.values()))
+        docs.update(batch)
+        index.remove([start + 1])  # removed while merges may run
+        del docs[start + 1]
+    index.wait_for_merge()
+    assert_same(index, docs, 1.5, 0.75, 0.25)
+
+
+def test_forgotten_and_replaced_text_disappear_at_once() -> None:
+    index = BM25Index(background_merge=False)
+    index.add([1, 2, 3], ["alpha beta", "beta gamma", "gamma delta"])
+    index.remove([1])
+    assert 1 not in index.search("alpha", 10)[0].tolist()
+    index.add([2], ["zeta only"])
+    assert index.search("beta", 10)[0].tolist() == []
+    assert index.search("zeta", 10)[0].tolist() == [2]
+    index.remove([2, 3, 99])  # unknown labels are ignored
+    assert len(index) == 0 and index.search("gamma", 10)[0].tolist() == []
+
+
+def test_accept_filter_and_k() -> None:
+    index = BM25Index(background_merge=False)
+    index.add(list(range(1, 21)), ["apple pie"] * 10 + ["apple"] * 10)
+    labels, scores = index.search("apple", 5, accept=lambda ls: ls % 2 == 0)
+    assert len(labels) == 5 and all(label % 2 == 0 for label in labels)
+    assert list(scores) == sorted(scores, reverse=True)
+    assert len(index.search("apple", 0)[0]) == 0
+
+
+def test_naive_formula_agrees_with_rank_bm25() -> None:
+    """The hand-written reference and rank-bm25 agree, so either may be trusted."""
+    docs = [tokenize(t) for t in corpus(200) if t]
+    q = query_terms("term1 term2 the car")
+    np.testing.assert_allclose(naive.bm25_scores(docs, q), BM25Okapi(docs).get_scores(q),
+                               atol=1e-9)
+
+
+def test_bulk_load_then_merge_and_duplicate_labels_in_a_batch() -> None:
+    docs = dict(enumerate(corpus(300, seed=9), start=1))
+    index = BM25Index(background_merge=False)
+    items = list(docs.items())
+    for start in range(0, len(items), 64):
+        chunk = items[start:start + 64]
+        index.add([k for k, _ in chunk], [v for _, v in chunk], bulk=True)
+    assert index.search("term1", 5)[0].tolist() == []  # not searchable before the merge
+    index.merge()
+    assert_same(index, docs, 1.5, 0.75, 0.25)
+    index.add([1, 1], ["first version", "second version"])  # the last one wins
+    docs[1] = "second version"
+    assert len(index) == len(docs)
+    assert index.search("first", 5)[0].tolist() == []
+    assert_same(index, docs, 1.5, 0.75, 0.25)

@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sidecar.app import App
+from sidecar.records import MemoryDraft, MemoryType, Relation
+from sidecar.retrieval.config import RetrievalConfig
+from sidecar.retrieval.contract import Mode, SearchQuery
+from sidecar.retrieval.hybrid import HybridRetriever
+from sidecar.store.memories import ListQuery
+
+FACTS = [
+    ("We chose JWT over session tokens for the API", MemoryType.DECISION),
+    ("The auth module lives in src/auth with three files", MemoryType.FACT),
+    ("Grandma grows tomatoes and basil in her garden", MemoryType.FACT),
+    ("Deploys happen every Tuesday after the standup", MemoryType.EVENT),
+    ("Oscar prefers tabs over spaces in Go code", MemoryType.PREFERENCE),
+    ("Token refresh fails when the clock skews by more than a minute", MemoryType.OBSERVATION),
+    ("Ship version two by the end of February", MemoryType.GOAL),
+]
+
+
+@pytest.fixture
+def filled(app: App) -> App:
+    for text, kind in FACTS:
+        app.memories.upsert(MemoryDraft(text, kind))
+    return app
+
+
+def ids(app: App, q: SearchQuery) -> list[str]:
+    return [h.memory.id for h in app.retriever.search(q).hits]
+
+
+def contents(app: App, q: SearchQuery) -> list[str]:
+    return [h.memory.content for h in app.retriever.search(q).hits]
+
+
+def test_hybrid_finds_and_explains(filled: App) -> None:
+    result = filled.retriever.search(SearchQuery("JWT tokens for the API", limit=3))
+    top = result.hits[0]
+    assert top.memory.content.startswith("We chose JWT")
+    assert top.vector_rank >= 1 and top.lexical_rank >= 1
+    assert top.cosine == pytest.approx(float(result.query_embedding @ filled.embedder.embed_one(
+        top.memory.content)), abs=1e-4)
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+    assert {"embed", "vector", "lexical", "graph", "fusion", "cosine", "total"} <= set(
+        result.timings_us)
+
+
+def test_modes_use_only_their_source_and_ranks_agree(filled: App) -> None:
+    q = SearchQuery("token refresh and auth", limit=7, search_limit=7)
+    vec = filled.retriever.search(replace(q, mode=Mode.VECTOR)).hits
+    lex = filled.retriever.search(replace(q, mode=Mode.LEXICAL)).hits
+    hyb = filled.retriever.search(q).hits
+    assert all(h.lexical_rank == 0 and h.graph_rank == 0 for h in vec)
+    assert all(h.vector_rank == 0 and h.graph_rank == 0 for h in lex)
+    vec_rank = {h.memory.id: h.vector_rank for h in vec}
+    lex_rank = {h.memory.id: h.lexical_rank for h in lex}
+    for h in hyb:
+        assert h.vector_rank == vec_rank.get(h.memory.id, 0)
+        assert h.lexical_rank == lex_rank.get(h.memory.id, 0)
+    cos = [h.cosine for h in sorted(vec, key=lambda h: h.vector_rank)]
+    assert cos == sorted(cos, reverse=True)
+    assert all(h.cosine == h.cosine for h in lex)  # every hit carries its cosine (not nan)
+
+
+def test_search_limit_bounds_each_source(filled: App) -> None:
+    q = SearchQuery("auth tokens garden tuesday", limit=50, search_limit=2)
+    assert len(filled.retriever.search(replace(q, mode=Mode.VECTOR)).hits) == 2
+    assert len(filled.retriever.search(replace(q, mode=Mode.LEXICAL)).hits) == 2
+    hits = filled.retriever.search(q).hits
+    assert 2 <= len(hits) <= 4
+    assert all(h.vector_rank <= 2 and h.lexical_rank <= 2 for h in hits)
+
+
+def test_scope_and_type_filter(filled: App) -> None:
+    svc = filled.memories
+    private = svc.upsert(MemoryDraft("Bob keeps the garden shed key under the mat",
+                                     MemoryType.FACT, agent_id="bob")).memory
+    for mode in Mode:
+        q = SearchQuery("garden shed key", limit=20, mode=mode)
+        assert private.id not in ids(filled, q)
+        assert private.id not in ids(filled, replace(q, agent_id="alice"))
+        assert private.id in ids(filled, replace(q, agent_id="bob"))
+        typed = filled.retriever.search(replace(q, types=(MemoryType.FACT,))).hits
+        assert typed and all(h.memory.type is MemoryType.FACT for h in typed)
+
+
+def test_forgotten_and_updated_disappear_at_once(filled: App) -> None:
+    svc = filled.memories
+    target = svc.upsert(MemoryDraft("The staging database password rotates monthly",
+                                    MemoryType.FACT)).memory
+    q = SearchQuery("staging database password", limit=20)
+    assert target.id in ids(filled, q)
+    svc.upsert(MemoryDraft("Lunch is at noon on Fridays", MemoryType.FACT, id=target.id))
+    lexical = filled.retriever.search(replace(q, mode=Mode.LEXICAL)).hits
+    assert target.id not in {h.memory.id for h in lexical}
+    svc.forget(target.id)
+    for mode in Mode:
+        assert target.id not in ids(filled, replace(q, mode=mode))
+    assert filled.retriever.embedding_of(target.id) is None
+
+
+def test_graph_expansion_brings_linked_memory(filled: App) -> None:
+    svc = filled.memories
+    seed = svc.upsert(MemoryDraft("Decision: migrate the billing service to Postgres",
+                                  MemoryType.DECISION)).memory  # importance 0.8 = threshold
+    linked = svc.upsert(MemoryDraft("Quarterly invoices were double-charged in March",
+                                    MemoryType.EVENT)).memory
+    q = SearchQuery("billing service Postgres migration", limit=20, search_limit=1)
+    assert linked.id not in ids(filled, q)
+    svc.add_edge(seed.id, linked.id, Relation.CAUSED_BY, 0.9)
+    hits = {h.memory.id: h for h in filled.retriever.search(q).hits}
+    assert hits[linked.id].graph_rank == 1 and hits[linked.id].vector_rank == 0
+    vector_only = ids(filled, replace(q, mode=Mode.VECTOR))
+    assert linked.id not in vector_only  # only HYBRID expands
+    svc.remove_edge(seed.id, linked.id, Relation.CAUSED_BY)
+    assert linked.id not in ids(filled, q)
+
+
+def test_graph_seed_threshold_is_configurable(app: App) -> None:
+    svc = app.memories
+    seed = svc.upsert(MemoryDraft("Fact: the billing service runs on Postgres",
+                                  MemoryType.FACT)).memory  # importance 0.6 < 0.8
+    linked = svc.upsert(MemoryDraft("Quarterly invoices were double-charged",
+                                    MemoryType.EVENT)).memory
+    for i in range(5):
+        svc.upsert(MemoryDraft(f"unrelated note number {i} about lunch", MemoryType.EVENT))
+    svc.add_edge(seed.id, linked.id, Relation.RELATED_TO, 1.0)
+    q = SearchQuery("billing service Postgres", limit=20, search_limit=1)
+    assert linked.id not in ids(app, q)
+    low = HybridRetriever(app.embedder, RetrievalConfig(graph_seed_threshold=0.5))
+    low.load(svc.memories, svc.edges)
+    hits = {h.memory.id: h for h in low.search(q).hits}
+    assert hits[linked.id].graph_rank == 1
+
+
+def test_reload_from_store_gives_same_results(filled: App) -> None:
+    svc = filled.memories
+    svc.forget(svc.list(ListQuery(page_size=1))[0][0].id)
+    fresh = HybridRetriever(filled.embedder, filled.retrieval)
+    fresh.load(svc.memories, svc.edges)
+    for text in ("auth tokens", "garden", "February goal"):
+        q = SearchQuery(text, limit=5)
+        a = [(h.memory.id, h.vector_rank, h.lexical_rank) for h in filled.retriever.search(q).hits]
+        b = [(h.memory.id, h.vector_rank, h.lexical_rank) for h in fresh.search(q).hits]
+        assert a == b
+    some = filled.retriever.search(SearchQuery("garden", limit=1)).hits[0].memory.id
+    vec = fresh.embedding_of(some)
+    assert vec is not None and np.isclose(np.linalg.norm(vec), 1.0, atol=1e-5)
+
+
+def test_parallel_sources_give_the_same_hits(filled: App) -> None:
+    par = HybridRetriever(filled.embedder, replace(filled.retrieval, parallel_min_memories=0))
+    par.load(filled.memories.memories, filled.memories.edges)
+    q = SearchQuery("auth tokens for the API", limit=5)
+    assert ids(filled, q) == [h.memory.id for h in par.search(q).hits]
+    par.close()

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from sidecar.retrieval.tokenize import STOP_WORDS, query_terms, tokenize
+
+
+def test_lowercase_unicode_and_punctuation() -> None:
+    assert tokenize("Hello, WORLD! it's v2.0_beta") == ["hello", "world", "it", "s", "v2", "0",
+                                                       "beta"]
+    assert tokenize("Café FERMÉ") == ["café", "fermé"]
+    assert tokenize("Straße") == tokenize("STRASSE") == ["strasse"]
+    assert tokenize("ﬁle １２") == ["file", "12"]
+    assert tokenize("東京 の 天気") == ["東京", "の", "天気"]
+    assert tokenize("") == []
+
+
+def test_queries_drop_stop_words_documents_keep_them() -> None:
+    assert "the" in STOP_WORDS
+    assert tokenize("the car of the year") == ["the", "car", "of", "the", "year"]
+    assert query_terms("the car of the year") == ["car", "year"]
+    assert query_terms("What is the GPS? GPS!") == ["gps", "gps"]  # duplicates kept
+    assert query_terms("the of and") == []
