@@ -29,8 +29,16 @@ serve: install
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Every benchmark, one after the other (long: builds 100k-memory stores; caches in bench/.cache/).
 bench: install
-	$(PY) -m pytest bench -p no:cacheprovider --benchmark-only $(PYTEST_ARGS)
+	$(PY) -m pytest bench/test_config_bench.py bench/test_bench_vault.py \
+		bench/test_retrieval_bench.py -p no:cacheprovider --benchmark-only $(PYTEST_ARGS)
+	$(PY) -m bench.bench_foundation
+	$(PY) bench/bench_vector_index.py
+	$(PY) bench/longmemeval_quality.py
+	$(PY) bench/search_speed.py
+	$(PY) -m bench.replay_longmemeval
+	$(MAKE) bench-latency
 
 lint: install
 	$(VENV)/bin/ruff check sidecar kernels tests bench clients/python
