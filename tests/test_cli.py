@@ -123,3 +123,24 @@ def test_kill_mid_import_leaves_only_whole_batches(tmp_path: Path, proc_cleanup:
         "SELECT count(*), sum(length(embedding) != 384 * 4 OR content = '') FROM memories"
     ).fetchone()
     assert count > 0 and count % 256 == 0 and not bad
+
+
+def test_sigterm_lets_in_flight_import_finish(tmp_path: Path, proc_cleanup: list) -> None:
+    port = free_port()
+    proc = spawn(f"127.0.0.1:{port}", tmp_path)
+    proc_cleanup.append(proc)
+    channel = wait_serving(f"127.0.0.1:{port}", proc)
+    stub = store_pb2_grpc.MemoryStoreStub(channel)
+
+    def items() -> Iterator[s.UpsertMemoryRequest]:
+        for i in range(120):
+            if i == 20:
+                proc.send_signal(signal.SIGTERM)  # the stream is in flight
+            yield s.UpsertMemoryRequest(memory=m.Memory(
+                content=f"in-flight memory {i} about topic {i * 7}", type=7))
+
+    summary = stub.ImportMemories(items(), timeout=60)
+    assert (summary.stored, summary.rejected) == (120, 0)
+    assert proc.wait(timeout=30) == 0
+    conn = apsw.Connection(str(tmp_path / "memsidecar.sqlite3"))
+    assert conn.execute("SELECT count(*) FROM memories").fetchone() == (120,)
