@@ -37,12 +37,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message", "asctime", "taskName"}
+
+
+class FieldsFormatter(logging.Formatter):
+    """Appends a record's structured fields (``extra=``) as ``key=value`` pairs."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        fields = {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRS}
+        if fields:
+            text += " " + " ".join(f"{k}={v}" for k, v in fields.items())
+        return text
+
+
 def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(FieldsFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
 
 
 def serve(args: argparse.Namespace) -> int:
