@@ -57,13 +57,14 @@ class App:
         # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself.
         # [retrieval] is hot (bar its restart-only keys, which the store keeps at their
         # running value): the engine reads the current snapshot per search; retrieval= (tests)
-        # pins one instead. [retrieval.vector] sizes the index; vector_config= overrides it.
+        # pins one instead. [retrieval.vector] sizes the index; vector_config= pins that.
         live_settings = settings
         live = None if retrieval is not None else (lambda: live_settings.current.retrieval)
         retrieval = retrieval or settings.current.retrieval
         vectors = open_vector_index(config.data_dir, memories.memories,
                                     vector_config or retrieval.vector)
-        retriever = HybridRetriever(embedder, live or retrieval, vectors)
+        retriever = HybridRetriever(embedder, live or retrieval, vectors,
+                                    retune_vectors=vector_config is None)
         retriever.load(memories.memories, memories.edges, vectors_loaded=True)
         memories.listeners.add(retriever)
         # Installs the write gate on `memories`. [vault] is hot: read from the current config

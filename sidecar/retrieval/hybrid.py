@@ -53,9 +53,12 @@ US_PER_S = 1_000_000
 class HybridRetriever:
     def __init__(
         self, embedder: Embedder, config: ConfigSource | None = None,
-        vectors: VectorIndex | None = None,
+        vectors: VectorIndex | None = None, *, retune_vectors: bool = True,
     ) -> None:
+        """``retune_vectors``: pass a new config's ``vector`` hot knobs to ``vectors.retune``
+        (False: the vector index keeps the settings it was opened with)."""
         self.embedder = embedder
+        self._retune_vectors = retune_vectors
         fixed = config if isinstance(config, RetrievalConfig) else RetrievalConfig()
         self._source: Callable[[], RetrievalConfig] = (
             config if callable(config) else lambda: fixed)
@@ -72,7 +75,7 @@ class HybridRetriever:
         """The config in force now; a new one is applied to the indexes on first sight."""
         c = self._source()
         if c is not self._applied:
-            retune = getattr(self.vectors, "retune", None)
+            retune = getattr(self.vectors, "retune", None) if self._retune_vectors else None
             if retune is not None:
                 retune(c.vector)
             self._applied = c

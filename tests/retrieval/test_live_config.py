@@ -12,6 +12,7 @@ from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
+from sidecar.retrieval.vector_config import VectorConfig
 
 FILE = """\
 [retrieval.vector]
@@ -60,5 +61,23 @@ def test_pinned_retrieval_ignores_the_file(config: ServerConfig, embedder: Embed
     try:
         assert app.retrieval_now() is pinned
         assert app.retriever.config is pinned  # type: ignore[attr-defined]
+    finally:
+        app.close()
+
+
+def test_pinned_vector_config_is_not_retuned_by_the_file(
+        config: ServerConfig, embedder: Embedder, tmp_path: Path) -> None:
+    path = tmp_path / "memsidecar.toml"
+    path.write_text("[retrieval]\nrrf_k = 3\n")
+    settings = ConfigStore.open(path)
+    app = App.open(config, embedder=embedder, settings=settings,
+                   vector_config=VectorConfig(hnsw_ef_search=50, persist=False))
+    try:
+        path.write_text("[retrieval]\nrrf_k = 4\n[retrieval.vector]\nhnsw_ef_search = 300\n")
+        assert settings.reload()
+        app.memories.upsert(MemoryDraft("a note", MemoryType.FACT))
+        app.retriever.search(SearchQuery("note", limit=1))
+        assert app.retriever.config.rrf_k == 4  # type: ignore[attr-defined]
+        assert app.vectors is not None and app.vectors.config.hnsw_ef_search == 50
     finally:
         app.close()
