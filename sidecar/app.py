@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +32,13 @@ class App:
     injection_config: InjectionConfigSource
     settings: ConfigStore  # the live config file (hot reload, Settings RPCs)
     vault: Vault
-    retrieval: RetrievalConfig = RetrievalConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()  # as opened
     vectors: AdaptiveVectorIndex | None = None
+    live_retrieval: Callable[[], RetrievalConfig] | None = None  # the config file's, hot
+
+    def retrieval_now(self) -> RetrievalConfig:
+        """The retrieval config in force: the file's current [retrieval], or the pinned one."""
+        return self.live_retrieval() if self.live_retrieval is not None else self.retrieval
 
     @classmethod
     def open(
@@ -49,14 +55,20 @@ class App:
             embedder = Embedder(bundled_model_files(), threads=config.onnx_threads)
         memories = MemoryService(db, embedder, config.max_content_chars, config.embed_batch_size)
         # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself.
-        vectors = open_vector_index(config.data_dir, memories.memories, vector_config)
-        retrieval = retrieval or RetrievalConfig()
-        retriever = HybridRetriever(embedder, retrieval, vectors)
+        # [retrieval] is hot (bar its restart-only keys, which the store keeps at their
+        # running value): the engine reads the current snapshot per search; retrieval= (tests)
+        # pins one instead. [retrieval.vector] sizes the index; vector_config= pins that.
+        live_settings = settings
+        live = None if retrieval is not None else (lambda: live_settings.current.retrieval)
+        retrieval = retrieval or settings.current.retrieval
+        vectors = open_vector_index(config.data_dir, memories.memories,
+                                    vector_config or retrieval.vector)
+        retriever = HybridRetriever(embedder, live or retrieval, vectors,
+                                    retune_vectors=vector_config is None)
         retriever.load(memories.memories, memories.edges, vectors_loaded=True)
         memories.listeners.add(retriever)
         # Installs the write gate on `memories`. [vault] is hot: read from the current config
         # snapshot on every write; vault_config (tests) pins one instead.
-        live_settings = settings
         vault = Vault(memories, vault_config or (lambda: live_settings.current.vault))
         log.info(
             "app opened",
@@ -66,7 +78,7 @@ class App:
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             injection_config=settings, settings=settings, vault=vault, retrieval=retrieval,
-            vectors=vectors,
+            vectors=vectors, live_retrieval=live,
         )
 
     def warm_up(self) -> None:

@@ -62,7 +62,8 @@ class Server:
     def _register(self) -> None:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
             MemoryStoreServicer(
-                self.app.memories, self.app.retriever, self.app.retrieval.search_limit
+                self.app.memories, self.app.retriever,
+                lambda: self.app.retrieval_now().search_limit,
             ),
             self.grpc,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
@@ -19,11 +19,13 @@ from sidecar.service.memories import MemoryService
 class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def __init__(
         self, memories: MemoryService, retriever: Retriever | None = None,
-        default_search_limit: int = 20,
+        default_search_limit: int | Callable[[], int] = 20,
     ) -> None:
         self.memories = memories
         self.retriever = retriever
-        self.default_search_limit = default_search_limit
+        # A callable: read per Search ([retrieval] search_limit is hot).
+        self._search_limit = (default_search_limit if callable(default_search_limit)
+                              else lambda: default_search_limit)
 
     @grpc_errors
     def UpsertMemory(
@@ -109,7 +111,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def Search(
         self, request: store_pb2.SearchRequest, context: grpc.ServicerContext
     ) -> store_pb2.SearchResponse:
-        query = search_query_from_pb(request, self.default_search_limit)
+        query = search_query_from_pb(request, self._search_limit())
         if self.retriever is None:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "search is not configured")
         result = self.retriever.search(query)  # type: ignore[union-attr]

@@ -41,9 +41,7 @@ def render_effective(config: Config) -> str:
     lines: list[str] = []
     for section, path in all_sections():
         obj = config.defaults if section is INJECTION else getattr(config, section.name)
-        lines.append(f"[{path}]")
-        lines += _values(obj, set())
-        lines.append("")
+        lines += _table(path, obj)
     for agent in config.agents.values():
         status = "Override" if agent.overridden else "Using Default"
         lines.append(f"# agent {literal(agent.id)}: {status}")
@@ -53,9 +51,20 @@ def render_effective(config: Config) -> str:
     return "\n".join(lines)
 
 
+def _table(path: str, obj: Any) -> list[str]:
+    """``[path]`` with its keys, then each nested dataclass as its own ``[path.key]`` table."""
+    lines = [f"[{path}]", *_values(obj, set()), ""]
+    for f in fields(obj):
+        if is_dataclass(getattr(obj, f.name)):
+            lines += _table(f"{path}.{f.name}", getattr(obj, f.name))
+    return lines
+
+
 def _values(obj: Any, overridden: set[str]) -> list[str]:
     out = []
     for f in fields(obj):
+        if is_dataclass(getattr(obj, f.name)):
+            continue  # a sub-table (_table)
         mark = "  # override" if f.name in overridden else ""
         out.append(f"{f.name} = {literal(getattr(obj, f.name))}{mark}")
     return out

@@ -3,20 +3,24 @@
 File shape::
 
     [server]                      ServerConfig           (read at startup; restart to change)
-    [retrieval]                   RetrievalConfig        (hot)
+    [retrieval]                   RetrievalConfig        (hot, except its RESTART_KEYS)
+    [retrieval.relation_multipliers]  one key per relation label
+    [retrieval.vector]            VectorConfig           (the vector index)
     [vault]                       VaultConfig            (hot)
     [defaults.memory_injection]   MemoryInjectionConfig  (hot)
     [[agents]]                    id = "..."
     [agents.memory_injection]     only the keys given override the defaults (hot)
 
-To plug in a section's real dataclass: import it here instead of the placeholder (same class
-name: nothing else changes; another name: also change the annotation of ``Config``), and keep
-its rules in step, either in the ``*_RULES`` dict below or as field metadata on the dataclass
-(``field(default=..., metadata=knob("meaning", ge=0, le=1))``); registration rules win.
+To plug in a section's dataclass: import it here, register a ``Section`` and annotate it in
+``Config``, and keep its rules in step, either in the ``*_RULES`` dict below or as field
+metadata on the dataclass (``field(default=..., metadata=knob("meaning", ge=0, le=1))``, from
+``sidecar.knobs``); registration rules win.
 ``tests/config/test_schema.py`` fails on a field without a documented rule, a number without
 a range, or a rule naming no field. Nested dataclass fields become sub-tables
 (``[retrieval.vector]``). A ``validate()`` method on the dataclass, if any, runs after the
 values are filled in; its InvalidArgument becomes a load error naming ``<section>.<key>``.
+A hot section may still name ``restart_keys`` (dotted, e.g. ``vector.hnsw_m``): a reload keeps
+their running value and logs that a restart applies them, as a whole non-hot section does.
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.config.injection import MemoryInjectionConfig
-from sidecar.config.placeholders import RetrievalConfig
 from sidecar.config.rules import Rule, unit
 from sidecar.config.server import ServerConfig
+from sidecar.retrieval.config import RESTART_KEYS, RetrievalConfig
 from sidecar.vault.config import VaultConfig
 
 # A cross-field check: the section's object -> [(key, problem)].
@@ -44,6 +48,7 @@ class Section:
     rules: Mapping[str, Rule] = field(default_factory=dict)  # override field metadata
     checks: tuple[Check, ...] = ()
     hot: bool = True  # False: changes on reload are logged and wait for a restart
+    restart_keys: tuple[str, ...] = ()  # of a hot section: these alone wait for a restart
 
 
 SERVER_RULES: dict[str, Rule] = {
@@ -57,18 +62,6 @@ SERVER_RULES: dict[str, Rule] = {
     "embed_batch_size": Rule("Texts per onnxruntime call when embedding imports.",
                              ge=1, le=4096),
     "onnx_threads": Rule("onnxruntime intra-op threads.", ge=1, le=256),
-}
-
-RETRIEVAL_RULES: dict[str, Rule] = {
-    "rrf_k": Rule("Reciprocal-rank-fusion constant k in 1/(k + rank).", ge=1, le=10_000),
-    "importance_boost": unit("alpha: weight of a memory's importance added to its fused score."),
-    "recency_boost": unit("beta: weight of the recency decay added to the fused score."),
-    "recency_half_life_days": Rule("Age (days) at which the recency decay has halved.",
-                                   ge=0.001, le=36_500),
-    "graph_seed_threshold": unit("Least importance of a memory used as a graph-traversal seed."),
-    "graph_seed_limit": Rule("Most graph seeds per search.", ge=1, le=10_000),
-    "max_graph_depth": Rule("Edges followed from a seed (0 = no graph expansion).", ge=0, le=10),
-    "ef_search": Rule("HNSW ef at query time (recall vs latency).", ge=1, le=10_000),
 }
 
 VAULT_RULES: dict[str, Rule] = {
@@ -137,8 +130,9 @@ def pinned_budget(config: MemoryInjectionConfig) -> list[tuple[str, str]]:
 SECTIONS: tuple[Section, ...] = (
     Section("server", ServerConfig, "Listening, data, limits. Read at startup only.",
             rules=SERVER_RULES, hot=False),
-    Section("retrieval", RetrievalConfig, "Hybrid search: fusion, boosts, graph, HNSW.",
-            rules=RETRIEVAL_RULES),
+    # Rules are the dataclass's field metadata (sidecar/retrieval/config.py, vector_config.py).
+    Section("retrieval", RetrievalConfig, "Hybrid search: fusion, boosts, graph, vector index.",
+            restart_keys=RESTART_KEYS),
     Section("vault", VaultConfig, "Write gate, snapshot, hygiene suggestions.",
             rules=VAULT_RULES),
 )

@@ -201,6 +201,10 @@ class ConfigStore:
                 if self._text is not None and _file_section(self._text, section.name) != \
                         _file_section(text, section.name):
                     log.warning("[%s] changed in the file; restart to apply it", section.name)
+            elif section.restart_keys:
+                kept[section.name] = _keep_running(
+                    section.name, section.restart_keys, getattr(old, section.name),
+                    getattr(config, section.name))
         self._text, self._good, self._bad = text, _digest(text), None
         self._swap(replace(config, **kept))
 
@@ -211,6 +215,30 @@ class ConfigStore:
 
 def _digest(text: str | None) -> str:
     return MISSING if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _keep_running(name: str, keys: tuple[str, ...], running: Any, loaded: Any) -> Any:
+    """``loaded`` with the running value of every restart-only key (dotted paths)."""
+    for key in keys:
+        was, now = _get(running, key), _get(loaded, key)
+        if was != now:
+            log.warning("[%s] %s changed in the file (%r -> %r); restart to apply it",
+                        name, key, was, now)
+            loaded = _set(loaded, key, was)
+    return loaded
+
+
+def _get(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _set(obj: Any, dotted: str, value: Any) -> Any:
+    head, _, rest = dotted.partition(".")
+    if rest:
+        value = _set(getattr(obj, head), rest, value)
+    return replace(obj, **{head: value})
 
 
 def _file_section(text: str, name: str) -> Any:

@@ -1,53 +1,101 @@
 """Every retrieval knob in one frozen dataclass, defaults in one place.
 
-The config loader maps these onto the TOML ``[retrieval]`` section key by key (same names).
+This is the TOML ``[retrieval]`` section itself (``sidecar/config/schema.py`` registers it):
+each field's meaning and range is its ``knob`` metadata, from which the loader validates and
+the README table is generated. Nested dataclasses are sub-tables:
+``[retrieval.relation_multipliers]`` (one key per relation label) and ``[retrieval.vector]``
+(``VectorConfig``, the vector index).
+
+Hot or restart-only: the engine reads the current snapshot on every search, so every knob is
+hot except ``RESTART_KEYS`` (they size or build an index at start); a reload that changes one of
+those logs a warning and the running value stays until a restart.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
+from sidecar.knobs import knob
 from sidecar.records import Relation
+from sidecar.retrieval.vector_config import VectorConfig
 
-# Graph expansion: a neighbour scores importance x edge weight x this multiplier.
-DEFAULT_RELATION_MULTIPLIERS: tuple[tuple[Relation, float], ...] = (
-    (Relation.UPDATES, 1.5),
-    (Relation.CAUSED_BY, 1.3),
-    (Relation.RESULT_OF, 1.3),
-    (Relation.RELATED_TO, 1.0),
-    (Relation.PART_OF, 0.8),
-    (Relation.CONTRADICTS, 0.5),
-)
+RESTART = " Restart to apply."
+WEIGHT_MAX = 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class RelationMultipliers:
+    """Graph expansion: a neighbour scores importance x edge weight x its relation's multiplier.
+
+    TOML: ``[retrieval.relation_multipliers]`` with relation labels as keys, e.g.
+    ``updates = 2.0``; relations not given keep their default.
+    """
+
+    updates: float = field(default=1.5, metadata=knob(
+        "Multiplier of an UPDATES edge in graph expansion.", ge=0.0, le=WEIGHT_MAX))
+    caused_by: float = field(default=1.3, metadata=knob(
+        "Multiplier of a CAUSED_BY edge.", ge=0.0, le=WEIGHT_MAX))
+    result_of: float = field(default=1.3, metadata=knob(
+        "Multiplier of a RESULT_OF edge.", ge=0.0, le=WEIGHT_MAX))
+    related_to: float = field(default=1.0, metadata=knob(
+        "Multiplier of a RELATED_TO edge.", ge=0.0, le=WEIGHT_MAX))
+    part_of: float = field(default=0.8, metadata=knob(
+        "Multiplier of a PART_OF edge.", ge=0.0, le=WEIGHT_MAX))
+    contradicts: float = field(default=0.5, metadata=knob(
+        "Multiplier of a CONTRADICTS edge.", ge=0.0, le=WEIGHT_MAX))
+
+    def as_dict(self) -> dict[Relation, float]:
+        return {Relation[f.name.upper()]: getattr(self, f.name) for f in fields(self)}
+
+
+DEFAULT_RELATION_MULTIPLIERS = RelationMultipliers()
 
 
 @dataclass(frozen=True, slots=True)
 class RetrievalConfig:
-    # Candidates each source (vector, lexical, graph) contributes before fusion.
-    search_limit: int = 20
+    search_limit: int = field(default=20, metadata=knob(
+        "Candidates each source (vector, lexical, graph) contributes before fusion, when a "
+        "Search leaves search_limit at 0 (then max(this, limit)).", ge=1, le=1000))
     # Reciprocal rank fusion: sum of weight / (rrf_k + rank) over the sources. Chosen on the
     # tune half of LongMemEval (README "Search / retrieval"): plain k=60 equal-weight RRF tied
     # BM25 alone; a sharper k and more weight on the lexical list beat both sources.
-    rrf_k: float = 10.0
-    vector_weight: float = 1.0
-    lexical_weight: float = 1.5
-    graph_weight: float = 1.0
+    rrf_k: float = field(default=10.0, metadata=knob(
+        "Reciprocal-rank-fusion constant k in weight / (k + rank).", ge=0.1, le=10_000))
+    vector_weight: float = field(default=1.0, metadata=knob(
+        "RRF weight of the vector (cosine) list.", ge=0.0, le=WEIGHT_MAX))
+    lexical_weight: float = field(default=1.5, metadata=knob(
+        "RRF weight of the lexical (BM25) list.", ge=0.0, le=WEIGHT_MAX))
+    graph_weight: float = field(default=1.0, metadata=knob(
+        "RRF weight of the graph-expansion list.", ge=0.0, le=WEIGHT_MAX))
     # Tie-break boost: + alpha * importance + beta * 0.5 ** (age / half-life).
-    alpha: float = 0.005
-    beta: float = 0.005
-    recency_half_life_days: float = 30.0
-    # Graph expansion seeds: candidates at or above this importance, at most this many.
-    graph_seed_threshold: float = 0.8
-    graph_seed_limit: int = 20
-    max_graph_depth: int = 2
-    relation_multipliers: tuple[tuple[Relation, float], ...] = DEFAULT_RELATION_MULTIPLIERS
-    # BM25 Okapi (rank-bm25 semantics).
-    bm25_k1: float = 1.5
-    bm25_b: float = 0.5  # conversational turns: less length normalisation (tune half)
-    bm25_epsilon: float = 0.25
-    # Run the vector and lexical searches on two threads (both release the GIL) once this many
-    # memories are live; 0 = always. Below it the thread hand-off costs more than it saves
-    # (bench/search_speed.py: slower at 10k, faster at 100k on 2 cores).
-    parallel_min_memories: int = 50_000
+    alpha: float = field(default=0.005, metadata=knob(
+        "Importance boost: + alpha x importance on the fused score.", ge=0.0, le=1.0))
+    beta: float = field(default=0.005, metadata=knob(
+        "Recency boost: + beta x 0.5 ** (age / half-life) on the fused score.", ge=0.0, le=1.0))
+    recency_half_life_days: float = field(default=30.0, metadata=knob(
+        "Age (days) at which the recency boost has halved.", ge=0.001, le=36_500))
+    graph_seed_threshold: float = field(default=0.8, metadata=knob(
+        "Least importance of a vector/lexical candidate used as a graph seed.", ge=0.0, le=1.0))
+    graph_seed_limit: int = field(default=20, metadata=knob(
+        "Most graph seeds per search (0 = no graph expansion).", ge=0, le=10_000))
+    max_graph_depth: int = field(default=2, metadata=knob(
+        "Edges followed from a seed (0 = no graph expansion).", ge=0, le=10))
+    relation_multipliers: RelationMultipliers = field(
+        default_factory=RelationMultipliers)
+    # BM25 Okapi (rank-bm25 semantics); the index is built with them at start.
+    bm25_k1: float = field(default=1.5, metadata=knob(
+        "BM25 term-frequency saturation k1." + RESTART, ge=0.01, le=10.0))
+    bm25_b: float = field(default=0.5, metadata=knob(
+        "BM25 length normalisation b (0.5: conversational turns)." + RESTART, ge=0.0, le=1.0))
+    bm25_epsilon: float = field(default=0.25, metadata=knob(
+        "BM25 floor of a negative idf, as a fraction of the mean idf." + RESTART,
+        ge=0.0, le=10.0))
+    # Below it the thread hand-off costs more than it saves (bench/search_speed.py: slower at
+    # 10k, faster at 100k on 2 cores).
+    parallel_min_memories: int = field(default=50_000, metadata=knob(
+        "Run the vector and lexical searches on two threads once this many memories are "
+        "live (0 = always).", ge=0, le=1_000_000_000))
+    vector: VectorConfig = field(default_factory=VectorConfig)
 
     def __post_init__(self) -> None:
         positive = ("search_limit", "rrf_k", "recency_half_life_days", "bm25_k1")
@@ -63,11 +111,23 @@ class RetrievalConfig:
         for name in ("graph_seed_threshold", "bm25_b"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"retrieval.{name} must be in [0, 1] (got {getattr(self, name)})")
+        for relation, value in self.multipliers.items():
+            if value < 0:
+                raise ValueError(f"retrieval.relation_multipliers.{relation.name.lower()} "
+                                 f"must be >= 0 (got {value})")
 
     @property
     def multipliers(self) -> dict[Relation, float]:
-        return dict(self.relation_multipliers)
+        return self.relation_multipliers.as_dict()
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:
         return tuple(f.name for f in fields(cls))
+
+
+# Knobs the running engine cannot change cheaply: they build the BM25 index or the hnsw graph,
+# or pick the index file. A reload keeps their running value and logs "restart to apply".
+RESTART_KEYS: tuple[str, ...] = (
+    "bm25_k1", "bm25_b", "bm25_epsilon",
+    "vector.exact_threshold", "vector.hnsw_m", "vector.hnsw_ef_construction", "vector.persist",
+)

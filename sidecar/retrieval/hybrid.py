@@ -16,13 +16,17 @@ Pipeline of one query (each stage timed in ``SearchResult.timings_us``):
 
 Modes: VECTOR and LEXICAL run only their source (fusion then only adds the boost); HYBRID
 runs all three.
+
+Config: a fixed ``RetrievalConfig`` or a callable returning the current one (the App passes the
+config file's live ``[retrieval]``). Each search reads it once, so fusion, boost, graph and
+``vector`` hot knobs apply from the next search; BM25 parameters are fixed at construction.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -42,23 +46,40 @@ from sidecar.store.memories import MemoryRepo
 log = logging.getLogger(__name__)
 
 _NONE = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+ConfigSource = RetrievalConfig | Callable[[], RetrievalConfig]
 US_PER_S = 1_000_000
 
 
 class HybridRetriever:
     def __init__(
-        self, embedder: Embedder, config: RetrievalConfig | None = None,
-        vectors: VectorIndex | None = None,
+        self, embedder: Embedder, config: ConfigSource | None = None,
+        vectors: VectorIndex | None = None, *, retune_vectors: bool = True,
     ) -> None:
+        """``retune_vectors``: pass a new config's ``vector`` hot knobs to ``vectors.retune``
+        (False: the vector index keeps the settings it was opened with)."""
         self.embedder = embedder
-        self.config = config or RetrievalConfig()
-        c = self.config
+        self._retune_vectors = retune_vectors
+        fixed = config if isinstance(config, RetrievalConfig) else RetrievalConfig()
+        self._source: Callable[[], RetrievalConfig] = (
+            config if callable(config) else lambda: fixed)
+        c = self._source()
         self.live = LiveMemories()
         self.vectors: VectorIndex = vectors if vectors is not None else DenseVectors()
         self.lexical = BM25Index(c.bm25_k1, c.bm25_b, c.bm25_epsilon)
         self.graph = EdgeGraph()
-        self._multipliers = c.multipliers
+        self._applied = c
         self._pool = ThreadPoolExecutor(1, "retrieval")
+
+    @property
+    def config(self) -> RetrievalConfig:
+        """The config in force now; a new one is applied to the indexes on first sight."""
+        c = self._source()
+        if c is not self._applied:
+            retune = getattr(self.vectors, "retune", None) if self._retune_vectors else None
+            if retune is not None:
+                retune(c.vector)
+            self._applied = c
+        return c
 
     def load(self, memories: MemoryRepo, edges: EdgeRepo, *, vectors_loaded: bool = False) -> None:
         """Fill every index from the store (at start). ``vectors_loaded``: the vector index was
@@ -106,18 +127,19 @@ class HybridRetriever:
 
     def search(self, query: SearchQuery) -> SearchResult:
         clock = _Clock()
+        c = self.config  # one snapshot for the whole query
         vector = query.embedding
         if vector is None:
             vector = self.embedder.embed_one(query.text)
         clock.lap("embed")
         accept = self.live.accept(query.agent_id, query.types)
         k = query.search_limit
-        vec, lex = self._sources(query, vector, accept, k, clock)
+        vec, lex = self._sources(c, query, vector, accept, k, clock)
         graph = _NONE
         if query.mode is Mode.HYBRID:
-            graph = self._expand(vec[0], lex[0], k, query)
+            graph = self._expand(c, vec[0], lex[0], k, query)
         clock.lap("graph")
-        labels, scores, ranks = self._fuse((vec[0], lex[0], graph[0]), query.limit)
+        labels, scores, ranks = self._fuse(c, (vec[0], lex[0], graph[0]), query.limit)
         clock.lap("fusion")
         cosines = self.vectors.cosine(vector, labels)
         clock.lap("cosine")
@@ -136,12 +158,12 @@ class HybridRetriever:
         return SearchResult(hits=hits, query_embedding=vector, timings_us=timings)
 
     def _sources(
-        self, query: SearchQuery, vector: np.ndarray, accept: Accept | None, k: int,
-        clock: _Clock,
+        self, c: RetrievalConfig, query: SearchQuery, vector: np.ndarray,
+        accept: Accept | None, k: int, clock: _Clock,
     ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         want_vec = query.mode in (Mode.HYBRID, Mode.VECTOR)
         want_lex = query.mode in (Mode.HYBRID, Mode.LEXICAL)
-        parallel = len(self.live) >= self.config.parallel_min_memories
+        parallel = len(self.live) >= c.parallel_min_memories
         if want_vec and want_lex and parallel:
             future = self._pool.submit(_timed, self.vectors.search, vector, k, accept)
             lex = self.lexical.search(query.text, k, accept)
@@ -159,9 +181,8 @@ class HybridRetriever:
         return vec, lex
 
     def _expand(
-        self, vec: np.ndarray, lex: np.ndarray, k: int, query: SearchQuery
+        self, c: RetrievalConfig, vec: np.ndarray, lex: np.ndarray, k: int, query: SearchQuery
     ) -> tuple[np.ndarray, np.ndarray]:
-        c = self.config
         if c.graph_seed_limit == 0 or c.max_graph_depth == 0 or not len(self.graph):
             return _NONE
         best: dict[int, int] = {}
@@ -174,13 +195,12 @@ class HybridRetriever:
         if not seeds:
             return _NONE
         accept = self.live.filter(query.agent_id, query.types)
-        return self.graph.expand(seeds, self.live, accept, self._multipliers,
+        return self.graph.expand(seeds, self.live, accept, c.multipliers,
                                  c.max_graph_depth, k)
 
     def _fuse(
-        self, lists: tuple[np.ndarray, np.ndarray, np.ndarray], limit: int
+        self, c: RetrievalConfig, lists: tuple[np.ndarray, np.ndarray, np.ndarray], limit: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        c = self.config
         labels = np.unique(np.concatenate(lists))
         ranks = np.zeros((len(labels), 3), np.int32)
         for source, found in enumerate(lists):

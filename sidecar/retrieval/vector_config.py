@@ -1,29 +1,33 @@
-"""Settings of the vector index (TOML ``[retrieval]``, or ``[retrieval.vector]`` when nested)."""
+"""Settings of the vector index: the TOML ``[retrieval.vector]`` table."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
 
-from sidecar.config.rules import RULE_KEY, Rule, knob
 from sidecar.errors import InvalidArgument
+from sidecar.knobs import RULE_KEY, Rule, knob
 
 
 @dataclass(frozen=True, slots=True)
 class VectorConfig:
-    """Vector index settings (TOML ``[retrieval]``, or ``[retrieval.vector]`` when nested).
+    """Vector index settings (TOML ``[retrieval.vector]``, nested in ``RetrievalConfig``).
 
     Ranges are field metadata (``knob``) for the config loader; ``validate()`` checks them
     too and runs when an index is created. Defaults measured by bench/bench_vector_index.py.
+    Keys saying "Restart to apply" are kept at their running value by a reload; the others
+    reach the running index on the next search (``AdaptiveVectorIndex.retune``).
     """
 
     exact_threshold: int = field(default=5_000, metadata=knob(
         "Below this many live memories vector search is exact numpy (as fast there, and "
-        "exact); at or above it hnswlib answers.", ge=0, le=1_000_000_000))
+        "exact); at or above it hnswlib answers. Restart to apply.", ge=0, le=1_000_000_000))
     hnsw_m: int = field(default=16, metadata=knob(
-        "hnswlib graph degree M; a change rebuilds the saved index.", ge=2, le=128))
+        "hnswlib graph degree M; a change rebuilds the saved index. Restart to apply.",
+        ge=2, le=128))
     hnsw_ef_construction: int = field(default=200, metadata=knob(
-        "hnswlib build beam; a change rebuilds the saved index.", ge=8, le=4096))
+        "hnswlib build beam; a change rebuilds the saved index. Restart to apply.",
+        ge=8, le=4096))
     hnsw_ef_search: int = field(default=96, metadata=knob(
         "hnswlib search beam (at least k is used); recall@50 0.99 at 10k-100k.", ge=8, le=4096))
     hnsw_build_threads: int = field(default=0, metadata=knob(
@@ -37,7 +41,8 @@ class VectorConfig:
     save_min_interval_s: float = field(default=60.0, metadata=knob(
         "... and at least this many seconds after the previous save.", ge=0.0, le=86_400.0))
     persist: bool = field(default=True, metadata=knob(
-        "Keep the hnsw index on disk beside the database (DATA_DIR/vectors.hnsw)."))
+        "Keep the hnsw index on disk beside the database (DATA_DIR/vectors.hnsw). Restart to "
+        "apply."))
 
     def validate(self) -> None:
         """Raise InvalidArgument naming the first key outside its range."""

@@ -25,6 +25,7 @@ import logging
 import math
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,9 @@ __all__ = ["AdaptiveVectorIndex", "VectorConfig", "build_hnsw", "open_vector_ind
 
 log = logging.getLogger(__name__)
 
+# VectorConfig keys a running index takes on retune(); the rest need a restart.
+HOT_KEYS = ("hnsw_ef_search", "hnsw_build_threads", "filter_exact_fraction",
+            "save_every_changes", "save_min_interval_s")
 _BUILD_CHUNK = 4096
 _FILTER_SAMPLE = 256
 
@@ -210,6 +214,20 @@ class AdaptiveVectorIndex:
             "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
         return ""
 
+    def retune(self, config: VectorConfig) -> None:
+        """Take the hot knobs of ``config`` (search beam, filter fraction, save cadence, build
+        threads) at once; the others (``RESTART_KEYS`` of the retrieval config) keep their
+        running value: they shape the index already built or its file."""
+        cfg = replace(self.config, **{name: getattr(config, name) for name in HOT_KEYS})
+        if cfg == self.config:
+            return
+        cfg.validate()
+        self.config = cfg
+        hnsw = self._hnsw
+        if hnsw is not None and hnsw.ef_search != cfg.hnsw_ef_search:
+            hnsw.set_ef(cfg.hnsw_ef_search)
+        log.info("vector index retuned", extra={"ef_search": cfg.hnsw_ef_search})
+
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait for a running build; True when the hnsw index is in use."""
         builder = self._builder
@@ -296,6 +314,8 @@ class AdaptiveVectorIndex:
                     else:
                         hnsw.add(rows, vectors)
                 self._journal = None
+                if hnsw.ef_search != self.config.hnsw_ef_search:  # retuned during the build
+                    hnsw.set_ef(self.config.hnsw_ef_search)
                 self._hnsw = hnsw
         except Exception:
             self._build_failed = True

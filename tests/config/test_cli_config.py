@@ -11,7 +11,15 @@ from memsidecar.v1 import settings_pb2, settings_pb2_grpc
 
 from tests.test_cli import ROOT, free_port, wait_serving
 
-GOOD = """[defaults.memory_injection]
+GOOD = """[retrieval]
+rrf_k = 25
+max_graph_depth = 1
+[retrieval.relation_multipliers]
+updates = 2.0
+[retrieval.vector]
+hnsw_ef_search = 128
+
+[defaults.memory_injection]
 search_limit = 12
 
 [[agents]]
@@ -38,7 +46,23 @@ def test_check_valid_file_prints_effective_config_per_agent(tmp_path: Path) -> N
     assert '# agent "assistant": Override' in out
     assert 'pinned_types = ["todo", "goal"]  # override' in out
     assert "ambient_enabled = true  # override" in out
-    assert "[retrieval]\nrrf_k = 60" in out and "[vault]" in out
+    assert "[retrieval]\nsearch_limit = 20\nrrf_k = 25.0\n" in out and "[vault]" in out
+    assert "max_graph_depth = 1\n" in out and "bm25_b = 0.5\n" in out
+    assert "[retrieval.relation_multipliers]\nupdates = 2.0\ncaused_by = 1.3\n" in out
+    assert "[retrieval.vector]\nexact_threshold = 5000\n" in out
+    assert "hnsw_ef_search = 128\n" in out
+
+
+def test_check_names_an_invalid_retrieval_key(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[retrieval.vector]\nhnsw_ef_serch = 64\n"
+                    "[retrieval.relation_multipliers]\nupdates = -1\n")
+    done = run("config", "check", str(path))
+    assert done.returncode == 2
+    assert 'retrieval.vector.hnsw_ef_serch: unknown key; did you mean "hnsw_ef_search"?' \
+        in done.stderr
+    assert "retrieval.relation_multipliers.updates = -1: out of range, allowed 0..100" \
+        in done.stderr
 
 
 def test_check_invalid_file_exits_2_naming_the_key(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sidecar.config import ConfigError, MemoryInjectionConfig, load_text
-from sidecar.config.placeholders import RetrievalConfig
 from sidecar.records import MemoryType
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.vault import VaultConfig
 
 FILE = """
@@ -46,7 +46,8 @@ def test_precedence_builtin_then_defaults_then_agent() -> None:
     config = load_text(FILE)
     assert config.server.listen == "127.0.0.1:6000"
     assert config.retrieval.rrf_k == 30
-    assert config.retrieval.ef_search == RetrievalConfig().ef_search
+    assert config.retrieval.lexical_weight == RetrievalConfig().lexical_weight
+    assert config.retrieval.vector == RetrievalConfig().vector
     assert config.vault.noise_phrases == ("heartbeat",)
     defaults = config.defaults
     assert (defaults.search_limit, defaults.pinned_limit) == (12, 2)
@@ -116,8 +117,22 @@ ERRORS = [
      ["allowed 1..10000"]),
     ("[defaults.memory_injection]\nmax_tokens = -1\n", "defaults.memory_injection.max_tokens",
      ["allowed 0..10000000"]),
-    ("[retrieval]\nrrf_k = 0\n", "retrieval.rrf_k", ["allowed 1..10000"]),
-    ("[retrieval]\ngraph_seed_limit = 0\n", "retrieval.graph_seed_limit", ["allowed 1..10000"]),
+    ("[retrieval]\nrrf_k = 0\n", "retrieval.rrf_k", ["allowed 0.1..10000"]),
+    ("[retrieval]\ngraph_seed_limit = -1\n", "retrieval.graph_seed_limit", ["allowed 0..10000"]),
+    ("[retrieval]\nlexical_weight = \"high\"\n", "retrieval.lexical_weight",
+     ["must be a number, got a string"]),
+    ("[retrieval]\nimportance_boost = 0.1\n", "retrieval.importance_boost",
+     ["unknown key", "alpha"]),
+    ("[retrieval]\nrelation_multipliers = [[\"updates\", 2.0]]\n",
+     "retrieval.relation_multipliers", ["must be a table"]),
+    ("[retrieval.relation_multipliers]\nupdate = 2.0\n", "retrieval.relation_multipliers.update",
+     ['did you mean "updates"']),
+    ("[retrieval.relation_multipliers]\ncontradicts = 101\n",
+     "retrieval.relation_multipliers.contradicts", ["allowed 0..100"]),
+    ("[retrieval.vector]\nhnsw_m = 1\n", "retrieval.vector.hnsw_m", ["allowed 2..128"]),
+    ("[retrieval.vector]\nef_search = 64\n", "retrieval.vector.ef_search",
+     ['did you mean "hnsw_ef_search"']),
+    ("[retrieval]\nef_search = 64\n", "retrieval.ef_search", ["unknown key"]),
     ("[server]\nmax_workers = 0\n", "server.max_workers", ["allowed 1..1024"]),
     ('[defaults.memory_injection]\npinned_sort = "newest"\n',
      "defaults.memory_injection.pinned_sort", ['"newest"', '"recent" | "importance"']),
