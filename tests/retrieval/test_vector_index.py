@@ -136,7 +136,8 @@ def test_concurrent_searches_while_writing_and_building() -> None:
             while not stop.is_set():
                 for q in queries:
                     got, scores = index.search(q, 10, lambda ls: ls % 3 != 0)
-                    assert np.all(got % 3 != 0) and len(set(got.tolist())) == len(got)
+                    assert np.all(got % 3 != 0) and np.all(got > 0)
+                    assert len(set(got.tolist())) == len(got)
                     assert np.all(np.diff(scores) <= 1e-6)
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
