@@ -130,3 +130,51 @@ def test_memory_turned_private_during_a_search_is_not_returned_to_another_agent(
     hits = engine.search(typed).hits
     assert hits and all(h.memory.type is MemoryType.FACT for h in hits)
     engine.close()
+
+
+def test_searches_racing_ownership_changes_never_see_another_agents_memory() -> None:
+    rng = np.random.default_rng(8)
+    engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
+                             config=RetrievalConfig(parallel_min_memories=0))
+    shared = [memory(s, rng) for s in range(1, 201)]
+    embeddings = unit(len(shared), rng)
+    engine.memories_stored(shared, embeddings)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer() -> None:  # memories move between shared and agent "b", or are forgotten
+        wrng = np.random.default_rng(9)
+        try:
+            for step in range(400):
+                i = int(wrng.integers(0, len(shared)))
+                owner = "b" if step % 2 == 0 else ""
+                moved = replace(shared[i], agent_id=owner, version=step + 2)
+                engine.memories_stored([moved], embeddings[i : i + 1])
+                if step % 7 == 0:
+                    engine.memories_forgotten([moved])
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+        finally:
+            stop.set()
+
+    def reader(seed: int) -> None:
+        rrng = np.random.default_rng(seed)
+        try:
+            while not stop.is_set():
+                mode = (Mode.VECTOR, Mode.LEXICAL, Mode.HYBRID)[int(rrng.integers(0, 3))]
+                q = SearchQuery(" ".join(rrng.choice(WORDS, size=3)), agent_id="a", limit=30,
+                                search_limit=30, mode=mode, embedding=unit(1, rrng)[0])
+                hits = engine.search(q).hits
+                assert all(h.memory.visible_to("a") and not h.memory.forgotten for h in hits)
+                assert len({h.memory.id for h in hits}) == len(hits)
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer)] + [
+        threading.Thread(target=reader, args=(s,)) for s in (10, 11)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    engine.close()
+    assert not errors, errors[0]
