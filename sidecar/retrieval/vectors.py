@@ -98,7 +98,7 @@ class DenseVectors:
             with self._lock:
                 version, used = self._version, self._used
                 matrix, labels = self._matrix[:used], self._labels[:used]
-            slots, scores, found = _top_k(matrix @ q, labels.copy(), k, accept)
+            slots, scores, found = _top_k(matrix @ q, labels, k, accept)
             with self._lock:
                 if not np.any(self._written[slots] > version):
                     return found, scores
@@ -141,17 +141,20 @@ def _top_k(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(slots, scores float32, labels) of the k best accepted live slots, descending.
 
-    ``labels`` must not change while this runs (a copy): ``accept`` sees exactly the labels
-    returned. ``accept`` is only given live labels.
+    ``labels`` may be a view that writers change meanwhile (the caller then validates the
+    slots): the live labels are copied once, ``accept`` sees that copy and the labels
+    returned come from it. ``accept`` is only given live labels.
     """
     live = np.flatnonzero(labels >= 0)
-    candidates = live if accept is None else live[np.asarray(accept(labels[live]), dtype=bool)]
-    k = min(k, len(candidates))
+    live_labels = labels[live]
+    if accept is not None:
+        keep = np.flatnonzero(np.asarray(accept(live_labels), dtype=bool))
+        live, live_labels = live[keep], live_labels[keep]
+    k = min(k, len(live))
     if k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), np.zeros(
             0, dtype=np.int64)
-    cand_scores = scores[candidates]
+    cand_scores = scores[live]
     top = np.argpartition(-cand_scores, k - 1)[:k]
     top = top[np.argsort(-cand_scores[top], kind="stable")]
-    slots = candidates[top]
-    return slots, cand_scores[top].astype(np.float32), labels[slots]
+    return live[top], cand_scores[top].astype(np.float32), live_labels[top]
