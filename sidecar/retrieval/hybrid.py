@@ -146,7 +146,7 @@ class HybridRetriever:
         hits = []
         for i, label in enumerate(labels.tolist()):
             memory = self.live.get(label)
-            if memory is None:  # forgotten while this query ran
+            if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
                 continue
             hits.append(Hit(memory, float(scores[i]), float(cosines[i]),
                             int(ranks[i, 0]), int(ranks[i, 1]), int(ranks[i, 2])))
@@ -226,6 +226,13 @@ def _recheck(
         return found
     keep = accept(found[0])
     return found[0][keep], found[1][keep]
+
+
+def _in_scope(memory: Memory, query: SearchQuery) -> bool:
+    """The last word on scope, on the record actually returned: the filters above read the
+    mirror columns earlier, and an upsert may since have changed the memory's agent or type
+    (or, with no private memory in the store then, the query ran unfiltered)."""
+    return memory.visible_to(query.agent_id) and (not query.types or memory.type in query.types)
 
 
 def _timed(

@@ -36,17 +36,19 @@ class LiveMemories:
         with self._lock:
             self._grow(max(m.seq for m in memories) + 1 if memories else 0)
             for m in memories:
-                self._by_seq[m.seq] = m
-                self._seq_of[m.id] = m.seq
-                self.alive[m.seq] = True
-                self.type[m.seq] = int(m.type)
-                self.owner[m.seq] = self._agents.setdefault(m.agent_id, len(self._agents))
+                # Filters read these columns without the lock: owner and type are set before
+                # alive, so a new private memory is never seen as alive and shared.
                 if m.agent_id:
                     self._private.add(m.seq)
-                else:
-                    self._private.discard(m.seq)
+                self.type[m.seq] = int(m.type)
+                self.owner[m.seq] = self._agents.setdefault(m.agent_id, len(self._agents))
                 self.importance[m.seq] = m.importance
                 self.updated_at[m.seq] = m.updated_at
+                self.alive[m.seq] = True
+                self._by_seq[m.seq] = m
+                self._seq_of[m.id] = m.seq
+                if not m.agent_id:
+                    self._private.discard(m.seq)
 
     def drop(self, memories: Iterable[Memory]) -> list[int]:
         """Remove memories; returns the seqs that were live."""

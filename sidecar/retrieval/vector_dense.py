@@ -23,17 +23,22 @@ class BulkDenseVectors(DenseVectors):
             super().add(labels, vectors)
             return
         start, end = self._used, self._used + len(labels)
-        matrix, slot_labels = self._matrix, self._labels
+        matrix, slot_labels, written = self._matrix, self._labels, self._written
         if end > len(slot_labels):  # grow by doubling, outside the lock
             size = max(end, 2 * len(slot_labels))
             matrix = np.zeros((size, self.dim), dtype=np.float32)
             matrix[:start] = self._matrix[:start]
             slot_labels = np.full(size, -1, dtype=np.int64)
             slot_labels[:start] = self._labels[:start]
+            written = np.zeros(size, dtype=np.int64)
+            written[:start] = self._written[:start]
+        # Slots [start, end) are beyond every reader's snapshot until _used moves below.
         matrix[start:end] = vectors
         slot_labels[start:end] = labels
         with self._lock:
-            self._matrix, self._labels = matrix, slot_labels
+            self._version += 1
+            written[start:end] = self._version
+            self._matrix, self._labels, self._written = matrix, slot_labels, written
             self._slot.update(zip(labels.tolist(), range(start, end), strict=True))
             self._used = end
 
@@ -46,7 +51,9 @@ class BulkDenseVectors(DenseVectors):
             matrix[: self._used] = self._matrix[: self._used]
             labels = np.full(capacity, -1, dtype=np.int64)
             labels[: self._used] = self._labels[: self._used]
-            self._matrix, self._labels = matrix, labels
+            written = np.zeros(capacity, dtype=np.int64)
+            written[: self._used] = self._written[: self._used]
+            self._matrix, self._labels, self._written = matrix, labels, written
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
         with self._lock:

@@ -46,6 +46,9 @@ HOT_KEYS = ("hnsw_ef_search", "hnsw_build_threads", "filter_exact_fraction",
             "save_every_changes", "save_min_interval_s")
 _BUILD_CHUNK = 4096
 _FILTER_SAMPLE = 256
+# Journal replay: rounds outside the write lock until at most this many entries remain.
+_HAND_OVER_TAIL = 32
+_CATCH_UP_ROUNDS = 8
 
 
 class AdaptiveVectorIndex:
@@ -307,12 +310,9 @@ class AdaptiveVectorIndex:
                 self._journal = None
                 log.info("vector index build stopped", extra={"live": len(labels)})
                 return
+            self._catch_up(hnsw)
             with self._write:
-                for rows, vectors in self._journal or []:
-                    if vectors is None:
-                        hnsw.remove(rows)
-                    else:
-                        hnsw.add(rows, vectors)
+                _replay(hnsw, self._journal or [])
                 self._journal = None
                 if hnsw.ef_search != self.config.hnsw_ef_search:  # retuned during the build
                     hnsw.set_ef(self.config.hnsw_ef_search)
@@ -327,6 +327,28 @@ class AdaptiveVectorIndex:
             "elapsed_s": round(time.perf_counter() - begin, 2)})
         if not self._stop.is_set():
             self._save_quietly()
+
+
+    def _catch_up(self, hnsw: HnswVectors) -> None:
+        """Replay the journal into the (still private) new index without the write lock,
+        round after round while writers keep journalling, so that the hand-over replays only
+        a short tail with writes blocked (a long build under a stream of writes would
+        otherwise stall every write for the whole replay)."""
+        for _ in range(_CATCH_UP_ROUNDS):
+            with self._write:
+                pending = self._journal or []
+                if len(pending) <= _HAND_OVER_TAIL:
+                    return
+                self._journal = []
+            _replay(hnsw, pending)
+
+
+def _replay(hnsw: HnswVectors, journal: list[tuple[np.ndarray, np.ndarray | None]]) -> None:
+    for rows, vectors in journal:
+        if vectors is None:
+            hnsw.remove(rows)
+        else:
+            hnsw.add(rows, vectors)
 
 
 def build_hnsw(

@@ -15,6 +15,8 @@ import numpy as np
 
 # Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
 Accept = Callable[[np.ndarray], np.ndarray]
+# Lock-free scoring attempts before a search scores under the lock (see DenseVectors.search).
+_OPTIMISTIC_TRIES = 3
 
 
 class VectorIndex(Protocol):
@@ -52,6 +54,11 @@ class DenseVectors:
         self._slot: dict[int, int] = {}
         self._free: list[int] = []
         self._used = 0  # slots [0, _used) have been handed out
+        # Optimistic reads: every write batch bumps _version and stamps the slots it wrote
+        # (label or row) with it. A search scores views of the arrays without the lock, then
+        # keeps its answer only if no returned slot was written after its snapshot.
+        self._version = 0
+        self._written = np.zeros(capacity, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -59,39 +66,48 @@ class DenseVectors:
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         with self._lock:
+            self._version += 1
             for label, vector in zip(labels.tolist(), vectors, strict=True):
                 slot = self._slot.get(label)
                 if slot is None:
                     slot = self._take_slot()
                     self._slot[label] = slot
                     self._labels[slot] = label
+                self._written[slot] = self._version
                 self._matrix[slot] = vector
 
     def remove(self, labels: np.ndarray) -> None:
         with self._lock:
+            self._version += 1
             for label in labels.tolist():
                 slot = self._slot.pop(label, None)
                 if slot is not None:
+                    self._written[slot] = self._version
                     self._labels[slot] = -1
                     self._free.append(slot)
 
     def search(
         self, query: np.ndarray, k: int, accept: Accept | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        with self._lock:
-            matrix, labels = self._matrix[: self._used], self._labels[: self._used]
-        scores = matrix @ np.asarray(query, dtype=np.float32)
-        mask = labels >= 0
-        if accept is not None:
-            mask &= accept(labels)
-        candidates = np.flatnonzero(mask)
-        k = min(k, len(candidates))
-        if k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        cand_scores = scores[candidates]
-        top = np.argpartition(-cand_scores, k - 1)[:k]
-        top = top[np.argsort(-cand_scores[top], kind="stable")]
-        return labels[candidates[top]].copy(), cand_scores[top].astype(np.float32)
+        """Exact top-k. Scores views of the arrays outside the lock; a writer may reuse a
+        slot meanwhile, so the answer is kept only if none of its slots was written since
+        the snapshot (else retried, finally scored under the lock). Returned labels passed
+        ``accept`` and their scores are the cosines of their rows."""
+        q = np.asarray(query, dtype=np.float32)
+        for _ in range(_OPTIMISTIC_TRIES):
+            with self._lock:
+                version, used = self._version, self._used
+                matrix, labels = self._matrix[:used], self._labels[:used]
+            slots, scores, found = _top_k(matrix @ q, labels, k, accept)
+            with self._lock:
+                if not np.any(self._written[slots] > version):
+                    return found, scores
+        with self._lock:  # writes keep hitting the answer: score a consistent snapshot
+            used = self._used
+            labels = self._labels[:used].copy()
+            all_scores = self._matrix[:used] @ q
+        _, scores, found = _top_k(all_scores, labels, k, accept)
+        return found, scores
 
     def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
         out = np.full(len(labels), np.nan, dtype=np.float32)
@@ -115,5 +131,30 @@ class DenseVectors:
             grow = max(1024, len(self._labels))
             self._matrix = np.vstack([self._matrix, np.zeros((grow, self.dim), np.float32)])
             self._labels = np.concatenate([self._labels, np.full(grow, -1, np.int64)])
+            self._written = np.concatenate([self._written, np.zeros(grow, np.int64)])
         self._used += 1
         return self._used - 1
+
+
+def _top_k(
+    scores: np.ndarray, labels: np.ndarray, k: int, accept: Accept | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(slots, scores float32, labels) of the k best accepted live slots, descending.
+
+    ``labels`` may be a view that writers change meanwhile (the caller then validates the
+    slots): the live labels are copied once, ``accept`` sees that copy and the labels
+    returned come from it. ``accept`` is only given live labels.
+    """
+    live = np.flatnonzero(labels >= 0)
+    live_labels = labels[live]
+    if accept is not None:
+        keep = np.flatnonzero(np.asarray(accept(live_labels), dtype=bool))
+        live, live_labels = live[keep], live_labels[keep]
+    k = min(k, len(live))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), np.zeros(
+            0, dtype=np.int64)
+    cand_scores = scores[live]
+    top = np.argpartition(-cand_scores, k - 1)[:k]
+    top = top[np.argsort(-cand_scores[top], kind="stable")]
+    return live[top], cand_scores[top].astype(np.float32), live_labels[top]

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sidecar.retrieval import vectors
+from sidecar.retrieval.vector_dense import BulkDenseVectors
 from sidecar.retrieval.vectors import DenseVectors
 
 
@@ -39,3 +41,69 @@ def test_k_larger_than_live_count_is_clamped() -> None:
     assert sorted(got.tolist()) == [1, 2]
     empty = DenseVectors(dim=8)
     assert len(empty.search(unit(1, 8, 4)[0], 5)[0]) == 0
+
+
+def _reuse_slot_inside_accept(index: DenseVectors, victim: int, intruder: int,
+                              vector: np.ndarray) -> object:
+    """A filter accepting even labels that, on its first call (after the search took its
+    snapshot, before it reads the answer), forgets ``victim`` and adds the odd ``intruder``,
+    which takes the victim's freed slot: the interleaving that leaked rejected labels."""
+    calls: list[int] = []
+
+    def accept(labels: np.ndarray) -> np.ndarray:
+        mask = labels % 2 == 0
+        if not calls:
+            index.remove(np.array([victim]))
+            index.add(np.array([intruder]), vector[None, :])
+        calls.append(len(labels))
+        return mask
+
+    return accept
+
+
+def test_slot_reused_during_a_search_never_leaks_a_rejected_label() -> None:
+    vecs = unit(200, 16, 5)
+    q = vecs[0]
+    for bulk in (False, True):
+        index = BulkDenseVectors(16) if bulk else DenseVectors(16)
+        labels = np.arange(2, 402, 2, dtype=np.int64)  # even: all accepted
+        index.add(labels, vecs)
+        victim = int(labels[0])  # the best match of q
+        got, scores = index.search(q, 5, _reuse_slot_inside_accept(index, victim, 7, q))
+        assert 7 not in got.tolist() and victim not in got.tolist()
+        assert np.all(got % 2 == 0) and np.all(got > 0) and len(got) == 5
+        np.testing.assert_allclose(scores, index.cosine(q, got), atol=1e-6)
+
+
+def test_scores_belong_to_the_returned_labels_when_a_slot_is_reused() -> None:
+    vecs = unit(100, 16, 6)
+    q = vecs[0]
+    index = DenseVectors(16)
+    labels = np.arange(2, 202, 2, dtype=np.int64)
+    index.add(labels, vecs)
+    # The even newcomer 1000 takes the slot of the best match (label 2) with a vector far
+    # from q: a stale answer would return 1000 with label 2's score (1.0).
+    got, scores = index.search(q, 3, _reuse_slot_inside_accept(index, 2, 1000, -q))
+    assert 2 not in got.tolist()
+    np.testing.assert_allclose(scores, index.cosine(q, got), atol=1e-6)
+    assert np.all(np.diff(scores) <= 1e-6)
+
+
+def test_search_under_constant_writes_falls_back_to_a_locked_snapshot() -> None:
+    vecs = unit(100, 16, 7)
+    index = DenseVectors(16)
+    labels = np.arange(2, 202, 2, dtype=np.int64)
+    index.add(labels, vecs)
+    calls: list[int] = []
+
+    def accept(found: np.ndarray) -> np.ndarray:
+        calls.append(len(found))
+        index.add(labels[:1], vecs[:1])  # rewrites the best match's slot every time
+        return found % 4 == 2
+
+    got, scores = index.search(vecs[0], 4, accept)
+    assert len(calls) == vectors._OPTIMISTIC_TRIES + 1  # optimistic tries, then locked
+    want = labels[labels % 4 == 2]
+    order = np.argsort(-(vecs[labels % 4 == 2] @ vecs[0]), kind="stable")[:4]
+    assert got.tolist() == want[order].tolist()
+    np.testing.assert_allclose(scores, index.cosine(vecs[0], got), atol=1e-6)
