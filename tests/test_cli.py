@@ -49,6 +49,16 @@ def wait_serving(target: str, proc: subprocess.Popen[bytes], timeout: float = 60
     raise TimeoutError(f"sidecar at {target} never became SERVING")
 
 
+def start_proc(
+    data_dir: Path, cleanup: list[subprocess.Popen[bytes]]
+) -> tuple[subprocess.Popen[bytes], grpc.Channel]:
+    """A `python -m sidecar serve` process on a free port, SERVING, and a channel to it."""
+    port = free_port()
+    proc = spawn(f"127.0.0.1:{port}", data_dir)
+    cleanup.append(proc)
+    return proc, wait_serving(f"127.0.0.1:{port}", proc)
+
+
 @pytest.fixture
 def proc_cleanup() -> Iterator[list[subprocess.Popen[bytes]]]:
     procs: list[subprocess.Popen[bytes]] = []
@@ -60,10 +70,7 @@ def proc_cleanup() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def test_serve_then_sigterm_closes_cleanly(tmp_path: Path, proc_cleanup: list) -> None:
-    port = free_port()
-    proc = spawn(f"127.0.0.1:{port}", tmp_path)
-    proc_cleanup.append(proc)
-    channel = wait_serving(f"127.0.0.1:{port}", proc)
+    proc, channel = start_proc(tmp_path, proc_cleanup)
     stub = store_pb2_grpc.MemoryStoreStub(channel)
     kept = m.Memory(content="kept", type=m.MEMORY_TYPE_FACT)
     stub.UpsertMemory(s.UpsertMemoryRequest(memory=kept))
@@ -101,10 +108,7 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_kill_mid_import_leaves_only_whole_batches(tmp_path: Path, proc_cleanup: list) -> None:
-    port = free_port()
-    proc = spawn(f"127.0.0.1:{port}", tmp_path)
-    proc_cleanup.append(proc)
-    channel = wait_serving(f"127.0.0.1:{port}", proc)
+    proc, channel = start_proc(tmp_path, proc_cleanup)
     stub = store_pb2_grpc.MemoryStoreStub(channel)
 
     def items() -> Iterator[s.UpsertMemoryRequest]:
@@ -126,10 +130,7 @@ def test_kill_mid_import_leaves_only_whole_batches(tmp_path: Path, proc_cleanup:
 
 
 def test_sigterm_lets_in_flight_import_finish(tmp_path: Path, proc_cleanup: list) -> None:
-    port = free_port()
-    proc = spawn(f"127.0.0.1:{port}", tmp_path)
-    proc_cleanup.append(proc)
-    channel = wait_serving(f"127.0.0.1:{port}", proc)
+    proc, channel = start_proc(tmp_path, proc_cleanup)
     stub = store_pb2_grpc.MemoryStoreStub(channel)
 
     def items() -> Iterator[s.UpsertMemoryRequest]:
