@@ -74,7 +74,10 @@ def serve(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     server.start()
     log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir)
-    stop.wait()
+    # A signal may be delivered to one of gRPC's threads; the main thread only runs the
+    # Python handler when it wakes, so wait in short slices rather than forever.
+    while not stop.wait(0.2):
+        pass
     log.info("shutting down")
     server.stop()
     return 0
