@@ -99,13 +99,16 @@ class Injector:
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
             stats.stages_us["dedup"] = _us(t)
             t = time.perf_counter_ns()
-            lines = [_line(c) for c in deduped.kept]
+            # Cleaned once: the block line and the item carry the same content (ids are
+            # unique after dedup).
+            contents = {c.memory.id: blocks.clean(c.memory.content) for c in deduped.kept}
+            lines = [_line(c, contents[c.memory.id]) for c in deduped.kept]
             budgeted = apply_budget(deduped.kept, lines, config.max_total, config.max_tokens,
                                     self.embedder.count_tokens)
             stats.dropped_by_budget = budgeted.dropped
             stats.stages_us["budget"] = _us(t)
             t = time.perf_counter_ns()
-            items = [_item(c, line) for c, line in budgeted.selected]
+            items = [_item(c, contents[c.memory.id]) for c, _ in budgeted.selected]
             block = blocks.render(
                 [line for c, line in budgeted.selected if c.section is Section.PINNED],
                 [line for c, line in budgeted.selected if c.section is Section.CONTEXTUAL],
@@ -169,15 +172,13 @@ class Injector:
         )
 
 
-def _line(candidate: Candidate) -> str:
-    content = blocks.clean(candidate.memory.content)
+def _line(candidate: Candidate, content: str) -> str:
     if candidate.is_update:
         content = "(updated) " + content
     return blocks.line_for(candidate.memory.type, content)
 
 
-def _item(candidate: Candidate, line: str) -> InjectedItem:
-    content = blocks.clean(candidate.memory.content)
+def _item(candidate: Candidate, content: str) -> InjectedItem:
     return InjectedItem(memory=candidate.memory, section=candidate.section, content=content,
                         score=candidate.score, cosine=candidate.cosine,
                         is_update=candidate.is_update)
