@@ -55,23 +55,27 @@ class ChannelState:
         return self.buffer[turn - turns <= depth]
 
     def record(self, memory_ids: list[str], versions: list[int], embeddings: np.ndarray,
-               turn: int, now_us: int, depth: int) -> None:
-        """Add injected memories; drop entries older than ``depth`` turns or beyond the bound."""
+               turn: int, now_us: int, depth: int) -> bool:
+        """Add injected memories; drop entries older than ``depth`` turns or beyond the bound.
+
+        Returns whether anything was dropped (SQLite holds the same rows, so it needs the
+        same prune only then)."""
         for memory_id, version in zip(memory_ids, versions, strict=True):
             self.injected[memory_id] = Injected(turn=turn, version=version, at_us=now_us)
         if memory_ids:
             self.buffer = np.vstack([self.buffer, embeddings.astype(np.float32, copy=False)])
             self.buffer_ids.extend(memory_ids)
             self.buffer_turns.extend([turn] * len(memory_ids))
-        self._prune(turn, depth)
+        return self._prune(turn, depth)
 
-    def _prune(self, turn: int, depth: int) -> None:
-        for memory_id in [m for m, seen in self.injected.items() if turn - seen.turn > depth]:
+    def _prune(self, turn: int, depth: int) -> bool:
+        old = [m for m, seen in self.injected.items() if turn - seen.turn > depth]
+        for memory_id in old:
             del self.injected[memory_id]
         stale = [i for i, t in enumerate(self.buffer_turns) if turn - t > depth]
         overflow = max(0, len(self.buffer_turns) - len(stale) - BUFFER_MAX)
         if not stale and not overflow:
-            return
+            return bool(old)
         drop = set(stale)
         fresh = [i for i in range(len(self.buffer_turns)) if i not in drop]
         drop.update(fresh[:overflow])  # oldest first
@@ -79,6 +83,7 @@ class ChannelState:
         self.buffer = self.buffer[keep]
         self.buffer_ids = [self.buffer_ids[i] for i in keep]
         self.buffer_turns = [self.buffer_turns[i] for i in keep]
+        return True
 
 
 class ChannelStates:
@@ -128,13 +133,17 @@ class ChannelStates:
 
     def commit(self, state: ChannelState, memory_ids: list[str], versions: list[int],
                embeddings: np.ndarray, now_us: int, depth: int) -> None:
-        """Record what survived the budget at ``state.turn``, in memory and in SQLite."""
-        state.record(memory_ids, versions, embeddings, state.turn, now_us, depth)
+        """Record what survived the budget at ``state.turn``, in memory and in SQLite.
+
+        SQLite mirrors the in-memory rows (loaded from it, changed only here), so its prune
+        runs only when the in-memory one dropped something: most turns skip three DELETEs."""
+        pruned = state.record(memory_ids, versions, embeddings, state.turn, now_us, depth)
         rows = [InjectedRow(m, state.turn, v, now_us) for m, v in zip(memory_ids, versions,
                                                                        strict=True)]
         buffer = [BufferRow(m, state.turn, embeddings[i]) for i, m in enumerate(memory_ids)]
         self.repo.save(state.channel_id, state.turn, rows, buffer,
-                       prune_before=state.turn - depth, buffer_max=BUFFER_MAX)
+                       prune_before=state.turn - depth if pruned else None,
+                       buffer_max=BUFFER_MAX)
 
     def reset(self, channel_id: str) -> bool:
         with self._lock:

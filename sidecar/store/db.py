@@ -18,6 +18,64 @@ log = logging.getLogger(__name__)
 
 Row = tuple[Any, ...]
 
+# A commit that leaves at least this many pages in the WAL wakes the checkpointer thread.
+# (SQLite's own auto-checkpoint, same threshold, runs inside the commit that crosses it:
+# 20-60 ms at 100k memories, charged to whichever call it was, e.g. an Inject.)
+CHECKPOINT_PAGES = 1000
+# If writes outrun the thread and the WAL reaches this, the committing call checkpoints itself
+# (as SQLite would), so the WAL stays bounded under sustained writes.
+CHECKPOINT_INLINE_PAGES = 8 * CHECKPOINT_PAGES
+
+
+class _Checkpointer:
+    """PASSIVE WAL checkpoints on a connection and thread of their own, off the calls' path.
+
+    PASSIVE never blocks the writer or readers of the main connection (WAL allows both
+    during a checkpoint); apsw releases the GIL while SQLite works.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._wanted = threading.Event()
+        self._guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self.behind = False  # the WAL reached CHECKPOINT_INLINE_PAGES
+
+    def wal_hook(self, _conn: apsw.Connection, _name: str, pages: int) -> int:
+        if pages >= CHECKPOINT_PAGES:
+            with self._guard:
+                if self._thread is None and not self._stopped:
+                    self._thread = threading.Thread(
+                        target=self._run, name="sqlite-checkpoint", daemon=True)
+                    self._thread.start()
+            self._wanted.set()
+        self.behind = pages >= CHECKPOINT_INLINE_PAGES
+        return int(apsw.SQLITE_OK)
+
+    def _run(self) -> None:
+        conn = apsw.Connection(str(self.path))
+        try:
+            while True:
+                self._wanted.wait()
+                self._wanted.clear()
+                if self._stopped:
+                    return
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except apsw.Error as err:
+                    log.warning("wal checkpoint failed", extra={"error": str(err)})
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        with self._guard:
+            self._stopped = True
+            thread = self._thread
+        self._wanted.set()
+        if thread is not None:
+            thread.join()
+
 
 class Database:
     """A serialised apsw connection. Every public method holds the lock for its duration."""
@@ -36,7 +94,10 @@ class Database:
             "PRAGMA temp_store=MEMORY",
         ):
             self._conn.execute(pragma).fetchall()
+        self._checkpointer = _Checkpointer(self.path)
         self._migrate()
+        # A WAL hook replaces SQLite's auto-checkpoint: checkpoints move to a thread.
+        self._conn.set_wal_hook(self._checkpointer.wal_hook)
 
     @property
     def schema_version(self) -> int:
@@ -62,6 +123,9 @@ class Database:
             self._check_open()
             with self._conn:
                 yield
+            if self._checkpointer.behind and not self._conn.in_transaction:
+                self._checkpointer.behind = False
+                self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
         with self._lock:
@@ -92,6 +156,7 @@ class Database:
             if self._closed:
                 return
             self._closed = True
+            self._checkpointer.stop()
             try:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             finally:
