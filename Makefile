@@ -26,7 +26,7 @@ proto: install
 serve: install
 	$(VENV)/bin/memsidecar serve $(ARGS)
 
-test: install
+test: install lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Every benchmark, one after the other (long: builds 100k-memory stores; caches in bench/.cache/).
