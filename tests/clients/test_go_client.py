@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.clients.probe import require, unimplemented
 from tests.conftest import Running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +21,6 @@ STORE_CHECKS = [
     "UpsertMemory blank content is INVALID_ARGUMENT naming the field",
     "GetMemory unknown id is NOT_FOUND", "ForgetMemory is a soft, idempotent delete",
 ]
-INJECTION_RPCS = ("Inject", "PruneHistory", "RenderTranscript", "ResetChannel")
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +28,7 @@ def go_client() -> Path:
     """`make go-client` (a no-op when build/go-client is newer than its sources)."""
     done = subprocess.run(["make", "-s", "go-client"], cwd=ROOT, capture_output=True, text=True,
                           timeout=900)
-    if done.returncode != 0 and CANNOT_INSTALL in done.stderr:
+    if done.returncode != 0 and CANNOT_INSTALL in done.stderr and not os.environ.get("CI"):
         pytest.skip(f"Go toolchain cannot be installed here: {done.stderr.strip()[-400:]}")
     assert done.returncode == 0, f"make go-client failed:\n{done.stdout}\n{done.stderr}"
     return BINARY
@@ -47,15 +46,12 @@ def test_go_example_store_checks(go_client: Path, running: Running) -> None:
     assert not [line for line in lines if line.startswith("FAIL")]
     for check in STORE_CHECKS:
         assert f"ok      {check}" in lines
-    pending = unimplemented(running, "Search", *INJECTION_RPCS)
-    for rpc in pending:
-        assert f"PENDING {rpc}: server returned UNIMPLEMENTED" in lines
-    assert lines[-1].endswith(f"0 failed, {len(pending)} pending")
-    assert code == (3 if pending else 0)
+    assert not [line for line in lines if line.startswith("PENDING")]
+    assert lines[-1].endswith("0 failed, 0 pending")
+    assert code == 0
 
 
 def test_go_example_channel_turns(go_client: Path, running: Running) -> None:
-    require(running, *INJECTION_RPCS)
     code, lines = run(go_client, running)
     assert not [line for line in lines if line.startswith("FAIL")]
     for n in (1, 2):
@@ -67,13 +63,11 @@ def test_go_example_channel_turns(go_client: Path, running: Running) -> None:
 
 
 def test_go_example_exits_zero_when_everything_is_served(go_client: Path, running: Running) -> None:
-    require(running, "Search", *INJECTION_RPCS)
     code, lines = run(go_client, running)
     assert code == 0, "\n".join(lines)
 
 
 def test_go_bench_mode_reports_percentiles(go_client: Path, running: Running) -> None:
-    require(running, "Inject")
     code, lines = run(go_client, running, "-bench", "20")
     assert code == 0
     stats = dict(part.split("=") for part in lines[-2].split()[2:])

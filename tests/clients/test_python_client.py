@@ -26,7 +26,6 @@ from sidecar.api.server import create_server
 from sidecar.app import App
 from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
-from tests.clients.probe import require
 from tests.conftest import Running
 
 FAST = RetryPolicy(max_attempts=4, initial_backoff_s=0.01, max_backoff_s=0.05)
@@ -147,7 +146,6 @@ def test_read_retried_while_the_sidecar_comes_up(config: ServerConfig,
 
 
 def test_prune_history_drops_oldest_blocks(running: Running) -> None:
-    require(running, "PruneHistory")
     history = [("system", "sys"), ("user", f"{BLOCK_PREFIX}\none"), ("user", "q1"),
                ("assistant", "a1"), ("user", f"{BLOCK_PREFIX}\ntwo"), ("user", "q2"),
                ("user", f"{BLOCK_PREFIX}\nthree"), ("user", "q3")]
@@ -159,7 +157,6 @@ def test_prune_history_drops_oldest_blocks(running: Running) -> None:
 
 
 def test_render_transcript_leaves_blocks_out(running: Running) -> None:
-    require(running, "RenderTranscript")
     history = [message("user", f"{BLOCK_PREFIX}\n[Fact] secret-ish"), message("user", "q1"),
                message("assistant", "a1"), message("assistant", f"{BLOCK_PREFIX} quoted")]
     with Client(running.target) as client:
@@ -171,7 +168,6 @@ def test_render_transcript_leaves_blocks_out(running: Running) -> None:
 
 def test_channel_turn_loop(running: Running) -> None:
     """The seed's channel turn: prune, inject, append the block, and a final render."""
-    require(running, "Inject", "PruneHistory", "RenderTranscript")
     with Client(running.target) as client:
         db = client.upsert("We chose PostgreSQL 16 for the billing database.", "decision").memory
         deploy = client.upsert("Deploys go to the Kubernetes cluster every Friday.", "fact").memory
@@ -191,7 +187,6 @@ def test_channel_turn_loop(running: Running) -> None:
 
 
 def test_get_config_returns_effective_values(running: Running) -> None:
-    require(running, "GetConfig")
     with Client(running.target) as client:
         reply = client.get_config("py-agent")
     assert reply.agent_id == "py-agent" and reply.memory_injection.HasField("enabled")

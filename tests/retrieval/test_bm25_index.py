@@ -91,8 +91,11 @@ def test_background_merge_keeps_results_exact() -> None:
 def test_forgotten_and_replaced_text_disappear_at_once() -> None:
     index = BM25Index(background_merge=False)
     index.add([1, 2, 3], ["alpha beta", "beta gamma", "gamma delta"])
+    assert index.search("alpha", 10)[0].tolist() == [1]
+    assert sorted(index.search("beta", 10)[0].tolist()) == [1, 2]
     index.remove([1])
-    assert 1 not in index.search("alpha", 10)[0].tolist()
+    assert index.search("alpha", 10)[0].tolist() == []
+    assert index.search("beta", 10)[0].tolist() == [2]
     index.add([2], ["zeta only"])
     assert index.search("beta", 10)[0].tolist() == []
     assert index.search("zeta", 10)[0].tolist() == [2]

@@ -47,7 +47,9 @@ def test_scope_depth_limit_and_seed_exclusion(world: tuple[LiveMemories, EdgeGra
     bob = graph.expand([1], live, live.filter("bob"), MULT, max_depth=1, limit=10)[0].tolist()
     assert 5 in bob and 4 not in bob  # bob sees his memory; depth 1 stops before m4
     both = graph.expand([1, 2], live, live.filter(""), MULT, max_depth=2, limit=10)[0].tolist()
-    assert 1 not in both and 2 not in both and 5 not in both
+    assert sorted(both) == [3, 4, 6]  # seeds 1 and 2 are not returned; bob's 5 is hidden
+    bobs = graph.expand([1, 2], live, live.filter("bob"), MULT, max_depth=2, limit=10)[0]
+    assert sorted(bobs.tolist()) == [3, 4, 5, 6]
     assert graph.expand([1], live, live.filter(""), MULT, max_depth=2, limit=1)[0].tolist() == [3]
 
 
