@@ -68,7 +68,7 @@ def _rows(x: np.ndarray, name: str) -> np.ndarray:
 
 def buffer_max(candidates: np.ndarray, buffer: np.ndarray) -> np.ndarray:
     """For each candidate row, its highest cosine with any buffer row (-inf if the buffer is
-    empty). Same result as ``kernels.cosine.max_cosine``, laid out for speed."""
+    empty)."""
     candidates, buffer = _rows(candidates, "candidates"), _rows(buffer, "buffer")
     if candidates.shape[1] != buffer.shape[1] and buffer.shape[0] and candidates.shape[0]:
         raise ValueError(

@@ -19,7 +19,6 @@ def register(name: str) -> Callable[[Callable[[], object]], Callable[[], object]
 def warm_up_all() -> dict[str, float]:
     """Run every registered warm-up; returns seconds spent per kernel."""
     import kernels.bm25  # noqa: F401
-    import kernels.cosine  # noqa: F401  (registers its warm-up)
     import kernels.dedup  # noqa: F401
     import kernels.rrf  # noqa: F401
 

@@ -1,9 +1,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -84,16 +81,3 @@ def test_shape_errors() -> None:
         greedy_unique(np.zeros(4, np.float32), np.ones(4, bool), 0.5)
     with pytest.raises(ValueError):
         greedy_unique(np.zeros((3, 4), np.float32), np.ones(2, bool), 0.5)
-
-
-def test_kernels_as_plain_python() -> None:
-    """NUMBA_DISABLE_JIT=1: the same tests exercise the kernel bodies as Python (coverage)."""
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "tests/kernels/test_dedup_kernel.py", "tests/kernels/test_cosine.py",
-         "-k", "not plain_python"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
