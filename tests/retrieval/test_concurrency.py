@@ -31,6 +31,17 @@ def unit(n: int, rng: np.random.Generator) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
+def run_together(writer: Callable[[], None], reader: Callable[[int], None],
+                 seeds: tuple[int, ...]) -> None:
+    """One writer thread and a reader thread per seed, started together and joined."""
+    threads = [threading.Thread(target=writer)] + [
+        threading.Thread(target=reader, args=(seed,)) for seed in seeds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+
+
 def test_searches_racing_writes() -> None:
     rng = np.random.default_rng(0)
     engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
@@ -70,12 +81,7 @@ def test_searches_racing_writes() -> None:
         except BaseException as err:  # noqa: BLE001
             errors.append(err)
 
-    threads = [threading.Thread(target=writer)] + [
-        threading.Thread(target=reader, args=(s,)) for s in (2, 3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    run_together(writer, reader, (2, 3))
     engine.close()
     assert not errors, errors[0]
     assert len(engine.live) == 300 + 1500 - 300
@@ -170,11 +176,6 @@ def test_searches_racing_ownership_changes_never_see_another_agents_memory() -> 
         except BaseException as err:  # noqa: BLE001
             errors.append(err)
 
-    threads = [threading.Thread(target=writer)] + [
-        threading.Thread(target=reader, args=(s,)) for s in (10, 11)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    run_together(writer, reader, (10, 11))
     engine.close()
     assert not errors, errors[0]
