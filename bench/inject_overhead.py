@@ -2,8 +2,9 @@
 
 Serves the cached padded store of the replay benchmark (``bench/.cache/replay_store_<size>``,
 built by ``bench.replay_longmemeval``) through ``App``, and calls ``Injector.inject`` for the
-user turns of the first replay questions (a fresh channel per pass), with an embedder whose
-``embed_one`` returns the precomputed vector. Prints total and per-stage p50 / p90 in ms.
+user turns of the first replay questions (a fresh channel per pass), with an embedder (the
+injector's and the retriever's) whose ``embed_one`` returns the precomputed vector. Prints
+total and per-stage p50 / p90 in ms.
 
 Run:  .venv/bin/python -m bench.inject_overhead --size 100000 [--passes 2] [--turns 400]
 """
@@ -67,6 +68,7 @@ def main() -> None:
                 shutil.copy2(item, Path(tmp) / item.name)
         app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp), embedder=embedder)
         try:
+            app.retriever.embedder = fake  # type: ignore[assignment]
             injector = Injector.create(app.db, fake, app.retriever,  # type: ignore[arg-type]
                                        app.injection_config)
             for n in range(args.passes):

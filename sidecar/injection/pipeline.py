@@ -76,25 +76,22 @@ class Injector:
         config = self.config.injection_for(request.agent_id)
         state = self.states.get(request.channel_id)
         stats = InjectStats()
-        query = None
-        if config.enabled:
-            t = time.perf_counter_ns()
-            query = self.embedder.embed_one(request.text)
-            stats.stages_us["embed"] = _us(t)
         with state.lock:
             state.turn = request.turn or state.turn + 1
             turn = state.turn
-            if query is None:
+            if not config.enabled:
                 self.states.save_turn(state)
                 return self._skip(request, start, "disabled", turn, stats)
             t = time.perf_counter_ns()
-            pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever, query,
-                                 self.snapshot)
-            stats.stages_us["pinned"] = _us(t)
+            pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
+                                   self.embedder.embed_one)
+            contextual, stats.below_min_score = pool.candidates, pool.below_min_score
+            stats.stages_us["embed"] = pool.embed_us
+            stats.stages_us["search"] = max(0, _us(t) - pool.embed_us)
             t = time.perf_counter_ns()
-            contextual, stats.below_min_score, _ = contextual_pool(
-                config, request.agent_id, request.text, query, self.retriever)
-            stats.stages_us["search"] = _us(t)
+            pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever,
+                                 pool.query, self.snapshot)
+            stats.stages_us["pinned"] = _us(t)
             candidates = pinned + contextual
             stats.candidates = len(candidates)
             t = time.perf_counter_ns()

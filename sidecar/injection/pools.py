@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,18 +57,28 @@ def _pinned(memory: Memory, retriever: Retriever, repo: MemoryRepo,
                      cosine=float(embedding @ query), embedding=embedding)
 
 
-def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str, query: np.ndarray,
-                    retriever: Retriever) -> tuple[list[Candidate], int, dict[str, int]]:
+@dataclass(slots=True)
+class ContextualPool:
+    candidates: list[Candidate]  # in fused-score order
+    below_min_score: int  # hits under the cosine floor
+    query: np.ndarray  # the text's embedding (computed by the search)
+    embed_us: int  # of which the embedding
+
+
+def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
+                    retriever: Retriever, embed: Callable[[str], np.ndarray]) -> ContextualPool:
     """Search hits whose cosine to the text is at least ``contextual_min_score``.
 
-    Returns the candidates (in fused-score order), how many fell below the floor, and the
-    retriever's stage timings.
+    The search embeds the text itself (overlapping its lexical half with the model);
+    ``embed`` is used only when the contextual pool is off (``search_limit = 0``).
     """
     if config.search_limit <= 0:
-        return [], 0, {}
+        start = time.perf_counter_ns()
+        query = embed(text)
+        return ContextualPool([], 0, query, (time.perf_counter_ns() - start) // 1000)
     result = retriever.search(SearchQuery(
         text=text, agent_id=agent_id, limit=config.search_limit,
-        search_limit=config.search_limit, embedding=query,
+        search_limit=config.search_limit,
     ))
     pool: list[Candidate] = []
     below = 0
@@ -79,4 +91,4 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str, que
             continue
         pool.append(Candidate(memory=hit.memory, section=Section.CONTEXTUAL, score=hit.score,
                               cosine=hit.cosine, embedding=embedding))
-    return pool, below, result.timings_us
+    return ContextualPool(pool, below, result.query_embedding, result.timings_us.get("embed", 0))

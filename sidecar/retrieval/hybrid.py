@@ -8,7 +8,8 @@ Pipeline of one query (each stage timed in ``SearchResult.timings_us``):
 
 1. ``embed``   the query (skipped when the caller passes its embedding);
 2. ``vector``  top ``search_limit`` accepted labels by cosine (``VectorIndex``);
-3. ``lexical`` top ``search_limit`` accepted labels by BM25 (``BM25Index``);
+3. ``lexical`` top ``search_limit`` accepted labels by BM25 (``BM25Index``), on a pool thread
+               while 1-2 run (see ``_sources``);
 4. ``graph``   seeds = candidates of 2-3 with importance >= ``graph_seed_threshold`` (best rank
                first, at most ``graph_seed_limit``), expanded along edges (``EdgeGraph``);
 5. ``fusion``  weighted RRF + importance/recency boost (``kernels.rrf``), top ``limit``;
@@ -128,13 +129,9 @@ class HybridRetriever:
     def search(self, query: SearchQuery) -> SearchResult:
         clock = _Clock()
         c = self.config  # one snapshot for the whole query
-        vector = query.embedding
-        if vector is None:
-            vector = self.embedder.embed_one(query.text)
-        clock.lap("embed")
         accept = self.live.accept(query.agent_id, query.types)
         k = query.search_limit
-        vec, lex = self._sources(c, query, vector, accept, k, clock)
+        vector, vec, lex = self._sources(c, query, accept, k, clock)
         graph = _NONE
         if query.mode is Mode.HYBRID:
             graph = self._expand(c, vec[0], lex[0], k, query)
@@ -158,27 +155,36 @@ class HybridRetriever:
         return SearchResult(hits=hits, query_embedding=vector, timings_us=timings)
 
     def _sources(
-        self, c: RetrievalConfig, query: SearchQuery, vector: np.ndarray,
-        accept: Accept | None, k: int, clock: _Clock,
-    ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        self, c: RetrievalConfig, query: SearchQuery, accept: Accept | None, k: int,
+        clock: _Clock,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """The query embedding and the vector and lexical candidates.
+
+        BM25 needs only the text, so it runs on the pool thread while this one embeds the query
+        (the model and the BM25 kernel both release the GIL): the lexical search costs no wall
+        time next to a 5-30 ms embedding. With a precomputed embedding, the two searches
+        overlap only from ``parallel_min_memories`` on (below, the hand-off costs more).
+        """
         want_vec = query.mode in (Mode.HYBRID, Mode.VECTOR)
         want_lex = query.mode in (Mode.HYBRID, Mode.LEXICAL)
-        parallel = len(self.live) >= c.parallel_min_memories
-        if want_vec and want_lex and parallel:
-            future = self._pool.submit(_timed, self.vectors.search, vector, k, accept)
-            lex = self.lexical.search(query.text, k, accept)
-            lex_us = clock.since_lap()
-            vec, vec_us = future.result()
-            vec = _recheck(vec, accept)
-            clock.lap("sources")
-            clock.record("vector", vec_us)
-            clock.record("lexical", lex_us)
-            return vec, lex
+        vector = query.embedding
+        overlap = want_lex and (
+            vector is None or (want_vec and len(self.live) >= c.parallel_min_memories))
+        future = (self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
+                  if overlap else None)
+        if vector is None:
+            vector = self.embedder.embed_one(query.text)
+        clock.lap("embed")
         vec = _recheck(self.vectors.search(vector, k, accept), accept) if want_vec else _NONE
         clock.lap("vector")
-        lex = self.lexical.search(query.text, k, accept) if want_lex else _NONE
-        clock.lap("lexical")
-        return vec, lex
+        if future is None:
+            lex = self.lexical.search(query.text, k, accept) if want_lex else _NONE
+            clock.lap("lexical")
+        else:
+            lex, lex_us = future.result()
+            clock.lap("lexical_wait")  # what the lexical search added after the others
+            clock.record("lexical", lex_us)
+        return vector, vec, lex
 
     def _expand(
         self, c: RetrievalConfig, vec: np.ndarray, lex: np.ndarray, k: int, query: SearchQuery

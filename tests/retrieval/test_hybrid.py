@@ -153,9 +153,24 @@ def test_reload_from_store_gives_same_results(filled: App) -> None:
     assert vec is not None and np.isclose(np.linalg.norm(vec), 1.0, atol=1e-5)
 
 
-def test_parallel_sources_give_the_same_hits(filled: App) -> None:
+def test_every_source_schedule_gives_the_same_hits(filled: App) -> None:
+    """Lexical overlapped with the embedding, with the vector search, or run after it."""
     par = HybridRetriever(filled.embedder, replace(filled.retrieval, parallel_min_memories=0))
     par.load(filled.memories.memories, filled.memories.edges)
     q = SearchQuery("auth tokens for the API", limit=5)
-    assert ids(filled, q) == [h.memory.id for h in par.search(q).hits]
+    embedded = filled.retriever.search(q)  # BM25 on the pool thread during the embedding
+    assert {"embed", "vector", "lexical", "lexical_wait"} <= embedded.timings_us.keys()
+    given = replace(q, embedding=embedded.query_embedding)
+    serial = filled.retriever.search(given)  # below parallel_min_memories: one thread
+    assert "lexical_wait" not in serial.timings_us
+    parallel = par.search(given)
+    assert "lexical_wait" in parallel.timings_us
+    for result in (serial, parallel):
+        assert [(h.memory.id, h.vector_rank, h.lexical_rank, h.graph_rank)
+                for h in result.hits] == [
+            (h.memory.id, h.vector_rank, h.lexical_rank, h.graph_rank) for h in embedded.hits]
+        # the recency boost moves with the clock between the calls
+        assert [h.score for h in result.hits] == pytest.approx(
+            [h.score for h in embedded.hits], rel=1e-6)
+        assert any(h.lexical_rank for h in result.hits)
     par.close()
