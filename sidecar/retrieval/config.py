@@ -93,8 +93,10 @@ class RetrievalConfig:
     # Below it the thread hand-off costs more than it saves (bench/search_speed.py: slower at
     # 10k, faster at 100k on 2 cores).
     parallel_min_memories: int = field(default=50_000, metadata=knob(
-        "Run the vector and lexical searches on two threads once this many memories are "
-        "live (0 = always).", ge=0, le=1_000_000_000))
+        "With a query embedding given by the caller, run the vector and lexical searches on "
+        "two threads once this many memories are live (0 = always). A query embedded here "
+        "always runs BM25 on a second thread during the embedding.",
+        ge=0, le=1_000_000_000))
     vector: VectorConfig = field(default_factory=VectorConfig)
 
     def __post_init__(self) -> None:
