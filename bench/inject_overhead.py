@@ -85,6 +85,7 @@ def main() -> None:
                       f"{np.percentile(total, 90):.3f} ms | " + ", ".join(
                           f"{k} {np.median(v):.3f}/{np.percentile(v, 90):.3f}"
                           for k, v in stages.items()), flush=True)
+            injector.close()
         finally:
             app.close()
 

@@ -31,6 +31,7 @@ from sidecar.retrieval.contract import Retriever
 from sidecar.store.db import Database
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
+from sidecar.store.write_behind import WriteBehind
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +59,13 @@ class Injector:
                config: InjectionConfigSource,
                snapshot: SnapshotSource | None = None) -> Injector:
         return cls(embedder=embedder, retriever=retriever, memories=MemoryRepo(db),
-                   edges=EdgeRepo(db), config=config, states=ChannelStates(StateRepo(db)),
+                   edges=EdgeRepo(db), config=config,
+                   states=ChannelStates(StateRepo(db), WriteBehind(db, name="injection-state")),
                    snapshot=snapshot)
 
     def close(self) -> None:
-        """Nothing is left in flight: state and access records are written in each call."""
+        """Write the state and access records still queued (the server calls it on stop)."""
+        self.states.close()
 
     def reset(self, channel_id: str) -> bool:
         existed = self.states.reset(channel_id)
@@ -119,13 +122,11 @@ class Injector:
             t = time.perf_counter_ns()
             chosen = [c for c, _ in budgeted.selected]
             now = time.time_ns() // 1000
-            with self.memories.db.transaction():
-                self.states.commit(
-                    state, [c.memory.id for c in chosen], [c.memory.version for c in chosen],
-                    _rows(chosen), now, config.context_window_depth)
-                # The access record rides in the same transaction: ~10 row updates cost less
-                # than handing them to a thread (a GIL switch interval on this path).
-                self.memories.touch([c.memory.id for c in chosen], now)
+            chosen_ids = [c.memory.id for c in chosen]
+            # State rows and the access record: one transaction, written after the reply.
+            self.states.commit(state, chosen_ids, [c.memory.version for c in chosen],
+                               _rows(chosen), now, config.context_window_depth,
+                               also=lambda: self.memories.touch(chosen_ids, now))
             stats.stages_us["persist"] = _us(t)
         stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
         stats.contextual_count = len(items) - stats.pinned_count

@@ -1,7 +1,9 @@
 """Per-channel injection state: turn counter, injected ids with their turn, semantic buffer.
 
 Kept in memory for speed; ``ChannelStates`` loads a channel from the repository on first use
-and writes every change through, so a restart keeps what the conversation already holds.
+and hands every change to a ``Writer`` (write-behind in the server: SQLite is written after the
+reply), so a restart keeps what the conversation already holds. The memory copy is always the
+authority; reads of SQLite (a channel loaded, a reset) wait for the pending writes first.
 Never reset on compaction; only ``reset`` (a new conversation) clears a channel.
 """
 
@@ -9,11 +11,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sidecar.injection.state_repo import BufferRow, InjectedRow, StateRepo
+from sidecar.store.write_behind import Writer, WriteThrough
 
 # The semantic buffer is pruned by turn age (context_window_depth) and also bounded in size.
 BUFFER_MAX = 512
@@ -89,8 +93,10 @@ class ChannelState:
 class ChannelStates:
     """All channels: loaded lazily from the repository, every change written through."""
 
-    def __init__(self, repo: StateRepo, max_cached: int = MAX_CACHED_CHANNELS) -> None:
+    def __init__(self, repo: StateRepo, writer: Writer | None = None,
+                 max_cached: int = MAX_CACHED_CHANNELS) -> None:
         self.repo = repo
+        self.writer = writer if writer is not None else WriteThrough(repo.db)
         self.max_cached = max_cached
         self._channels: OrderedDict[str, ChannelState] = OrderedDict()
         self._lock = threading.Lock()
@@ -113,6 +119,7 @@ class ChannelStates:
                 del self._channels[channel_id]
 
     def _load(self, channel_id: str) -> ChannelState:
+        self.writer.flush()  # an evicted channel may still have writes queued
         saved = self.repo.load(channel_id)
         state = ChannelState(channel_id=channel_id)
         if saved is None:
@@ -129,26 +136,42 @@ class ChannelStates:
         return state
 
     def save_turn(self, state: ChannelState) -> None:
-        self.repo.save(state.channel_id, state.turn, [], [], prune_before=None)
+        channel_id, turn = state.channel_id, state.turn
+        self.writer.submit(lambda: self.repo.save(channel_id, turn, [], [], prune_before=None))
 
     def commit(self, state: ChannelState, memory_ids: list[str], versions: list[int],
-               embeddings: np.ndarray, now_us: int, depth: int) -> None:
-        """Record what survived the budget at ``state.turn``, in memory and in SQLite.
+               embeddings: np.ndarray, now_us: int, depth: int,
+               also: Callable[[], None] | None = None) -> None:
+        """Record what survived the budget at ``state.turn``: in memory now, in SQLite through
+        the writer (with ``also``, in the same transaction).
 
         SQLite mirrors the in-memory rows (loaded from it, changed only here), so its prune
         runs only when the in-memory one dropped something: most turns skip three DELETEs."""
         pruned = state.record(memory_ids, versions, embeddings, state.turn, now_us, depth)
-        rows = [InjectedRow(m, state.turn, v, now_us) for m, v in zip(memory_ids, versions,
-                                                                       strict=True)]
-        buffer = [BufferRow(m, state.turn, embeddings[i]) for i, m in enumerate(memory_ids)]
-        self.repo.save(state.channel_id, state.turn, rows, buffer,
-                       prune_before=state.turn - depth if pruned else None,
-                       buffer_max=BUFFER_MAX)
+        channel_id, turn = state.channel_id, state.turn
+        rows = [InjectedRow(m, turn, v, now_us) for m, v in zip(memory_ids, versions,
+                                                                 strict=True)]
+        buffer = [BufferRow(m, turn, embeddings[i]) for i, m in enumerate(memory_ids)]
+        prune_before = turn - depth if pruned else None
+
+        def write() -> None:
+            self.repo.save(channel_id, turn, rows, buffer, prune_before=prune_before,
+                           buffer_max=BUFFER_MAX)
+            if also is not None:
+                also()
+
+        self.writer.submit(write)
 
     def reset(self, channel_id: str) -> bool:
         with self._lock:
             had = self._channels.pop(channel_id, None)
             if had is None:
+                self.writer.flush()
                 return self.repo.delete(channel_id)
             with had.lock:  # let an Inject in flight on this channel finish first
+                self.writer.flush()
                 return self.repo.delete(channel_id)
+
+    def close(self) -> None:
+        """Write everything still queued."""
+        self.writer.close()

@@ -9,6 +9,7 @@ import numpy as np
 from sidecar.injection.state import BUFFER_MAX, ChannelState, ChannelStates
 from sidecar.injection.state_repo import StateRepo
 from sidecar.store.db import Database
+from sidecar.store.write_behind import Job
 
 
 def unit(n: int, seed: int = 0) -> np.ndarray:
@@ -74,4 +75,43 @@ def test_cache_evicts_least_recent_and_reloads(tmp_path: Path) -> None:
     assert list(states._channels) == ["b", "c"]
     again = states.get("a")  # reloaded from SQLite
     assert again.turn == 5 and again.buffer_ids == ["m-a"] and "m-a" in again.injected
+    db.close()
+
+
+class HeldWriter:
+    """A writer whose jobs wait until flushed: a slow disk, made deterministic."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.jobs: list[Job] = []
+
+    def submit(self, job: Job) -> None:
+        self.jobs.append(job)
+
+    def flush(self) -> None:
+        while self.jobs:
+            with self.db.transaction():
+                self.jobs.pop(0)()
+
+    def close(self) -> None:
+        self.flush()
+
+
+def test_reads_of_sqlite_wait_for_queued_writes(tmp_path: Path) -> None:
+    """A channel reloaded (after eviction) or reset sees the writes still queued."""
+    db = Database(tmp_path / "s.sqlite3")
+    writer = HeldWriter(db)
+    states = ChannelStates(StateRepo(db), writer, max_cached=1)
+    state = states.get("a")
+    states.get("b")  # evicts "a"
+    state.turn = 3
+    states.commit(state, ["m"], [1], unit(1), now_us=1, depth=10)  # queued
+    assert writer.jobs and ChannelStates(StateRepo(db)).get("a").turn == 0
+    again = states.get("a")  # flushes, then loads
+    assert again.turn == 3 and again.buffer_ids == ["m"] and not writer.jobs
+    states.commit(again, ["n"], [1], unit(1, 1), now_us=2, depth=10)
+    assert states.reset("a")  # the queued write lands before the delete, not after it
+    assert not writer.jobs
+    assert not db.execute("SELECT 1 FROM injection_ids WHERE channel_id = 'a'")
+    assert ChannelStates(StateRepo(db)).get("a").turn == 0
     db.close()

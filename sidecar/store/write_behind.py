@@ -1,0 +1,94 @@
+"""Writes that need not hold up a reply: jobs run in submission order, each in a transaction.
+
+``WriteBehind`` runs them on one daemon thread, so a caller returns as soon as its job is
+queued (Inject's state and access records: ~1 ms p50, ~2-3 ms p99 of SQLite off the reply).
+What it trades: a crash (kill -9, power loss) can lose the jobs still queued, i.e. the last
+call or two; a clean stop (``close``) runs all of them first. ``flush`` waits for every job
+queued so far, for readers that must see them. At most ``max_pending`` jobs wait; beyond
+that ``submit`` blocks (back-pressure instead of unbounded memory if the disk stalls).
+
+``WriteThrough`` runs each job at once in the caller's thread (same interface, for tests and
+tools that want the row written when the call returns).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from sidecar.store.db import Database
+
+log = logging.getLogger(__name__)
+
+Job = Callable[[], None]
+
+
+class Writer(Protocol):
+    def submit(self, job: Job) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class WriteThrough:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def submit(self, job: Job) -> None:
+        with self.db.transaction():
+            job()
+
+    def flush(self) -> None:
+        """Nothing is ever pending."""
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+
+class WriteBehind:
+    def __init__(self, db: Database, max_pending: int = 256, name: str = "write-behind") -> None:
+        self.db = db
+        self.failures = 0
+        self._queue: queue.Queue[Job | None] = queue.Queue(max_pending)
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Job) -> None:
+        with self._close_lock:
+            if not self._closed:
+                self._queue.put(job)
+                return
+        WriteThrough(self.db).submit(job)  # a straggler after close: written now, not lost
+
+    def flush(self) -> None:
+        self._queue.join()
+
+    def close(self) -> None:
+        """Run every queued job, then stop the thread. Idempotent."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                if job is None:
+                    return
+                with self.db.transaction():
+                    job()
+            except Exception:
+                self.failures += 1
+                log.exception("a deferred write failed and was rolled back; the in-memory "
+                              "state it mirrors is unchanged")
+            finally:
+                self._queue.task_done()

@@ -1,0 +1,101 @@
+"""WriteBehind: order, flush, rollback of a failed job, close, back-pressure, late jobs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sidecar.store.db import Database
+from sidecar.store.write_behind import WriteBehind
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(tmp_path / "w.sqlite3")
+    database.execute("CREATE TABLE t (n INTEGER)")
+    yield database
+    database.close()
+
+
+def insert(db: Database, n: int) -> None:
+    db.execute("INSERT INTO t (n) VALUES (?)", (n,))
+
+
+def rows(db: Database) -> list[int]:
+    return [r[0] for r in db.execute("SELECT n FROM t ORDER BY rowid")]
+
+
+def gate(db: Database) -> tuple[WriteBehind, threading.Event, threading.Event]:
+    """A writer whose first job holds the thread (and the database) until ``release``."""
+    writer = WriteBehind(db, max_pending=2)
+    started, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        started.set()
+        release.wait(10)
+
+    writer.submit(hold)
+    assert started.wait(10)
+    return writer, started, release
+
+
+def test_jobs_run_in_order_and_flush_waits_for_them(db: Database) -> None:
+    writer = WriteBehind(db)
+    for n in range(200):
+        writer.submit(lambda n=n: insert(db, n))  # type: ignore[misc]
+    writer.flush()
+    assert rows(db) == list(range(200))
+    writer.close()
+
+
+def test_a_failed_job_is_rolled_back_alone(db: Database,
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    writer = WriteBehind(db)
+
+    def half_then_fail() -> None:
+        insert(db, 1)
+        raise RuntimeError("disk said no")
+
+    with caplog.at_level(logging.ERROR, logger="sidecar.store.write_behind"):
+        writer.submit(half_then_fail)
+        writer.submit(lambda: insert(db, 2))
+        writer.flush()
+    assert rows(db) == [2] and writer.failures == 1
+    assert "a deferred write failed and was rolled back" in caplog.text
+    writer.close()
+
+
+def test_close_writes_everything_queued(db: Database) -> None:
+    writer, _, release = gate(db)
+    writer.submit(lambda: insert(db, 1))
+    writer.submit(lambda: insert(db, 2))  # queued behind the held job
+    threading.Timer(0.05, release.set).start()
+    writer.close()
+    assert rows(db) == [1, 2]
+    writer.close()  # idempotent
+
+
+def test_submit_blocks_when_max_pending_jobs_wait(db: Database) -> None:
+    writer, _, release = gate(db)
+    writer.submit(lambda: insert(db, 1))
+    writer.submit(lambda: insert(db, 2))  # the queue (2) is now full
+    third = threading.Thread(target=writer.submit, args=(lambda: insert(db, 3),))
+    third.start()
+    third.join(0.2)
+    assert third.is_alive()  # back-pressure: held until the writer drains
+    release.set()
+    third.join(10)
+    assert not third.is_alive()
+    writer.close()
+    assert rows(db) == [1, 2, 3]
+
+
+def test_a_job_after_close_is_written_at_once(db: Database) -> None:
+    writer = WriteBehind(db)
+    writer.close()
+    writer.submit(lambda: insert(db, 7))
+    assert rows(db) == [7]
