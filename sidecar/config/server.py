@@ -25,6 +25,10 @@ class ServerConfig:
     embed_batch_size: int = 64
     # onnxruntime intra-op threads (2-core machines: 1 keeps latency stable under load).
     onnx_threads: int = 1
+    # Intra-op threads for one text of at least onnx_long_text_tokens model tokens (a query);
+    # at most onnx_threads: no second session.
+    onnx_long_text_threads: int = 2
+    onnx_long_text_tokens: int = 96
 
     @property
     def db_path(self) -> Path:

@@ -33,25 +33,49 @@ def _session(path: str, threads: int) -> ort.InferenceSession:
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    # Spinning worker threads double latency when the 2 cores are shared with other work.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # Workers spin between the operators of one run (a worker put to sleep between two
+    # MatMuls costs a wake-up each: 2 threads then save 28% on long texts instead of 45%,
+    # bench/embed_threads.py) but stop when the run returns: left spinning, they would take
+    # the cores from the rest of the call and from other work.
+    spin = "1" if threads > 1 else "0"
+    options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+    options.add_session_config_entry("session.force_spinning_stop", "1")
     options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
 
 
+# One text of at least this many tokens runs on LONG_TEXT_THREADS intra-op threads. Measured
+# on the replay turns, 2 cores (bench/embed_threads.py): a second thread saves 16% at 32-64
+# tokens, 21% at 64-96 and 25% from 96 on, for ~1.6x the CPU time. From 96 tokens on (one
+# query in ten, p95-p99 of the latency) the wait saved is 5-6 ms and worth the second core.
+LONG_TEXT_TOKENS = 96
+LONG_TEXT_THREADS = 2
+
+
 class Embedder:
-    """Thread-safe text -> unit vector encoder."""
+    """Thread-safe text -> unit vector encoder.
+
+    Batches and short texts run on ``threads`` intra-op threads (1: the other core stays free
+    for the concurrent lexical search and other calls). A single text of ``long_text_tokens``
+    tokens or more runs on a second session with ``long_text_threads`` (1 = no second
+    session): the same model and weights, so the vectors are identical either way.
+    """
 
     dim = 384
 
-    def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS) -> None:
+    def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS,
+                 long_text_threads: int = LONG_TEXT_THREADS,
+                 long_text_tokens: int = LONG_TEXT_TOKENS) -> None:
         self.files = files
         self.max_tokens = max_tokens
+        self.long_text_tokens = long_text_tokens
         self._tokenizer = load_tokenizer(str(files.tokenizer), max_tokens)
         self._counter = Tokenizer.from_file(str(files.tokenizer))
         self._counter.no_padding()
         self._counter.no_truncation()
         self._session = _session(str(files.onnx), threads)
+        self._long = (_session(str(files.onnx), long_text_threads)
+                      if long_text_threads > threads else None)
         self._lock = threading.Lock()  # tokenizers' padding state is shared
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
@@ -67,6 +91,12 @@ class Embedder:
         vector: np.ndarray = self._embed_batch([text])[0]
         return vector
 
+    def is_parallel(self, text: str) -> bool:
+        """Whether ``embed_one(text)`` runs on the multi-thread session (it then takes the
+        cores: work meant to overlap it should wait)."""
+        return (self._long is not None
+                and min(self.count_tokens(text) + 2, self.max_tokens) >= self.long_text_tokens)
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens or truncation (for budgets)."""
         return len(self._counter.encode(text, add_special_tokens=False).ids)
@@ -77,7 +107,10 @@ class Embedder:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden: np.ndarray = self._session.run(None, feeds)[0]
+        session = self._session
+        if self._long is not None and ids.shape[0] == 1 and ids.shape[1] >= self.long_text_tokens:
+            session = self._long
+        hidden: np.ndarray = session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

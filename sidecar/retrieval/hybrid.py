@@ -162,19 +162,26 @@ class HybridRetriever:
 
         BM25 needs only the text, so it runs on the pool thread while this one embeds the query
         (the model and the BM25 kernel both release the GIL): the lexical search costs no wall
-        time next to a 5-30 ms embedding. With a precomputed embedding, the two searches
-        overlap only from ``parallel_min_memories`` on (below, the hand-off costs more).
+        time next to a 5-30 ms embedding. Not when the embedding itself runs on every core
+        (a long text, ``Embedder.is_parallel``): its threads spin-wait on each other, and a
+        third thread on 2 cores stalls them for longer than BM25 takes. Then, and with a
+        precomputed embedding, BM25 overlaps the vector search from ``parallel_min_memories``
+        live memories on (below, the hand-off costs more than it saves).
         """
         want_vec = query.mode in (Mode.HYBRID, Mode.VECTOR)
         want_lex = query.mode in (Mode.HYBRID, Mode.LEXICAL)
         vector = query.embedding
-        overlap = want_lex and (
-            vector is None or (want_vec and len(self.live) >= c.parallel_min_memories))
+        with_embed = (want_lex and vector is None
+                      and not self.embedder.is_parallel(query.text))
+        with_vector = (want_lex and not with_embed and want_vec
+                       and len(self.live) >= c.parallel_min_memories)
         future = (self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
-                  if overlap else None)
+                  if with_embed else None)
         if vector is None:
             vector = self.embedder.embed_one(query.text)
         clock.lap("embed")
+        if with_vector:
+            future = self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
         vec = _recheck(self.vectors.search(vector, k, accept), accept) if want_vec else _NONE
         clock.lap("vector")
         if future is None:

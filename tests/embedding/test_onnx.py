@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from sidecar.embedding import Embedder
@@ -44,3 +46,32 @@ def test_padding_is_to_longest(embedder: Embedder) -> None:
 def test_count_tokens(embedder: Embedder) -> None:
     assert embedder.count_tokens("hello world") == 2
     assert embedder.count_tokens("") == 0
+
+
+class CountingSession:
+    """The real session, counting its runs (which session a text was routed to)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session, self.runs = session, 0
+
+    def run(self, *args: Any) -> Any:
+        self.runs += 1
+        return self.session.run(*args)
+
+
+def test_long_single_texts_run_on_more_threads_with_the_same_vectors(
+        embedder: Embedder) -> None:
+    serial = Embedder(embedder.files, long_text_threads=1)
+    assert serial._long is None
+    routed = Embedder(embedder.files, long_text_threads=2, long_text_tokens=96)
+    assert routed._long is not None
+    long_session = routed._long = CountingSession(routed._long)  # type: ignore[assignment]
+    short, long = "a short query about tokens", "the deploy pipeline failed again " * 20
+    assert embedder.count_tokens(short) + 2 < 96 <= embedder.count_tokens(long) + 2
+    assert routed.is_parallel(long) and not routed.is_parallel(short)
+    assert not serial.is_parallel(long)
+    for text in (short, long):
+        np.testing.assert_allclose(routed.embed_one(text), serial.embed_one(text), atol=1e-5)
+    assert long_session.runs == 1  # the long text only
+    routed.embed([long, long])  # batches (imports) stay on the one-thread session
+    assert long_session.runs == 1

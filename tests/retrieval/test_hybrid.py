@@ -173,4 +173,12 @@ def test_every_source_schedule_gives_the_same_hits(filled: App) -> None:
         assert [h.score for h in result.hits] == pytest.approx(
             [h.score for h in embedded.hits], rel=1e-6)
         assert any(h.lexical_rank for h in result.hits)
+    # A long text is embedded on both cores: BM25 waits for the model, then runs beside the
+    # vector search (from parallel_min_memories) or after it.
+    long = replace(q, text="which auth tokens does the API accept and refresh? " * 12)
+    assert filled.embedder.is_parallel(long.text)
+    alone, beside = filled.retriever.search(long), par.search(long)
+    assert "lexical_wait" not in alone.timings_us and "lexical_wait" in beside.timings_us
+    assert [h.memory.id for h in alone.hits] == [h.memory.id for h in beside.hits]
+    assert any(h.lexical_rank for h in alone.hits)
     par.close()
