@@ -175,22 +175,29 @@ class HybridRetriever:
                       and not self.embedder.is_parallel(query.text))
         with_vector = (want_lex and not with_embed and want_vec
                        and len(self.live) >= c.parallel_min_memories)
-        future = (self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
-                  if with_embed else None)
+        if with_embed:
+            future = self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
         if vector is None:
             vector = self.embedder.embed_one(query.text)
         clock.lap("embed")
-        if with_vector:
-            future = self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
+        if with_vector:  # the shorter search goes to the pool thread: its hand-off is hidden
+            vec_future = self._pool.submit(_timed, self.vectors.search, vector, k, accept)
+            lex = self.lexical.search(query.text, k, accept)
+            lex_us = clock.since_lap()
+            vec, vec_us = vec_future.result()
+            clock.lap("sources")
+            clock.record("vector", vec_us)
+            clock.record("lexical", lex_us)
+            return vector, _recheck(vec, accept), lex
         vec = _recheck(self.vectors.search(vector, k, accept), accept) if want_vec else _NONE
         clock.lap("vector")
-        if future is None:
-            lex = self.lexical.search(query.text, k, accept) if want_lex else _NONE
-            clock.lap("lexical")
-        else:
+        if with_embed:
             lex, lex_us = future.result()
             clock.lap("lexical_wait")  # what the lexical search added after the others
             clock.record("lexical", lex_us)
+        else:
+            lex = self.lexical.search(query.text, k, accept) if want_lex else _NONE
+            clock.lap("lexical")
         return vector, vec, lex
 
     def _expand(
