@@ -34,7 +34,7 @@ def _session(path: str, threads: int) -> ort.InferenceSession:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Workers spin between the operators of one run (a worker put to sleep between two
-    # MatMuls costs a wake-up each: 2 threads then save 28% on long texts instead of 45%,
+    # MatMuls costs a wake-up each: 2 threads then saved 13-25% instead of 34-37%,
     # bench/embed_threads.py) but stop when the run returns: left spinning, they would take
     # the cores from the rest of the call and from other work.
     spin = "1" if threads > 1 else "0"
@@ -44,10 +44,10 @@ def _session(path: str, threads: int) -> ort.InferenceSession:
     return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
 
 
-# One text of at least this many tokens runs on LONG_TEXT_THREADS intra-op threads. Measured
-# on the replay turns, 2 cores (bench/embed_threads.py): a second thread saves 16% at 32-64
-# tokens, 21% at 64-96 and 25% from 96 on, for ~1.6x the CPU time. From 96 tokens on (one
-# query in ten, p95-p99 of the latency) the wait saved is 5-6 ms and worth the second core.
+# One text of at least this many model tokens runs on LONG_TEXT_THREADS intra-op threads. A
+# second thread saves ~35% at any length (bench/embed_threads.py, 2 cores) but holds the other
+# core for the whole run; from 96 tokens (one query in ten, the slow tail) the 6-9 ms saved
+# are worth it, while nine queries in ten leave that core to BM25, the agent and imports.
 LONG_TEXT_TOKENS = 96
 LONG_TEXT_THREADS = 2
 
@@ -94,8 +94,13 @@ class Embedder:
     def is_parallel(self, text: str) -> bool:
         """Whether ``embed_one(text)`` runs on the multi-thread session (it then takes the
         cores: work meant to overlap it should wait)."""
-        return (self._long is not None
-                and min(self.count_tokens(text) + 2, self.max_tokens) >= self.long_text_tokens)
+        tokens = min(self.count_tokens(text) + 2, self.max_tokens)
+        return self._session_for(1, tokens) is not self._session
+
+    def _session_for(self, texts: int, model_tokens: int) -> ort.InferenceSession:
+        if self._long is not None and texts == 1 and model_tokens >= self.long_text_tokens:
+            return self._long
+        return self._session
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens or truncation (for budgets)."""
@@ -107,10 +112,7 @@ class Embedder:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        session = self._session
-        if self._long is not None and ids.shape[0] == 1 and ids.shape[1] >= self.long_text_tokens:
-            session = self._long
-        hidden: np.ndarray = session.run(None, feeds)[0]
+        hidden: np.ndarray = self._session_for(*ids.shape).run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -91,7 +91,7 @@ class ChannelState:
 
 
 class ChannelStates:
-    """All channels: loaded lazily from the repository, every change written through."""
+    """All channels: loaded lazily from the repository, every change handed to the writer."""
 
     def __init__(self, repo: StateRepo, writer: Writer | None = None,
                  max_cached: int = MAX_CACHED_CHANNELS) -> None:
