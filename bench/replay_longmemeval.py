@@ -137,7 +137,7 @@ def sidecar(data_dir: Path) -> Iterator[grpc.Channel]:
 
 
 def replay(channel: grpc.Channel, questions: list[dict[str, Any]], embedder: Embedder,
-           depth: int) -> Replay:
+           depth: int, query_max_tokens: int = 0) -> Replay:
     inject = injection_pb2_grpc.MemoryInjectionStub(channel).Inject
     store = store_pb2_grpc.MemoryStoreStub(channel)
     out = Replay()
@@ -150,19 +150,20 @@ def replay(channel: grpc.Channel, questions: list[dict[str, Any]], embedder: Emb
             for message in session:
                 if message["role"] != "user" or not message["content"].strip():
                     continue
-                _turn(inject, embedder, qid, message["content"], last, depth, out)
+                _turn(inject, embedder, qid, message["content"], last, depth, out,
+                      query_max_tokens)
             out.stored += _import(store, qid, session)
     return out
 
 
 def _turn(inject: Any, embedder: Embedder, qid: str, text: str, last: dict[str, int],
-          depth: int, out: Replay) -> None:
+          depth: int, out: Replay, query_max_tokens: int = 0) -> None:
     start = time.perf_counter()
     reply = inject(injection_pb2.InjectRequest(agent_id=qid, channel_id=qid, text=text,
                                                source="user"))
     out.inject_ms.append((time.perf_counter() - start) * 1000)
     start = time.perf_counter()
-    embedder.embed_one(text)
+    embedder.embed_one(text, query_max_tokens)
     out.embed_ms.append((time.perf_counter() - start) * 1000)
     out.turns += 1
     out.items.append(len(reply.items))
@@ -227,6 +228,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--query-max-tokens", type=int, default=0,
+                        help="[retrieval] query_max_tokens for the sidecar and the bare "
+                             "embedding (0: the default, 256)")
     args = parser.parse_args()
     data = oracle()
     chosen = [q for q in data[:250] if len(q["haystack_sessions"]) >= 2][: args.questions]
@@ -240,8 +244,11 @@ def main() -> None:
             for item in cached.iterdir():
                 if item.name != "ready":
                     shutil.copy2(item, Path(tmp) / item.name)
+            if args.query_max_tokens:
+                (Path(tmp) / "memsidecar.toml").write_text(
+                    f"[retrieval]\nquery_max_tokens = {args.query_max_tokens}\n")
             with sidecar(Path(tmp)) as channel:
-                result = replay(channel, chosen, embedder, depth)
+                result = replay(channel, chosen, embedder, depth, args.query_max_tokens)
         lines.append(row(size, result))
         print(lines[-1], f"(updates {result.updates}, empty turns {result.empty}, "
               f"replay memories stored {result.stored}); {stage_line(result)}", flush=True)
@@ -250,8 +257,11 @@ def main() -> None:
              f"sessions; load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
              f"on {os.cpu_count()} cores; synthetic padding vs real embedding cosine "
              f"{approximation(texts, vectors, embedder):.3f}")
+    if args.query_max_tokens:
+        notes += f"query_max_tokens = {args.query_max_tokens}\n"
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "replay_longmemeval.md").write_text("\n".join(lines) + "\n" + notes + "\n")
+    suffix = f"_q{args.query_max_tokens}" if args.query_max_tokens else ""
+    (RESULTS / f"replay_longmemeval{suffix}.md").write_text("\n".join(lines) + "\n" + notes + "\n")
     print("\n".join(lines) + "\n" + notes)
 
 

@@ -87,15 +87,20 @@ class Embedder:
             out[idx] = self._embed_batch([texts[i] for i in idx])
         return out
 
-    def embed_one(self, text: str) -> np.ndarray:
-        vector: np.ndarray = self._embed_batch([text])[0]
+    def embed_one(self, text: str, max_tokens: int = 0) -> np.ndarray:
+        """One text; ``max_tokens`` (below the model's cap, 0 = the cap) truncates it further,
+        counting [CLS] and [SEP]."""
+        vector: np.ndarray = self._embed_batch([text], max_tokens)[0]
         return vector
 
-    def is_parallel(self, text: str) -> bool:
-        """Whether ``embed_one(text)`` runs on the multi-thread session (it then takes the
-        cores: work meant to overlap it should wait)."""
-        tokens = min(self.count_tokens(text) + 2, self.max_tokens)
+    def is_parallel(self, text: str, max_tokens: int = 0) -> bool:
+        """Whether ``embed_one(text, max_tokens)`` runs on the multi-thread session (it then
+        takes the cores: work meant to overlap it should wait)."""
+        tokens = min(self.count_tokens(text) + 2, self._cap(max_tokens))
         return self._session_for(1, tokens) is not self._session
+
+    def _cap(self, max_tokens: int) -> int:
+        return min(max_tokens, self.max_tokens) if max_tokens > 0 else self.max_tokens
 
     def _session_for(self, texts: int, model_tokens: int) -> ort.InferenceSession:
         if self._long is not None and texts == 1 and model_tokens >= self.long_text_tokens:
@@ -106,11 +111,15 @@ class Embedder:
         """Tokens of ``text`` without special tokens or truncation (for budgets)."""
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+    def _embed_batch(self, texts: list[str], max_tokens: int = 0) -> np.ndarray:
         with self._lock:
             encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        cap = self._cap(max_tokens)
+        if len(texts) == 1 and ids.shape[1] > cap:  # keep [CLS] + the first tokens + [SEP]
+            ids = np.concatenate([ids[:, : cap - 1], ids[:, -1:]], axis=1)
+            mask = mask[:, :cap]
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         hidden: np.ndarray = self._session_for(*ids.shape).run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)

@@ -172,13 +172,13 @@ class HybridRetriever:
         want_lex = query.mode in (Mode.HYBRID, Mode.LEXICAL)
         vector = query.embedding
         with_embed = (want_lex and vector is None
-                      and not self.embedder.is_parallel(query.text))
+                      and not self.embedder.is_parallel(query.text, c.query_max_tokens))
         with_vector = (want_lex and not with_embed and want_vec
                        and len(self.live) >= c.parallel_min_memories)
         if with_embed:
             future = self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
         if vector is None:
-            vector = self.embedder.embed_one(query.text)
+            vector = self.embedder.embed_one(query.text, c.query_max_tokens)
         clock.lap("embed")
         if with_vector:  # the shorter search goes to the pool thread: its hand-off is hidden
             vec_future = self._pool.submit(_timed, self.vectors.search, vector, k, accept)

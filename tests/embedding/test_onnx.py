@@ -75,3 +75,14 @@ def test_long_single_texts_run_on_more_threads_with_the_same_vectors(
     assert long_session.runs == 1  # the long text only
     routed.embed([long, long])  # batches (imports) stay on the one-thread session
     assert long_session.runs == 1
+
+
+def test_embed_one_cuts_a_query_at_max_tokens(embedder: Embedder) -> None:
+    capped = Embedder(embedder.files, max_tokens=128, long_text_threads=1)
+    long, short = "the deploy pipeline failed again on friday " * 40, "deploy failed"
+    assert embedder.count_tokens(long) + 2 > 256
+    np.testing.assert_allclose(embedder.embed_one(long, 128), capped.embed_one(long), atol=1e-5)
+    assert float(embedder.embed_one(long, 128) @ embedder.embed_one(long)) < 0.9999
+    np.testing.assert_allclose(embedder.embed_one(short, 128), embedder.embed_one(short),
+                               atol=1e-6)
+    assert embedder.is_parallel(long) and not embedder.is_parallel(long, 64)

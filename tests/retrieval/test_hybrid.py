@@ -183,3 +183,18 @@ def test_every_source_schedule_gives_the_same_hits(filled: App) -> None:
     assert [h.memory.id for h in alone.hits] == [h.memory.id for h in beside.hits]
     assert any(h.lexical_rank for h in alone.hits)
     par.close()
+
+
+def test_query_max_tokens_cuts_what_is_embedded_not_what_bm25_sees(filled: App) -> None:
+    cut = HybridRetriever(filled.embedder, replace(filled.retrieval, query_max_tokens=16))
+    cut.load(filled.memories.memories, filled.memories.edges)
+    text = "tell me about the weather and the news and the traffic today please " * 2 + (
+        "grandma tomatoes")
+    assert filled.embedder.count_tokens(text) + 2 > 16
+    result = cut.search(SearchQuery(text, limit=3))
+    np.testing.assert_allclose(result.query_embedding, filled.embedder.embed_one(text, 16),
+                               atol=1e-6)
+    assert not np.allclose(result.query_embedding, filled.embedder.embed_one(text), atol=1e-3)
+    top = result.hits[0]  # the words past the cut still reach BM25
+    assert "tomatoes" in top.memory.content and top.lexical_rank == 1
+    cut.close()
