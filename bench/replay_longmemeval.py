@@ -9,6 +9,7 @@ session sees the memories of the earlier ones. The store is padded with shared m
 in this process on the same texts, interleaved with the Inject calls so both see the same load.
 
 Run:  .venv/bin/python -m bench.replay_longmemeval            (writes bench/results/)
+      [--sizes 100000] [--query-max-tokens 128] [--long-text-tokens 1]   (config variants)
 """
 
 from __future__ import annotations
@@ -231,11 +232,20 @@ def main() -> None:
     parser.add_argument("--query-max-tokens", type=int, default=0,
                         help="[retrieval] query_max_tokens for the sidecar and the bare "
                              "embedding (0: the default, 256)")
+    parser.add_argument("--long-text-tokens", type=int, default=0,
+                        help="[server] onnx_long_text_tokens for the sidecar and the bare "
+                             "embedding (0: the default, 96)")
     args = parser.parse_args()
+    toml = (f"[server]\nonnx_long_text_tokens = {args.long_text_tokens}\n"
+            if args.long_text_tokens else "")
+    toml += (f"[retrieval]\nquery_max_tokens = {args.query_max_tokens}\n"
+             if args.query_max_tokens else "")
     data = oracle()
     chosen = [q for q in data[:250] if len(q["haystack_sessions"]) >= 2][: args.questions]
     embedder = Embedder(bundled_model_files())
     texts, vectors = real(data[250:], embedder)
+    if args.long_text_tokens:  # the bare embedding runs on the same sessions as the sidecar
+        embedder = Embedder(bundled_model_files(), long_text_tokens=args.long_text_tokens)
     depth = MemoryInjectionConfig().context_window_depth
     lines = [HEADER]
     for size in (int(s) for s in args.sizes.split(",")):
@@ -244,9 +254,8 @@ def main() -> None:
             for item in cached.iterdir():
                 if item.name != "ready":
                     shutil.copy2(item, Path(tmp) / item.name)
-            if args.query_max_tokens:
-                (Path(tmp) / "memsidecar.toml").write_text(
-                    f"[retrieval]\nquery_max_tokens = {args.query_max_tokens}\n")
+            if toml:
+                (Path(tmp) / "memsidecar.toml").write_text(toml)
             with sidecar(Path(tmp)) as channel:
                 result = replay(channel, chosen, embedder, depth, args.query_max_tokens)
         lines.append(row(size, result))
@@ -257,10 +266,11 @@ def main() -> None:
              f"sessions; load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
              f"on {os.cpu_count()} cores; synthetic padding vs real embedding cosine "
              f"{approximation(texts, vectors, embedder):.3f}")
-    if args.query_max_tokens:
-        notes += f"query_max_tokens = {args.query_max_tokens}\n"
+    if toml:
+        notes += "; config: " + " ".join(toml.split())
     RESULTS.mkdir(parents=True, exist_ok=True)
-    suffix = f"_q{args.query_max_tokens}" if args.query_max_tokens else ""
+    suffix = (f"_q{args.query_max_tokens}" if args.query_max_tokens else "") + (
+        f"_lt{args.long_text_tokens}" if args.long_text_tokens else "")
     (RESULTS / f"replay_longmemeval{suffix}.md").write_text("\n".join(lines) + "\n" + notes + "\n")
     print("\n".join(lines) + "\n" + notes)
 
