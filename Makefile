@@ -37,7 +37,10 @@ bench: install
 	$(PY) bench/bench_vector_index.py
 	$(PY) bench/longmemeval_quality.py
 	$(PY) bench/search_speed.py
+	$(PY) -m bench.embed_threads
+	$(PY) -m bench.grpc_hop
 	$(PY) -m bench.replay_longmemeval
+	$(PY) -m bench.inject_breakdown
 	$(MAKE) bench-latency
 
 lint: install

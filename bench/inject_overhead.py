@@ -68,7 +68,7 @@ def main() -> None:
                 shutil.copy2(item, Path(tmp) / item.name)
         app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp), embedder=embedder)
         try:
-            app.retriever.embedder = fake  # type: ignore[assignment]
+            app.retriever.embedder = fake  # type: ignore[attr-defined]
             injector = Injector.create(app.db, fake, app.retriever,  # type: ignore[arg-type]
                                        app.injection_config)
             for n in range(args.passes):
