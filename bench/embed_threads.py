@@ -35,15 +35,15 @@ def pct(values: np.ndarray) -> str:
 
 def main() -> None:
     files = bundled_model_files()
-    one = Embedder(files, threads=1, long_text_threads=1)
-    two = Embedder(files, threads=2, long_text_threads=2)
+    one = Embedder(files)  # every query on one thread
+    two = Embedder(files, long_text_threads=2, long_text_tokens=1)  # every query on two
     texts = turns()
     tokens = np.array([min(one.count_tokens(t) + 2, one.max_tokens) for t in texts])
     ms = np.zeros((len(texts), 2))
     for i, text in enumerate(texts):
         for j, embedder in enumerate((one, two)):
             start = time.perf_counter()
-            embedder.embed_one(text)
+            embedder.embed_query(text)
             ms[i, j] = (time.perf_counter() - start) * 1000
     print(f"{len(texts)} turns; model tokens p50 {np.median(tokens):.0f}, "
           f"p99 {np.percentile(tokens, 99):.0f}; load average {os.getloadavg()[0]:.1f} on "

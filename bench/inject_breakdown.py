@@ -18,6 +18,7 @@ import argparse
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,7 @@ from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 from bench.inject_overhead import user_turns
 from bench.lme import CACHE
 from bench.replay_longmemeval import sidecar
+from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
 
 STAGES = ("search", "dedup", "budget", "format", "persist")
@@ -47,8 +49,10 @@ def main() -> None:
     store = CACHE / f"replay_store_{args.size}"
     if not (store / "ready").exists():
         raise SystemExit(f"{store} missing: run bench.replay_longmemeval --sizes {args.size}")
-    extra = {"long_text_tokens": args.long_text_tokens} if args.long_text_tokens else {}
-    embedder = Embedder(bundled_model_files(), **extra)
+    server_config = ServerConfig()  # the bare embedding runs on the sidecar's query sessions
+    if args.long_text_tokens:
+        server_config = replace(server_config, onnx_long_text_tokens=args.long_text_tokens)
+    embedder = Embedder(bundled_model_files(), **server_config.embedder_options())
     turns = user_turns(args.turns)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         for item in store.iterdir():
@@ -74,7 +78,7 @@ def main() -> None:
                         agent_id=qid, channel_id=f"{qid}-{n}", text=text, source="user"))
                     client.append((time.perf_counter() - start) * 1000)
                     start = time.perf_counter()
-                    embedder.embed_one(text)
+                    embedder.embed_query(text)
                     bare.append((time.perf_counter() - start) * 1000)
                     server.append(reply.stats.elapsed_us / 1000)
                     embed.append(reply.stats.stages.embed_us / 1000)

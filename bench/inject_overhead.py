@@ -38,6 +38,12 @@ class PrecomputedEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         return self.vectors[text]
 
+    def embed_query(self, text: str, max_tokens: int = 0) -> np.ndarray:
+        return self.vectors[text]
+
+    def is_parallel(self, text: str, max_tokens: int = 0) -> bool:
+        return False  # nothing to wait for: BM25 overlaps the (instant) lookup
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.embedder, name)
 

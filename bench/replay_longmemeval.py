@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from memsidecar.v1 import injection_pb2, injection_pb2_grpc, memory_pb2, store_p
 
 from bench.lme import CACHE, oracle
 from bench.padding import approximation, padding, real
+from sidecar.config import ServerConfig
 from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.retrieval.vector_index import open_vector_index
@@ -164,7 +165,7 @@ def _turn(inject: Any, embedder: Embedder, qid: str, text: str, last: dict[str, 
                                                source="user"))
     out.inject_ms.append((time.perf_counter() - start) * 1000)
     start = time.perf_counter()
-    embedder.embed_one(text, query_max_tokens)
+    embedder.embed_query(text, query_max_tokens)
     out.embed_ms.append((time.perf_counter() - start) * 1000)
     out.turns += 1
     out.items.append(len(reply.items))
@@ -242,10 +243,12 @@ def main() -> None:
              if args.query_max_tokens else "")
     data = oracle()
     chosen = [q for q in data[:250] if len(q["haystack_sessions"]) >= 2][: args.questions]
-    embedder = Embedder(bundled_model_files())
+    # The bare embedding runs on the same sessions as the sidecar's query embedding.
+    server_config = ServerConfig()
+    if args.long_text_tokens:
+        server_config = replace(server_config, onnx_long_text_tokens=args.long_text_tokens)
+    embedder = Embedder(bundled_model_files(), **server_config.embedder_options())
     texts, vectors = real(data[250:], embedder)
-    if args.long_text_tokens:  # the bare embedding runs on the same sessions as the sidecar
-        embedder = Embedder(bundled_model_files(), long_text_tokens=args.long_text_tokens)
     depth = MemoryInjectionConfig().context_window_depth
     lines = [HEADER]
     for size in (int(s) for s in args.sizes.split(",")):

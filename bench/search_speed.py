@@ -30,6 +30,7 @@ from lme_data import CACHE, cached_embeddings, load_oracle, pooled_turns, questi
 from memsidecar.v1 import store_pb2  # noqa: E402
 from store_build import Served, build_store  # noqa: E402
 
+from sidecar.config import ServerConfig  # noqa: E402
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
 from sidecar.records import Edge, MemoryType, Relation  # noqa: E402
 from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
@@ -118,7 +119,7 @@ def main() -> None:
     parser.add_argument("--parallel", choices=("off", "on", "both"), default="both")
     args = parser.parse_args()
     queries = [q.text for q in questions(load_oracle())][: args.queries]
-    embedder = Embedder(bundled_model_files())
+    embedder = Embedder(bundled_model_files(), **ServerConfig().embedder_options())
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.parallel]
     rows = [run(n, queries, embedder,
                 replace(RetrievalConfig(), parallel_min_memories=0 if p else 10**12))

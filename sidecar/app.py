@@ -52,9 +52,7 @@ class App:
         settings.pin_server(config)
         db = Database(config.db_path)
         if embedder is None:
-            embedder = Embedder(bundled_model_files(), threads=config.onnx_threads,
-                                long_text_threads=config.onnx_long_text_threads,
-                                long_text_tokens=config.onnx_long_text_tokens)
+            embedder = Embedder(bundled_model_files(), **config.embedder_options())
         memories = MemoryService(db, embedder, config.max_content_chars, config.embed_batch_size)
         # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself.
         # [retrieval] is hot (bar its restart-only keys, which the store keeps at their

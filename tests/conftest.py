@@ -21,7 +21,7 @@ from sidecar.embedding import Embedder, bundled_model_files
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    return Embedder(bundled_model_files(verify=True))
+    return Embedder(bundled_model_files(verify=True), **ServerConfig().embedder_options())
 
 
 @pytest.fixture

@@ -54,8 +54,10 @@ class Server:
         try:
             self.port = self.grpc.add_insecure_port(listen)
         except RuntimeError as err:
+            self.injection.close()
             raise OSError(f"could not listen on {listen}: address in use or invalid") from err
         if self.port == 0 and not listen.startswith("unix:"):
+            self.injection.close()
             raise OSError(f"could not listen on {listen}: address in use or invalid")
         self.listen = listen
 
@@ -98,9 +100,11 @@ class Server:
         """Stop taking calls, let in-flight calls finish within ``grace``, close the app."""
         self.health.enter_graceful_shutdown()
         grace = self.app.config.shutdown_grace_s if grace is None else grace
-        self.grpc.stop(grace).wait()
-        self.injection.close()
-        self.app.close()
+        try:
+            self.grpc.stop(grace).wait()
+            self.injection.close()  # the state writes queued behind replies
+        finally:
+            self.app.close()
         log.info("stopped")
 
 

@@ -63,10 +63,10 @@ SERVER_RULES: dict[str, Rule] = {
                              ge=1, le=4096),
     "onnx_threads": Rule("onnxruntime intra-op threads.", ge=1, le=256),
     "onnx_long_text_threads": Rule(
-        "Intra-op threads for one text of at least onnx_long_text_tokens model tokens (a "
-        "long query); at most onnx_threads: no second session.", ge=1, le=256),
+        "Intra-op threads for a query (Search, Inject) of at least onnx_long_text_tokens "
+        "model tokens; at most onnx_threads: no second session.", ge=1, le=256),
     "onnx_long_text_tokens": Rule(
-        "Model tokens (with [CLS] and [SEP]) from which one text runs on "
+        "Model tokens (with [CLS] and [SEP]) from which a query runs on "
         "onnx_long_text_threads.", ge=1, le=100_000),
 }
 

@@ -44,28 +44,20 @@ def _session(path: str, threads: int) -> ort.InferenceSession:
     return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
 
 
-# One text of at least this many model tokens runs on LONG_TEXT_THREADS intra-op threads. A
-# second thread saves ~35% at any length (bench/embed_threads.py, 2 cores) but holds the other
-# core for the whole run; from 96 tokens (one query in ten, the slow tail) the 6-9 ms saved
-# are worth it, while nine queries in ten leave that core to BM25, the agent and imports.
-LONG_TEXT_TOKENS = 96
-LONG_TEXT_THREADS = 2
-
-
 class Embedder:
     """Thread-safe text -> unit vector encoder.
 
-    Batches and short texts run on ``threads`` intra-op threads (1: the other core stays free
-    for the concurrent lexical search and other calls). A single text of ``long_text_tokens``
-    tokens or more runs on a second session with ``long_text_threads`` (1 = no second
-    session): the same model and weights, so the vectors are identical either way.
+    ``embed`` (imports) and ``embed_one`` (a memory) run on ``threads`` intra-op threads.
+    ``embed_query`` (a search or Inject text, the call someone waits on) runs a text of
+    ``long_text_tokens`` model tokens or more on a second session with ``long_text_threads``
+    (1 = no second session; ``ServerConfig`` has the defaults and why): same model and
+    weights, so the vectors are the same either way.
     """
 
     dim = 384
 
     def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS,
-                 long_text_threads: int = LONG_TEXT_THREADS,
-                 long_text_tokens: int = LONG_TEXT_TOKENS) -> None:
+                 long_text_threads: int = 1, long_text_tokens: int = MAX_TOKENS) -> None:
         self.files = files
         self.max_tokens = max_tokens
         self.long_text_tokens = long_text_tokens
@@ -87,31 +79,33 @@ class Embedder:
             out[idx] = self._embed_batch([texts[i] for i in idx])
         return out
 
-    def embed_one(self, text: str, max_tokens: int = 0) -> np.ndarray:
-        """One text; ``max_tokens`` (below the model's cap, 0 = the cap) truncates it further,
-        counting [CLS] and [SEP]."""
-        vector: np.ndarray = self._embed_batch([text], max_tokens)[0]
+    def embed_one(self, text: str) -> np.ndarray:
+        """One text (a memory): the one-thread session, up to the model's cap."""
+        vector: np.ndarray = self._embed_batch([text])[0]
+        return vector
+
+    def embed_query(self, text: str, max_tokens: int = 0) -> np.ndarray:
+        """A query: cut at ``max_tokens`` model tokens (with [CLS] and [SEP]; 0 = the model's
+        cap), on the long-text session from ``long_text_tokens`` on."""
+        vector: np.ndarray = self._embed_batch([text], max_tokens, query=True)[0]
         return vector
 
     def is_parallel(self, text: str, max_tokens: int = 0) -> bool:
-        """Whether ``embed_one(text, max_tokens)`` runs on the multi-thread session (it then
+        """Whether ``embed_query(text, max_tokens)`` runs on the multi-thread session (it then
         takes the cores: work meant to overlap it should wait)."""
-        tokens = min(self.count_tokens(text) + 2, self._cap(max_tokens))
-        return self._session_for(1, tokens) is not self._session
+        if self._long is None:
+            return False
+        return min(self.count_tokens(text) + 2, self._cap(max_tokens)) >= self.long_text_tokens
 
     def _cap(self, max_tokens: int) -> int:
         return min(max_tokens, self.max_tokens) if max_tokens > 0 else self.max_tokens
-
-    def _session_for(self, texts: int, model_tokens: int) -> ort.InferenceSession:
-        if self._long is not None and texts == 1 and model_tokens >= self.long_text_tokens:
-            return self._long
-        return self._session
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens or truncation (for budgets)."""
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
-    def _embed_batch(self, texts: list[str], max_tokens: int = 0) -> np.ndarray:
+    def _embed_batch(self, texts: list[str], max_tokens: int = 0,
+                     query: bool = False) -> np.ndarray:
         with self._lock:
             encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
@@ -121,7 +115,10 @@ class Embedder:
             ids = np.concatenate([ids[:, : cap - 1], ids[:, -1:]], axis=1)
             mask = mask[:, :cap]
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden: np.ndarray = self._session_for(*ids.shape).run(None, feeds)[0]
+        session = self._session
+        if query and self._long is not None and ids.shape[1] >= self.long_text_tokens:
+            session = self._long
+        hidden: np.ndarray = session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

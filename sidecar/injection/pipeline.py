@@ -86,8 +86,7 @@ class Injector:
                 self.states.save_turn(state)
                 return self._skip(request, start, "disabled", turn, stats)
             t = time.perf_counter_ns()
-            pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
-                                   self.embedder.embed_one)
+            pool = contextual_pool(config, request.agent_id, request.text, self.retriever)
             contextual, stats.below_min_score = pool.candidates, pool.below_min_score
             stats.stages_us["embed"] = pool.embed_us
             stats.stages_us["search"] = max(0, _us(t) - pool.embed_us)

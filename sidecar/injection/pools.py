@@ -66,15 +66,15 @@ class ContextualPool:
 
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
-                    retriever: Retriever, embed: Callable[[str], np.ndarray]) -> ContextualPool:
+                    retriever: Retriever) -> ContextualPool:
     """Search hits whose cosine to the text is at least ``contextual_min_score``.
 
-    The search embeds the text itself (overlapping its lexical half with the model);
-    ``embed`` is used only when the contextual pool is off (``search_limit = 0``).
+    The search embeds the text itself (overlapping its lexical half with the model); with
+    the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
     """
     if config.search_limit <= 0:
         start = time.perf_counter_ns()
-        query = embed(text)
+        query = retriever.embed_query(text)
         return ContextualPool([], 0, query, (time.perf_counter_ns() - start) // 1000)
     result = retriever.search(SearchQuery(
         text=text, agent_id=agent_id, limit=config.search_limit,

@@ -3,7 +3,7 @@
 Kept in memory for speed; ``ChannelStates`` loads a channel from the repository on first use
 and hands every change to a ``Writer`` (write-behind in the server: SQLite is written after the
 reply), so a restart keeps what the conversation already holds. The memory copy is always the
-authority; reads of SQLite (a channel loaded, a reset) wait for the pending writes first.
+authority; reads of SQLite (a channel loaded, a reset) wait for that channel's queued writes.
 Never reset on compaction; only ``reset`` (a new conversation) clears a channel.
 """
 
@@ -100,6 +100,8 @@ class ChannelStates:
         self.max_cached = max_cached
         self._channels: OrderedDict[str, ChannelState] = OrderedDict()
         self._lock = threading.Lock()
+        self._pending: dict[str, int] = {}  # channel -> writes queued, not yet run
+        self._pending_lock = threading.Lock()
 
     def get(self, channel_id: str) -> ChannelState:
         with self._lock:
@@ -119,7 +121,7 @@ class ChannelStates:
                 del self._channels[channel_id]
 
     def _load(self, channel_id: str) -> ChannelState:
-        self.writer.flush()  # an evicted channel may still have writes queued
+        self._settle(channel_id)  # an evicted channel may still have writes queued
         saved = self.repo.load(channel_id)
         state = ChannelState(channel_id=channel_id)
         if saved is None:
@@ -137,7 +139,8 @@ class ChannelStates:
 
     def save_turn(self, state: ChannelState) -> None:
         channel_id, turn = state.channel_id, state.turn
-        self.writer.submit(lambda: self.repo.save(channel_id, turn, [], [], prune_before=None))
+        self._submit(channel_id,
+                     lambda: self.repo.save(channel_id, turn, [], [], prune_before=None))
 
     def commit(self, state: ChannelState, memory_ids: list[str], versions: list[int],
                embeddings: np.ndarray, now_us: int, depth: int,
@@ -160,16 +163,38 @@ class ChannelStates:
             if also is not None:
                 also()
 
-        self.writer.submit(write)
+        self._submit(channel_id, write)
+
+    def _submit(self, channel_id: str, write: Callable[[], None]) -> None:
+        with self._pending_lock:
+            self._pending[channel_id] = self._pending.get(channel_id, 0) + 1
+
+        def job() -> None:
+            try:
+                write()
+            finally:  # still inside the writer's transaction: readers wait for its commit
+                with self._pending_lock:
+                    left = self._pending.pop(channel_id) - 1
+                    if left:
+                        self._pending[channel_id] = left
+
+        self.writer.submit(job)
+
+    def _settle(self, channel_id: str) -> None:
+        """Wait for the channel's queued writes (a new or idle channel has none: no wait)."""
+        with self._pending_lock:
+            pending = channel_id in self._pending
+        if pending:
+            self.writer.flush()
 
     def reset(self, channel_id: str) -> bool:
         with self._lock:
             had = self._channels.pop(channel_id, None)
             if had is None:
-                self.writer.flush()
+                self._settle(channel_id)
                 return self.repo.delete(channel_id)
             with had.lock:  # let an Inject in flight on this channel finish first
-                self.writer.flush()
+                self._settle(channel_id)
                 return self.repo.delete(channel_id)
 
     def close(self) -> None:

@@ -93,9 +93,9 @@ class RetrievalConfig:
     # Below it the thread hand-off costs more than it saves (bench/search_speed.py: slower at
     # 10k, faster at 100k on 2 cores).
     parallel_min_memories: int = field(default=50_000, metadata=knob(
-        "With a query embedding given by the caller, run the vector and lexical searches on "
-        "two threads once this many memories are live (0 = always). A query embedded here "
-        "always runs BM25 on a second thread during the embedding.",
+        "Run the vector and lexical searches on two threads once this many memories are "
+        "live (0 = always), for a query whose embedding is given or was computed on both "
+        "cores (onnx_long_text_tokens); any other query runs BM25 during its embedding.",
         ge=0, le=1_000_000_000))
     # 256 = the model's own cap (memories are embedded up to it). all-MiniLM-L6-v2 was
     # fine-tuned on 128-token inputs; 128 takes ~3 ms off Inject's p99 at 100k (the longest

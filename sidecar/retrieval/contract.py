@@ -48,6 +48,10 @@ class SearchResult:
 class Retriever(Protocol):
     def search(self, query: SearchQuery) -> SearchResult: ...
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """The embedding ``search`` would compute for ``text``."""
+        ...
+
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         """The stored embedding of a live memory (for semantic dedup)."""
         ...

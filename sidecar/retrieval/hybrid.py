@@ -9,7 +9,7 @@ Pipeline of one query (each stage timed in ``SearchResult.timings_us``):
 1. ``embed``   the query (skipped when the caller passes its embedding);
 2. ``vector``  top ``search_limit`` accepted labels by cosine (``VectorIndex``);
 3. ``lexical`` top ``search_limit`` accepted labels by BM25 (``BM25Index``), on a pool thread
-               while 1-2 run (see ``_sources``);
+               during 1 (or beside 2 for a long query; see ``_sources``);
 4. ``graph``   seeds = candidates of 2-3 with importance >= ``graph_seed_threshold`` (best rank
                first, at most ``graph_seed_limit``), expanded along edges (``EdgeGraph``);
 5. ``fusion``  weighted RRF + importance/recency boost (``kernels.rrf``), top ``limit``;
@@ -122,6 +122,10 @@ class HybridRetriever:
 
     # --- Retriever ------------------------------------------------------------------------
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """A query's embedding as ``search`` computes it (``query_max_tokens``)."""
+        return self.embedder.embed_query(text, self.config.query_max_tokens)
+
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
@@ -178,7 +182,7 @@ class HybridRetriever:
         if with_embed:
             future = self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
         if vector is None:
-            vector = self.embedder.embed_one(query.text, c.query_max_tokens)
+            vector = self.embedder.embed_query(query.text, c.query_max_tokens)
         clock.lap("embed")
         if with_vector:  # the shorter search goes to the pool thread: its hand-off is hidden
             vec_future = self._pool.submit(_timed, self.vectors.search, vector, k, accept)
@@ -191,6 +195,8 @@ class HybridRetriever:
             return vector, _recheck(vec, accept), lex
         vec = _recheck(self.vectors.search(vector, k, accept), accept) if want_vec else _NONE
         clock.lap("vector")
+        if with_embed and future.cancel():  # the pool was busy with another search's BM25
+            with_embed = False
         if with_embed:
             lex, lex_us = future.result()
             clock.lap("lexical_wait")  # what the lexical search added after the others

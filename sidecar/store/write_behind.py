@@ -64,7 +64,9 @@ class WriteBehind:
             if not self._closed:
                 self._queue.put(job)
                 return
-        WriteThrough(self.db).submit(job)  # a straggler after close: written now, not lost
+        # A straggler after close: written now, not lost, and after everything queued before.
+        self._thread.join()
+        WriteThrough(self.db).submit(job)
 
     def flush(self) -> None:
         self._queue.join()
@@ -88,7 +90,8 @@ class WriteBehind:
                     job()
             except Exception:
                 self.failures += 1
-                log.exception("a deferred write failed and was rolled back; the in-memory "
-                              "state it mirrors is unchanged")
+                log.exception("a deferred write failed and was rolled back: SQLite misses it "
+                              "(the in-memory state has it) until a later write or a restart",
+                              extra={"failures": self.failures})
             finally:
                 self._queue.task_done()

@@ -59,9 +59,8 @@ class CountingSession:
         return self.session.run(*args)
 
 
-def test_long_single_texts_run_on_more_threads_with_the_same_vectors(
-        embedder: Embedder) -> None:
-    serial = Embedder(embedder.files, long_text_threads=1)
+def test_long_queries_run_on_more_threads_with_the_same_vectors(embedder: Embedder) -> None:
+    serial = Embedder(embedder.files)
     assert serial._long is None
     routed = Embedder(embedder.files, long_text_threads=2, long_text_tokens=96)
     assert routed._long is not None
@@ -69,20 +68,24 @@ def test_long_single_texts_run_on_more_threads_with_the_same_vectors(
     short, long = "a short query about tokens", "the deploy pipeline failed again " * 20
     assert embedder.count_tokens(short) + 2 < 96 <= embedder.count_tokens(long) + 2
     assert routed.is_parallel(long) and not routed.is_parallel(short)
-    assert not serial.is_parallel(long)
+    assert not routed.is_parallel(long, 64) and not serial.is_parallel(long)
     for text in (short, long):
-        np.testing.assert_allclose(routed.embed_one(text), serial.embed_one(text), atol=1e-5)
-    assert long_session.runs == 1  # the long text only
-    routed.embed([long, long])  # batches (imports) stay on the one-thread session
+        np.testing.assert_allclose(routed.embed_query(text), serial.embed_query(text),
+                                   atol=1e-5)
+    assert long_session.runs == 1  # the long query only
+    routed.embed_one(long)  # a memory (upsert, vault gate): the one-thread session
+    routed.embed([long])  # an import, even a batch of one
+    routed.embed([long, long])
     assert long_session.runs == 1
 
 
-def test_embed_one_cuts_a_query_at_max_tokens(embedder: Embedder) -> None:
-    capped = Embedder(embedder.files, max_tokens=128, long_text_threads=1)
+def test_embed_query_cuts_at_max_tokens(embedder: Embedder) -> None:
+    capped = Embedder(embedder.files, max_tokens=128)
     long, short = "the deploy pipeline failed again on friday " * 40, "deploy failed"
     assert embedder.count_tokens(long) + 2 > 256
-    np.testing.assert_allclose(embedder.embed_one(long, 128), capped.embed_one(long), atol=1e-5)
-    assert float(embedder.embed_one(long, 128) @ embedder.embed_one(long)) < 0.9999
-    np.testing.assert_allclose(embedder.embed_one(short, 128), embedder.embed_one(short),
+    np.testing.assert_allclose(embedder.embed_query(long, 128), capped.embed_query(long),
+                               atol=1e-5)
+    np.testing.assert_allclose(embedder.embed_query(long), embedder.embed_one(long), atol=1e-5)
+    assert float(embedder.embed_query(long, 128) @ embedder.embed_query(long)) < 0.9999
+    np.testing.assert_allclose(embedder.embed_query(short, 128), embedder.embed_one(short),
                                atol=1e-6)
-    assert embedder.is_parallel(long) and not embedder.is_parallel(long, 64)

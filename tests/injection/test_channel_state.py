@@ -107,6 +107,8 @@ def test_reads_of_sqlite_wait_for_queued_writes(tmp_path: Path) -> None:
     state.turn = 3
     states.commit(state, ["m"], [1], unit(1), now_us=1, depth=10)  # queued
     assert writer.jobs and ChannelStates(StateRepo(db)).get("a").turn == 0
+    states.get("c")  # a new channel has nothing queued: it does not wait for the writer
+    assert len(writer.jobs) == 1
     again = states.get("a")  # flushes, then loads
     assert again.turn == 3 and again.buffer_ids == ["m"] and not writer.jobs
     states.commit(again, ["n"], [1], unit(1, 1), now_us=2, depth=10)

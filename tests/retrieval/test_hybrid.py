@@ -192,8 +192,9 @@ def test_query_max_tokens_cuts_what_is_embedded_not_what_bm25_sees(filled: App) 
         "grandma tomatoes")
     assert filled.embedder.count_tokens(text) + 2 > 16
     result = cut.search(SearchQuery(text, limit=3))
-    np.testing.assert_allclose(result.query_embedding, filled.embedder.embed_one(text, 16),
+    np.testing.assert_allclose(result.query_embedding, filled.embedder.embed_query(text, 16),
                                atol=1e-6)
+    np.testing.assert_allclose(cut.embed_query(text), result.query_embedding, atol=1e-6)
     assert not np.allclose(result.query_embedding, filled.embedder.embed_one(text), atol=1e-3)
     top = result.hits[0]  # the words past the cut still reach BM25
     assert "tomatoes" in top.memory.content and top.lexical_rank == 1

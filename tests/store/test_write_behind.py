@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +93,21 @@ def test_submit_blocks_when_max_pending_jobs_wait(db: Database) -> None:
     assert not third.is_alive()
     writer.close()
     assert rows(db) == [1, 2, 3]
+
+
+def test_a_job_submitted_while_closing_lands_after_the_queued_ones(db: Database) -> None:
+    writer, _, release = gate(db)
+    writer.submit(lambda: insert(db, 1))
+    closing = threading.Thread(target=writer.close)
+    closing.start()
+    while not writer._closed:  # close() has begun: later jobs take the straggler path
+        time.sleep(0.001)
+    late = threading.Thread(target=writer.submit, args=(lambda: insert(db, 2),))
+    late.start()
+    release.set()
+    closing.join(10)
+    late.join(10)
+    assert rows(db) == [1, 2]
 
 
 def test_a_job_after_close_is_written_at_once(db: Database) -> None:
