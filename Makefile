@@ -41,6 +41,7 @@ bench: install
 	$(PY) -m bench.grpc_hop
 	$(PY) -m bench.replay_longmemeval
 	$(PY) -m bench.inject_breakdown
+	$(PY) -m bench.query_cut
 	$(MAKE) bench-latency
 
 lint: install
