@@ -85,6 +85,7 @@ class App:
         """Compile kernels and run the model once so the first request is not slow."""
         spent = warm_up_all()
         self.embedder.embed_one("warm up")
+        self.embedder.embed_query("warm up " * 128)  # the long-query session, if any
         log.info("warm-up done", extra={"kernels_s": spent})
 
     def close(self) -> None:
