@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -12,7 +11,6 @@ from tests.conftest import Running
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = ROOT / "build" / "go-client"
-CANNOT_INSTALL = "go-client: cannot install Debian packages"
 STORE_CHECKS = [
     "UpsertMemory creates MEMORY_TYPE_DECISION", "UpsertMemory creates MEMORY_TYPE_TODO",
     "UpsertMemory updates in place", "GetMemory returns the stored memory",
@@ -25,11 +23,11 @@ STORE_CHECKS = [
 
 @pytest.fixture(scope="session")
 def go_client() -> Path:
-    """`make go-client` (a no-op when build/go-client is newer than its sources)."""
+    """`make go-client` (a no-op when build/go-client is newer than its sources; it installs
+    the Go toolchain from Debian packages when missing). A machine that cannot build it
+    fails here: the Go client is part of the product, never skipped."""
     done = subprocess.run(["make", "-s", "go-client"], cwd=ROOT, capture_output=True, text=True,
                           timeout=900)
-    if done.returncode != 0 and CANNOT_INSTALL in done.stderr and not os.environ.get("CI"):
-        pytest.skip(f"Go toolchain cannot be installed here: {done.stderr.strip()[-400:]}")
     assert done.returncode == 0, f"make go-client failed:\n{done.stdout}\n{done.stderr}"
     return BINARY
 
