@@ -15,21 +15,14 @@ Run:  .venv/bin/python -m bench.inject_breakdown [--size 100000] [--turns 400] [
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 import time
-from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 
 from bench.inject_overhead import user_turns
-from bench.lme import CACHE
-from bench.replay_longmemeval import sidecar
-from sidecar.config import ServerConfig
-from sidecar.embedding import Embedder, bundled_model_files
+from bench.replay_longmemeval import cached_store, sidecar, variant, working_copy
 
 STAGES = ("search", "dedup", "budget", "format", "persist")
 
@@ -46,22 +39,11 @@ def main() -> None:
     parser.add_argument("--long-text-tokens", type=int, default=0,
                         help="[server] onnx_long_text_tokens, here and in the sidecar")
     args = parser.parse_args()
-    store = CACHE / f"replay_store_{args.size}"
-    if not (store / "ready").exists():
-        raise SystemExit(f"{store} missing: run bench.replay_longmemeval --sizes {args.size}")
-    server_config = ServerConfig()  # the bare embedding runs on the sidecar's query sessions
-    if args.long_text_tokens:
-        server_config = replace(server_config, onnx_long_text_tokens=args.long_text_tokens)
-    embedder = Embedder(bundled_model_files(), **server_config.embedder_options())
+    store = cached_store(args.size)
+    toml, embedder = variant(args.long_text_tokens)
     turns = user_turns(args.turns)
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-        for item in store.iterdir():
-            if item.name != "ready":
-                shutil.copy2(item, Path(tmp) / item.name)
-        if args.long_text_tokens:
-            (Path(tmp) / "memsidecar.toml").write_text(
-                f"[server]\nonnx_long_text_tokens = {args.long_text_tokens}\n")
-        with sidecar(Path(tmp)) as channel:
+    with working_copy(store, toml) as data_dir:
+        with sidecar(data_dir) as channel:
             health = health_pb2_grpc.HealthStub(channel)
             ping = []
             for _ in range(300):

@@ -12,15 +12,13 @@ Run:  .venv/bin/python -m bench.inject_overhead --size 100000 [--passes 2] [--tu
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.lme import CACHE, oracle
+from bench.lme import oracle
+from bench.replay_longmemeval import cached_store, working_copy
 from sidecar.app import App
 from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
@@ -62,17 +60,13 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--turns", type=int, default=400)
     args = parser.parse_args()
-    store = CACHE / f"replay_store_{args.size}"
-    if not (store / "ready").exists():
-        raise SystemExit(f"{store} missing: run bench.replay_longmemeval --sizes {args.size}")
+    store = cached_store(args.size)
     embedder = Embedder(bundled_model_files())
     turns = user_turns(args.turns)
     fake = PrecomputedEmbedder(embedder, {t: embedder.embed_one(t) for _, t in turns})
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-        for item in store.iterdir():
-            if item.name != "ready":
-                shutil.copy2(item, Path(tmp) / item.name)
-        app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp), embedder=embedder)
+    with working_copy(store) as data_dir:
+        app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data_dir)),
+                       embedder=embedder)
         try:
             app.retriever.embedder = fake  # type: ignore[attr-defined]
             injector = Injector.create(app.db, fake, app.retriever,  # type: ignore[arg-type]

@@ -12,14 +12,11 @@ Run:  .venv/bin/python -m bench.query_cut [--cut 128] [--size 10000]
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
-from pathlib import Path
 
 import numpy as np
 
 from bench.embed_threads import turns
-from bench.lme import CACHE
+from bench.replay_longmemeval import cached_store, working_copy
 from sidecar.app import App
 from sidecar.config import MemoryInjectionConfig, ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
@@ -31,18 +28,14 @@ def main() -> None:
     parser.add_argument("--cut", type=int, default=128)
     parser.add_argument("--size", type=int, default=10_000)
     args = parser.parse_args()
-    store = CACHE / f"replay_store_{args.size}"
-    if not (store / "ready").exists():
-        raise SystemExit(f"{store} missing: run bench.replay_longmemeval --sizes {args.size}")
+    store = cached_store(args.size)
     embedder = Embedder(bundled_model_files())
     long = [t for t in turns() if embedder.count_tokens(t) + 2 > args.cut]
     inject = MemoryInjectionConfig()
     floor, limit = inject.contextual_min_score, inject.search_limit
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-        for item in store.iterdir():
-            if item.name != "ready":
-                shutil.copy2(item, Path(tmp) / item.name)
-        app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp), embedder=embedder)
+    with working_copy(store) as data_dir:
+        app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data_dir)),
+                       embedder=embedder)
         try:
             cosine, jaccard, full_n, cut_n = [], [], [], []
             for text in long:

@@ -87,6 +87,39 @@ def padded_store(size: int, texts: list[str], vectors: np.ndarray) -> Path:
     return done
 
 
+def cached_store(size: int) -> Path:
+    """The padded store this benchmark cached for ``size`` (other benchmarks reuse it)."""
+    store = CACHE / f"replay_store_{size}"
+    if not (store / "ready").exists():
+        raise SystemExit(f"{store} missing: run bench.replay_longmemeval --sizes {size}")
+    return store
+
+
+@contextlib.contextmanager
+def working_copy(store: Path, toml: str = "") -> Iterator[Path]:
+    """A throw-away data dir copied from a cached store, with ``toml`` as its config file."""
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        for item in store.iterdir():
+            if item.name != "ready":
+                shutil.copy2(item, Path(tmp) / item.name)
+        if toml:
+            (Path(tmp) / "memsidecar.toml").write_text(toml)
+        yield Path(tmp)
+
+
+def variant(long_text_tokens: int = 0, query_max_tokens: int = 0) -> tuple[str, Embedder]:
+    """The sidecar's config file for a variant (0 = default) and an embedder whose query
+    embedding runs on the same sessions as the sidecar's (for the bare embedding)."""
+    server = ServerConfig()
+    toml = ""
+    if long_text_tokens:
+        server = replace(server, onnx_long_text_tokens=long_text_tokens)
+        toml += f"[server]\nonnx_long_text_tokens = {long_text_tokens}\n"
+    if query_max_tokens:
+        toml += f"[retrieval]\nquery_max_tokens = {query_max_tokens}\n"
+    return toml, Embedder(bundled_model_files(), **server.embedder_options())
+
+
 def build_store(data_dir: Path, texts: list[str], vectors: np.ndarray) -> None:
     db = Database(data_dir / "memsidecar.sqlite3")
     now = time.time_ns() // 1000
@@ -237,30 +270,16 @@ def main() -> None:
                         help="[server] onnx_long_text_tokens for the sidecar and the bare "
                              "embedding (0: the default, 96)")
     args = parser.parse_args()
-    toml = (f"[server]\nonnx_long_text_tokens = {args.long_text_tokens}\n"
-            if args.long_text_tokens else "")
-    toml += (f"[retrieval]\nquery_max_tokens = {args.query_max_tokens}\n"
-             if args.query_max_tokens else "")
+    toml, embedder = variant(args.long_text_tokens, args.query_max_tokens)
     data = oracle()
     chosen = [q for q in data[:250] if len(q["haystack_sessions"]) >= 2][: args.questions]
-    # The bare embedding runs on the same sessions as the sidecar's query embedding.
-    server_config = ServerConfig()
-    if args.long_text_tokens:
-        server_config = replace(server_config, onnx_long_text_tokens=args.long_text_tokens)
-    embedder = Embedder(bundled_model_files(), **server_config.embedder_options())
     texts, vectors = real(data[250:], embedder)
     depth = MemoryInjectionConfig().context_window_depth
     lines = [HEADER]
     for size in (int(s) for s in args.sizes.split(",")):
-        cached = padded_store(size, texts, vectors)
-        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-            for item in cached.iterdir():
-                if item.name != "ready":
-                    shutil.copy2(item, Path(tmp) / item.name)
-            if toml:
-                (Path(tmp) / "memsidecar.toml").write_text(toml)
-            with sidecar(Path(tmp)) as channel:
-                result = replay(channel, chosen, embedder, depth, args.query_max_tokens)
+        with working_copy(padded_store(size, texts, vectors), toml) as data_dir, \
+                sidecar(data_dir) as channel:
+            result = replay(channel, chosen, embedder, depth, args.query_max_tokens)
         lines.append(row(size, result))
         print(lines[-1], f"(updates {result.updates}, empty turns {result.empty}, "
               f"replay memories stored {result.stored}); {stage_line(result)}", flush=True)
