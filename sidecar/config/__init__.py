@@ -5,6 +5,7 @@ from sidecar.config.injection import (
     MemoryInjectionConfig,
     StaticInjectionConfig,
 )
+from sidecar.live import Live
 from sidecar.config.loader import ConfigError, load_file, load_text
 from sidecar.config.schema import CONFIG_FILENAME, SECTIONS, AgentConfig, Config, Section
 from sidecar.config.server import ServerConfig
@@ -18,6 +19,7 @@ __all__ = [
     "ConfigError",
     "ConfigStore",
     "InjectionConfigSource",
+    "Live",
     "MemoryInjectionConfig",
     "Section",
     "ServerConfig",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.config.injection import MemoryInjectionConfig
+from sidecar.live import Live
 from sidecar.config.loader import ConfigError, load_text
 from sidecar.config.reloader import POLL_INTERVAL_S, Reloader
 from sidecar.config.schema import INJECTION, SECTIONS, AgentConfig, Config
@@ -67,6 +68,10 @@ class ConfigStore:
     @property
     def current(self) -> Config:
         return self._config
+
+    def live(self) -> Live[Config]:
+        """The running config as a ``Live`` (``.map(...)`` for one section)."""
+        return Live(lambda: self._config)
 
     def injection_for(self, agent_id: str) -> MemoryInjectionConfig:
         return self._config.injection_for(agent_id)
