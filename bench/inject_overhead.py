@@ -23,7 +23,7 @@ from sidecar.app import App
 from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.injection import Injector
-from sidecar.injection.records import InjectRequest
+from sidecar.injection.types import InjectRequest
 
 
 class PrecomputedEmbedder:

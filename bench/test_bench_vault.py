@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sidecar.memory.service import MemoryService
 from sidecar.records import Memory, MemoryDraft, MemoryType, Tier
-from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
 from sidecar.vault import Vault, VaultConfig
 from sidecar.vault.hygiene import similar_pairs

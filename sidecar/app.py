@@ -11,11 +11,11 @@ from pathlib import Path
 from kernels import warm_up_all
 from sidecar.config import CONFIG_FILENAME, ConfigStore, InjectionConfigSource, ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.memory.service import MemoryService
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, open_vector_index
-from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
 from sidecar.vault import Vault, VaultConfig
 

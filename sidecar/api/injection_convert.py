@@ -8,8 +8,8 @@ from memsidecar.v1 import injection_pb2
 
 from sidecar.errors import InvalidArgument
 from sidecar.injection.history import Message, Role
-from sidecar.injection.records import InjectedItem, Injection, InjectRequest, InjectStats
-from sidecar.injection.records import Section as DomainSection
+from sidecar.injection.types import InjectedItem, Injection, InjectRequest, InjectStats
+from sidecar.injection.types import Section as DomainSection
 
 MAX_TEXT_CHARS = 1_000_000
 

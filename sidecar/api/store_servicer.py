@@ -11,9 +11,9 @@ from sidecar.api import convert
 from sidecar.api.search_convert import search_query_from_pb, search_response_to_pb
 from sidecar.api.status import code_for, grpc_errors
 from sidecar.errors import DomainError, InvalidArgument
+from sidecar.memory.service import MemoryService
 from sidecar.records import MemoryDraft
 from sidecar.retrieval.contract import Retriever
-from sidecar.service.memories import MemoryService
 
 
 class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from memsidecar.v1 import vault_pb2
 
 from sidecar.api.convert import memory_to_pb, timestamp
-from sidecar.store import history
+from sidecar.store import versions
 from sidecar.vault.hygiene import (
     NEAR_DUPLICATE,
     STALE_LOW_IMPORTANCE,
@@ -17,12 +17,12 @@ from sidecar.vault.snapshot import Snapshot
 from sidecar.vault.stats import VaultStatistics
 
 EVENTS = {
-    history.CREATE: vault_pb2.VERSION_EVENT_CREATE,
-    history.UPDATE: vault_pb2.VERSION_EVENT_UPDATE,
-    history.FORGET: vault_pb2.VERSION_EVENT_FORGET,
-    history.PROMOTE: vault_pb2.VERSION_EVENT_PROMOTE,
-    history.RESTORE: vault_pb2.VERSION_EVENT_RESTORE,
-    history.BASELINE: vault_pb2.VERSION_EVENT_BASELINE,
+    versions.CREATE: vault_pb2.VERSION_EVENT_CREATE,
+    versions.UPDATE: vault_pb2.VERSION_EVENT_UPDATE,
+    versions.FORGET: vault_pb2.VERSION_EVENT_FORGET,
+    versions.PROMOTE: vault_pb2.VERSION_EVENT_PROMOTE,
+    versions.RESTORE: vault_pb2.VERSION_EVENT_RESTORE,
+    versions.BASELINE: vault_pb2.VERSION_EVENT_BASELINE,
 }
 DELETION_REASONS = {
     STALE_LOW_IMPORTANCE: vault_pb2.DELETION_REASON_STALE_LOW_IMPORTANCE,
@@ -31,7 +31,7 @@ DELETION_REASONS = {
 }
 
 
-def version_to_pb(v: history.MemoryVersion) -> vault_pb2.MemoryVersion:
+def version_to_pb(v: versions.MemoryVersion) -> vault_pb2.MemoryVersion:
     return vault_pb2.MemoryVersion(
         version=v.version,
         event=EVENTS.get(v.event, vault_pb2.VERSION_EVENT_UNSPECIFIED),

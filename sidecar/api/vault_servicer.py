@@ -7,7 +7,7 @@ from memsidecar.v1 import vault_pb2, vault_pb2_grpc
 
 from sidecar.api import convert, vault_convert
 from sidecar.api.status import grpc_errors
-from sidecar.service.validation import check_id
+from sidecar.memory.validation import check_id
 from sidecar.vault import Vault
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sidecar.injection.blocks import BLOCK_PREFIX, CONTEXTUAL_HEADER, PINNED_HEADER
-from sidecar.injection.records import Candidate, Section
+from sidecar.injection.types import Candidate, Section
 
 CountTokens = Callable[[str], int]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from kernels.dedup import buffer_max, greedy_unique
-from sidecar.injection.records import Candidate
 from sidecar.injection.state import ChannelState, Injected
+from sidecar.injection.types import Candidate
 from sidecar.records import Memory
 
 FreshCheck = Callable[[dict[str, tuple[Memory, Injected]]], set[str]]

@@ -15,7 +15,10 @@ from sidecar.injection.budget import apply_budget
 from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
-from sidecar.injection.records import (
+from sidecar.injection.state import ChannelStates
+from sidecar.injection.state_repo import StateRepo
+from sidecar.injection.tokens import TokenMemo
+from sidecar.injection.types import (
     SYSTEM_SOURCE,
     Candidate,
     InjectedItem,
@@ -24,9 +27,6 @@ from sidecar.injection.records import (
     InjectStats,
     Section,
 )
-from sidecar.injection.state import ChannelStates
-from sidecar.injection.state_repo import StateRepo
-from sidecar.injection.tokens import TokenMemo
 from sidecar.retrieval.contract import Retriever
 from sidecar.store.db import Database
 from sidecar.store.edges import EdgeRepo

@@ -13,7 +13,7 @@ import numpy as np
 from sidecar.errors import InvalidArgument
 from sidecar.records import Memory, MemoryType, Tier
 from sidecar.store.db import Database, Row
-from sidecar.store.history import CREATE, UPDATE, HistoryRepo
+from sidecar.store.versions import CREATE, UPDATE, VersionRepo
 
 COLUMNS = (
     "seq, id, content, type, importance, created_at, updated_at, last_accessed_at, "
@@ -66,7 +66,7 @@ class MemoryRepo:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.history = HistoryRepo(db)
+        self.versions = VersionRepo(db)
 
     def get(self, memory_id: str) -> Memory | None:
         row = self.db.query_one(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
@@ -93,7 +93,7 @@ class MemoryRepo:
         """Insert a new row and its first history version (actor defaults to the source)."""
         with self.db.transaction():
             stored = self._insert(memory, embedding)
-            self.history.append(stored, CREATE, _actor(stored, actor), stored.updated_at)
+            self.versions.append(stored, CREATE, _actor(stored, actor), stored.updated_at)
         return stored
 
     def _insert(self, memory: Memory, embedding: np.ndarray) -> Memory:
@@ -124,7 +124,7 @@ class MemoryRepo:
         """
         with self.db.transaction():
             stored = self._update(memory, embedding)
-            self.history.append(stored, event, _actor(stored, actor), stored.updated_at)
+            self.versions.append(stored, event, _actor(stored, actor), stored.updated_at)
         return stored
 
     def _update(self, memory: Memory, embedding: np.ndarray | None) -> Memory:

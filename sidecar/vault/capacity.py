@@ -9,7 +9,7 @@ import numpy as np
 from sidecar.errors import ResourceExhausted
 from sidecar.records import Memory, MemoryDraft
 from sidecar.store.memories import MemoryRepo
-from sidecar.store.vault import VaultRepo
+from sidecar.store.vault_repo import VaultRepo
 from sidecar.vault import reasons
 from sidecar.vault.duplicates import is_new
 

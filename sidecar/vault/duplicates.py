@@ -16,7 +16,7 @@ import numpy as np
 
 from sidecar.records import Memory, MemoryDraft
 from sidecar.store.memories import MemoryRepo
-from sidecar.store.vault import VaultRepo
+from sidecar.store.vault_repo import VaultRepo
 from sidecar.vault.scope_index import ScopeVectors
 
 log = logging.getLogger(__name__)

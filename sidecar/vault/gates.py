@@ -1,6 +1,6 @@
 """Stateless write gates on the text and tier of a draft: LOG noise, length, PII.
 
-Each is a WriteGate (sidecar.service.memories): it raises a DomainError to reject and never
+Each is a WriteGate (sidecar.memory.service): it raises a DomainError to reject and never
 resolves a write to an existing memory. Messages name the field and never quote the content.
 """
 

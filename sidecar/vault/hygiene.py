@@ -9,7 +9,7 @@ import numpy as np
 
 from sidecar.records import Memory
 from sidecar.store.memories import MemoryRepo
-from sidecar.store.vault import VaultRepo
+from sidecar.store.vault_repo import VaultRepo
 from sidecar.vault.config import VaultConfig
 from sidecar.vault.scope_index import ScopeVectors
 

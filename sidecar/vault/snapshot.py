@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sidecar.records import Memory, Tier
-from sidecar.store.vault import VaultRepo
+from sidecar.store.vault_repo import VaultRepo
 from sidecar.vault.config import VaultConfig
 
 HEADER = "[Snapshot from memory]"

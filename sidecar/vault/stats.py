@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from sidecar.records import MemoryType, Tier
 from sidecar.store.db import Database
-from sidecar.store.history import HistoryRepo
-from sidecar.store.vault import VaultRepo
+from sidecar.store.vault_repo import VaultRepo
+from sidecar.store.versions import VersionRepo
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ def vault_stats(db: Database, vault: VaultRepo, max_per_scope: int) -> VaultStat
     return VaultStatistics(
         live=sum(g.live for g in group_counts),
         forgotten=sum(g.forgotten for g in group_counts),
-        history_rows=HistoryRepo(db).count(),
+        history_rows=VersionRepo(db).count(),
         db_size_bytes=db.size_bytes(),
         register_topics=vault.register_topics(),
         max_memories_per_scope=max_per_scope,

@@ -7,13 +7,13 @@ import logging
 from dataclasses import replace
 
 from sidecar.records import MemoryDraft, Tier
-from sidecar.store.vault import VaultRepo
+from sidecar.store.vault_repo import VaultRepo
 
 log = logging.getLogger(__name__)
 
 
 class TopicResolver:
-    """A DraftResolver (sidecar.service.memories): retargets the draft to the register's id."""
+    """A DraftResolver (sidecar.memory.service): retargets the draft to the register's id."""
 
     def __init__(self, vault: VaultRepo) -> None:
         self.vault = vault

@@ -6,7 +6,7 @@ import numpy as np
 
 from sidecar.injection.blocks import clean, line_for, render
 from sidecar.injection.budget import apply_budget
-from sidecar.injection.records import Candidate, Section
+from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory, MemoryType
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.embedding import Embedder
+from sidecar.memory.service import MemoryService
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.vector_index import VectorConfig, open_vector_index
 from sidecar.retrieval.vector_listener import VectorIndexListener
-from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
 
 TEXTS = ["The deploy runs every Friday at noon.", "Alice prefers tea over coffee.",

@@ -12,8 +12,8 @@ from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
 from sidecar.store.db import Database
-from sidecar.store.history import HistoryRepo
 from sidecar.store.migrations import MIGRATIONS
+from sidecar.store.versions import VersionRepo
 from tests.conftest import Running
 from tests.vault.conftest import StartVault, history, rpc_error, stats, trailers, upsert
 
@@ -140,7 +140,7 @@ def test_migration_backfills_a_baseline_version(tmp_path: Path) -> None:
         old.commit()
     db = Database(path)
     try:
-        versions = HistoryRepo(db).versions("old")
+        versions = VersionRepo(db).versions("old")
         assert [(x.event, x.version, x.recorded_at, x.actor, x.content) for x in versions] == [
             ("baseline", 1, 20, "legacy", "stored before history")]
         assert db.schema_version == len(MIGRATIONS)

@@ -14,19 +14,19 @@ import numpy as np
 
 from sidecar.embedding import Embedder
 from sidecar.errors import DomainError, InvalidArgument, NotFound
-from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation, Tier
-from sidecar.service.events import Listeners
-from sidecar.service.validation import (
+from sidecar.memory.events import Listeners
+from sidecar.memory.validation import (
     check_draft,
     check_id,
     check_relation,
     check_unit,
     resolve_importance,
 )
+from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation, Tier
 from sidecar.store.db import Database
 from sidecar.store.edges import EdgeRepo
-from sidecar.store.history import FORGET, PROMOTE, RESTORE, UPDATE
 from sidecar.store.memories import ListQuery, MemoryRepo
+from sidecar.store.versions import FORGET, PROMOTE, RESTORE, UPDATE
 
 log = logging.getLogger(__name__)
 

@@ -10,11 +10,11 @@ from collections.abc import Callable
 import numpy as np
 
 from sidecar.errors import DomainError, FailedPrecondition
+from sidecar.memory.service import MemoryService, WriteGate, now_us
+from sidecar.memory.validation import check_unit
 from sidecar.records import Memory, MemoryDraft, Tier
-from sidecar.service.memories import MemoryService, WriteGate, now_us
-from sidecar.service.validation import check_unit
-from sidecar.store.history import MemoryVersion
-from sidecar.store.vault import VaultRepo
+from sidecar.store.vault_repo import VaultRepo
+from sidecar.store.versions import MemoryVersion
 from sidecar.vault import reasons
 from sidecar.vault.capacity import CapacityGate
 from sidecar.vault.config import VaultConfig
@@ -134,7 +134,7 @@ class Vault:
     def history(self, memory_id: str, agent_id: str = "") -> list[MemoryVersion]:
         """Every version oldest first; an agent sees only versions that were visible to it."""
         self.service.get(memory_id, agent_id)
-        versions = self.service.memories.history.versions(memory_id)
+        versions = self.service.memories.versions.versions(memory_id)
         return [v for v in versions if not agent_id or v.agent_id in ("", agent_id)]
 
     def snapshot(self, agent_id: str) -> Snapshot:

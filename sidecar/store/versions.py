@@ -51,7 +51,7 @@ def row_to_version(row: Row) -> MemoryVersion:
     )
 
 
-class HistoryRepo:
+class VersionRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 

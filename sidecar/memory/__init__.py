@@ -1,0 +1,1 @@
+"""The memory write and read path: validation, embedding, gates, listeners; no protobuf."""

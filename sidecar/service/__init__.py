@@ -1,1 +1,0 @@
-"""Domain services: pure Python over the store and the embedder; no protobuf."""
