@@ -1,29 +1,23 @@
-"""Registry of kernel warm-ups, run once at server start before health says SERVING."""
+"""Compile every kernel once at server start, before health says SERVING."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-_WARMUPS: dict[str, Callable[[], object]] = {}
+from kernels import bm25, dedup, rrf
 
-
-def register(name: str) -> Callable[[Callable[[], object]], Callable[[], object]]:
-    def decorate(func: Callable[[], object]) -> Callable[[], object]:
-        _WARMUPS[name] = func
-        return func
-
-    return decorate
+WARM_UPS: dict[str, Callable[[], object]] = {
+    "bm25": bm25.warm_up,
+    "dedup": dedup.warm_up,
+    "rrf": rrf.warm_up,
+}
 
 
 def warm_up_all() -> dict[str, float]:
-    """Run every registered warm-up; returns seconds spent per kernel."""
-    import kernels.bm25  # noqa: F401
-    import kernels.dedup  # noqa: F401
-    import kernels.rrf  # noqa: F401
-
+    """Run every kernel module's warm-up; returns seconds spent per module."""
     spent: dict[str, float] = {}
-    for name, func in _WARMUPS.items():
+    for name, func in WARM_UPS.items():
         start = time.perf_counter()
         func()
         spent[name] = time.perf_counter() - start

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernels import warm_up_all
+from kernels.warmup import warm_up_all
 from sidecar.config import CONFIG_FILENAME, ConfigStore, InjectionConfigSource, ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.memory.service import MemoryService
