@@ -45,6 +45,7 @@ from sidecar.retrieval.vector_index import (  # noqa: E402
 from sidecar.retrieval.vectors import DenseVectors  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
 from sidecar.store.memories import MemoryRepo  # noqa: E402
+from sidecar.store.repos import Repositories  # noqa: E402
 from tests.retrieval.sentences import docstring_sentences, stdlib_modules  # noqa: E402
 from tests.retrieval.synthetic import normalise  # noqa: E402
 
@@ -94,7 +95,7 @@ def dataset(n: int, docs: np.ndarray, texts: list[str]) -> tuple[np.ndarray, lis
 
 def write_sqlite(path: Path, vectors: np.ndarray, texts: list[str]) -> MemoryRepo:
     db = Database(path)
-    repo = MemoryRepo(db)
+    repo = Repositories.open(db).memories
     with db.transaction():
         for i, (vector, text) in enumerate(zip(vectors, texts, strict=True)):
             repo.insert(Memory(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,6 @@ from bench.replay_longmemeval import cached_store, working_copy
 from sidecar.app import App
 from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
-from sidecar.injection import Injector
 from sidecar.injection.types import InjectRequest
 
 
@@ -69,8 +69,7 @@ def main() -> None:
                        embedder=embedder)
         try:
             app.retriever.embedder = fake  # type: ignore[attr-defined]
-            injector = Injector.create(app.db, fake, app.retriever,  # type: ignore[arg-type]
-                                       app.injection_config)
+            injector = replace(app.injector, embedder=fake)
             for n in range(args.passes):
                 total: list[float] = []
                 stages: dict[str, list[float]] = {}

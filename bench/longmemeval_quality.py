@@ -33,8 +33,7 @@ from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
 from sidecar.retrieval.contract import Mode, SearchQuery  # noqa: E402
 from sidecar.retrieval.hybrid import HybridRetriever  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
-from sidecar.store.edges import EdgeRepo  # noqa: E402
-from sidecar.store.memories import MemoryRepo  # noqa: E402
+from sidecar.store.repos import Repositories
 
 MODES = {"VECTOR": store_pb2.SEARCH_MODE_VECTOR, "LEXICAL": store_pb2.SEARCH_MODE_LEXICAL,
          "HYBRID": store_pb2.SEARCH_MODE_HYBRID}
@@ -83,7 +82,8 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
     results = []
     for b in (0.4, 0.5, 0.6, 0.75):
         engine = HybridRetriever(embedder, replace(base, bm25_b=b))
-        engine.load(MemoryRepo(db), EdgeRepo(db))
+        repos = Repositories.open(db)
+        engine.load(repos.memories, repos.edges)
         vt, vs = run(engine, Mode.VECTOR)
         lt, ls = run(engine, Mode.LEXICAL)
         print(f"tune half bm25_b={b}: VECTOR turn/session R@10 {vt.r10:.3f}/{vs.r10:.3f}, "

@@ -40,7 +40,7 @@ from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.retrieval.vector_index import open_vector_index
 from sidecar.store.db import Database
-from sidecar.store.memories import MemoryRepo
+from sidecar.store.repos import Repositories
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -80,7 +80,7 @@ def padded_store(size: int, texts: list[str], vectors: np.ndarray) -> Path:
     pad_texts, pad_vectors = padding(texts, vectors, size)
     build_store(done, pad_texts, pad_vectors)
     db = Database(done / "memsidecar.sqlite3")
-    index = open_vector_index(done, MemoryRepo(db), wait=True)
+    index = open_vector_index(done, Repositories.open(db).memories, wait=True)
     index.close()  # saves DATA_DIR/vectors.hnsw when the index is in use
     db.close()
     (done / "ready").write_text("ok\n")

@@ -22,7 +22,7 @@ from sidecar.embedding import Embedder
 from sidecar.records import DEFAULT_IMPORTANCE, Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.store.db import Database
-from sidecar.store.memories import MemoryRepo
+from sidecar.store.repos import Repositories
 
 
 def build_store(
@@ -32,7 +32,7 @@ def build_store(
     """Create ``data_dir`` with one memory per text, unless it already holds exactly those."""
     db = Database(ServerConfig(data_dir=str(data_dir)).db_path)
     try:
-        repo = MemoryRepo(db)
+        repo = Repositories.open(db).memories
         if repo.count() == len(ids):
             return
         now = time.time_ns() // 1000

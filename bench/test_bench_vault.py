@@ -17,6 +17,7 @@ import pytest
 from sidecar.memory.service import MemoryService
 from sidecar.records import Memory, MemoryDraft, MemoryType, Tier
 from sidecar.store.db import Database
+from sidecar.store.repos import Repositories
 from sidecar.vault import Vault, VaultConfig
 from sidecar.vault.hygiene import similar_pairs
 from sidecar.vault.pii import find_pii
@@ -37,7 +38,7 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def fill(db: Database, n: int, agents: int) -> None:
-    service = MemoryService(db, NoEmbedder())  # type: ignore[arg-type]
+    service = MemoryService(Repositories.open(db), NoEmbedder())  # type: ignore[arg-type]
     vectors = unit(np.random.default_rng(0), n)
     with db.transaction():
         for i in range(n):
@@ -57,7 +58,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     n = int(request.param)
     db = Database(Path(tmp_path_factory.mktemp("vb")) / "bench.sqlite3")
     fill(db, n, agents=2)
-    service = MemoryService(db, NoEmbedder())  # type: ignore[arg-type]
+    service = MemoryService(Repositories.open(db), NoEmbedder())  # type: ignore[arg-type]
     yield n, Vault(service, VaultConfig(max_memories_per_scope=10**9))
     db.close()
 

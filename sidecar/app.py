@@ -1,4 +1,7 @@
-"""The application object: config, database, embedder and services, built once and closed once."""
+"""The composition root: every component is built here, in one place, and closed in reverse.
+
+Servicers receive the components they serve from the App and own nothing.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +12,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernels.warmup import warm_up_all
-from sidecar.config import CONFIG_FILENAME, ConfigStore, InjectionConfigSource, ServerConfig
+from sidecar.config import CONFIG_FILENAME, ConfigStore, ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.injection import Injector
+from sidecar.injection.state import ChannelStates
+from sidecar.injection.state_repo import StateRepo
 from sidecar.memory.service import MemoryService
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, open_vector_index
 from sidecar.store.db import Database
+from sidecar.store.repos import Repositories
+from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault, VaultConfig
 
 log = logging.getLogger(__name__)
@@ -29,9 +37,9 @@ class App:
     embedder: Embedder
     memories: MemoryService
     retriever: Retriever
-    injection_config: InjectionConfigSource
     settings: ConfigStore  # the live config file (hot reload, Settings RPCs)
     vault: Vault
+    injector: Injector
     retrieval: RetrievalConfig = RetrievalConfig()  # as opened
     vectors: AdaptiveVectorIndex | None = None
     live_retrieval: Callable[[], RetrievalConfig] | None = None  # the config file's, hot
@@ -51,9 +59,11 @@ class App:
             settings = ConfigStore.open(Path(config.data_dir) / CONFIG_FILENAME)
         settings.pin_server(config)
         db = Database(config.db_path)
+        repos = Repositories.open(db)
         if embedder is None:
             embedder = Embedder(bundled_model_files(), **config.embedder_options())
-        memories = MemoryService(db, embedder, config.max_content_chars, config.embed_batch_size)
+        memories = MemoryService(repos, embedder, config.max_content_chars,
+                                 config.embed_batch_size)
         # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself.
         # [retrieval] is hot (bar its restart-only keys, which the store keeps at their
         # running value): the engine reads the current snapshot per search; retrieval= (tests)
@@ -70,6 +80,12 @@ class App:
         # Installs the write gate on `memories`. [vault] is hot: read from the current config
         # snapshot on every write; vault_config (tests) pins one instead.
         vault = Vault(memories, vault_config or (lambda: live_settings.current.vault))
+        injector = Injector(
+            embedder=embedder, retriever=retriever, memories=repos.memories, edges=repos.edges,
+            config=settings,
+            states=ChannelStates(StateRepo(db), WriteBehind(db, name="injection-state")),
+            snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
+        )
         log.info(
             "app opened",
             extra={"db": str(config.db_path), "memories": memories.memories.count(),
@@ -77,7 +93,8 @@ class App:
         )
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
-            injection_config=settings, settings=settings, vault=vault, retrieval=retrieval,
+            settings=settings, vault=vault, injector=injector,
+            retrieval=retrieval,
             vectors=vectors, live_retrieval=live,
         )
 
@@ -89,6 +106,8 @@ class App:
         log.info("warm-up done", extra={"kernels_s": spent})
 
     def close(self) -> None:
+        """Close in reverse order of building: queued state writes first, the database last."""
+        self.injector.close()  # the state and access writes queued behind replies
         self.settings.close()
         stop = getattr(self.retriever, "close", None)
         if stop is not None:

@@ -24,7 +24,6 @@ from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
 from sidecar.api.vault_servicer import VaultServicer
 from sidecar.app import App
-from sidecar.injection import Injector
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +53,8 @@ class Server:
         try:
             self.port = self.grpc.add_insecure_port(listen)
         except RuntimeError as err:
-            self.injection.close()
             raise OSError(f"could not listen on {listen}: address in use or invalid") from err
         if self.port == 0 and not listen.startswith("unix:"):
-            self.injection.close()
             raise OSError(f"could not listen on {listen}: address in use or invalid")
         self.listen = listen
 
@@ -69,11 +66,8 @@ class Server:
             ),
             self.grpc,
         )
-        self.injection = MemoryInjectionServicer(Injector.create(
-            self.app.db, self.app.embedder, self.app.retriever, self.app.injection_config,
-            snapshot=lambda agent_id: self.app.vault.snapshot(agent_id).memories,
-        ))
-        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(self.injection, self.grpc)
+        injection_pb2_grpc.add_MemoryInjectionServicer_to_server(
+            MemoryInjectionServicer(self.app.injector), self.grpc)
         settings_pb2_grpc.add_SettingsServicer_to_server(
             SettingsServicer(self.app.settings), self.grpc
         )
@@ -102,7 +96,6 @@ class Server:
         grace = self.app.config.shutdown_grace_s if grace is None else grace
         try:
             self.grpc.stop(grace).wait()
-            self.injection.close()  # the state writes queued behind replies
         finally:
             self.app.close()
         log.info("stopped")

@@ -18,7 +18,7 @@ from sidecar.retrieval.contract import Retriever
 
 class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def __init__(
-        self, memories: MemoryService, retriever: Retriever | None = None,
+        self, memories: MemoryService, retriever: Retriever,
         default_search_limit: int | Callable[[], int] = 20,
     ) -> None:
         self.memories = memories
@@ -112,9 +112,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         self, request: store_pb2.SearchRequest, context: grpc.ServicerContext
     ) -> store_pb2.SearchResponse:
         query = search_query_from_pb(request, self._search_limit())
-        if self.retriever is None:
-            context.abort(grpc.StatusCode.UNIMPLEMENTED, "search is not configured")
-        result = self.retriever.search(query)  # type: ignore[union-attr]
+        result = self.retriever.search(query)
         return search_response_to_pb(result, request.debug)
 
 

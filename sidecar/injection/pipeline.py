@@ -16,7 +16,6 @@ from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
 from sidecar.injection.state import ChannelStates
-from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.tokens import TokenMemo
 from sidecar.injection.types import (
     SYSTEM_SOURCE,
@@ -28,10 +27,8 @@ from sidecar.injection.types import (
     Section,
 )
 from sidecar.retrieval.contract import Retriever
-from sidecar.store.db import Database
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
-from sidecar.store.write_behind import WriteBehind
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +50,6 @@ class Injector:
 
     def __post_init__(self) -> None:
         self.tokens = TokenMemo(self.embedder.count_tokens)
-
-    @classmethod
-    def create(cls, db: Database, embedder: Embedder, retriever: Retriever,
-               config: InjectionConfigSource,
-               snapshot: SnapshotSource | None = None) -> Injector:
-        return cls(embedder=embedder, retriever=retriever, memories=MemoryRepo(db),
-                   edges=EdgeRepo(db), config=config,
-                   states=ChannelStates(StateRepo(db), WriteBehind(db, name="injection-state")),
-                   snapshot=snapshot)
 
     def close(self) -> None:
         """Write the state and access records still queued (the server calls it on stop)."""

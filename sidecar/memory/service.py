@@ -23,9 +23,8 @@ from sidecar.memory.validation import (
     resolve_importance,
 )
 from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation, Tier
-from sidecar.store.db import Database
-from sidecar.store.edges import EdgeRepo
-from sidecar.store.memories import ListQuery, MemoryRepo
+from sidecar.store.memories import ListQuery
+from sidecar.store.repos import Repositories
 from sidecar.store.versions import FORGET, PROMOTE, RESTORE, UPDATE
 
 log = logging.getLogger(__name__)
@@ -75,14 +74,15 @@ class DraftResolver(Protocol):
 class MemoryService:
     def __init__(
         self,
-        db: Database,
+        repos: Repositories,
         embedder: Embedder,
         max_content_chars: int = 16_384,
         embed_batch_size: int = 64,
     ) -> None:
-        self.db = db
-        self.memories = MemoryRepo(db)
-        self.edges = EdgeRepo(db)
+        self.repos = repos
+        self.db = repos.db
+        self.memories = repos.memories
+        self.edges = repos.edges
         self.embedder = embedder
         self.max_content_chars = max_content_chars
         self.embed_batch_size = embed_batch_size

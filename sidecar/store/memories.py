@@ -64,9 +64,9 @@ class ListQuery:
 class MemoryRepo:
     """Reads and writes memory rows. Callers group writes with ``db.transaction()``."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, versions: VersionRepo) -> None:
         self.db = db
-        self.versions = VersionRepo(db)
+        self.versions = versions  # written in the same transaction as each change
 
     def get(self, memory_id: str) -> Memory | None:
         row = self.db.query_one(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))

@@ -74,7 +74,7 @@ class Vault:
         else:
             self._source = config
         self.service = service
-        self.repo = VaultRepo(service.db)
+        self.repo = service.repos.vault
         self.index = ScopeVectors()
         self.index.load(service.memories)
         self._topics = TopicResolver(self.repo)
@@ -153,7 +153,7 @@ class Vault:
                                  self.config, now_us())
 
     def stats(self) -> VaultStatistics:
-        return vault_stats(self.service.db, self.repo, self.config.max_memories_per_scope)
+        return vault_stats(self.service.repos, self.config.max_memories_per_scope)
 
 
 def _renamed(err: DomainError, old: str, new: str) -> DomainError:

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sidecar.records import MemoryType, Tier
-from sidecar.store.db import Database
-from sidecar.store.vault_repo import VaultRepo
-from sidecar.store.versions import VersionRepo
+from sidecar.store.repos import Repositories
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +38,8 @@ class VaultStatistics:
     groups: tuple[GroupCount, ...]
 
 
-def vault_stats(db: Database, vault: VaultRepo, max_per_scope: int) -> VaultStatistics:
+def vault_stats(repos: Repositories, max_per_scope: int) -> VaultStatistics:
+    vault = repos.vault
     groups: dict[tuple[str, int, int], list[int]] = {}
     for agent_id, tier, type_, forgotten, count in vault.counts():
         groups.setdefault((agent_id, tier, type_), [0, 0])[int(forgotten)] += count
@@ -60,8 +59,8 @@ def vault_stats(db: Database, vault: VaultRepo, max_per_scope: int) -> VaultStat
     return VaultStatistics(
         live=sum(g.live for g in group_counts),
         forgotten=sum(g.forgotten for g in group_counts),
-        history_rows=VersionRepo(db).count(),
-        db_size_bytes=db.size_bytes(),
+        history_rows=repos.versions.count(),
+        db_size_bytes=repos.db.size_bytes(),
         register_topics=vault.register_topics(),
         max_memories_per_scope=max_per_scope,
         scopes=tuple(ScopeCount(a, *v) for a, v in sorted(scopes.items())),

@@ -28,7 +28,7 @@ def serve(config: ServerConfig, embedder: Embedder) -> Iterator[Serve]:
         # are stored; these tests exercise the injection-time dedup, so it is off here.
         app = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder,
                        vault_config=VaultConfig(duplicate_gate=False))
-        app.injection_config = StaticInjectionConfig(MemoryInjectionConfig(**fields))  # type: ignore[arg-type]
+        app.injector.config = StaticInjectionConfig(MemoryInjectionConfig(**fields))
         server = create_server(app)
         server.start()
         live = Running(server)

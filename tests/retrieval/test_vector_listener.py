@@ -12,6 +12,7 @@ from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.vector_index import VectorConfig, open_vector_index
 from sidecar.retrieval.vector_listener import VectorIndexListener
 from sidecar.store.db import Database
+from sidecar.store.repos import Repositories
 
 TEXTS = ["The deploy runs every Friday at noon.", "Alice prefers tea over coffee.",
          "The staging database lives in eu-west-1.", "Bob is allergic to peanuts.",
@@ -23,7 +24,7 @@ def test_index_follows_upsert_forget_revive_and_survives_restart(
 ) -> None:
     config = VectorConfig(exact_threshold=1)  # the hnsw path from the first memory on
     db = Database(tmp_path / "memsidecar.sqlite3")
-    service = MemoryService(db, embedder)
+    service = MemoryService(Repositories.open(db), embedder)
     index = open_vector_index(tmp_path, service.memories, config, wait=True)
     service.listeners.add(VectorIndexListener(index))
     stored = [service.upsert(MemoryDraft(content=t, type=MemoryType.FACT)).memory for t in TEXTS]
@@ -43,7 +44,7 @@ def test_index_follows_upsert_forget_revive_and_survives_restart(
     db.close()
 
     db = Database(tmp_path / "memsidecar.sqlite3")
-    service = MemoryService(db, embedder)
+    service = MemoryService(Repositories.open(db), embedder)
     index = open_vector_index(tmp_path, service.memories, config)
     assert index.hnsw is not None and not index.building  # the saved index was current
     assert [index.search(q, 3)[0].tolist() for q in embedder.embed(TEXTS)] == expected

@@ -17,6 +17,7 @@ from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, op
 from sidecar.retrieval.vector_persist import INDEX_FILE, meta_path
 from sidecar.store.db import Database
 from sidecar.store.memories import MemoryRepo
+from sidecar.store.repos import Repositories
 from tests.retrieval.synthetic import clustered, normalise
 
 DIM = 32
@@ -34,7 +35,7 @@ def memory(i: int) -> Memory:
 @pytest.fixture
 def repo(tmp_path: Path) -> Iterator[MemoryRepo]:
     db = Database(tmp_path / "memsidecar.sqlite3")
-    store = MemoryRepo(db)
+    store = Repositories.open(db).memories
     with db.transaction():
         for i, vector in enumerate(clustered(N, DIM, seed=1)):
             store.insert(memory(i), vector)

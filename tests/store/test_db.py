@@ -9,8 +9,8 @@ import pytest
 from sidecar.errors import FailedPrecondition
 from sidecar.records import Memory, MemoryType
 from sidecar.store.db import Database
-from sidecar.store.memories import MemoryRepo
 from sidecar.store.migrations import SCHEMA_VERSION
+from sidecar.store.repos import Repositories
 
 
 def test_new_database_is_wal_and_migrated(tmp_path: Path) -> None:
@@ -40,7 +40,7 @@ def _memory(memory_id: str) -> Memory:
 
 def test_transaction_rolls_back_everything(tmp_path: Path) -> None:
     db = Database(tmp_path / "m.sqlite3")
-    repo = MemoryRepo(db)
+    repo = Repositories.open(db).memories
     vec = np.ones(384, dtype=np.float32)
     with pytest.raises(RuntimeError), db.transaction():
         repo.insert(_memory("a"), vec)

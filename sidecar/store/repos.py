@@ -1,0 +1,26 @@
+"""Every repository over one database, built once (by the App) and handed to the features."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sidecar.store.db import Database
+from sidecar.store.edges import EdgeRepo
+from sidecar.store.memories import MemoryRepo
+from sidecar.store.vault_repo import VaultRepo
+from sidecar.store.versions import VersionRepo
+
+
+@dataclass(frozen=True, slots=True)
+class Repositories:
+    db: Database
+    memories: MemoryRepo
+    edges: EdgeRepo
+    versions: VersionRepo
+    vault: VaultRepo
+
+    @classmethod
+    def open(cls, db: Database) -> Repositories:
+        versions = VersionRepo(db)
+        return cls(db=db, memories=MemoryRepo(db, versions), edges=EdgeRepo(db),
+                   versions=versions, vault=VaultRepo(db))
