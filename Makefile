@@ -33,9 +33,12 @@ test: install lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Every benchmark, one after the other (long: builds 100k-memory stores; caches in bench/.cache/).
+# Each writes its results file under bench/results/ (docs/benchmarks.md lists them).
 bench: install
+	mkdir -p bench/results
 	$(PY) -m pytest bench/test_config_bench.py bench/test_bench_vault.py \
-		bench/test_retrieval_bench.py -p no:cacheprovider --benchmark-only $(PYTEST_ARGS)
+		bench/test_retrieval_bench.py -p no:cacheprovider --benchmark-only \
+		--benchmark-json=bench/results/micro.json $(PYTEST_ARGS)
 	$(PY) -m bench.bench_foundation
 	$(PY) bench/bench_vector_index.py
 	$(PY) bench/longmemeval_quality.py

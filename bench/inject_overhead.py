@@ -91,4 +91,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from bench.results import recorded
+
+    with recorded("inject_overhead"):
+        main()
