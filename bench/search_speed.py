@@ -133,4 +133,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from results import recorded  # bench/ is on sys.path
+
+    with recorded("search_speed"):
+        main()

@@ -34,9 +34,9 @@ def _session(path: str, threads: int) -> ort.InferenceSession:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Workers spin between the operators of one run (a worker put to sleep between two
-    # MatMuls costs a wake-up each: 2 threads then saved 13-25% instead of 34-37%,
-    # bench/embed_threads.py) but stop when the run returns: left spinning, they would take
-    # the cores from the rest of the call and from other work.
+    # MatMuls costs a wake-up each, which eats most of the second thread's gain; see
+    # docs/decisions/0004-long-text-session.md) but stop when the run returns: left spinning,
+    # they would take the cores from the rest of the call and from other work.
     spin = "1" if threads > 1 else "0"
     options.add_session_config_entry("session.intra_op.allow_spinning", spin)
     options.add_session_config_entry("session.force_spinning_stop", "1")

@@ -19,8 +19,8 @@ log = logging.getLogger(__name__)
 Row = tuple[Any, ...]
 
 # A commit that leaves at least this many pages in the WAL wakes the checkpointer thread.
-# (SQLite's own auto-checkpoint, same threshold, runs inside the commit that crosses it:
-# 20-60 ms at 100k memories, charged to whichever call it was, e.g. an Inject.)
+# (SQLite's own auto-checkpoint, same threshold, runs inside the commit that crosses it and
+# charges its whole duration to whichever call that was, e.g. an Inject.)
 CHECKPOINT_PAGES = 1000
 # If writes outrun the thread and the WAL reaches this, the committing call checkpoints itself
 # (as SQLite would), so the WAL stays bounded under sustained writes.

@@ -1,7 +1,8 @@
 """Writes that need not hold up a reply: jobs run in submission order, each in a transaction.
 
 ``WriteBehind`` runs them on one daemon thread, so a caller returns as soon as its job is
-queued (Inject's state and access records: ~1 ms p50, ~2-3 ms p99 of SQLite off the reply).
+queued (Inject's state and access records: their SQLite transaction leaves the reply path;
+docs/decisions/0003-write-behind-state.md).
 What it trades: a crash (kill -9, power loss) can lose the jobs still queued, i.e. the last
 call or two; a clean stop (``close``) runs all of them first. ``flush`` waits for every job
 queued so far, for readers that must see them. At most ``max_pending`` jobs wait; beyond

