@@ -15,8 +15,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from bench.bench_foundation import bench_import
 from bench.corpus import corpus
 from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.vault import VaultConfig
 

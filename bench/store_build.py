@@ -16,8 +16,8 @@ import numpy as np
 from memsidecar.v1 import store_pb2_grpc
 
 from sidecar.api.server import Server, create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.records import DEFAULT_IMPORTANCE, Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig

@@ -65,12 +65,12 @@ class Server:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
             MemoryStoreServicer(
                 self.app.memories, self.app.retriever,
-                lambda: self.app.retrieval_now().search_limit,
+                self.app.live.map(lambda c: c.retrieval.search_limit),
             ),
             self.grpc,
         )
         self.injection = MemoryInjectionServicer(Injector.create(
-            self.app.db, self.app.embedder, self.app.retriever, self.app.injection_config,
+            self.app.db, self.app.embedder, self.app.retriever, self.app.live,
             snapshot=lambda agent_id: self.app.vault.snapshot(agent_id).memories,
         ))
         injection_pb2_grpc.add_MemoryInjectionServicer_to_server(self.injection, self.grpc)

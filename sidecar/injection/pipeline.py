@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.config.injection import InjectionConfigSource
 from sidecar.embedding import Embedder
 from sidecar.injection import blocks
 from sidecar.injection.budget import apply_budget
@@ -27,11 +27,15 @@ from sidecar.injection.records import (
 from sidecar.injection.state import ChannelStates
 from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.tokens import TokenMemo
+from sidecar.live import Live
 from sidecar.retrieval.contract import Retriever
 from sidecar.store.db import Database
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.write_behind import WriteBehind
+
+if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
+    from sidecar.config.schema import Config
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +50,7 @@ class Injector:
     retriever: Retriever
     memories: MemoryRepo
     edges: EdgeRepo
-    config: InjectionConfigSource
+    config: Live[Config]  # the running config file; each Inject reads its agent's section
     states: ChannelStates
     snapshot: SnapshotSource | None = None
     tokens: TokenMemo = field(init=False)
@@ -56,7 +60,7 @@ class Injector:
 
     @classmethod
     def create(cls, db: Database, embedder: Embedder, retriever: Retriever,
-               config: InjectionConfigSource,
+               config: Live[Config],
                snapshot: SnapshotSource | None = None) -> Injector:
         return cls(embedder=embedder, retriever=retriever, memories=MemoryRepo(db),
                    edges=EdgeRepo(db), config=config,
@@ -76,7 +80,7 @@ class Injector:
         start = time.perf_counter_ns()
         if request.source.strip().lower() == SYSTEM_SOURCE:
             return self._skip(request, start, "system_source", request.turn, InjectStats())
-        config = self.config.injection_for(request.agent_id)
+        config = self.config.get().injection_for(request.agent_id)
         state = self.states.get(request.channel_id)
         stats = InjectStats()
         with state.lock:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.config import ConfigStore, MemoryInjectionConfig, load_text
+from sidecar.config import ConfigStore, load_text
 from sidecar.errors import FailedPrecondition, InvalidArgument
+from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.records import MemoryType
 
 BASE = """# operator notes: keep this comment
