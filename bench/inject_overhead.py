@@ -70,7 +70,7 @@ def main() -> None:
         try:
             app.retriever.embedder = fake  # type: ignore[attr-defined]
             injector = Injector.create(app.db, fake, app.retriever,  # type: ignore[arg-type]
-                                       app.injection_config)
+                                       app.live)
             for n in range(args.passes):
                 total: list[float] = []
                 stages: dict[str, list[float]] = {}

@@ -31,9 +31,10 @@ The sidecar reads one TOML file: `serve --config FILE` when given, else
 `memsidecar config check FILE` validates a file and prints every effective key.
 
 Every key is optional. **hot** keys apply to the next request once the edited file has been
-saved (the file is polled every {POLL_INTERVAL_S} s and read once two polls agree); **restart** keys keep their running value until the
-sidecar restarts, and a reload that changes one logs a warning. An invalid edit is rejected
-as a whole and the last good configuration keeps serving.
+saved (the file is polled every {POLL_INTERVAL_S} s and read once two polls agree);
+**restart** keys keep their running value until the sidecar restarts, and a reload that
+changes one logs a warning. An invalid edit is rejected as a whole and the last good
+configuration keeps serving.
 """
 
 AGENTS = f"""\
