@@ -5,7 +5,7 @@ File shape::
     [server]                      ServerConfig           sidecar/api/server_config.py
     [retrieval]                   RetrievalConfig        sidecar/retrieval/config.py
     [retrieval.relation_multipliers]  one key per relation label
-    [retrieval.vector]            VectorConfig           sidecar/retrieval/vector_config.py
+    [retrieval.vector]            VectorConfig           (RetrievalConfig.vector)
     [vault]                       VaultConfig            sidecar/vault/config.py
     [defaults.memory_injection]   MemoryInjectionConfig  sidecar/injection/config.py
     [[agents]]                    id = "..."
