@@ -21,8 +21,8 @@ from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
 
 from bench.corpus import corpus
 from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 
 QUERIES = ["what did we decide about JWT refresh tokens?", "who is on call this week",
            "latency of the search index", "Alice prefers to review the GraphQL schema",

@@ -9,14 +9,16 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from bench.bench_foundation import bench_import
 from bench.corpus import corpus
 from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
+from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.vault import VaultConfig
 
@@ -34,8 +36,9 @@ def main() -> None:
     embedder = Embedder(bundled_model_files())
     for name, vault_config in CONFIGS.items():
         with tempfile.TemporaryDirectory() as tmp:
+            settings = ConfigStore(Path(tmp) / CONFIG_FILENAME, Config(vault=vault_config), None)
             app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp), embedder=embedder,
-                           vault_config=vault_config)
+                           settings=settings)
             server = create_server(app)
             server.start()
             try:

@@ -20,8 +20,8 @@ import numpy as np
 
 from bench.lme import oracle
 from bench.replay_longmemeval import cached_store, working_copy
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.injection.types import InjectRequest
 

@@ -29,6 +29,7 @@ from memsidecar.v1 import store_pb2  # noqa: E402
 from store_build import Served, build_store  # noqa: E402
 
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
+from sidecar.live import Live  # noqa: E402
 from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
 from sidecar.retrieval.contract import Mode, SearchQuery  # noqa: E402
 from sidecar.retrieval.hybrid import HybridRetriever  # noqa: E402
@@ -80,8 +81,10 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
         return evaluate(ranked, qs, evidence)
 
     results = []
+    current = [base]  # the engine's config; the tuning loop swaps it
     for b in (0.4, 0.5, 0.6, 0.75):
-        engine = HybridRetriever(embedder, replace(base, bm25_b=b))
+        current[0] = replace(base, bm25_b=b)
+        engine = HybridRetriever(embedder, Live(lambda: current[0]))
         repos = Repositories.open(db)
         engine.load(repos.memories, repos.edges)
         vt, vs = run(engine, Mode.VECTOR)
@@ -91,7 +94,7 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
         for k in (5.0, 10.0, 20.0, 30.0, 60.0):
             for w in (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0):
                 cfg = replace(base, lexical_weight=w, rrf_k=k, bm25_b=b)
-                engine.config = cfg
+                current[0] = cfg
                 t, s = run(engine, Mode.HYBRID)
                 margin = min(t.r10 - max(vt.r10, lt.r10), s.r10 - max(vs.r10, ls.r10))
                 results.append((margin, cfg, t, s))

@@ -17,9 +17,10 @@ import numpy as np
 
 from bench.embed_threads import turns
 from bench.replay_longmemeval import cached_store, working_copy
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import MemoryInjectionConfig, ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.retrieval.contract import SearchQuery
 
 

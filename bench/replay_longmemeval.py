@@ -36,9 +36,9 @@ from memsidecar.v1 import injection_pb2, injection_pb2_grpc, memory_pb2, store_p
 from bench.lme import CACHE, oracle
 from bench.padding import approximation, padding, real
 from bench.results import write_results
-from sidecar.config import ServerConfig
-from sidecar.config.injection import MemoryInjectionConfig
+from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.retrieval.vector_index import open_vector_index
 from sidecar.store.db import Database
 from sidecar.store.repos import Repositories

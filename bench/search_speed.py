@@ -30,7 +30,7 @@ from lme_data import CACHE, cached_embeddings, load_oracle, pooled_turns, questi
 from memsidecar.v1 import store_pb2  # noqa: E402
 from store_build import Served, build_store  # noqa: E402
 
-from sidecar.config import ServerConfig  # noqa: E402
+from sidecar.api.server_config import ServerConfig  # noqa: E402
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
 from sidecar.records import Edge, MemoryType, Relation  # noqa: E402
 from sidecar.retrieval.config import RetrievalConfig  # noqa: E402

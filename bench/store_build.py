@@ -16,8 +16,9 @@ import numpy as np
 from memsidecar.v1 import store_pb2_grpc
 
 from sidecar.api.server import Server, create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
+from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder
 from sidecar.records import DEFAULT_IMPORTANCE, Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
@@ -52,8 +53,9 @@ class Served:
 
     def __init__(self, data_dir: Path, embedder: Embedder, retrieval: RetrievalConfig) -> None:
         start = time.perf_counter()
+        settings = ConfigStore(data_dir / CONFIG_FILENAME, Config(retrieval=retrieval), None)
         app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data_dir)),
-                       embedder=embedder, retrieval=retrieval)
+                       embedder=embedder, settings=settings)
         self.server: Server = create_server(app)
         self.server.start()
         self.open_s = time.perf_counter() - start

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sidecar.live import Live
 from sidecar.memory.service import MemoryService
 from sidecar.records import Memory, MemoryDraft, MemoryType, Tier
 from sidecar.store.db import Database
@@ -59,7 +60,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     db = Database(Path(tmp_path_factory.mktemp("vb")) / "bench.sqlite3")
     fill(db, n, agents=2)
     service = MemoryService(Repositories.open(db), NoEmbedder())  # type: ignore[arg-type]
-    yield n, Vault(service, VaultConfig(max_memories_per_scope=10**9))
+    yield n, Vault(service, Live.fixed(VaultConfig(max_memories_per_scope=10**9)))
     db.close()
 
 

@@ -19,7 +19,7 @@ AGENTS = 20
 def typical_file(search_limit: int = 20) -> str:
     parts = [
         '[server]\nlisten = "127.0.0.1:50051"\n',
-        "[retrieval]\nrrf_k = 60\nimportance_boost = 0.005\n",
+        "[retrieval]\nrrf_k = 60\nalpha = 0.005\n",
         "[vault]\nmax_chars = 1200\n",
         f"[defaults.memory_injection]\nsearch_limit = {search_limit}\nmax_total = 25\n",
     ]

@@ -7,25 +7,25 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from kernels.warmup import warm_up_all
-from sidecar.config import CONFIG_FILENAME, ConfigStore, ServerConfig
+from sidecar.api.server_config import ServerConfig
+from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.injection import Injector
 from sidecar.injection.state import ChannelStates
 from sidecar.injection.state_repo import StateRepo
+from sidecar.live import Live
 from sidecar.memory.service import MemoryService
-from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
-from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, open_vector_index
+from sidecar.retrieval.vector_index import AdaptiveVectorIndex, open_vector_index
 from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import WriteBehind
-from sidecar.vault import Vault, VaultConfig
+from sidecar.vault import Vault
 
 log = logging.getLogger(__name__)
 
@@ -40,49 +40,41 @@ class App:
     settings: ConfigStore  # the live config file (hot reload, Settings RPCs)
     vault: Vault
     injector: Injector
-    retrieval: RetrievalConfig = RetrievalConfig()  # as opened
     vectors: AdaptiveVectorIndex | None = None
-    live_retrieval: Callable[[], RetrievalConfig] | None = None  # the config file's, hot
 
-    def retrieval_now(self) -> RetrievalConfig:
-        """The retrieval config in force: the file's current [retrieval], or the pinned one."""
-        return self.live_retrieval() if self.live_retrieval is not None else self.retrieval
+    @property
+    def live(self) -> Live[Config]:
+        """The running config; components take ``live.map(...)`` views of their section."""
+        return self.settings.live()
 
     @classmethod
     def open(
         cls, config: ServerConfig, embedder: Embedder | None = None,
-        settings: ConfigStore | None = None, vault_config: VaultConfig | None = None,
-        retrieval: RetrievalConfig | None = None, vector_config: VectorConfig | None = None,
+        settings: ConfigStore | None = None,
     ) -> App:
         start = time.perf_counter()
         if settings is None:  # no --config: DATA_DIR/memsidecar.toml if it exists, else defaults
             settings = ConfigStore.open(Path(config.data_dir) / CONFIG_FILENAME)
         settings.pin_server(config)
+        live = settings.live()
         db = Database(config.db_path)
         repos = Repositories.open(db)
         if embedder is None:
             embedder = Embedder(bundled_model_files(), **config.embedder_options())
         memories = MemoryService(repos, embedder, config.max_content_chars,
                                  config.embed_batch_size)
-        # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself.
-        # [retrieval] is hot (bar its restart-only keys, which the store keeps at their
-        # running value): the engine reads the current snapshot per search; retrieval= (tests)
-        # pins one instead. [retrieval.vector] sizes the index; vector_config= pins that.
-        live_settings = settings
-        live = None if retrieval is not None else (lambda: live_settings.current.retrieval)
-        retrieval = retrieval or settings.current.retrieval
+        # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself and
+        # reads [retrieval] per search; the store keeps restart-only keys at their running value.
         vectors = open_vector_index(config.data_dir, memories.memories,
-                                    vector_config or retrieval.vector)
-        retriever = HybridRetriever(embedder, live or retrieval, vectors,
-                                    retune_vectors=vector_config is None)
+                                    settings.current.retrieval.vector)
+        retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors)
         retriever.load(memories.memories, memories.edges, vectors_loaded=True)
         memories.listeners.add(retriever)
-        # Installs the write gate on `memories`. [vault] is hot: read from the current config
-        # snapshot on every write; vault_config (tests) pins one instead.
-        vault = Vault(memories, vault_config or (lambda: live_settings.current.vault))
+        # Installs the write gate on `memories`; reads [vault] on every write.
+        vault = Vault(memories, live.map(lambda c: c.vault))
         injector = Injector(
             embedder=embedder, retriever=retriever, memories=repos.memories, edges=repos.edges,
-            config=settings,
+            config=live,
             states=ChannelStates(StateRepo(db), WriteBehind(db, name="injection-state")),
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
         )
@@ -93,9 +85,7 @@ class App:
         )
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
-            settings=settings, vault=vault, injector=injector,
-            retrieval=retrieval,
-            vectors=vectors, live_retrieval=live,
+            settings=settings, vault=vault, injector=injector, vectors=vectors,
         )
 
     def warm_up(self) -> None:

@@ -1,5 +1,5 @@
 """Command line: ``memsidecar serve [--config FILE] [--listen ADDR] [--data-dir DIR]``,
-``memsidecar config check FILE``."""
+``memsidecar config check FILE``, ``memsidecar config docs``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 
-from sidecar.config.startup import check, open_settings
+from sidecar.config.startup import check, docs, open_settings
 from sidecar.errors import DomainError
 
 log = logging.getLogger("sidecar")
@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     checker = config_sub.add_parser("check", help="validate FILE, print the effective config")
     checker.add_argument("file")
     checker.add_argument("--log-level", default="WARNING")
+    documenter = config_sub.add_parser(
+        "docs", help="print the configuration reference (Markdown, docs/configuration.md)")
+    documenter.add_argument("--log-level", default="WARNING")
     return parser
 
 
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             return serve(args)
         if args.command == "config":
-            return check(args.file)
+            return check(args.file) if args.config_command == "check" else docs()
     except DomainError as err:
         print(f"memsidecar: {err.message}", file=sys.stderr)
         return 2

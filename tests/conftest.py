@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -14,8 +15,9 @@ import pytest
 from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc, vault_pb2_grpc
 
 from sidecar.api.server import Server, create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
+from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder, bundled_model_files
 
 
@@ -27,6 +29,11 @@ def embedder() -> Embedder:
 @pytest.fixture
 def config(tmp_path: Path) -> ServerConfig:
     return ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"))
+
+
+def settings_for(config: ServerConfig, **sections: Any) -> ConfigStore:
+    """A config store holding ``Config(**sections)`` (no file written) for ``App.open``."""
+    return ConfigStore(Path(config.data_dir) / CONFIG_FILENAME, Config(**sections), None)
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from memsidecar_client import Client
 from bench.latency.dataset import cached_store, working_copy
 from bench.latency.helpers import MEMORIES
 from sidecar.api.server import Server, create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
 
 

@@ -17,8 +17,8 @@ from memsidecar_client import Client
 
 from bench.corpus import memory_text
 from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
 
 VERSION = 1  # bump when the generated text or metadata change

@@ -30,7 +30,7 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         if request.HasField("max_keep"):
             max_keep = request.max_keep
         else:
-            max_keep = self.injector.config.injection_for(
+            max_keep = self.injector.config.get().injection_for(
                 request.agent_id).max_injected_blocks_in_history
         pruned = prune_history(messages, max_keep)
         return injection_pb2.PruneHistoryResponse(

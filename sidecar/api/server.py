@@ -62,7 +62,7 @@ class Server:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
             MemoryStoreServicer(
                 self.app.memories, self.app.retriever,
-                lambda: self.app.retrieval_now().search_limit,
+                self.app.live.map(lambda c: c.retrieval.search_limit),
             ),
             self.grpc,
         )

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from memsidecar.v1 import settings_pb2
 
-from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.config.schema import AgentConfig
 from sidecar.config.typed import plain
+from sidecar.injection.config import MemoryInjectionConfig
 
 LIST_FIELDS = {"pinned_types": "set_pinned_types"}  # repeated field -> its "replace" flag
 _TYPES = typing.get_type_hints(MemoryInjectionConfig)

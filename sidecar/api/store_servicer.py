@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import grpc
 from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
@@ -11,21 +11,24 @@ from sidecar.api import convert
 from sidecar.api.search_convert import search_query_from_pb, search_response_to_pb
 from sidecar.api.status import code_for, grpc_errors
 from sidecar.errors import DomainError, InvalidArgument
+from sidecar.live import Live
 from sidecar.memory.service import MemoryService
 from sidecar.records import MemoryDraft
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
+
+DEFAULT_SEARCH_LIMIT = Live.fixed(RetrievalConfig().search_limit)
 
 
 class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def __init__(
         self, memories: MemoryService, retriever: Retriever,
-        default_search_limit: int | Callable[[], int] = 20,
+        search_limit: Live[int] = DEFAULT_SEARCH_LIMIT,
     ) -> None:
+        """``search_limit``: a Search's default candidates per source, read per Search."""
         self.memories = memories
         self.retriever = retriever
-        # A callable: read per Search ([retrieval] search_limit is hot).
-        self._search_limit = (default_search_limit if callable(default_search_limit)
-                              else lambda: default_search_limit)
+        self._search_limit = search_limit
 
     @grpc_errors
     def UpsertMemory(
@@ -111,7 +114,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def Search(
         self, request: store_pb2.SearchRequest, context: grpc.ServicerContext
     ) -> store_pb2.SearchResponse:
-        query = search_query_from_pb(request, self._search_limit())
+        query = search_query_from_pb(request, self._search_limit.get())
         result = self.retriever.search(query)
         return search_response_to_pb(result, request.debug)
 

@@ -1,15 +1,11 @@
-"""Typed configuration: the TOML schema, validation, per-agent resolution, hot reload."""
+"""Configuration machinery: the section registry, loading and validation, hot reload,
+write-back, reports and the generated reference. Each section's dataclass lives with its
+feature (``sidecar.injection.config``, ``sidecar.retrieval.config``, ``sidecar.vault.config``,
+``sidecar.api.server_config``)."""
 
-from sidecar.config.injection import (
-    InjectionConfigSource,
-    MemoryInjectionConfig,
-    StaticInjectionConfig,
-)
 from sidecar.config.loader import ConfigError, load_file, load_text
 from sidecar.config.schema import CONFIG_FILENAME, SECTIONS, AgentConfig, Config, Section
-from sidecar.config.server import ServerConfig
 from sidecar.config.store import ConfigStore
-from sidecar.live import Live
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -18,12 +14,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "ConfigStore",
-    "InjectionConfigSource",
-    "Live",
-    "MemoryInjectionConfig",
     "Section",
-    "ServerConfig",
-    "StaticInjectionConfig",
     "load_file",
     "load_text",
 ]

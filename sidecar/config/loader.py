@@ -60,7 +60,7 @@ def parse(data: Mapping[str, Any]) -> tuple[Config, list[Issue]]:
 
 
 def _section(section: Section, table: Any, path: str, issues: list[Issue]) -> Any:
-    values, found = parse_table(section.cls, table, path, section.rules)
+    values, found = parse_table(section.cls, table, path)
     issues += found
     obj = section.cls(**values)
     issues += _checks(section, obj, path)
@@ -68,18 +68,8 @@ def _section(section: Section, table: Any, path: str, issues: list[Issue]) -> An
 
 
 def _checks(section: Section, obj: Any, path: str) -> list[Issue]:
-    found = [Issue(f"{path}.{key}", key, f"{path}.{key} = {literal(getattr(obj, key))}: {msg}")
-             for check in section.checks for key, msg in check(obj)]
-    validate = getattr(obj, "validate", None)
-    if callable(validate) and not found:
-        try:
-            validate()
-        except InvalidArgument as err:
-            key = err.field.rsplit(".", 1)[-1]
-            where = f"{path}.{key}"
-            message = err.message if err.message.startswith(where) else f"{where}: {err.message}"
-            found.append(Issue(where, key, message))
-    return found
+    return [Issue(f"{path}.{key}", key, f"{path}.{key} = {literal(getattr(obj, key))}: {msg}")
+            for check in section.checks for key, msg in check(obj)]
 
 
 def _defaults(table: Any, issues: list[Issue]) -> Any:
@@ -127,7 +117,7 @@ def _agent(agent_id: str, table: Any, path: str, defaults: Any,
     if table is None:
         return AgentConfig(agent_id, defaults, None)
     section_path = f"{path}.{INJECTION.name}"
-    values, found = parse_table(INJECTION.cls, table, section_path, INJECTION.rules)
+    values, found = parse_table(INJECTION.cls, table, section_path)
     issues += found
     effective = replace(defaults, **values)
     issues += _checks(INJECTION, effective, section_path)

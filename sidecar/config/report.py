@@ -1,33 +1,42 @@
-"""Text renderings of the schema and of a loaded config (``config check``, the README table)."""
+"""Text renderings of the schema and of a loaded config (``config check``, ``config docs``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from sidecar.config.rules import Rule
 from sidecar.config.schema import INJECTION, SECTIONS, Config, Section
-from sidecar.config.typed import hints, literal, rule_for
+from sidecar.config.typed import hints, literal
+from sidecar.knobs import Rule, rule_of
 
-Row = tuple[str, str, Any, Rule, Any]
+LEGEND = ('# Agent sections list every effective key: "# override" marks a key the agent sets '
+          "itself; unmarked keys follow [defaults.memory_injection].")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    table: str  # TOML table path, e.g. "retrieval.vector"
+    key: str
+    default: Any
+    rule: Rule
+    type: Any
 
 
 def rows(section: Section, path: str | None = None) -> Iterator[Row]:
-    """(table path, key, default, rule, type) for every key of a section, nested tables too."""
-    yield from _rows(section.cls, section, path or section.name, "")
+    """Every key of a section, nested tables too, in declaration order."""
+    yield from _rows(section.cls, path or section.name)
 
 
-def _rows(cls: type, section: Section, path: str, prefix: str) -> Iterator[Row]:
+def _rows(cls: type, path: str) -> Iterator[Row]:
     types = hints(cls)
     default = cls()
     for f in fields(cls):
         tp = types[f.name]
         if is_dataclass(tp):
-            yield from _rows(tp, section, f"{path}.{f.name}", f"{prefix}{f.name}.")  # type: ignore[arg-type]
+            yield from _rows(tp, f"{path}.{f.name}")  # type: ignore[arg-type]
         else:
-            rule = rule_for(cls, f.name, section.rules, prefix)
-            yield path, f.name, getattr(default, f.name), rule, tp
+            yield Row(path, f.name, getattr(default, f.name), rule_of(f), tp)
 
 
 def all_sections() -> Iterator[tuple[Section, str]]:
@@ -42,12 +51,12 @@ def render_effective(config: Config) -> str:
     for section, path in all_sections():
         obj = config.defaults if section is INJECTION else getattr(config, section.name)
         lines += _table(path, obj)
+    if config.agents:
+        lines.append(LEGEND)
     for agent in config.agents.values():
-        status = "Override" if agent.overridden else "Using Default"
-        lines.append(f"# agent {literal(agent.id)}: {status}")
-        lines.append(f"[agents.{INJECTION.name}]  # id = {literal(agent.id)}")
-        lines += _values(agent.memory_injection, set(agent.overrides or ()))
-        lines.append("")
+        lines += ["[[agents]]", f"id = {literal(agent.id)}",
+                  f"[agents.{INJECTION.name}]",
+                  *_values(agent.memory_injection, set(agent.overrides or ())), ""]
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Which file the sidecar reads at startup, and ``memsidecar config check FILE``.
+"""Which file the sidecar reads at startup; ``memsidecar config check FILE`` and ``config docs``.
 
 Rules: ``--config FILE`` must exist and be valid; without it, ``DATA_DIR/memsidecar.toml``
 is read when it exists (DATA_DIR from --data-dir, else the default), else built-in defaults.
@@ -11,10 +11,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from sidecar.api.server_config import DEFAULT_DATA_DIR, ServerConfig
+from sidecar.config.docs import reference
 from sidecar.config.loader import load_file
 from sidecar.config.report import render_effective
 from sidecar.config.schema import CONFIG_FILENAME
-from sidecar.config.server import DEFAULT_DATA_DIR, ServerConfig
 from sidecar.config.store import ConfigStore
 
 
@@ -38,4 +39,10 @@ def check(path: str) -> int:
     """Validate a file, print its effective config per agent; 0 ok, 2 invalid (ConfigError)."""
     config = load_file(Path(path))
     sys.stdout.write(f"# {path}: OK ({len(config.agents)} agents)\n{render_effective(config)}")
+    return 0
+
+
+def docs() -> int:
+    """Print the configuration reference (Markdown) generated from the schema."""
+    sys.stdout.write(reference())
     return 0

@@ -12,20 +12,20 @@ import logging
 import os
 import threading
 import time
-import tomllib
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from sidecar.config.injection import MemoryInjectionConfig
+from sidecar.api.server_config import ServerConfig
 from sidecar.config.loader import ConfigError, load_text
 from sidecar.config.reloader import POLL_INTERVAL_S, Reloader
-from sidecar.config.schema import INJECTION, SECTIONS, AgentConfig, Config
-from sidecar.config.server import ServerConfig
+from sidecar.config.schema import INJECTION, AgentConfig, Config
 from sidecar.config.typed import Issue
 from sidecar.config.writer import edit_injection, write_atomic
 from sidecar.errors import FailedPrecondition, InvalidArgument
+from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.knobs import keep_restart_keys, restart_keys
 from sidecar.live import Live
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ class ConfigStore:
     def __init__(self, path: Path, config: Config, text: str | None) -> None:
         self.path = path
         self._config = config
+        self._loaded = config  # as the file last read says (before restart-only keys are kept)
         self._text = text  # last good file text; None = no file
         self._good = _digest(text)
         self._seen = self._good  # digest of the file content last examined
@@ -198,20 +199,15 @@ class ConfigStore:
     # -- swapping ---------------------------------------------------------------------------
 
     def _apply(self, config: Config, text: str) -> None:
-        old = self._config
-        kept = {}
-        for section in SECTIONS:
-            if not section.hot:
-                kept[section.name] = getattr(old, section.name)
-                if self._text is not None and _file_section(self._text, section.name) != \
-                        _file_section(text, section.name):
-                    log.warning("[%s] changed in the file; restart to apply it", section.name)
-            elif section.restart_keys:
-                kept[section.name] = _keep_running(
-                    section.name, section.restart_keys, getattr(old, section.name),
-                    getattr(config, section.name))
+        """Swap in ``config``, keeping the running value of every restart-only key."""
+        for key in restart_keys(Config):
+            was, now = _get(self._loaded, key), _get(config, key)
+            if was != now:
+                log.warning("%s changed in the file (%r -> %r); restart to apply it",
+                            key, was, now)
+        self._loaded = config
         self._text, self._good, self._bad = text, _digest(text), None
-        self._swap(replace(config, **kept))
+        self._swap(keep_restart_keys(self._config, config))
 
     def _swap(self, config: Config) -> None:
         self._config = config  # one reference assignment: readers see old or new, never a mix
@@ -222,35 +218,10 @@ def _digest(text: str | None) -> str:
     return MISSING if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _keep_running(name: str, keys: tuple[str, ...], running: Any, loaded: Any) -> Any:
-    """``loaded`` with the running value of every restart-only key (dotted paths)."""
-    for key in keys:
-        was, now = _get(running, key), _get(loaded, key)
-        if was != now:
-            log.warning("[%s] %s changed in the file (%r -> %r); restart to apply it",
-                        name, key, was, now)
-            loaded = _set(loaded, key, was)
-    return loaded
-
-
 def _get(obj: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         obj = getattr(obj, part)
     return obj
-
-
-def _set(obj: Any, dotted: str, value: Any) -> Any:
-    head, _, rest = dotted.partition(".")
-    if rest:
-        value = _set(getattr(obj, head), rest, value)
-    return replace(obj, **{head: value})
-
-
-def _file_section(text: str, name: str) -> Any:
-    try:
-        return tomllib.loads(text).get(name)
-    except tomllib.TOMLDecodeError:
-        return None
 
 
 def _update_error(err: ConfigError, changes: Mapping[str, Any]) -> InvalidArgument:

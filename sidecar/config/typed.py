@@ -2,8 +2,8 @@
 
 Field types come from the dataclass annotations (bool, int, float, str, an Enum such as
 MemoryType written as its lower-case label, ``tuple[T, ...]`` written as an array, or a nested
-dataclass written as a sub-table); ranges and choices come from ``Rule``s (field metadata or
-rules given at registration). Every problem becomes an ``Issue`` naming the key, the value and
+dataclass written as a sub-table); ranges and choices come from each field's ``Rule``
+(``sidecar.knobs``). Every problem becomes an ``Issue`` naming the key, the value and
 what is allowed; unknown keys get a "did you mean" hint.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
 
-from sidecar.config.rules import RULE_KEY, Rule
+from sidecar.knobs import Rule, rule_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,14 +41,9 @@ def hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def rule_for(cls: type, name: str, rules: Mapping[str, Rule], prefix: str = "") -> Rule:
-    """The rule of ``name``: registration rules win over field metadata; else an empty rule."""
-    if prefix + name in rules:
-        return rules[prefix + name]
-    for f in fields(cls):
-        if f.name == name and RULE_KEY in f.metadata:
-            return f.metadata[RULE_KEY]  # type: ignore[no-any-return]
-    return Rule()
+def rule_for(cls: type, name: str) -> Rule:
+    """The rule of field ``name`` (an empty rule when it has none)."""
+    return next(rule_of(f) for f in fields(cls) if f.name == name)
 
 
 def suggest(key: str, allowed: list[str]) -> str:
@@ -57,9 +52,7 @@ def suggest(key: str, allowed: list[str]) -> str:
     return f"unknown key; {hint}allowed keys: {', '.join(allowed)}"
 
 
-def parse_table(
-    cls: type, table: Any, path: str, rules: Mapping[str, Rule], prefix: str = ""
-) -> tuple[dict[str, Any], list[Issue]]:
+def parse_table(cls: type, table: Any, path: str) -> tuple[dict[str, Any], list[Issue]]:
     """Convert the keys present in ``table``; return (values by field name, issues)."""
     if not isinstance(table, Mapping):
         leaf = path.rsplit(".", 1)[-1]
@@ -75,11 +68,11 @@ def parse_table(
             continue
         tp = types[key]
         if is_dataclass(tp):
-            sub, sub_issues = parse_table(tp, raw, key_path, rules, f"{prefix}{key}.")  # type: ignore[arg-type]
+            sub, sub_issues = parse_table(tp, raw, key_path)  # type: ignore[arg-type]
             issues += sub_issues
             values[key] = tp(**sub)  # type: ignore[operator]
             continue
-        rule = rule_for(cls, key, rules, prefix)
+        rule = rule_for(cls, key)
         try:
             values[key] = convert(raw, tp, rule)
         except Invalid as err:
@@ -112,13 +105,11 @@ def convert(raw: Any, tp: Any, rule: Rule) -> Any:
         extra = f' (did you mean "{hint[0]}"?)' if hint else ""
         raise Invalid(f"must be one of {', '.join(labels)}{extra}")
     value = _scalar(raw, tp)
-    if rule.choices and value not in rule.choices:
+    problem = rule.problem(value)
+    if problem is not None:
         hint = difflib.get_close_matches(str(value), list(rule.choices), n=1)
         extra = f' (did you mean "{hint[0]}"?)' if hint else ""
-        raise Invalid(f"must be one of {rule.allowed()}{extra}")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if (rule.ge is not None and value < rule.ge) or (rule.le is not None and value > rule.le):
-            raise Invalid(f"out of range, allowed {rule.allowed()}")
+        raise Invalid(problem + extra)
     return value
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.config.injection import InjectionConfigSource
 from sidecar.embedding import Embedder
 from sidecar.injection import blocks
 from sidecar.injection.budget import apply_budget
@@ -26,9 +26,13 @@ from sidecar.injection.types import (
     InjectStats,
     Section,
 )
+from sidecar.live import Live
 from sidecar.retrieval.contract import Retriever
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
+
+if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
+    from sidecar.config.schema import Config
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +47,7 @@ class Injector:
     retriever: Retriever
     memories: MemoryRepo
     edges: EdgeRepo
-    config: InjectionConfigSource
+    config: Live[Config]  # the running config file; each Inject reads its agent's section
     states: ChannelStates
     snapshot: SnapshotSource | None = None
     tokens: TokenMemo = field(init=False)
@@ -64,7 +68,7 @@ class Injector:
         start = time.perf_counter_ns()
         if request.source.strip().lower() == SYSTEM_SOURCE:
             return self._skip(request, start, "system_source", request.turn, InjectStats())
-        config = self.config.injection_for(request.agent_id)
+        config = self.config.get().injection_for(request.agent_id)
         state = self.states.get(request.channel_id)
         stats = InjectStats()
         with state.lock:

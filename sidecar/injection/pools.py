@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sidecar.config.injection import MemoryInjectionConfig
+from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval.contract import Retriever, SearchQuery

@@ -1,14 +1,13 @@
 """Every retrieval knob in one frozen dataclass, defaults in one place.
 
 This is the TOML ``[retrieval]`` section itself (``sidecar/config/schema.py`` registers it):
-each field's meaning and range is its ``knob`` metadata, from which the loader validates and
-the README table is generated. Nested dataclasses are sub-tables:
+each field's meaning, range and hot/restart flag is its ``knob`` metadata, from which the loader
+validates and the configuration reference is generated. Nested dataclasses are sub-tables:
 ``[retrieval.relation_multipliers]`` (one key per relation label) and ``[retrieval.vector]``
 (``VectorConfig``, the vector index).
 
-Hot or restart-only: the engine reads the current snapshot on every search, so every knob is
-hot except ``RESTART_KEYS`` (they size or build an index at start); a reload that changes one of
-those logs a warning and the running value stays until a restart.
+The engine reads the current snapshot on every search, so every knob is hot except those marked
+``restart=True`` (they build an index at start): a reload keeps their running value.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from sidecar.knobs import knob
 from sidecar.records import Relation
 from sidecar.retrieval.vector_config import VectorConfig
 
-RESTART = " Restart to apply."
 WEIGHT_MAX = 100.0
 
 
@@ -46,9 +44,6 @@ class RelationMultipliers:
 
     def as_dict(self) -> dict[Relation, float]:
         return {Relation[f.name.upper()]: getattr(self, f.name) for f in fields(self)}
-
-
-DEFAULT_RELATION_MULTIPLIERS = RelationMultipliers()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +76,18 @@ class RetrievalConfig:
     max_graph_depth: int = field(default=2, metadata=knob(
         "Edges followed from a seed (0 = no graph expansion).", ge=0, le=10))
     relation_multipliers: RelationMultipliers = field(
-        default_factory=RelationMultipliers)
+        default_factory=RelationMultipliers, metadata=knob(
+            "Graph expansion: a neighbour scores importance x edge weight x its relation's "
+            "multiplier; one key per relation label, relations not given keep their default."))
     # BM25 Okapi (rank-bm25 semantics); the index is built with them at start.
     bm25_k1: float = field(default=1.5, metadata=knob(
-        "BM25 term-frequency saturation k1." + RESTART, ge=0.01, le=10.0))
+        "BM25 term-frequency saturation k1.", ge=0.01, le=10.0, restart=True))
     bm25_b: float = field(default=0.5, metadata=knob(
-        "BM25 length normalisation b (0.5: conversational turns)." + RESTART, ge=0.0, le=1.0))
+        "BM25 length normalisation b (0.5: conversational turns).", ge=0.0, le=1.0,
+        restart=True))
     bm25_epsilon: float = field(default=0.25, metadata=knob(
-        "BM25 floor of a negative idf, as a fraction of the mean idf." + RESTART,
-        ge=0.0, le=10.0))
+        "BM25 floor of a negative idf, as a fraction of the mean idf.", ge=0.0, le=10.0,
+        restart=True))
     # Below it the thread hand-off costs more than it saves (bench/search_speed.py: slower at
     # 10k, faster at 100k on 2 cores).
     parallel_min_memories: int = field(default=50_000, metadata=knob(
@@ -103,39 +101,9 @@ class RetrievalConfig:
     query_max_tokens: int = field(default=256, metadata=knob(
         "Model tokens (with [CLS] and [SEP]) of a query text that are embedded, for Search "
         "and Inject; the rest is cut. BM25 always sees the whole text.", ge=8, le=256))
-    vector: VectorConfig = field(default_factory=VectorConfig)
-
-    def __post_init__(self) -> None:
-        positive = ("search_limit", "rrf_k", "recency_half_life_days", "bm25_k1")
-        for name in positive:
-            if not getattr(self, name) > 0:
-                raise ValueError(f"retrieval.{name} must be > 0 (got {getattr(self, name)})")
-        non_negative = ("vector_weight", "lexical_weight", "graph_weight", "alpha", "beta",
-                        "graph_seed_limit", "max_graph_depth", "bm25_epsilon",
-                        "parallel_min_memories")
-        for name in non_negative:
-            if getattr(self, name) < 0:
-                raise ValueError(f"retrieval.{name} must be >= 0 (got {getattr(self, name)})")
-        for name in ("graph_seed_threshold", "bm25_b"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"retrieval.{name} must be in [0, 1] (got {getattr(self, name)})")
-        for relation, value in self.multipliers.items():
-            if value < 0:
-                raise ValueError(f"retrieval.relation_multipliers.{relation.name.lower()} "
-                                 f"must be >= 0 (got {value})")
+    vector: VectorConfig = field(default_factory=VectorConfig, metadata=knob(
+        "The vector index: exact numpy below exact_threshold live memories, hnswlib above."))
 
     @property
     def multipliers(self) -> dict[Relation, float]:
         return self.relation_multipliers.as_dict()
-
-    @classmethod
-    def keys(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(cls))
-
-
-# Knobs the running engine cannot change cheaply: they build the BM25 index or the hnsw graph,
-# or pick the index file. A reload keeps their running value and logs "restart to apply".
-RESTART_KEYS: tuple[str, ...] = (
-    "bm25_k1", "bm25_b", "bm25_epsilon",
-    "vector.exact_threshold", "vector.hnsw_m", "vector.hnsw_ef_construction", "vector.persist",
-)

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from kernels.rrf import fuse
 from sidecar.embedding import Embedder
+from sidecar.live import Live
 from sidecar.records import Edge, Memory
 from sidecar.retrieval.bm25 import BM25Index
 from sidecar.retrieval.config import RetrievalConfig
@@ -47,23 +48,17 @@ from sidecar.store.memories import MemoryRepo
 log = logging.getLogger(__name__)
 
 _NONE = (np.zeros(0, np.int64), np.zeros(0, np.float64))
-ConfigSource = RetrievalConfig | Callable[[], RetrievalConfig]
 US_PER_S = 1_000_000
 
 
 class HybridRetriever:
     def __init__(
-        self, embedder: Embedder, config: ConfigSource | None = None,
-        vectors: VectorIndex | None = None, *, retune_vectors: bool = True,
+        self, embedder: Embedder, config: Live[RetrievalConfig],
+        vectors: VectorIndex | None = None,
     ) -> None:
-        """``retune_vectors``: pass a new config's ``vector`` hot knobs to ``vectors.retune``
-        (False: the vector index keeps the settings it was opened with)."""
         self.embedder = embedder
-        self._retune_vectors = retune_vectors
-        fixed = config if isinstance(config, RetrievalConfig) else RetrievalConfig()
-        self._source: Callable[[], RetrievalConfig] = (
-            config if callable(config) else lambda: fixed)
-        c = self._source()
+        self._config = config
+        c = config.get()
         self.live = LiveMemories()
         self.vectors: VectorIndex = vectors if vectors is not None else DenseVectors()
         self.lexical = BM25Index(c.bm25_k1, c.bm25_b, c.bm25_epsilon)
@@ -74,9 +69,9 @@ class HybridRetriever:
     @property
     def config(self) -> RetrievalConfig:
         """The config in force now; a new one is applied to the indexes on first sight."""
-        c = self._source()
+        c = self._config.get()
         if c is not self._applied:
-            retune = getattr(self.vectors, "retune", None) if self._retune_vectors else None
+            retune = getattr(self.vectors, "retune", None)
             if retune is not None:
                 retune(c.vector)
             self._applied = c

@@ -3,31 +3,31 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
-from sidecar.errors import InvalidArgument
-from sidecar.knobs import RULE_KEY, Rule, knob
+from sidecar.knobs import knob
 
 
 @dataclass(frozen=True, slots=True)
 class VectorConfig:
     """Vector index settings (TOML ``[retrieval.vector]``, nested in ``RetrievalConfig``).
 
-    Ranges are field metadata (``knob``) for the config loader; ``validate()`` checks them
-    too and runs when an index is created. Defaults measured by bench/bench_vector_index.py.
-    Keys saying "Restart to apply" are kept at their running value by a reload; the others
-    reach the running index on the next search (``AdaptiveVectorIndex.retune``).
+    Ranges and hot/restart flags are field metadata (``knob``): the config loader checks
+    them, and ``sidecar.knobs.check_ranges`` when an index is created. Defaults measured by
+    bench/bench_vector_index.py. Restart-only keys are kept at their running value by a
+    reload; the others reach the running index on the next search
+    (``AdaptiveVectorIndex.retune``).
     """
 
     exact_threshold: int = field(default=5_000, metadata=knob(
         "Below this many live memories vector search is exact numpy (as fast there, and "
-        "exact); at or above it hnswlib answers. Restart to apply.", ge=0, le=1_000_000_000))
+        "exact); at or above it hnswlib answers.", ge=0, le=1_000_000_000, restart=True))
     hnsw_m: int = field(default=16, metadata=knob(
-        "hnswlib graph degree M; a change rebuilds the saved index. Restart to apply.",
-        ge=2, le=128))
+        "hnswlib graph degree M; a change rebuilds the saved index.", ge=2, le=128,
+        restart=True))
     hnsw_ef_construction: int = field(default=200, metadata=knob(
-        "hnswlib build beam; a change rebuilds the saved index. Restart to apply.",
-        ge=8, le=4096))
+        "hnswlib build beam; a change rebuilds the saved index.", ge=8, le=4096,
+        restart=True))
     hnsw_ef_search: int = field(default=96, metadata=knob(
         "hnswlib search beam (at least k is used); recall@50 0.99 at 10k-100k.", ge=8, le=4096))
     hnsw_build_threads: int = field(default=0, metadata=knob(
@@ -41,20 +41,8 @@ class VectorConfig:
     save_min_interval_s: float = field(default=60.0, metadata=knob(
         "... and at least this many seconds after the previous save.", ge=0.0, le=86_400.0))
     persist: bool = field(default=True, metadata=knob(
-        "Keep the hnsw index on disk beside the database (DATA_DIR/vectors.hnsw). Restart to "
-        "apply."))
-
-    def validate(self) -> None:
-        """Raise InvalidArgument naming the first key outside its range."""
-        for item in fields(self):
-            rule: Rule | None = item.metadata.get(RULE_KEY)
-            value = getattr(self, item.name)
-            if rule is None or isinstance(value, bool):
-                continue
-            if (rule.ge is not None and value < rule.ge) or (
-                    rule.le is not None and value > rule.le):
-                raise InvalidArgument(
-                    f"{item.name} = {value}: must be in {rule.allowed()}", field=item.name)
+        "Keep the hnsw index on disk beside the database (DATA_DIR/vectors.hnsw).",
+        restart=True))
 
     def build_threads(self) -> int:
         return self.hnsw_build_threads or max(1, (os.cpu_count() or 2) - 1)

@@ -25,11 +25,11 @@ import logging
 import math
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from sidecar.knobs import check_ranges, keep_restart_keys
 from sidecar.retrieval import vector_persist
 from sidecar.retrieval.vector_config import VectorConfig
 from sidecar.retrieval.vector_dense import BulkDenseVectors
@@ -41,9 +41,6 @@ __all__ = ["AdaptiveVectorIndex", "VectorConfig", "build_hnsw", "open_vector_ind
 
 log = logging.getLogger(__name__)
 
-# VectorConfig keys a running index takes on retune(); the rest need a restart.
-HOT_KEYS = ("hnsw_ef_search", "hnsw_build_threads", "filter_exact_fraction",
-            "save_every_changes", "save_min_interval_s")
 _BUILD_CHUNK = 4096
 _FILTER_SAMPLE = 256
 # Journal replay: rounds outside the write lock until at most this many entries remain.
@@ -59,7 +56,7 @@ class AdaptiveVectorIndex:
     ) -> None:
         self.dim = dim
         self.config = config or VectorConfig()
-        self.config.validate()
+        check_ranges(self.config, "retrieval.vector")
         self.path = path if self.config.persist else None
         self._dense = BulkDenseVectors(dim)
         self._rng = np.random.default_rng(0)  # filter-rate samples
@@ -219,12 +216,12 @@ class AdaptiveVectorIndex:
 
     def retune(self, config: VectorConfig) -> None:
         """Take the hot knobs of ``config`` (search beam, filter fraction, save cadence, build
-        threads) at once; the others (``RESTART_KEYS`` of the retrieval config) keep their
-        running value: they shape the index already built or its file."""
-        cfg = replace(self.config, **{name: getattr(config, name) for name in HOT_KEYS})
+        threads) at once; the restart-only ones keep their running value: they shape the index
+        already built or its file."""
+        cfg = keep_restart_keys(self.config, config)
         if cfg == self.config:
             return
-        cfg.validate()
+        check_ranges(cfg, "retrieval.vector")
         self.config = cfg
         hnsw = self._hnsw
         if hnsw is not None and hnsw.ef_search != cfg.hnsw_ef_search:

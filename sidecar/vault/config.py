@@ -1,14 +1,11 @@
-"""The [vault] section: which write-gate steps run and with what limits, snapshot limits.
-
-One frozen dataclass with the defaults; the TOML loader (config issue) fills it from the
-``[vault]`` table. ``validate()`` names the offending key.
-"""
+"""The ``[vault]`` section: which write-gate steps run and with what limits, snapshot limits,
+hygiene suggestions. Each knob's meaning and range is its field metadata (``sidecar.knobs``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 
-from sidecar.errors import InvalidArgument
+from sidecar.knobs import knob, unit
 
 DEFAULT_NOISE_PHRASES: tuple[str, ...] = (
     "tick marker",
@@ -25,54 +22,43 @@ DEFAULT_NOISE_PHRASES: tuple[str, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class VaultConfig:
-    # LOG-tier noise: reject tier=LOG and texts containing one of ``noise_phrases``.
-    noise_gate: bool = True
-    noise_phrases: tuple[str, ...] = DEFAULT_NOISE_PHRASES
-    # Length gate: longest content the vault accepts ("compress or split first").
-    length_gate: bool = True
-    max_chars: int = 1200
-    # PII guard: SSNs, Luhn-valid card numbers, passwords, API keys/tokens, secrets.
-    pii_gate: bool = True
-    # Near-duplicate gate: cosine to a live memory of the same scope at or above this.
-    duplicate_gate: bool = True
-    duplicate_threshold: float = 0.95
-    # Second signal: two texts whose numbers differ ("3pm" / "4pm") are never duplicates.
-    duplicate_numbers_must_match: bool = True
-    # Capacity gate: most live memories per scope (agent_id; '' = shared). 0 = unlimited.
-    max_memories_per_scope: int = 0
-    # REGISTER writes with a known topic_id update that register in place.
-    topic_upsert: bool = True
-    # Snapshot (GetSnapshot, pinned_source = "snapshot").
-    snapshot_canon_limit: int = 12
-    snapshot_register_limit: int = 8
-    snapshot_max_chars: int = 4000
-    # Hygiene suggestions (ProposeDeletions): stale = not updated or accessed for this long.
-    stale_after_days: float = 90.0
-    stale_max_importance: float = 0.4
-    # Default similarity floor of FindConsolidationCandidates.
-    consolidation_floor: float = 0.85
-
-    def validate(self) -> VaultConfig:
-        """Return self, or raise InvalidArgument naming the bad ``vault.<key>``."""
-        for name in ("duplicate_threshold", "stale_max_importance", "consolidation_floor"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                _bad(name, f"must be between 0 and 1 (got {value})")
-        for name in ("max_chars", "snapshot_max_chars"):
-            if getattr(self, name) < 1:
-                _bad(name, f"must be at least 1 (got {getattr(self, name)})")
-        for name in ("max_memories_per_scope", "snapshot_canon_limit", "snapshot_register_limit"):
-            if getattr(self, name) < 0:
-                _bad(name, f"must be 0 or more (got {getattr(self, name)})")
-        if self.stale_after_days <= 0:
-            _bad("stale_after_days", f"must be positive (got {self.stale_after_days})")
-        if any(not p.strip() for p in self.noise_phrases):
-            _bad("noise_phrases", "must not contain blank phrases")
-        return self
+    noise_gate: bool = field(default=True, metadata=knob(
+        "Reject tier=LOG writes and texts containing a noise phrase."))
+    noise_phrases: tuple[str, ...] = field(default=DEFAULT_NOISE_PHRASES, metadata=knob(
+        "Journal-only chatter the noise gate rejects (case-insensitive, whole words)."))
+    length_gate: bool = field(default=True, metadata=knob(
+        "Reject texts longer than max_chars."))
+    max_chars: int = field(default=1200, metadata=knob(
+        "Longest content the vault accepts (compress or split first).", ge=1))
+    pii_gate: bool = field(default=True, metadata=knob(
+        "Reject SSNs, Luhn-valid card numbers, passwords, API keys and tokens."))
+    duplicate_gate: bool = field(default=True, metadata=knob(
+        "Do not store a near-duplicate of a live memory of the same scope."))
+    duplicate_threshold: float = field(default=0.95, metadata=unit(
+        "Cosine at or above which a new memory is a near-duplicate."))
+    duplicate_numbers_must_match: bool = field(default=True, metadata=knob(
+        'Two texts whose numbers differ ("3pm" / "4pm") are never duplicates.'))
+    max_memories_per_scope: int = field(default=0, metadata=knob(
+        "Capacity gate: most live memories per scope (0 = unlimited).", ge=0))
+    topic_upsert: bool = field(default=True, metadata=knob(
+        "A REGISTER write with a known topic_id updates that register in place."))
+    snapshot_canon_limit: int = field(default=12, metadata=knob(
+        "Most canon memories in a snapshot.", ge=0))
+    snapshot_register_limit: int = field(default=8, metadata=knob(
+        "Most registers in a snapshot.", ge=0))
+    snapshot_max_chars: int = field(default=4000, metadata=knob(
+        "Longest snapshot block (characters).", ge=1))
+    stale_after_days: float = field(default=90.0, metadata=knob(
+        "ProposeDeletions: not updated or accessed for this long is stale (0 = any age).",
+        ge=0))
+    stale_max_importance: float = field(default=0.4, metadata=unit(
+        "ProposeDeletions: only memories at or below this importance are stale."))
+    consolidation_floor: float = field(default=0.85, metadata=unit(
+        "Default similarity floor of FindConsolidationCandidates."))
 
 
-def _bad(name: str, problem: str) -> None:
-    raise InvalidArgument(f"vault.{name} {problem}", field=f"vault.{name}", reason="BAD_CONFIG")
-
-
-KEYS = tuple(f.name for f in fields(VaultConfig))
+def no_blank_phrases(config: VaultConfig) -> list[tuple[str, str]]:
+    """A blank noise phrase would match every text."""
+    if any(not p.strip() for p in config.noise_phrases):
+        return [("noise_phrases", "must not contain blank phrases")]
+    return []

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 
 import numpy as np
 
 from sidecar.errors import DomainError, FailedPrecondition
+from sidecar.knobs import check_ranges
+from sidecar.live import Live
 from sidecar.memory.service import MemoryService, WriteGate, now_us
 from sidecar.memory.validation import check_unit
 from sidecar.records import Memory, MemoryDraft, Tier
@@ -55,24 +56,15 @@ def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeVectors,
     return gates
 
 
-ConfigSource = Callable[[], VaultConfig]
-
-
 class Vault:
     """Installed on a MemoryService as its vault WriteGate and DraftResolver.
 
-    ``config`` is a VaultConfig or a callable returning the current one (the hot-reloaded
-    config file): the gate steps are rebuilt whenever a new snapshot appears.
+    ``config`` is the running ``[vault]`` (hot): the gate steps are rebuilt whenever a new
+    snapshot appears.
     """
 
-    def __init__(
-        self, service: MemoryService, config: VaultConfig | ConfigSource | None = None
-    ) -> None:
-        if config is None or isinstance(config, VaultConfig):
-            fixed = (config or VaultConfig()).validate()
-            self._source: ConfigSource = lambda: fixed
-        else:
-            self._source = config
+    def __init__(self, service: MemoryService, config: Live[VaultConfig]) -> None:
+        self._config = config
         self.service = service
         self.repo = service.repos.vault
         self.index = ScopeVectors()
@@ -87,14 +79,15 @@ class Vault:
 
     @property
     def config(self) -> VaultConfig:
-        return self._source()
+        return self._config.get()
 
     def gates(self) -> list[WriteGate]:
         """The enabled gate steps for the current config (rebuilt when it changes)."""
         config = self.config
         with self._lock:
             if config is not self._built_for and config != self._built_for:
-                self._gates = build_gates(self.service, self.repo, self.index, config.validate())
+                check_ranges(config, "vault")
+                self._gates = build_gates(self.service, self.repo, self.index, config)
                 self._built_for = config
                 log.info("vault gates built", extra={"steps": len(self._gates)})
             return self._gates

@@ -11,7 +11,7 @@ import pytest
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
-from sidecar.config import ServerConfig
+from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.retrieval.config import RetrievalConfig
 from tests.api.test_search_api import NOTES

@@ -13,7 +13,7 @@ import grpc
 import pytest
 from memsidecar.v1 import settings_pb2 as pb
 
-from sidecar.config import MemoryInjectionConfig
+from sidecar.injection.config import MemoryInjectionConfig
 from tests.conftest import Running
 
 DEFAULTS = MemoryInjectionConfig()

@@ -23,8 +23,8 @@ from memsidecar_client import (
 )
 
 from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
 from tests.conftest import Running
 

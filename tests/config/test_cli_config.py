@@ -9,6 +9,8 @@ from pathlib import Path
 
 from memsidecar.v1 import settings_pb2, settings_pb2_grpc
 
+from sidecar.config.docs import reference
+from sidecar.config.report import LEGEND
 from tests.test_cli import ROOT, free_port, wait_serving
 
 GOOD = """[retrieval]
@@ -43,14 +45,24 @@ def test_check_valid_file_prints_effective_config_per_agent(tmp_path: Path) -> N
     out = done.stdout
     assert "OK (1 agents)" in out
     assert "[defaults.memory_injection]\nenabled = true\nsearch_limit = 12\n" in out
-    assert '# agent "assistant": Override' in out
-    assert 'pinned_types = ["todo", "goal"]  # override' in out
-    assert "ambient_enabled = true  # override" in out
+    assert out.count(LEGEND) == 1
+    agent = out[out.index('[[agents]]\nid = "assistant"\n[agents.memory_injection]\n'):]
+    assert 'pinned_types = ["todo", "goal"]  # override\n' in agent
+    assert "ambient_enabled = true  # override\n" in agent
+    assert "search_limit = 12\n" in agent  # inherited from the defaults: unmarked
+    assert agent.count("# override") == 2
     assert "[retrieval]\nsearch_limit = 20\nrrf_k = 25.0\n" in out and "[vault]" in out
     assert "max_graph_depth = 1\n" in out and "bm25_b = 0.5\n" in out
     assert "[retrieval.relation_multipliers]\nupdates = 2.0\ncaused_by = 1.3\n" in out
     assert "[retrieval.vector]\nexact_threshold = 5000\n" in out
     assert "hnsw_ef_search = 128\n" in out
+
+
+def test_config_docs_prints_the_reference() -> None:
+    done = run("config", "docs")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == reference()
+    assert done.stdout.startswith("# Configuration reference\n")
 
 
 def test_check_names_an_invalid_retrieval_key(tmp_path: Path) -> None:

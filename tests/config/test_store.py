@@ -8,12 +8,14 @@ import threading
 import time
 import tomllib
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from sidecar.config import ConfigStore, MemoryInjectionConfig, load_text
+from sidecar.config import ConfigStore, load_text
 from sidecar.errors import FailedPrecondition, InvalidArgument
+from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.records import MemoryType
 
 BASE = """# operator notes: keep this comment
@@ -134,6 +136,21 @@ def test_server_section_is_not_hot(store: ConfigStore, config_file: Path) -> Non
     assert store.reload()
     assert store.current.server.listen == "127.0.0.1:7000"
     assert store.current.retrieval.rrf_k == 43
+
+
+def test_restart_keys_warn_when_the_file_changes_them_not_when_pinned(
+        store: ConfigStore, config_file: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store.pin_server(replace(store.current.server, listen="127.0.0.1:9999"))  # --listen
+    caplog.set_level(logging.WARNING, logger="sidecar.config.store")
+    write(config_file, BASE.replace("rrf_k = 42", "rrf_k = 43"))
+    assert store.reload()
+    assert store.current.server.listen == "127.0.0.1:9999"
+    assert not [r for r in caplog.records if "restart" in r.getMessage()]
+    write(config_file, BASE.replace("rrf_k = 42", "rrf_k = 44\nbm25_b = 0.9"))
+    assert store.reload()
+    assert (store.current.retrieval.rrf_k, store.current.retrieval.bm25_b) == (44, 0.5)
+    assert [r.getMessage() for r in caplog.records] == [
+        "retrieval.bm25_b changed in the file (0.5 -> 0.9); restart to apply it"]
 
 
 def test_concurrent_readers_never_fail_nor_see_a_half_applied_config(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.config import ConfigError, MemoryInjectionConfig, load_text
+from sidecar.config import ConfigError, load_text
+from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.records import MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.vault import VaultConfig

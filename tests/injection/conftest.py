@@ -8,12 +8,12 @@ from dataclasses import replace
 import pytest
 
 from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig, StaticInjectionConfig
-from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.embedding import Embedder
+from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.vault.config import VaultConfig
-from tests.conftest import Running
+from tests.conftest import Running, settings_for
 
 Serve = Callable[..., Running]
 
@@ -26,9 +26,10 @@ def serve(config: ServerConfig, embedder: Embedder) -> Iterator[Serve]:
     def start(**fields: object) -> Running:
         # The vault's write-time duplicate gate would merge >= 0.95 paraphrases before they
         # are stored; these tests exercise the injection-time dedup, so it is off here.
+        settings = settings_for(config, vault=VaultConfig(duplicate_gate=False),
+                                defaults=MemoryInjectionConfig(**fields))  # type: ignore[arg-type]
         app = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder,
-                       vault_config=VaultConfig(duplicate_gate=False))
-        app.injector.config = StaticInjectionConfig(MemoryInjectionConfig(**fields))
+                       settings=settings)
         server = create_server(app)
         server.start()
         live = Running(server)

@@ -2,14 +2,20 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.retrieval.config import RetrievalConfig
+from sidecar.errors import InvalidArgument
+from sidecar.knobs import check_ranges
+from sidecar.retrieval.config import RelationMultipliers, RetrievalConfig
 
 
-def test_config_validation_names_the_key() -> None:
-    with pytest.raises(ValueError, match="retrieval.rrf_k"):
-        RetrievalConfig(rrf_k=0)
-    with pytest.raises(ValueError, match="retrieval.lexical_weight"):
-        RetrievalConfig(lexical_weight=-1)
-    with pytest.raises(ValueError, match="retrieval.graph_seed_threshold"):
-        RetrievalConfig(graph_seed_threshold=1.5)
-    assert "graph_seed_limit" in RetrievalConfig.keys()
+@pytest.mark.parametrize(("config", "key"), [
+    (RetrievalConfig(rrf_k=0), "retrieval.rrf_k"),
+    (RetrievalConfig(lexical_weight=-1), "retrieval.lexical_weight"),
+    (RetrievalConfig(graph_seed_threshold=1.5), "retrieval.graph_seed_threshold"),
+    (RetrievalConfig(relation_multipliers=RelationMultipliers(updates=-1)),
+     "retrieval.relation_multipliers.updates"),
+])
+def test_check_ranges_names_the_key(config: RetrievalConfig, key: str) -> None:
+    with pytest.raises(InvalidArgument, match=key) as err:
+        check_ranges(config, "retrieval")
+    assert err.value.field == key
+    check_ranges(RetrievalConfig(), "retrieval")

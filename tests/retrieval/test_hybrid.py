@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sidecar.app import App
+from sidecar.live import Live
 from sidecar.records import MemoryDraft, MemoryType, Relation
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
@@ -132,7 +133,7 @@ def test_graph_seed_threshold_is_configurable(app: App) -> None:
     svc.add_edge(seed.id, linked.id, Relation.RELATED_TO, 1.0)
     q = SearchQuery("billing service Postgres", limit=20, search_limit=1)
     assert linked.id not in ids(app, q)
-    low = HybridRetriever(app.embedder, RetrievalConfig(graph_seed_threshold=0.5))
+    low = HybridRetriever(app.embedder, Live.fixed(RetrievalConfig(graph_seed_threshold=0.5)))
     low.load(svc.memories, svc.edges)
     hits = {h.memory.id: h for h in low.search(q).hits}
     assert hits[linked.id].graph_rank == 1
@@ -141,7 +142,7 @@ def test_graph_seed_threshold_is_configurable(app: App) -> None:
 def test_reload_from_store_gives_same_results(filled: App) -> None:
     svc = filled.memories
     svc.forget(svc.list(ListQuery(page_size=1))[0][0].id)
-    fresh = HybridRetriever(filled.embedder, filled.retrieval)
+    fresh = HybridRetriever(filled.embedder, filled.live.map(lambda c: c.retrieval))
     fresh.load(svc.memories, svc.edges)
     for text in ("auth tokens", "garden", "February goal"):
         q = SearchQuery(text, limit=5)
@@ -155,7 +156,8 @@ def test_reload_from_store_gives_same_results(filled: App) -> None:
 
 def test_every_source_schedule_gives_the_same_hits(filled: App) -> None:
     """Lexical overlapped with the embedding, with the vector search, or run after it."""
-    par = HybridRetriever(filled.embedder, replace(filled.retrieval, parallel_min_memories=0))
+    par = HybridRetriever(filled.embedder, Live.fixed(replace(
+        filled.settings.current.retrieval, parallel_min_memories=0)))
     par.load(filled.memories.memories, filled.memories.edges)
     q = SearchQuery("auth tokens for the API", limit=5)
     embedded = filled.retriever.search(q)  # BM25 on the pool thread during the embedding
@@ -186,7 +188,8 @@ def test_every_source_schedule_gives_the_same_hits(filled: App) -> None:
 
 
 def test_query_max_tokens_cuts_what_is_embedded_not_what_bm25_sees(filled: App) -> None:
-    cut = HybridRetriever(filled.embedder, replace(filled.retrieval, query_max_tokens=16))
+    cut = HybridRetriever(filled.embedder, Live.fixed(replace(
+        filled.settings.current.retrieval, query_max_tokens=16)))
     cut.load(filled.memories.memories, filled.memories.edges)
     text = "tell me about the weather and the news and the traffic today please " * 2 + (
         "grandma tomatoes")

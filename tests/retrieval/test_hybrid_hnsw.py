@@ -9,12 +9,14 @@ from dataclasses import replace
 
 import pytest
 
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.vector_index import VectorConfig
+from tests.conftest import settings_for
 
 TOPICS = ["cooking pasta", "training for a marathon", "fixing the car brakes", "learning French",
           "planting tomatoes", "budgeting for a trip", "painting the kitchen", "adopting a cat"]
@@ -22,8 +24,9 @@ TOPICS = ["cooking pasta", "training for a marathon", "fixing the car brakes", "
 
 @pytest.fixture
 def hnsw_app(config: ServerConfig, embedder: Embedder) -> Iterator[App]:
-    app = App.open(config, embedder=embedder,
-                   vector_config=VectorConfig(exact_threshold=32, persist=False))
+    vectors = VectorConfig(exact_threshold=32, persist=False)
+    app = App.open(config, embedder=embedder, settings=settings_for(
+        config, retrieval=RetrievalConfig(vector=vectors)))
     drafts = [MemoryDraft(f"Note {i}: I spent the weekend {TOPICS[i % len(TOPICS)]}",
                           MemoryType.EVENT, agent_id="bob" if i % 5 == 0 else "")
               for i in range(64)]

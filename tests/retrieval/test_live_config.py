@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ConfigStore, ServerConfig
+from sidecar.config import ConfigStore
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.vector_config import VectorConfig
+from sidecar.vault import VaultConfig
+from tests.conftest import settings_for
 
 FILE = """\
 [retrieval.vector]
@@ -51,33 +54,14 @@ def test_vector_settings_come_from_the_file_and_ef_search_is_hot(
         app.close()
 
 
-def test_pinned_retrieval_ignores_the_file(config: ServerConfig, embedder: Embedder,
-                                           tmp_path: Path) -> None:
-    path = tmp_path / "memsidecar.toml"
-    path.write_text("[retrieval]\nrrf_k = 3\n")
-    pinned = RetrievalConfig(rrf_k=20)
-    app = App.open(config, embedder=embedder, settings=ConfigStore.open(path),
-                   retrieval=pinned)
+def test_a_config_given_in_code_reaches_every_component(
+        config: ServerConfig, embedder: Embedder) -> None:
+    retrieval = RetrievalConfig(rrf_k=20, vector=VectorConfig(hnsw_ef_search=50, persist=False))
+    settings = settings_for(config, retrieval=retrieval, vault=VaultConfig(max_chars=40))
+    app = App.open(config, embedder=embedder, settings=settings)
     try:
-        assert app.retrieval_now() is pinned
-        assert app.retriever.config is pinned  # type: ignore[attr-defined]
-    finally:
-        app.close()
-
-
-def test_pinned_vector_config_is_not_retuned_by_the_file(
-        config: ServerConfig, embedder: Embedder, tmp_path: Path) -> None:
-    path = tmp_path / "memsidecar.toml"
-    path.write_text("[retrieval]\nrrf_k = 3\n")
-    settings = ConfigStore.open(path)
-    app = App.open(config, embedder=embedder, settings=settings,
-                   vector_config=VectorConfig(hnsw_ef_search=50, persist=False))
-    try:
-        path.write_text("[retrieval]\nrrf_k = 4\n[retrieval.vector]\nhnsw_ef_search = 300\n")
-        assert settings.reload()
-        app.memories.upsert(MemoryDraft("a note", MemoryType.FACT))
-        app.retriever.search(SearchQuery("note", limit=1))
-        assert app.retriever.config.rrf_k == 4  # type: ignore[attr-defined]
-        assert app.vectors is not None and app.vectors.config.hnsw_ef_search == 50
+        assert app.retriever.config is retrieval  # type: ignore[attr-defined]
+        assert app.vectors is not None and app.vectors.config == retrieval.vector
+        assert app.vault.config.max_chars == 40
     finally:
         app.close()

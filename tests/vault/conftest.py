@@ -12,11 +12,11 @@ from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
 from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.vault import VaultConfig
-from tests.conftest import Running
+from tests.conftest import Running, settings_for
 
 StartVault = Callable[..., Running]
 
@@ -27,8 +27,9 @@ def start_vault(config: ServerConfig, embedder: Embedder) -> Iterator[StartVault
     started: list[Running] = []
 
     def start(**overrides: object) -> Running:
+        settings = settings_for(config, vault=VaultConfig(**overrides))  # type: ignore[arg-type]
         app = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder,
-                       vault_config=VaultConfig(**overrides))  # type: ignore[arg-type]
+                       settings=settings)
         server = create_server(app)
         server.start()
         started.append(Running(server))

@@ -9,7 +9,9 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
+from sidecar.config import ConfigError, load_text
 from sidecar.errors import InvalidArgument
+from sidecar.knobs import check_ranges
 from sidecar.vault import VaultConfig
 from sidecar.vault.hygiene import similar_pairs
 from tests.vault.conftest import StartVault, rpc_error, stats, upsert
@@ -60,7 +62,7 @@ def test_consolidation_candidates(start_vault: StartVault) -> None:
 
 
 def test_propose_deletions_suggests_and_never_deletes(start_vault: StartVault) -> None:
-    live = start_vault(duplicate_gate=False, stale_after_days=1e-9, stale_max_importance=0.3)
+    live = start_vault(duplicate_gate=False, stale_after_days=0, stale_max_importance=0.3)
     old = upsert(live, "The API uses basic auth", type_=m.MEMORY_TYPE_DECISION).memory
     new = upsert(live, "The API moved from basic auth to JWT", type_=m.MEMORY_TYPE_DECISION).memory
     live.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(source_id=new.id, target_id=old.id,
@@ -102,15 +104,22 @@ def test_vault_stats(start_vault: StartVault) -> None:
     ]
 
 
-@pytest.mark.parametrize("overrides,key", [
-    (dict(duplicate_threshold=1.2), "vault.duplicate_threshold"),
-    (dict(max_chars=0), "vault.max_chars"),
-    (dict(max_memories_per_scope=-1), "vault.max_memories_per_scope"),
-    (dict(noise_phrases=("ok", " ")), "vault.noise_phrases"),
-    (dict(stale_after_days=0), "vault.stale_after_days"),
+@pytest.mark.parametrize("line,key", [
+    ("duplicate_threshold = 1.2", "vault.duplicate_threshold"),
+    ("max_chars = 0", "vault.max_chars"),
+    ("max_memories_per_scope = -1", "vault.max_memories_per_scope"),
+    ('noise_phrases = ["ok", " "]', "vault.noise_phrases"),
+    ("stale_after_days = -1", "vault.stale_after_days"),
 ])
-def test_config_validation_names_the_key(overrides: dict[str, object], key: str) -> None:
-    with pytest.raises(InvalidArgument) as info:
-        VaultConfig(**overrides).validate()  # type: ignore[arg-type]
+def test_config_validation_names_the_key(line: str, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_text(f"[vault]\n{line}\n")
     assert info.value.field == key and key in info.value.message
-    assert VaultConfig().validate() == VaultConfig()
+    assert load_text("[vault]\n").vault == VaultConfig()
+
+
+def test_a_vault_config_given_in_code_is_range_checked() -> None:
+    with pytest.raises(InvalidArgument) as info:
+        check_ranges(VaultConfig(max_chars=0), "vault")
+    assert info.value.field == "vault.max_chars"
+    check_ranges(VaultConfig(), "vault")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.config import ConfigError, ConfigStore, ServerConfig
+from sidecar.api.server_config import ServerConfig
+from sidecar.config import ConfigError, ConfigStore
 from sidecar.embedding import Embedder
 from tests.conftest import start_server
 from tests.vault.conftest import rpc_error, trailers, upsert

@@ -1,0 +1,55 @@
+"""The ``[server]`` section: where the sidecar listens, where data lives, input limits, threads.
+
+Every key is read once at start-up (``restart=True``): a reload keeps the running values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sidecar.knobs import knob
+
+DEFAULT_LISTEN = "127.0.0.1:50051"
+DEFAULT_DATA_DIR = "data"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    listen: str = field(default=DEFAULT_LISTEN, metadata=knob(
+        "HOST:PORT or unix:///path.sock; --listen overrides it.", restart=True))
+    data_dir: str = field(default=DEFAULT_DATA_DIR, metadata=knob(
+        "Directory of the SQLite file; --data-dir overrides it.", restart=True))
+    max_message_bytes: int = field(default=16 * 1024 * 1024, metadata=knob(
+        "gRPC max receive/send message size.", ge=1024, le=2**31 - 1, restart=True))
+    max_content_chars: int = field(default=16_384, metadata=knob(
+        "Longest memory content accepted (characters).", ge=1, restart=True))
+    max_workers: int = field(default=8, metadata=knob(
+        "Worker threads serving RPCs.", ge=1, le=1024, restart=True))
+    shutdown_grace_s: float = field(default=5.0, metadata=knob(
+        "Seconds in-flight calls get to finish on SIGTERM/SIGINT.", ge=0, le=3600,
+        restart=True))
+    embed_batch_size: int = field(default=64, metadata=knob(
+        "Texts per onnxruntime call when embedding imports.", ge=1, le=4096, restart=True))
+    # 2-core machines: 1 keeps latency stable under load.
+    onnx_threads: int = field(default=1, metadata=knob(
+        "onnxruntime intra-op threads.", ge=1, le=256, restart=True))
+    # A second thread saves ~35% at any length (bench/embed_threads.py, 2 cores) but holds the
+    # other core for the whole run; from 96 tokens (one query in ten, the slow tail) the time
+    # saved is worth it, while nine queries in ten leave that core to BM25, the agent and
+    # imports.
+    onnx_long_text_threads: int = field(default=2, metadata=knob(
+        "Intra-op threads for a query (Search, Inject) of at least onnx_long_text_tokens "
+        "model tokens; at most onnx_threads: no second session.", ge=1, le=256, restart=True))
+    onnx_long_text_tokens: int = field(default=96, metadata=knob(
+        "Model tokens (with [CLS] and [SEP]) from which a query runs on "
+        "onnx_long_text_threads.", ge=1, le=100_000, restart=True))
+
+    def embedder_options(self) -> dict[str, int]:
+        """``Embedder`` keyword arguments for this config (the server's, and benchmarks')."""
+        return {"threads": self.onnx_threads, "long_text_threads": self.onnx_long_text_threads,
+                "long_text_tokens": self.onnx_long_text_tokens}
+
+    @property
+    def db_path(self) -> Path:
+        return Path(self.data_dir) / "memsidecar.sqlite3"

@@ -1,0 +1,58 @@
+"""The ``[defaults.memory_injection]`` / ``[agents.memory_injection]`` section: one immutable
+snapshot of the memory-injection settings, each knob's meaning and range on its field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sidecar.knobs import knob, unit
+from sidecar.records import MemoryType
+
+PINNED_SORTS = ("recent", "importance")
+PINNED_SOURCES = ("types", "snapshot")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryInjectionConfig:
+    enabled: bool = field(default=True, metadata=knob(
+        "Inject at all; false = Inject returns an empty block."))
+    search_limit: int = field(default=20, metadata=knob(
+        "Most hybrid-search results considered per turn.", ge=1, le=1000))
+    # 0.25 keeps ~80% of LongMemEval evidence turns and ~3% of unrelated turns
+    # (bench/cosine_floor.py).
+    contextual_min_score: float = field(default=0.25, metadata=unit(
+        "Cosine floor of a contextual (searched) candidate."))
+    semantic_threshold: float = field(default=0.85, metadata=unit(
+        "Cosine at or above which a candidate duplicates something recently injected."))
+    context_window_depth: int = field(default=10, metadata=knob(
+        "Turns before the same memory may be injected again.", ge=0, le=100_000))
+    ambient_enabled: bool = field(default=False, metadata=knob(
+        "Master switch of pinned (ambient) retrieval."))
+    pinned_types: tuple[MemoryType, ...] = field(default=(), metadata=knob(
+        'Memory types always injected when ambient_enabled, e.g. ["todo", "goal"].'))
+    pinned_limit: int = field(default=3, metadata=knob(
+        "Most pinned memories per pinned type.", ge=1, le=1000))
+    pinned_sort: str = field(default="recent", metadata=knob(
+        "Which pinned memories come first.", choices=PINNED_SORTS))
+    max_total: int = field(default=25, metadata=knob(
+        "Hard cap on memories injected per turn (pinned + contextual); at least "
+        "pinned_limit x len(pinned_types) when ambient_enabled.", ge=1, le=10_000))
+    max_tokens: int = field(default=0, metadata=knob(
+        "Token budget of the block (0 = no token budget).", ge=0, le=10_000_000))
+    max_injected_blocks_in_history: int = field(default=3, metadata=knob(
+        "Injection blocks kept in the history (0 = ephemeral).", ge=0, le=1000))
+    pinned_source: str = field(default="types", metadata=knob(
+        'Pinned section from "types" (pinned_types) or the vault "snapshot".',
+        choices=PINNED_SOURCES))
+
+
+def pinned_budget(config: MemoryInjectionConfig) -> list[tuple[str, str]]:
+    """max_total must leave room for the pinned slots it guarantees."""
+    if not (config.ambient_enabled and config.pinned_source == "types" and config.pinned_types):
+        return []
+    need = config.pinned_limit * len(config.pinned_types)
+    if config.max_total >= need:
+        return []
+    return [("max_total", f"must be at least pinned_limit x len(pinned_types) = "
+                          f"{config.pinned_limit} x {len(config.pinned_types)} = {need} "
+                          f"when ambient_enabled (effective values)")]
