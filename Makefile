@@ -53,12 +53,13 @@ typecheck: install
 clean:
 	rm -rf $(VENV) build sidecar/_proto *.egg-info
 
-# Go agent client (clients/go): Debian packages only, GOPATH mode, output build/go-client.
+# Go module (clients/go), built offline from Debian's Go packages: build/go/agent-loop,
+# build/go/selftest and build/go-client (the latency suite's client). Fails when the committed
+# generated code (clients/go/memsidecarv1) differs from proto/; `clients/go/build.sh generate`.
 .PHONY: go-client
-GO_SOURCES := $(shell find clients/go -type f 2>/dev/null)
+GO_SOURCES := $(shell find clients/go clients/apt.sh -type f 2>/dev/null)
 go-client: build/go-client
 
-# Installs missing Debian packages, generates the Go stubs under build/go, builds, vets, tests.
 build/go-client: $(GO_SOURCES) $(PROTOS)
 	bash clients/go/build.sh test
 
