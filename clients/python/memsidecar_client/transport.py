@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc
+from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc, vault_pb2_grpc
 
 from memsidecar_client.errors import from_rpc_error
 from memsidecar_client.retry import NO_RETRY, OnRetry, RetryPolicy, call_with_retry
@@ -39,6 +39,7 @@ class Transport:
         self.store = store_pb2_grpc.MemoryStoreStub(self.channel)
         self.injection = injection_pb2_grpc.MemoryInjectionStub(self.channel)
         self.settings = settings_pb2_grpc.SettingsStub(self.channel)
+        self.vault = vault_pb2_grpc.VaultStub(self.channel)
 
     def close(self) -> None:
         if self._owns_channel:
