@@ -3,7 +3,8 @@
 #   clients/go/build.sh            install missing packages, check the generated code, build
 #   clients/go/build.sh test       the same, then `go vet` + `go test ./...`
 #   clients/go/build.sh generate   regenerate memsidecarv1/ from proto/ (commit the result)
-# Binaries: build/go/agent-loop, build/go/selftest, build/go-client (the latency client).
+# Binaries: build/go/agent-loop, build/go/selftest, build/go/quickstart (docs/clients.md),
+# build/go-client (the latency suite's client).
 # go.mod is the module's real go.mod; the build uses a copy of it with `replace` lines to
 # /usr/share/gocode/src (GOFLAGS=-modfile), so no module proxy is needed.
 set -euo pipefail
@@ -60,6 +61,7 @@ cd "$MODULE_DIR"
 go build -o "$BUILD/go/agent-loop" ./cmd/agent-loop
 go build -o "$BUILD/go/selftest" ./cmd/selftest
 go build -o "$BUILD/go-client" ./cmd/bench
+go build -o "$BUILD/go/quickstart" ./examples/quickstart
 if [ "${1:-}" = test ]; then
   go vet ./...
   go test ./...
