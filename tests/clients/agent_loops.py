@@ -1,4 +1,4 @@
-"""What every agent-loop template (Go, Rust) must do against a real sidecar."""
+"""Building the compiled clients, and what every agent-loop template (Go, Rust) must do."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A sidecar listening on a Unix socket, for the clients' unix: addresses."""
+"""The compiled clients (built once per session) and a sidecar on a Unix socket."""
 
 from __future__ import annotations
 
@@ -13,6 +13,23 @@ from sidecar.api.server import create_server
 from sidecar.app import App
 from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
+from tests.clients.agent_loops import ROOT, build
+
+
+@pytest.fixture(scope="session")
+def go_built() -> Path:
+    """`make go-client`: installs Debian's Go packages when missing, checks the committed
+    generated code against proto/, vets and tests the module, builds build/go/*."""
+    build("go-client")
+    return ROOT / "build" / "go"
+
+
+@pytest.fixture(scope="session")
+def rust_built() -> Path:
+    """`make rust-client`: installs Debian's crates when missing, builds build/rust/*, runs
+    `cargo test` (the framing against recorded bytes). The target dir stays under build/."""
+    build("rust-client")
+    return ROOT / "build" / "rust"
 
 
 @pytest.fixture

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.clients.agent_loops import BLOCK_PREFIX, ROOT, build
+from tests.clients.agent_loops import BLOCK_PREFIX, ROOT
 from tests.conftest import Running
 
 DOC = ROOT / "docs" / "clients.md"
@@ -31,15 +32,13 @@ def test_python_example(running: Running) -> None:
     check_runs_twice([sys.executable, "-", running.target], block("python"), "deploys on Fridays")
 
 
-@pytest.mark.parametrize(("language", "source", "binary", "target", "answer"), [
-    ("go", "clients/go/examples/quickstart/main.go", "build/go/quickstart", "go-client",
-     "keeps its notes in PostgreSQL"),
-    ("rust", "clients/rust/examples/quickstart.rs", "build/rust/quickstart", "rust-client",
-     "written to S3 every night"),
+@pytest.mark.parametrize(("language", "source", "built", "answer"), [
+    ("go", "clients/go/examples/quickstart/main.go", "go_built", "keeps its notes in PostgreSQL"),
+    ("rust", "clients/rust/examples/quickstart.rs", "rust_built", "written to S3 every night"),
 ])
-def test_compiled_example(running: Running, language: str, source: str, binary: str,
-                          target: str, answer: str) -> None:
+def test_compiled_example(running: Running, request: pytest.FixtureRequest, language: str,
+                          source: str, built: str, answer: str) -> None:
     """The doc's block is the example file byte for byte; the build compiles that file."""
     assert block(language) == (ROOT / source).read_text()
-    build(target)
-    check_runs_twice([str(ROOT / binary), running.target], None, answer)
+    folder: Path = request.getfixturevalue(built)
+    check_runs_twice([str(folder / "quickstart"), running.target], None, answer)

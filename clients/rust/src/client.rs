@@ -12,6 +12,11 @@ use crate::transport::{Call, Transport};
 /// Starts every injection block the sidecar returns.
 pub const BLOCK_PREFIX: &str = "[Context from memory]";
 
+/// Is `message` an injection block (a user message starting with `BLOCK_PREFIX`)?
+pub fn is_block(message: &pb::Message) -> bool {
+    message.role == pb::Role::User as i32 && message.content.starts_with(BLOCK_PREFIX)
+}
+
 const INJECTION: &str = "/memsidecar.v1.MemoryInjection/";
 const STORE: &str = "/memsidecar.v1.MemoryStore/";
 
@@ -38,11 +43,6 @@ impl<T: Transport> Client<T> {
     async fn call<Req: Message, Resp: Message + Default>(&self, path: &str, requests: &[Req]) -> Result<Resp, Error> {
         let call = Call { path, body: framing::encode(requests), timeout: self.timeout };
         framing::decode_one(&self.transport.call(call).await?)
-    }
-
-    /// Is `message` an injection block (a user message starting with `BLOCK_PREFIX`)?
-    pub fn is_block(message: &pb::Message) -> bool {
-        message.role == pb::Role::User as i32 && message.content.starts_with(BLOCK_PREFIX)
     }
 
     pub async fn inject(&self, request: &pb::InjectRequest) -> Result<pb::InjectResponse, Error> {

@@ -22,7 +22,7 @@ pub mod framing;
 mod h2transport;
 mod transport;
 
-pub use client::{Client, BLOCK_PREFIX};
+pub use client::{is_block, Client, BLOCK_PREFIX};
 pub use error::{Code, Error, Status};
 pub use h2transport::{H2Transport, Options};
 pub use transport::{Call, Transport};

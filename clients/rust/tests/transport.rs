@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use memsidecar_client::framing::encode;
-use memsidecar_client::{pb, Call, Client, Code, Error, Status, Transport};
+use memsidecar_client::{is_block, pb, Call, Client, Code, Error, Status, Transport, BLOCK_PREFIX};
 
 struct Recorded {
     reply: Result<Bytes, Status>,
@@ -52,4 +52,12 @@ async fn a_status_comes_back_as_error_status() {
     let err = Client::with_transport(&transport, Duration::from_secs(2)).get("x").await.unwrap_err();
     assert_eq!(err.code(), Code::NotFound);
     assert_eq!(err.status(), Some(&status));
+}
+
+#[test]
+fn blocks_are_user_messages_with_the_prefix() {
+    let message = |role: pb::Role, content: &str| pb::Message { role: role as i32, content: content.into(), ..Default::default() };
+    assert!(is_block(&message(pb::Role::User, &format!("{BLOCK_PREFIX}\n[Fact] x"))));
+    assert!(!is_block(&message(pb::Role::Assistant, BLOCK_PREFIX)));
+    assert!(!is_block(&message(pb::Role::User, &format!("hello {BLOCK_PREFIX}"))));
 }
