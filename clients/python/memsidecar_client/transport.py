@@ -25,15 +25,17 @@ CHANNEL_OPTIONS = (
 
 class Transport:
     """Owns one channel. ``timeout_s`` is the deadline of each attempt; ``retry`` applies to
-    idempotent calls only; ``on_retry(rpc, attempt, error, sleep_s)`` observes retries."""
+    idempotent calls only; ``on_retry(rpc, attempt, error, sleep_s)`` observes retries;
+    ``token`` is sent as ``authorization: Bearer <token>`` metadata with every call."""
 
     def __init__(self, target: str = DEFAULT_TARGET, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  retry: RetryPolicy | None = None, on_retry: OnRetry | None = None,
-                 channel: grpc.Channel | None = None) -> None:
+                 channel: grpc.Channel | None = None, token: str = "") -> None:
         self.target = target
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.on_retry = on_retry
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._owns_channel = channel is None
         self.channel = channel or grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
         self.store = store_pb2_grpc.MemoryStoreStub(self.channel)
@@ -60,7 +62,7 @@ class Transport:
 
         def attempt() -> T:
             try:
-                return method(request, timeout=deadline)
+                return method(request, timeout=deadline, metadata=self.metadata)
             except grpc.RpcError as err:
                 raise from_rpc_error(err) from err
 
