@@ -25,4 +25,4 @@ cp "$BUILD/target/release/agent-loop" "$BUILD/target/release/bench" \
 if [ "${1:-}" = test ]; then
   "${CARGO[@]}" test --release --quiet
 fi
-echo "rust-client: built $BUILD/agent-loop $BUILD/bench"
+echo "rust-client: built $BUILD/{agent-loop,bench,quickstart}"

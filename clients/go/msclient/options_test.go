@@ -27,13 +27,13 @@ func (r *recorder) GetConfig(ctx context.Context, _ *pb.GetConfigRequest) (*pb.G
 	return nil, status.Error(codes.InvalidArgument, "no such agent")
 }
 
-func serve(t *testing.T) (*recorder, string) {
+func serve(t *testing.T, opts ...grpc.ServerOption) (*recorder, string) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{got: make(chan metadata.MD, 1)}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	pb.RegisterSettingsServer(srv, rec)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
