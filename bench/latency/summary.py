@@ -1,4 +1,5 @@
-"""Print the latency suite's JSON as a Markdown table (p50 / p99 / mean per RPC, in ms).
+"""Print the latency suite's JSON as a Markdown table (p50 / p99 / mean per RPC, in ms;
+for Inject also the server-reported elapsed p50 and the client-side overhead).
 
 Run: .venv/bin/python -m bench.latency.summary [bench/results/latency.json]
 """
@@ -14,9 +15,10 @@ from typing import Any
 RPC = {"test_inject": "Inject", "test_search": "Search (limit 10)",
        "test_prune_history": "PruneHistory (46 messages, 5 blocks)",
        "test_render_transcript": "RenderTranscript (46 messages)",
-       "test_go_client_sequential_inject": "Inject, Go client (sequential)"}
-ALL = ("test_inject", "test_search", "test_prune_history", "test_render_transcript",
-       "test_go_client_sequential_inject")
+       "test_go_client_sequential_inject": "Inject, Go client (sequential)",
+       "test_rust_client_sequential_inject": "Inject, Rust client (sequential)"}
+ALL = ("test_inject", "test_go_client_sequential_inject", "test_rust_client_sequential_inject",
+       "test_search", "test_prune_history", "test_render_transcript")
 
 
 def nearest_rank(sorted_values: list[float], q: float) -> float:
@@ -32,17 +34,21 @@ def row(bench: dict[str, Any]) -> str:
         data = sorted(stats["data"])
         calls, p50, p99, mean = (stats["rounds"], nearest_rank(data, 50) * 1e3,
                                  nearest_rank(data, 99) * 1e3, stats["mean"] * 1e3)
+    server = overhead = ""
+    if "server_p50_us" in info:  # Inject: the sidecar's own elapsed_us, and the rest
+        server = f"{info['server_p50_us'] / 1e3:.2f}"
+        overhead = f"{p50 - info['server_p50_us'] / 1e3:.2f}"
     return (f"| {RPC.get(bench['name'], bench['name'])} | {calls} | {p50:.2f} | {p99:.2f} | "
-            f"{mean:.2f} | {info.get('loadavg_1m', '?')} |")
+            f"{mean:.2f} | {server} | {overhead} | {info.get('loadavg_1m', '?')} |")
 
 
 def table(report: dict[str, Any]) -> str:
-    lines = ["| RPC | calls | p50 ms | p99 ms | mean ms | load (1 min) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| RPC | calls | p50 ms | p99 ms | mean ms | server p50 ms | client overhead "
+             "(p50 - server p50) ms | load (1 min) |", "|---|---|---|---|---|---|---|---|"]
     done = {b["name"]: b for b in report["benchmarks"]}
     for name in ALL:
         lines.append(row(done[name]) if name in done else
-                     f"| {RPC[name]} | pending (UNIMPLEMENTED on this server) | | | | |")
+                     f"| {RPC[name]} | pending (UNIMPLEMENTED on this server) | | | | | | |")
     return "\n".join(lines)
 
 

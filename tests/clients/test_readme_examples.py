@@ -1,8 +1,10 @@
 """The README's examples, executed against a real sidecar on a fresh data dir.
 
-Every ```python block, every ```sh block that calls grpcurl and every ```go block runs as
-written (only the address is pointed at the test server), each twice on one growing store and
-in both orders, and must print an injection block that carries the stored decision.
+Every ```python block and every ```sh block that calls grpcurl runs as written (only the
+address is pointed at the test server); the ```go block is the Go module's quickstart
+(clients/go/examples/quickstart/main.go, byte for byte), built by `make go-client` and given the
+address as its argument. Each runs twice on one growing store and in both orders, and must print
+an injection block that carries the decision it stored.
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.conftest import ROOT, build_go_program
+from tests.clients.agent_loops import ROOT
 from tests.conftest import Running
 
 README = ROOT / "README.md"
 ADDRESS = "127.0.0.1:50051"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 BLOCK_FIELD = re.compile(r'"block": ("(?:[^"\\]|\\.)*")')
-EXPECTED = "PostgreSQL 16"
+EXPECTED = "PostgreSQL 16"  # the decision the grpcurl and Python examples store
+GO_QUICKSTART = ROOT / "clients" / "go" / "examples" / "quickstart" / "main.go"
+GO_EXPECTED = "keeps its notes in PostgreSQL"  # the one the Go quickstart stores
 
 Example = Callable[[], str]  # runs the example, returns what it printed
 
@@ -54,9 +58,10 @@ def python_example(body: str, target: str, path: Path) -> Example:
     return lambda: run([sys.executable, str(path)])
 
 
-def go_example(body: str, target: str, name: str) -> Example:
-    binary = build_go_program(body.replace(ADDRESS, target), name)
-    return lambda: run([str(binary)])
+def go_example(body: str, target: str, built: Path) -> Example:
+    assert body == GO_QUICKSTART.read_text(encoding="utf-8"), (
+        "the README's Go block must be clients/go/examples/quickstart/main.go byte for byte")
+    return lambda: run([str(built / "quickstart"), target])
 
 
 def test_readme_has_one_example_per_client() -> None:
@@ -72,11 +77,11 @@ def test_readme_python_blocks_are_whole_programs() -> None:
 
 
 @pytest.fixture
-def examples(grpcurl: Path, go_client: Path, running: Running, tmp_path: Path,
+def examples(grpcurl: Path, go_built: Path, running: Running, tmp_path: Path,
              ) -> dict[str, Example]:
     """Every README example, ready to run against ``running`` (grpcurl and the Go client's
-    GOPATH built by their fixtures)."""
-    del grpcurl, go_client
+    programs built by their fixtures)."""
+    del grpcurl
     target = running.target
     found: dict[str, Example] = {}
     for n, body in enumerate(fenced("sh", "$G ")):
@@ -84,7 +89,7 @@ def examples(grpcurl: Path, go_client: Path, running: Running, tmp_path: Path,
     for n, body in enumerate(fenced("python")):
         found[f"python-{n}"] = python_example(body, target, tmp_path / f"readme_{n}.py")
     for n, body in enumerate(fenced("go")):
-        found[f"go-{n}"] = go_example(body, target, f"readme-example-{n}")
+        found[f"go-{n}"] = go_example(body, target, go_built)
     return found
 
 
@@ -92,4 +97,5 @@ def test_readme_examples_run_twice_in_both_orders(examples: dict[str, Example]) 
     names = list(examples)
     for name in [*names, *reversed(names)]:
         out = examples[name]()
-        assert "[Context from memory]" in out and EXPECTED in out, f"{name} printed:\n{out}"
+        expected = GO_EXPECTED if name.startswith("go-") else EXPECTED
+        assert "[Context from memory]" in out and expected in out, f"{name} printed:\n{out}"

@@ -3,7 +3,7 @@ package msclient
 import (
 	"testing"
 
-	pb "memsidecar/gen/memsidecarv1"
+	pb "github.com/memsidecar/memsidecar/clients/go/memsidecarv1"
 )
 
 func TestCountBlocksOnlyUserMessagesWithPrefix(t *testing.T) {

@@ -1,7 +1,8 @@
-// Package msclient is a thin typed wrapper over the generated memsidecar gRPC stubs.
+// Package msclient is a typed wrapper over the generated memsidecar gRPC stubs.
 //
-// Every call gets a default deadline, and a failed call returns *Error carrying the gRPC
-// code plus the sidecar's memsidecar-reason / memsidecar-field trailers.
+// Every call gets a default deadline, carries the bearer token when one is set, and a
+// failed call returns *Error with the gRPC code plus the sidecar's memsidecar-reason /
+// memsidecar-field trailers.
 package msclient
 
 import (
@@ -11,26 +12,30 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	pb "memsidecar/gen/memsidecarv1"
+	pb "github.com/memsidecar/memsidecar/clients/go/memsidecarv1"
 )
 
-// DefaultTimeout is the deadline applied to a call whose context has none.
-const DefaultTimeout = 5 * time.Second
-
-// Client holds one connection and the three service stubs.
+// Client holds one connection and the four service stubs.
 type Client struct {
 	conn      *grpc.ClientConn
 	Store     pb.MemoryStoreClient
 	Injection pb.MemoryInjectionClient
 	Settings  pb.SettingsClient
-	Timeout   time.Duration
+	Vault     pb.VaultClient
+	// Timeout is the deadline given to a call whose context has none.
+	Timeout time.Duration
 }
 
-// Dial connects (plaintext, localhost sidecar) and waits up to timeout for the connection.
-func Dial(addr string, timeout time.Duration) (*Client, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// Dial connects to addr (HOST:PORT, unix:PATH or unix:///PATH) and waits until the
+// connection is up or the dial timeout passes.
+func Dial(addr string, opts ...Option) (*Client, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.dialTimeout)
 	defer cancel()
-	conn, err := grpc.DialContext(ctx, addr, grpc.WithInsecure(), grpc.WithBlock())
+	conn, err := grpc.DialContext(ctx, addr, o.dialOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -39,14 +44,25 @@ func Dial(addr string, timeout time.Duration) (*Client, error) {
 		Store:     pb.NewMemoryStoreClient(conn),
 		Injection: pb.NewMemoryInjectionClient(conn),
 		Settings:  pb.NewSettingsClient(conn),
-		Timeout:   DefaultTimeout,
+		Vault:     pb.NewVaultClient(conn),
+		Timeout:   o.timeout,
 	}, nil
 }
 
 // Close releases the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// call runs one unary RPC with the default deadline and converts its error.
+// unary runs one generated unary method with the default deadline and converts its error.
+func unary[Req, Resp any](c *Client, ctx context.Context, req Req,
+	method func(context.Context, Req, ...grpc.CallOption) (Resp, error)) (out Resp, err error) {
+	err = c.call(ctx, func(ctx context.Context, o ...grpc.CallOption) (e error) {
+		out, e = method(ctx, req, o...)
+		return
+	})
+	return
+}
+
+// call runs fn with the default deadline and converts its error.
 func (c *Client) call(ctx context.Context, fn func(context.Context, ...grpc.CallOption) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

@@ -4,9 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"google.golang.org/grpc"
-
-	pb "memsidecar/gen/memsidecarv1"
+	pb "github.com/memsidecar/memsidecar/clients/go/memsidecarv1"
 )
 
 // BlockPrefix starts every injection block the sidecar returns.
@@ -29,38 +27,21 @@ func CountBlocks(history []*pb.Message) int {
 }
 
 // Inject asks for the memory block of the coming turn.
-func (c *Client) Inject(ctx context.Context, req *pb.InjectRequest) (out *pb.InjectResponse, err error) {
-	err = c.call(ctx, func(ctx context.Context, o ...grpc.CallOption) (e error) {
-		out, e = c.Injection.Inject(ctx, req, o...)
-		return
-	})
-	return
+func (c *Client) Inject(ctx context.Context, req *pb.InjectRequest) (*pb.InjectResponse, error) {
+	return unary(c, ctx, req, c.Injection.Inject)
 }
 
-// PruneHistory removes the oldest blocks so that, with the incoming one, maxKeep remain.
-func (c *Client) PruneHistory(ctx context.Context, history []*pb.Message, maxKeep uint32) (out *pb.PruneHistoryResponse, err error) {
-	req := &pb.PruneHistoryRequest{Messages: history, MaxKeep: &maxKeep}
-	err = c.call(ctx, func(ctx context.Context, o ...grpc.CallOption) (e error) {
-		out, e = c.Injection.PruneHistory(ctx, req, o...)
-		return
-	})
-	return
+// PruneHistory names the oldest blocks to drop so that, with the incoming one, maxKeep remain.
+func (c *Client) PruneHistory(ctx context.Context, history []*pb.Message, maxKeep uint32) (*pb.PruneHistoryResponse, error) {
+	return unary(c, ctx, &pb.PruneHistoryRequest{Messages: history, MaxKeep: &maxKeep}, c.Injection.PruneHistory)
 }
 
 // RenderTranscript renders a history for a compactor, blocks left out.
-func (c *Client) RenderTranscript(ctx context.Context, history []*pb.Message) (out *pb.RenderTranscriptResponse, err error) {
-	err = c.call(ctx, func(ctx context.Context, o ...grpc.CallOption) (e error) {
-		out, e = c.Injection.RenderTranscript(ctx, &pb.RenderTranscriptRequest{Messages: history}, o...)
-		return
-	})
-	return
+func (c *Client) RenderTranscript(ctx context.Context, history []*pb.Message) (*pb.RenderTranscriptResponse, error) {
+	return unary(c, ctx, &pb.RenderTranscriptRequest{Messages: history}, c.Injection.RenderTranscript)
 }
 
 // ResetChannel forgets one channel's injection state.
-func (c *Client) ResetChannel(ctx context.Context, channel string) (out *pb.ResetChannelResponse, err error) {
-	err = c.call(ctx, func(ctx context.Context, o ...grpc.CallOption) (e error) {
-		out, e = c.Injection.ResetChannel(ctx, &pb.ResetChannelRequest{ChannelId: channel}, o...)
-		return
-	})
-	return
+func (c *Client) ResetChannel(ctx context.Context, channel string) (*pb.ResetChannelResponse, error) {
+	return unary(c, ctx, &pb.ResetChannelRequest{ChannelId: channel}, c.Injection.ResetChannel)
 }

@@ -17,7 +17,9 @@ from memsidecar_client.errors import (
     UnavailableError,
     UnimplementedError,
 )
+from memsidecar_client.importing import Progress
 from memsidecar_client.messages import BLOCK_PREFIX, is_block, memory_type, message
+from memsidecar_client.records import memory_from_dict, read_jsonl, tier
 from memsidecar_client.retry import NO_RETRY, RetryPolicy
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
@@ -33,11 +35,15 @@ __all__ = [
     "InvalidArgumentError",
     "MemsidecarError",
     "NotFoundError",
+    "Progress",
     "ResourceExhaustedError",
     "RetryPolicy",
     "UnavailableError",
     "UnimplementedError",
     "is_block",
+    "memory_from_dict",
     "memory_type",
     "message",
+    "read_jsonl",
+    "tier",
 ]

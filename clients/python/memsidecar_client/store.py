@@ -7,18 +7,20 @@ from collections.abc import Iterable, Iterator, Sequence
 from memsidecar.v1 import memory_pb2, store_pb2
 
 from memsidecar_client.messages import MemoryTypeLike, memory_type
+from memsidecar_client.records import tier as tier_value
 from memsidecar_client.transport import Transport
 
 
 class StoreCalls(Transport):
     def upsert(self, content: str, type: MemoryTypeLike = "fact", *, id: str = "",
                importance: float | None = None, agent_id: str = "", channel_id: str = "",
-               source: str = "", tier: int = 0, topic_id: str = "",
+               source: str = "", tier: str | int = 0, topic_id: str = "",
                ) -> store_pb2.UpsertMemoryResponse:
-        """Store a memory (empty ``id`` = new). Never retried: a lost reply may have stored it."""
+        """Store a memory (empty ``id`` = new); ``type`` and ``tier`` by name ("decision",
+        "register") or enum value. Never retried: a lost reply may have stored it."""
         memory = memory_pb2.Memory(
             id=id, content=content, type=memory_type(type), agent_id=agent_id,
-            channel_id=channel_id, source=source, tier=tier,
+            channel_id=channel_id, source=source, tier=tier_value(tier),
             topic_id=topic_id)
         if importance is not None:
             memory.importance = importance

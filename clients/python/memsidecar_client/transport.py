@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import grpc
-from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc
+from memsidecar.v1 import injection_pb2_grpc, settings_pb2_grpc, store_pb2_grpc, vault_pb2_grpc
 
 from memsidecar_client.errors import from_rpc_error
 from memsidecar_client.retry import NO_RETRY, OnRetry, RetryPolicy, call_with_retry
@@ -25,20 +25,23 @@ CHANNEL_OPTIONS = (
 
 class Transport:
     """Owns one channel. ``timeout_s`` is the deadline of each attempt; ``retry`` applies to
-    idempotent calls only; ``on_retry(rpc, attempt, error, sleep_s)`` observes retries."""
+    idempotent calls only; ``on_retry(rpc, attempt, error, sleep_s)`` observes retries;
+    ``token`` is sent as ``authorization: Bearer <token>`` metadata with every call."""
 
     def __init__(self, target: str = DEFAULT_TARGET, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  retry: RetryPolicy | None = None, on_retry: OnRetry | None = None,
-                 channel: grpc.Channel | None = None) -> None:
+                 channel: grpc.Channel | None = None, token: str = "") -> None:
         self.target = target
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.on_retry = on_retry
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._owns_channel = channel is None
         self.channel = channel or grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
         self.store = store_pb2_grpc.MemoryStoreStub(self.channel)
         self.injection = injection_pb2_grpc.MemoryInjectionStub(self.channel)
         self.settings = settings_pb2_grpc.SettingsStub(self.channel)
+        self.vault = vault_pb2_grpc.VaultStub(self.channel)
 
     def close(self) -> None:
         if self._owns_channel:
@@ -59,7 +62,7 @@ class Transport:
 
         def attempt() -> T:
             try:
-                return method(request, timeout=deadline)
+                return method(request, timeout=deadline, metadata=self.metadata)
             except grpc.RpcError as err:
                 raise from_rpc_error(err) from err
 

@@ -1,0 +1,84 @@
+// Command agent-loop is a template for a Go agent using memsidecar: copy it into your agent.
+//
+// Each line read from stdin is one user turn: PruneHistory drops old memory blocks, Inject
+// returns the block for this turn, the block goes into the history before the user's
+// message, llm(history) answers, the answer is appended. Each turn's block is printed.
+//
+//	agent-loop --addr 127.0.0.1:50051 --channel demo < questions.txt
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	pb "github.com/memsidecar/memsidecar/clients/go/memsidecarv1"
+	"github.com/memsidecar/memsidecar/clients/go/msclient"
+)
+
+// maxBlocks is how many memory blocks the history keeps, the incoming one included.
+const maxBlocks = 3
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:50051", "sidecar address HOST:PORT, unix:PATH or unix:///PATH")
+	channel := flag.String("channel", "agent-loop", "conversation (channel) id")
+	agent := flag.String("agent", "agent-loop-example", "agent id owning the seeded memories")
+	token := flag.String("token", "", "bearer token sent with every call")
+	flag.Parse()
+	if err := run(*addr, *channel, *agent, *token); err != nil {
+		fmt.Fprintf(os.Stderr, "agent-loop: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, channel, agent, token string) error {
+	client, err := msclient.Dial(addr, msclient.WithToken(token), msclient.WithDialTimeout(5*time.Second))
+	if err != nil {
+		return fmt.Errorf("cannot reach the sidecar at %s: %v", addr, err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	if err := seed(ctx, client, agent); err != nil {
+		return err
+	}
+	// A new conversation: forget what the sidecar injected earlier on this channel.
+	if _, err := client.ResetChannel(ctx, channel); err != nil {
+		return err
+	}
+	history := []*pb.Message{{Role: pb.Role_ROLE_SYSTEM, Content: "You are a helpful engineering agent."}}
+	lines := bufio.NewScanner(os.Stdin)
+	for turn := 1; lines.Scan(); turn++ {
+		if history, err = step(ctx, client, agent, channel, history, lines.Text(), turn); err != nil {
+			return err
+		}
+	}
+	return lines.Err()
+}
+
+// step runs one turn and returns the grown history.
+func step(ctx context.Context, c *msclient.Client, agent, channel string, history []*pb.Message,
+	text string, turn int) ([]*pb.Message, error) {
+	pruned, err := c.PruneHistory(ctx, history, maxBlocks)
+	if err != nil {
+		return nil, err
+	}
+	history = pruned.Messages
+	injected, err := c.Inject(ctx, &pb.InjectRequest{AgentId: agent, ChannelId: channel, Text: text, Source: "user"})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("--- turn %d\n", turn)
+	if injected.Block != "" {
+		history = append(history, &pb.Message{Role: pb.Role_ROLE_USER, Content: injected.Block})
+		fmt.Println(injected.Block)
+	} else {
+		fmt.Printf("(no memory block: %s)\n", injected.SkipReason)
+	}
+	history = append(history, &pb.Message{Role: pb.Role_ROLE_USER, Content: text})
+	reply := llm(history)
+	fmt.Printf("assistant: %s\n", reply)
+	return append(history, &pb.Message{Role: pb.Role_ROLE_ASSISTANT, Content: reply}), nil
+}

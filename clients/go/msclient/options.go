@@ -1,0 +1,72 @@
+package msclient
+
+import (
+	"context"
+	"crypto/tls"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+// DefaultTimeout is the deadline applied to a call whose context has none.
+const DefaultTimeout = 5 * time.Second
+
+// DefaultDialTimeout bounds how long Dial waits for the connection.
+const DefaultDialTimeout = 5 * time.Second
+
+// Option configures Dial.
+type Option func(*options)
+
+type options struct {
+	token       string
+	tls         *tls.Config
+	timeout     time.Duration
+	dialTimeout time.Duration
+}
+
+func defaults() options {
+	return options{timeout: DefaultTimeout, dialTimeout: DefaultDialTimeout}
+}
+
+// WithToken sends "authorization: Bearer <token>" with every call.
+func WithToken(token string) Option { return func(o *options) { o.token = token } }
+
+// WithTLS connects over TLS with the given configuration (nil fields take Go's defaults).
+// Without it the connection is plaintext, as for a sidecar on localhost or a Unix socket.
+func WithTLS(config *tls.Config) Option { return func(o *options) { o.tls = config } }
+
+// WithTimeout sets the default per-call deadline.
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithDialTimeout sets how long Dial waits for the connection.
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
+
+func (o options) dialOptions() []grpc.DialOption {
+	out := []grpc.DialOption{grpc.WithBlock()}
+	if o.tls != nil {
+		out = append(out, grpc.WithTransportCredentials(credentials.NewTLS(o.tls)))
+	} else {
+		// WithInsecure exists in grpc-go 1.33 and in current releases (deprecated there in
+		// favour of insecure.NewCredentials, which 1.33 lacks).
+		out = append(out, grpc.WithInsecure())
+	}
+	if o.token != "" {
+		out = append(out, grpc.WithPerRPCCredentials(bearer{token: o.token, secure: o.tls != nil}))
+	}
+	return out
+}
+
+// bearer is a token sent as call metadata.
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+// RequireTransportSecurity is false on a plaintext connection so that the token also
+// reaches a sidecar on localhost or a Unix socket.
+func (b bearer) RequireTransportSecurity() bool { return b.secure }

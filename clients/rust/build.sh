@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Build the Rust crate offline from Debian's packaged crates (/usr/share/cargo/registry).
+#   clients/rust/build.sh          install missing packages, build build/rust/{agent-loop,bench,quickstart}
+#   clients/rust/build.sh test     the same, then `cargo test`
+# The source replacement is passed as `cargo --config` flags here, so the crate itself stays
+# an ordinary crates.io crate elsewhere. Target dir: build/rust/target (about 1 GB).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+BUILD="$ROOT/build/rust"
+PACKAGES=(librust-prost-dev librust-prost-build-dev librust-prost-types-dev librust-h2-dev
+          librust-http-dev librust-bytes-dev librust-tokio-dev protobuf-compiler)
+source "$ROOT/clients/apt.sh"
+apt_ensure rust-client "${PACKAGES[@]}"
+command -v cargo >/dev/null || { echo "rust-client: cargo is not on PATH" >&2; exit 42; }
+
+CARGO=(cargo --offline
+       --config 'source.crates-io.replace-with="debian"'
+       --config 'source.debian.directory="/usr/share/cargo/registry"')
+export CARGO_TARGET_DIR="$BUILD/target"
+cd "$ROOT/clients/rust"
+"${CARGO[@]}" build --release --quiet --bins --examples
+mkdir -p "$BUILD"
+cp "$BUILD/target/release/agent-loop" "$BUILD/target/release/bench" \
+   "$BUILD/target/release/examples/quickstart" "$BUILD/"
+if [ "${1:-}" = test ]; then
+  "${CARGO[@]}" test --release --quiet
+fi
+echo "rust-client: built $BUILD/{agent-loop,bench,quickstart}"
