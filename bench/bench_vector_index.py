@@ -36,13 +36,13 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from sidecar.records import Memory, MemoryType  # noqa: E402
-from sidecar.retrieval.vector_index import (  # noqa: E402
+from sidecar.retrieval.vector.adaptive import (  # noqa: E402
     AdaptiveVectorIndex,
     VectorConfig,
     build_hnsw,
     open_vector_index,
 )
-from sidecar.retrieval.vectors import DenseVectors  # noqa: E402
+from sidecar.retrieval.vector.exact import DenseVectors  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
 from sidecar.store.memories import MemoryRepo  # noqa: E402
 from tests.retrieval.sentences import docstring_sentences, stdlib_modules  # noqa: E402
@@ -229,7 +229,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     events = Events()
-    logger = logging.getLogger("sidecar.retrieval.vector_index")
+    logger = logging.getLogger("sidecar.retrieval.vector.adaptive")
     logger.addHandler(events)
     logger.setLevel(logging.INFO)
     docs, queries, texts = real_embeddings(args.queries)

@@ -38,7 +38,7 @@ from bench.padding import approximation, padding, real
 from sidecar.config import ServerConfig
 from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.embedding import Embedder, bundled_model_files
-from sidecar.retrieval.vector_index import open_vector_index
+from sidecar.retrieval.vector.adaptive import open_vector_index
 from sidecar.store.db import Database
 from sidecar.store.memories import MemoryRepo
 

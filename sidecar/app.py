@@ -14,7 +14,8 @@ from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
-from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, open_vector_index
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, open_vector_index
+from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
 from sidecar.vault import Vault, VaultConfig

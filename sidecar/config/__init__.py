@@ -5,11 +5,11 @@ from sidecar.config.injection import (
     MemoryInjectionConfig,
     StaticInjectionConfig,
 )
-from sidecar.live import Live
 from sidecar.config.loader import ConfigError, load_file, load_text
 from sidecar.config.schema import CONFIG_FILENAME, SECTIONS, AgentConfig, Config, Section
 from sidecar.config.server import ServerConfig
 from sidecar.config.store import ConfigStore
+from sidecar.live import Live
 
 __all__ = [
     "CONFIG_FILENAME",

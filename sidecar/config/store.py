@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from sidecar.config.injection import MemoryInjectionConfig
-from sidecar.live import Live
 from sidecar.config.loader import ConfigError, load_text
 from sidecar.config.reloader import POLL_INTERVAL_S, Reloader
 from sidecar.config.schema import INJECTION, SECTIONS, AgentConfig, Config
@@ -27,6 +26,7 @@ from sidecar.config.server import ServerConfig
 from sidecar.config.typed import Issue
 from sidecar.config.writer import edit_injection, write_atomic
 from sidecar.errors import FailedPrecondition, InvalidArgument
+from sidecar.live import Live
 
 log = logging.getLogger(__name__)
 

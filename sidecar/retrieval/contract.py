@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -9,6 +10,9 @@ from typing import Protocol
 import numpy as np
 
 from sidecar.records import Memory, MemoryType
+
+# Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
+Accept = Callable[[np.ndarray], np.ndarray]
 
 
 class Mode(Enum):

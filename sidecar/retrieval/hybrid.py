@@ -35,12 +35,13 @@ import numpy as np
 from kernels.rrf import fuse
 from sidecar.embedding import Embedder
 from sidecar.records import Edge, Memory
-from sidecar.retrieval.bm25 import BM25Index
 from sidecar.retrieval.config import RetrievalConfig
-from sidecar.retrieval.contract import Hit, Mode, SearchQuery, SearchResult
-from sidecar.retrieval.graph import EdgeGraph
+from sidecar.retrieval.contract import Accept, Hit, Mode, SearchQuery, SearchResult
+from sidecar.retrieval.graph.expansion import EdgeGraph
+from sidecar.retrieval.lexical.bm25 import BM25Index
 from sidecar.retrieval.mirror import LiveMemories
-from sidecar.retrieval.vectors import Accept, DenseVectors, VectorIndex
+from sidecar.retrieval.vector.contract import VectorIndex
+from sidecar.retrieval.vector.exact import DenseVectors
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
 

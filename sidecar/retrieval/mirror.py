@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from sidecar.records import Memory, MemoryType
-from sidecar.retrieval.vectors import Accept
+from sidecar.retrieval.contract import Accept
 
 
 class LiveMemories:

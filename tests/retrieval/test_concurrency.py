@@ -14,7 +14,7 @@ from sidecar.records import Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.hybrid import HybridRetriever
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector.exact import DenseVectors
 
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda"]
 

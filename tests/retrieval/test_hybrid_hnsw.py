@@ -14,7 +14,7 @@ from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.contract import Mode, SearchQuery
-from sidecar.retrieval.vector_index import VectorConfig
+from sidecar.retrieval.vector.config import VectorConfig
 
 TOPICS = ["cooking pasta", "training for a marathon", "fixing the car brakes", "learning French",
           "planting tomatoes", "budgeting for a trip", "painting the kitchen", "adopting a cat"]

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from sidecar.embedding import Embedder
-from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, build_hnsw
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, build_hnsw
+from sidecar.retrieval.vector.config import VectorConfig
+from sidecar.retrieval.vector.exact import DenseVectors
 from tests.retrieval.sentences import docstring_sentences, stdlib_modules
 
 DOCS, QUERIES, K = 2000, 200, 50

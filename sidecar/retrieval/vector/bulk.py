@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector.exact import DenseVectors
 
 
 class BulkDenseVectors(DenseVectors):

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.bm25 import bm25_accumulate
-from sidecar.retrieval.tokenize import STOP_WORDS, query_terms, tokenize
-from sidecar.retrieval.vectors import Accept
+from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.lexical.tokenize import STOP_WORDS, query_terms, tokenize
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ search) and, once the live count reaches ``exact_threshold``, an hnswlib index u
 - otherwise hnswlib answers (recall@50 >= 0.95 at the default ``hnsw_ef_search``, see
   tests/retrieval/test_vector_recall.py and README "Vector index").
 
-Persistence (``vector_persist``): ``save()`` writes ``DATA_DIR/vectors.hnsw`` + meta. It runs
+Persistence (``persist``): ``save()`` writes ``DATA_DIR/vectors.hnsw`` + meta. It runs
 after a (re)build, in the background once ``save_every_changes`` rows changed and at least
 ``save_min_interval_s`` passed since the last save (so a big import is saved soon after it
 ends), and in ``close()`` when anything changed. ``start()`` loads the saved index when it
@@ -30,14 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-from sidecar.retrieval import vector_persist
-from sidecar.retrieval.vector_config import VectorConfig
-from sidecar.retrieval.vector_dense import BulkDenseVectors
-from sidecar.retrieval.vector_hnsw import HnswVectors
-from sidecar.retrieval.vectors import Accept
+from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.vector import persist
+from sidecar.retrieval.vector.bulk import BulkDenseVectors
+from sidecar.retrieval.vector.config import VectorConfig
+from sidecar.retrieval.vector.hnsw import HnswVectors
 from sidecar.store.memories import MemoryRepo
 
-__all__ = ["AdaptiveVectorIndex", "VectorConfig", "build_hnsw", "open_vector_index"]
+__all__ = ["AdaptiveVectorIndex", "build_hnsw", "open_vector_index"]
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ class AdaptiveVectorIndex:
         cfg = self.config
         with self._write:  # the rows checked are the rows indexed
             labels, matrix = self._dense.snapshot()
-            loaded = vector_persist.load(
+            loaded = persist.load(
                 self.path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
                 ef_construction=cfg.hnsw_ef_construction, ef_search=cfg.hnsw_ef_search,
             )
@@ -258,11 +258,11 @@ class AdaptiveVectorIndex:
             hnsw = self._hnsw
             if hnsw is None:
                 return False
-            tmp = vector_persist.write_file(hnsw, path)
+            tmp = persist.write_file(hnsw, path)
             labels, matrix = self._dense.snapshot()
             self._unsaved = 0
             self._last_save = time.monotonic()
-        meta = vector_persist.commit(
+        meta = persist.commit(
             tmp, path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
             ef_construction=cfg.hnsw_ef_construction,
         )
@@ -375,7 +375,7 @@ def open_vector_index(
 ) -> AdaptiveVectorIndex:
     """Load every live embedding from SQLite, then the saved hnsw index or a rebuild."""
     begin = time.perf_counter()
-    index = AdaptiveVectorIndex(dim, config, Path(data_dir) / vector_persist.INDEX_FILE)
+    index = AdaptiveVectorIndex(dim, config, Path(data_dir) / persist.INDEX_FILE)
     index.reserve(repo.count())
     for seqs, vectors in repo.iter_live_vectors():
         index.add(seqs, vectors)

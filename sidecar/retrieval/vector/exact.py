@@ -1,46 +1,19 @@
-"""Vector index contract and the exact (dense numpy) implementation.
+"""The exact vector index: a dense numpy matrix scanned with one matrix-vector product.
 
-Labels are memory ``seq`` values (SQLite rowids). The dense matrix is always kept: it gives
-the exact cosine of any memory (lexical and graph hits need one) and is the reference the
-approximate index (hnswlib) is tested against.
+The adaptive index always keeps it: it gives the exact cosine of any memory (lexical and graph
+hits need one) and is the reference the approximate index (hnswlib) is tested against.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Protocol
 
 import numpy as np
 
-# Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
-Accept = Callable[[np.ndarray], np.ndarray]
+from sidecar.retrieval.contract import Accept
+
 # Lock-free scoring attempts before a search scores under the lock (see DenseVectors.search).
 _OPTIMISTIC_TRIES = 3
-
-
-class VectorIndex(Protocol):
-    dim: int
-
-    def __len__(self) -> int: ...
-
-    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        """Insert or replace (upsert) rows; vectors are L2-normalised float32."""
-        ...
-
-    def remove(self, labels: np.ndarray) -> None: ...
-
-    def search(
-        self, query: np.ndarray, k: int, accept: Accept | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k accepted labels by cosine, descending: (labels int64, scores float32)."""
-        ...
-
-    def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """Exact cosine of the query with each label (nan for unknown labels)."""
-        ...
-
-    def vector(self, label: int) -> np.ndarray | None: ...
 
 
 class DenseVectors:

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sidecar.retrieval import vectors
-from sidecar.retrieval.vector_dense import BulkDenseVectors
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector import exact
+from sidecar.retrieval.vector.bulk import BulkDenseVectors
+from sidecar.retrieval.vector.exact import DenseVectors
 
 
 def unit(n: int, d: int, seed: int) -> np.ndarray:
@@ -102,7 +102,7 @@ def test_search_under_constant_writes_falls_back_to_a_locked_snapshot() -> None:
         return found % 4 == 2
 
     got, scores = index.search(vecs[0], 4, accept)
-    assert len(calls) == vectors._OPTIMISTIC_TRIES + 1  # optimistic tries, then locked
+    assert len(calls) == exact._OPTIMISTIC_TRIES + 1  # optimistic tries, then locked
     want = labels[labels % 4 == 2]
     order = np.argsort(-(vecs[labels % 4 == 2] @ vecs[0]), kind="stable")[:4]
     assert got.tolist() == want[order].tolist()
