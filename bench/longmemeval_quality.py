@@ -29,6 +29,7 @@ from memsidecar.v1 import store_pb2  # noqa: E402
 from store_build import Served, build_store  # noqa: E402
 
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
+from sidecar.live import Live  # noqa: E402
 from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
 from sidecar.retrieval.contract import Mode, SearchQuery  # noqa: E402
 from sidecar.retrieval.hybrid import HybridRetriever  # noqa: E402
@@ -82,7 +83,7 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
 
     results = []
     for b in (0.4, 0.5, 0.6, 0.75):
-        engine = HybridRetriever(embedder, replace(base, bm25_b=b))
+        engine = HybridRetriever(embedder, Live.fixed(replace(base, bm25_b=b)))
         engine.load(MemoryRepo(db), EdgeRepo(db))
         vt, vs = run(engine, Mode.VECTOR)
         lt, ls = run(engine, Mode.LEXICAL)

@@ -11,11 +11,11 @@ from pathlib import Path
 from kernels import warm_up_all
 from sidecar.config import CONFIG_FILENAME, ConfigStore, InjectionConfigSource, ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.live import Live
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, open_vector_index
-from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
 from sidecar.vault import Vault, VaultConfig
@@ -45,7 +45,7 @@ class App:
     def open(
         cls, config: ServerConfig, embedder: Embedder | None = None,
         settings: ConfigStore | None = None, vault_config: VaultConfig | None = None,
-        retrieval: RetrievalConfig | None = None, vector_config: VectorConfig | None = None,
+        retrieval: RetrievalConfig | None = None,
     ) -> App:
         start = time.perf_counter()
         if settings is None:  # no --config: DATA_DIR/memsidecar.toml if it exists, else defaults
@@ -58,14 +58,13 @@ class App:
         # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself.
         # [retrieval] is hot (bar its restart-only keys, which the store keeps at their
         # running value): the engine reads the current snapshot per search; retrieval= (tests)
-        # pins one instead. [retrieval.vector] sizes the index; vector_config= pins that.
+        # pins one instead, [retrieval.vector] included.
         live_settings = settings
         live = None if retrieval is not None else (lambda: live_settings.current.retrieval)
         retrieval = retrieval or settings.current.retrieval
-        vectors = open_vector_index(config.data_dir, memories.memories,
-                                    vector_config or retrieval.vector)
-        retriever = HybridRetriever(embedder, live or retrieval, vectors,
-                                    retune_vectors=vector_config is None)
+        vectors = open_vector_index(config.data_dir, memories.memories, retrieval.vector)
+        retriever = HybridRetriever(embedder, Live.fixed(retrieval) if live is None else (
+            settings.live().map(lambda c: c.retrieval)), vectors)
         retriever.load(memories.memories, memories.edges, vectors_loaded=True)
         memories.listeners.add(retriever)
         # Installs the write gate on `memories`. [vault] is hot: read from the current config

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -11,8 +10,10 @@ import numpy as np
 from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.injection.records import Candidate, Section
 from sidecar.records import Memory
+from sidecar.retrieval import stages
 from sidecar.retrieval.contract import Retriever, SearchQuery
 from sidecar.store.memories import ListQuery, MemoryRepo
+from sidecar.timing import timed
 
 # The vault's always-injected memories of an agent (canon, then active registers).
 SnapshotSource = Callable[[str], Sequence[Memory]]
@@ -73,9 +74,8 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
     """
     if config.search_limit <= 0:
-        start = time.perf_counter_ns()
-        query = retriever.embed_query(text)
-        return ContextualPool([], 0, query, (time.perf_counter_ns() - start) // 1000)
+        query, embed_us = timed(retriever.embed_query, text)
+        return ContextualPool([], 0, query, embed_us)
     result = retriever.search(SearchQuery(
         text=text, agent_id=agent_id, limit=config.search_limit,
         search_limit=config.search_limit,
@@ -91,4 +91,5 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
             continue
         pool.append(Candidate(memory=hit.memory, section=Section.CONTEXTUAL, score=hit.score,
                               cosine=hit.cosine, embedding=embedding))
-    return ContextualPool(pool, below, result.query_embedding, result.timings_us.get("embed", 0))
+    embed_us = result.timings_us.get(stages.EMBED, 0)
+    return ContextualPool(pool, below, result.query_embedding, embed_us)

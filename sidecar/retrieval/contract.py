@@ -20,6 +20,10 @@ class Mode(Enum):
     VECTOR = "vector"
     LEXICAL = "lexical"
 
+    def uses(self, source: str) -> bool:
+        """HYBRID runs every source; VECTOR and LEXICAL only the source of that name."""
+        return self is Mode.HYBRID or self.value == source
+
 
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
@@ -33,20 +37,31 @@ class SearchQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceRank:
+    """Where one source ranked a hit, and that source's weight in the fusion."""
+
+    name: str  # "vector", "lexical", "graph", ... (``sidecar.retrieval.stages``)
+    rank: int  # 1-based; 0 = absent from that source's list
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     memory: Memory
     score: float  # fused score
     cosine: float  # query-memory cosine (thresholdable)
-    vector_rank: int = 0  # 1-based; 0 = absent from that source
-    lexical_rank: int = 0
-    graph_rank: int = 0
+    ranks: tuple[SourceRank, ...] = ()  # one per source, in the engine's source order
+
+    def rank(self, source: str) -> int:
+        """The hit's rank in ``source``'s list (0 when absent or no such source)."""
+        return next((r.rank for r in self.ranks if r.name == source), 0)
 
 
 @dataclass(slots=True)
 class SearchResult:
     hits: list[Hit]
     query_embedding: np.ndarray
-    timings_us: dict[str, int] = field(default_factory=dict)  # embed, vector, lexical, ...
+    timings_us: dict[str, int] = field(default_factory=dict)  # keys: sidecar.retrieval.stages
 
 
 class Retriever(Protocol):

@@ -10,12 +10,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from sidecar.live import Live
 from sidecar.records import Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.vector.exact import DenseVectors
 
+DIM = 384  # synthetic embeddings of the model's size
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda"]
 
 
@@ -27,7 +29,7 @@ def memory(seq: int, rng: np.random.Generator) -> Memory:
 
 
 def unit(n: int, rng: np.random.Generator) -> np.ndarray:
-    x = rng.standard_normal((n, 384)).astype(np.float32)
+    x = rng.standard_normal((n, DIM)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
@@ -45,7 +47,8 @@ def run_together(writer: Callable[[], None], reader: Callable[[int], None],
 def test_searches_racing_writes() -> None:
     rng = np.random.default_rng(0)
     engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
-                             config=RetrievalConfig(parallel_min_memories=0))
+                             config=Live.fixed(RetrievalConfig(parallel_min_memories=0)),
+                             vectors=DenseVectors(DIM))
     first = [memory(s, rng) for s in range(1, 301)]
     engine.memories_stored(first, unit(len(first), rng))
     forgotten: set[str] = set()
@@ -113,7 +116,7 @@ def test_memory_turned_private_during_a_search_is_not_returned_to_another_agent(
     rng = np.random.default_rng(4)
     vectors = _WriteDuringSearch()
     engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
-                             config=RetrievalConfig(parallel_min_memories=0),
+                             config=Live.fixed(RetrievalConfig(parallel_min_memories=0)),
                              vectors=vectors)  # type: ignore[arg-type]
     shared = [memory(s, rng) for s in range(1, 41)]
     embeddings = unit(len(shared), rng)
@@ -141,7 +144,8 @@ def test_memory_turned_private_during_a_search_is_not_returned_to_another_agent(
 def test_searches_racing_ownership_changes_never_see_another_agents_memory() -> None:
     rng = np.random.default_rng(8)
     engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
-                             config=RetrievalConfig(parallel_min_memories=0))
+                             config=Live.fixed(RetrievalConfig(parallel_min_memories=0)),
+                             vectors=DenseVectors(DIM))
     shared = [memory(s, rng) for s in range(1, 201)]
     embeddings = unit(len(shared), rng)
     engine.memories_stored(shared, embeddings)

@@ -13,6 +13,7 @@ from sidecar.app import App
 from sidecar.config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.vector.config import VectorConfig
 
@@ -23,7 +24,8 @@ TOPICS = ["cooking pasta", "training for a marathon", "fixing the car brakes", "
 @pytest.fixture
 def hnsw_app(config: ServerConfig, embedder: Embedder) -> Iterator[App]:
     app = App.open(config, embedder=embedder,
-                   vector_config=VectorConfig(exact_threshold=32, persist=False))
+                   retrieval=RetrievalConfig(vector=VectorConfig(exact_threshold=32,
+                                                                 persist=False)))
     drafts = [MemoryDraft(f"Note {i}: I spent the weekend {TOPICS[i % len(TOPICS)]}",
                           MemoryType.EVENT, agent_id="bob" if i % 5 == 0 else "")
               for i in range(64)]
@@ -42,7 +44,7 @@ def test_hnsw_path_keeps_scope_forgetting_and_order(hnsw_app: App) -> None:
     bob = retriever.search(replace(q, agent_id="bob")).hits
     assert any(h.memory.agent_id == "bob" for h in bob)
     vec = retriever.search(replace(q, mode=Mode.VECTOR)).hits
-    cos = [h.cosine for h in sorted(vec, key=lambda h: h.vector_rank)]
+    cos = [h.cosine for h in sorted(vec, key=lambda h: h.rank("vector"))]
     assert cos == sorted(cos, reverse=True)
     top = hits[0].memory
     hnsw_app.memories.forget(top.id)

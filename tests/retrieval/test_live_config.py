@@ -65,19 +65,19 @@ def test_pinned_retrieval_ignores_the_file(config: ServerConfig, embedder: Embed
         app.close()
 
 
-def test_pinned_vector_config_is_not_retuned_by_the_file(
+def test_pinned_config_keeps_its_vector_settings_when_the_file_changes(
         config: ServerConfig, embedder: Embedder, tmp_path: Path) -> None:
     path = tmp_path / "memsidecar.toml"
     path.write_text("[retrieval]\nrrf_k = 3\n")
     settings = ConfigStore.open(path)
-    app = App.open(config, embedder=embedder, settings=settings,
-                   vector_config=VectorConfig(hnsw_ef_search=50, persist=False))
+    pinned = RetrievalConfig(rrf_k=7, vector=VectorConfig(hnsw_ef_search=50, persist=False))
+    app = App.open(config, embedder=embedder, settings=settings, retrieval=pinned)
     try:
         path.write_text("[retrieval]\nrrf_k = 4\n[retrieval.vector]\nhnsw_ef_search = 300\n")
         assert settings.reload()
         app.memories.upsert(MemoryDraft("a note", MemoryType.FACT))
         app.retriever.search(SearchQuery("note", limit=1))
-        assert app.retriever.config.rrf_k == 4  # type: ignore[attr-defined]
+        assert app.retriever.config.rrf_k == 7  # type: ignore[attr-defined]
         assert app.vectors is not None and app.vectors.config.hnsw_ef_search == 50
     finally:
         app.close()
