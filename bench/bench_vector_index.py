@@ -147,12 +147,12 @@ def bench_size(n: int, docs: np.ndarray, texts: list[str], queries: np.ndarray,
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         repo = write_sqlite(Path(tmp) / "memsidecar.sqlite3", vectors, names)
         start = time.perf_counter()
-        index = open_vector_index(tmp, repo, config, wait=True)
+        index = open_vector_index(tmp, repo, config, vectors.shape[1], wait=True)
         first_open = time.perf_counter() - start
         built, saved = events.last("vector index built"), events.last("vector index saved")
         index.close()
         start = time.perf_counter()
-        index = open_vector_index(tmp, repo, config)
+        index = open_vector_index(tmp, repo, config, vectors.shape[1])
         reopen = time.perf_counter() - start
         loaded = events.last("vector index loaded")
         assert index.hnsw is not None, "the saved index was not loaded"
@@ -170,7 +170,7 @@ def bench_size(n: int, docs: np.ndarray, texts: list[str], queries: np.ndarray,
 def search_tables(index: AdaptiveVectorIndex, vectors: np.ndarray, queries: np.ndarray) -> None:
     hnsw = index.hnsw
     assert hnsw is not None
-    exact = DenseVectors()
+    exact = DenseVectors(vectors.shape[1])
     exact.add(np.arange(1, len(vectors) + 1, dtype=np.int64), vectors)
     print("\n| search | k=20 p50 / p95 ms | k=50 p50 / p95 ms | recall@50 |")
     print("|---|---|---|---|")
@@ -208,7 +208,7 @@ def exact_by_size(vectors: np.ndarray, queries: np.ndarray) -> None:
         if n > len(vectors):
             break
         labels = np.arange(n, dtype=np.int64)
-        exact = DenseVectors()
+        exact = DenseVectors(vectors.shape[1])
         exact.add(labels, vectors[:n])
         p = timed(lambda q, e=exact: e.search(q, 20), queries)  # type: ignore[misc]
         row = f"| {n:,} | {p[0]:.2f} / {p[1]:.2f} |"

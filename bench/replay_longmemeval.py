@@ -39,6 +39,7 @@ from sidecar.config import ServerConfig
 from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.retrieval.vector.adaptive import open_vector_index
+from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.store.db import Database
 from sidecar.store.memories import MemoryRepo
 
@@ -80,7 +81,7 @@ def padded_store(size: int, texts: list[str], vectors: np.ndarray) -> Path:
     pad_texts, pad_vectors = padding(texts, vectors, size)
     build_store(done, pad_texts, pad_vectors)
     db = Database(done / "memsidecar.sqlite3")
-    index = open_vector_index(done, MemoryRepo(db), wait=True)
+    index = open_vector_index(done, MemoryRepo(db), VectorConfig(), vectors.shape[1], wait=True)
     index.close()  # saves DATA_DIR/vectors.hnsw when the index is in use
     db.close()
     (done / "ready").write_text("ok\n")

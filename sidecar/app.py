@@ -15,7 +15,7 @@ from sidecar.live import Live
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
-from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, open_vector_index
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector_index
 from sidecar.service.memories import MemoryService
 from sidecar.store.db import Database
 from sidecar.vault import Vault, VaultConfig
@@ -62,14 +62,15 @@ class App:
         live_settings = settings
         live = None if retrieval is not None else (lambda: live_settings.current.retrieval)
         retrieval = retrieval or settings.current.retrieval
-        vectors = open_vector_index(config.data_dir, memories.memories, retrieval.vector)
+        vectors = create_vector_index(config.data_dir, retrieval.vector, embedder.dim)
         retriever = HybridRetriever(embedder, Live.fixed(retrieval) if live is None else (
             settings.live().map(lambda c: c.retrieval)), vectors)
-        retriever.load(memories.memories, memories.edges, vectors_loaded=True)
+        retriever.load(memories.memories, memories.edges)  # fills and starts `vectors`
         memories.listeners.add(retriever)
         # Installs the write gate on `memories`. [vault] is hot: read from the current config
         # snapshot on every write; vault_config (tests) pins one instead.
-        vault = Vault(memories, vault_config or (lambda: live_settings.current.vault))
+        vault = Vault(memories, retriever.scopes,
+                      vault_config or (lambda: live_settings.current.vault))
         log.info(
             "app opened",
             extra={"db": str(config.db_path), "memories": memories.memories.count(),

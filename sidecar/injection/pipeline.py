@@ -123,7 +123,7 @@ class Injector:
             chosen_ids = [c.memory.id for c in chosen]
             # State rows and the access record: one transaction, written after the reply.
             self.states.commit(state, chosen_ids, [c.memory.version for c in chosen],
-                               _rows(chosen), now, config.context_window_depth,
+                               _rows(chosen, self.embedder.dim), now, config.context_window_depth,
                                also=lambda: self.memories.touch(chosen_ids, now))
             stats.stages_us["persist"] = us_since(t)
         stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
@@ -186,9 +186,9 @@ def _item(candidate: Candidate, content: str) -> InjectedItem:
                         is_update=candidate.is_update)
 
 
-def _rows(chosen: list[Candidate]) -> np.ndarray:
+def _rows(chosen: list[Candidate], dim: int) -> np.ndarray:
     if not chosen:
-        return np.zeros((0, 384), dtype=np.float32)
+        return np.zeros((0, dim), dtype=np.float32)
     return np.vstack([c.embedding for c in chosen]).astype(np.float32, copy=False)
 
 

@@ -12,7 +12,7 @@ from sidecar.injection.records import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval import stages
 from sidecar.retrieval.contract import Retriever, SearchQuery
-from sidecar.store.memories import ListQuery, MemoryRepo
+from sidecar.store.memories import MemoryRepo
 from sidecar.timing import timed
 
 # The vault's always-injected memories of an agent (canon, then active registers).
@@ -38,12 +38,9 @@ def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
     if not config.pinned_types:
         return []
     pool: list[Candidate] = []
+    by_importance = config.pinned_sort == "importance"
     for memory_type in config.pinned_types:
-        memories, _ = repo.list(ListQuery(
-            types=(memory_type,), agent_id=agent_id, sort=config.pinned_sort,
-            page_size=config.pinned_limit if agent_id else config.pinned_limit * 4,
-        ))
-        visible = [m for m in memories if m.visible_to(agent_id)][: config.pinned_limit]
+        visible = retriever.top(agent_id, memory_type, by_importance, config.pinned_limit)
         pool.extend(_pinned(m, retriever, repo, query) for m in visible)
     return pool
 
@@ -86,7 +83,9 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
         if hit.cosine < config.contextual_min_score:
             below += 1
             continue
-        embedding = retriever.embedding_of(hit.memory.id)
+        embedding = hit.embedding
+        if embedding is None:  # changed between fusion and reading its row
+            embedding = retriever.embedding_of(hit.memory.id)
         if embedding is None:  # forgotten between search and now
             continue
         pool.append(Candidate(memory=hit.memory, section=Section.CONTEXTUAL, score=hit.score,

@@ -51,6 +51,8 @@ class Hit:
     score: float  # fused score
     cosine: float  # query-memory cosine (thresholdable)
     ranks: tuple[SourceRank, ...] = ()  # one per source, in the engine's source order
+    # The memory's stored embedding (None if it changed meanwhile: ask ``embedding_of``).
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def rank(self, source: str) -> int:
         """The hit's rank in ``source``'s list (0 when absent or no such source)."""
@@ -73,4 +75,10 @@ class Retriever(Protocol):
 
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         """The stored embedding of a live memory (for semantic dedup)."""
+        ...
+
+    def top(self, agent_id: str, memory_type: MemoryType, by_importance: bool,
+            limit: int) -> list[Memory]:
+        """Up to ``limit`` live memories of ``memory_type`` visible to ``agent_id``, newest
+        first (``by_importance``: most important first, then newest); ties: higher seq."""
         ...

@@ -36,7 +36,7 @@ import numpy as np
 
 from sidecar.embedding import Embedder
 from sidecar.live import Live
-from sidecar.records import Edge, Memory
+from sidecar.records import Edge, Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
 from sidecar.retrieval.fusion.contract import Source, SourceContext, no_labels
@@ -46,6 +46,7 @@ from sidecar.retrieval.graph.source import GraphSource
 from sidecar.retrieval.lexical.bm25 import BM25Index
 from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.mirror import LiveMemories
+from sidecar.retrieval.scopes import ScopeScan
 from sidecar.retrieval.stages import (
     COSINE,
     EMBED,
@@ -80,6 +81,7 @@ class HybridRetriever:
         self.vectors: VectorIndex = vectors if vectors is not None else DenseVectors(embedder.dim)
         self.lexical = BM25Index(c.bm25_k1, c.bm25_b, c.bm25_epsilon)
         self.graph = EdgeGraph()
+        self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
         self._vector_source = VectorSource(self.vectors)
         self._lexical_source = LexicalSource(self.lexical)
         # Sources run after the first stage (vector + lexical), in order: add new ones here.
@@ -103,21 +105,27 @@ class HybridRetriever:
             self._applied = c
         return c
 
-    def load(self, memories: MemoryRepo, edges: EdgeRepo, *, vectors_loaded: bool = False) -> None:
-        """Fill every index from the store (at start). ``vectors_loaded``: the vector index was
-        opened from the store already (``open_vector_index``); only the others are filled."""
-        start = time.perf_counter()
+    def load(self, memories: MemoryRepo, edges: EdgeRepo) -> None:
+        """Fill every index from the store (at start): one read of the live memories with
+        their embeddings. An index with a ``start`` method is started afterwards."""
+        begin = time.perf_counter()
+        reserve = getattr(self.vectors, "reserve", None)
+        if reserve is not None:
+            reserve(memories.count())
         for batch, vectors in memories.iter_live_embeddings():
             labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
-            if not vectors_loaded:
-                self.vectors.add(labels, vectors)
+            self.vectors.add(labels, vectors)
             self.lexical.add(labels.tolist(), [m.content for m in batch], bulk=True)
+            self.scopes.heard(batch[-1].seq)
         self.lexical.merge()  # one CSR build; documents are searchable from here
         self.graph.changed(edges.all(), ())
+        start = getattr(self.vectors, "start", None)
+        if start is not None:
+            start()
         log.info("retrieval indexes loaded", extra={
             "memories": len(self.live), "edges": len(self.graph),
-            "elapsed_ms": round((time.perf_counter() - start) * 1000, 1)})
+            "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -131,6 +139,7 @@ class HybridRetriever:
         self.live.put(memories)
         self.vectors.add(labels, embeddings)
         self.lexical.add(labels.tolist(), [m.content for m in memories])
+        self.scopes.heard(int(labels.max()))
 
     def memories_forgotten(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
@@ -151,6 +160,10 @@ class HybridRetriever:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
 
+    def top(self, agent_id: str, memory_type: MemoryType, by_importance: bool,
+            limit: int) -> list[Memory]:
+        return self.live.top(self.live.filter(agent_id, (memory_type,)), by_importance, limit)
+
     def search(self, query: SearchQuery) -> SearchResult:
         clock = Clock()
         c = self.config  # one snapshot for the whole query
@@ -164,9 +177,10 @@ class HybridRetriever:
                              for s in self.sources], self.live, c, query.limit)
         clock.lap(FUSION)
         assert ctx.embedding is not None
-        cosines = self.vectors.cosine(ctx.embedding, fused.labels)
+        rows = self.vectors.rows_of(fused.labels)
+        cosines = rows @ ctx.embedding
         clock.lap(COSINE)
-        hits = self._hits(fused, cosines, query, c)
+        hits = self._hits(fused, rows, cosines, query, c)
         clock.lap(HITS)
         timings = clock.done()
         if log.isEnabledFor(logging.DEBUG):
@@ -175,7 +189,8 @@ class HybridRetriever:
         return SearchResult(hits=hits, query_embedding=ctx.embedding, timings_us=timings)
 
     def _hits(
-        self, fused: Fused, cosines: np.ndarray, query: SearchQuery, c: RetrievalConfig
+        self, fused: Fused, rows: np.ndarray, cosines: np.ndarray, query: SearchQuery,
+        c: RetrievalConfig,
     ) -> list[Hit]:
         names = [(s.name, s.weight(c)) for s in self.sources]
         hits = []
@@ -185,7 +200,8 @@ class HybridRetriever:
                 continue
             ranks = tuple(SourceRank(name, int(fused.ranks[i, s]), weight)
                           for s, (name, weight) in enumerate(names))
-            hits.append(Hit(memory, float(fused.scores[i]), float(cosines[i]), ranks))
+            row = rows[i] if not np.isnan(rows[i, 0]) else None
+            hits.append(Hit(memory, float(fused.scores[i]), float(cosines[i]), ranks, row))
         return hits
 
     def _first_stage(

@@ -15,9 +15,9 @@ import re
 import numpy as np
 
 from sidecar.records import Memory, MemoryDraft
+from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.vault import VaultRepo
-from sidecar.vault.scope_index import ScopeVectors
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def is_new(repo: MemoryRepo, draft: MemoryDraft) -> bool:
 
 class DuplicateGate:
     def __init__(
-        self, index: ScopeVectors, memories: MemoryRepo, vault: VaultRepo, threshold: float,
+        self, index: ScopeScan, memories: MemoryRepo, vault: VaultRepo, threshold: float,
         numbers_must_match: bool = True,
     ) -> None:
         self.index = index

@@ -11,6 +11,7 @@ import numpy as np
 
 from sidecar.errors import DomainError, FailedPrecondition
 from sidecar.records import Memory, MemoryDraft, Tier
+from sidecar.retrieval.scopes import ScopeScan
 from sidecar.service.memories import MemoryService, WriteGate, now_us
 from sidecar.service.validation import check_unit
 from sidecar.store.history import MemoryVersion
@@ -26,7 +27,6 @@ from sidecar.vault.hygiene import (
     consolidation_candidates,
     propose_deletions,
 )
-from sidecar.vault.scope_index import ScopeVectors
 from sidecar.vault.snapshot import Snapshot, build_snapshot
 from sidecar.vault.stats import VaultStatistics, vault_stats
 from sidecar.vault.topics import TopicResolver
@@ -37,7 +37,7 @@ PROMOTION_SOURCE = "promotion"
 MAX_PAIRS = 1000
 
 
-def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeVectors,
+def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeScan,
                 config: VaultConfig) -> list[WriteGate]:
     """The enabled gate steps in order: noise, length, PII, duplicate, capacity."""
     gates: list[WriteGate] = []
@@ -61,12 +61,15 @@ ConfigSource = Callable[[], VaultConfig]
 class Vault:
     """Installed on a MemoryService as its vault WriteGate and DraftResolver.
 
-    ``config`` is a VaultConfig or a callable returning the current one (the hot-reloaded
-    config file): the gate steps are rebuilt whenever a new snapshot appears.
+    ``scopes``: exact per-scope scans of the live embeddings (the retrieval engine's, kept
+    current by its listener). ``config`` is a VaultConfig or a callable returning the current
+    one (the hot-reloaded config file): the gate steps are rebuilt whenever a new snapshot
+    appears.
     """
 
     def __init__(
-        self, service: MemoryService, config: VaultConfig | ConfigSource | None = None
+        self, service: MemoryService, scopes: ScopeScan,
+        config: VaultConfig | ConfigSource | None = None,
     ) -> None:
         if config is None or isinstance(config, VaultConfig):
             fixed = (config or VaultConfig()).validate()
@@ -75,13 +78,11 @@ class Vault:
             self._source = config
         self.service = service
         self.repo = VaultRepo(service.db)
-        self.index = ScopeVectors()
-        self.index.load(service.memories)
+        self.index = scopes
         self._topics = TopicResolver(self.repo)
         self._built_for: VaultConfig | None = None
         self._gates: list[WriteGate] = []
         self._lock = threading.Lock()
-        service.listeners.add(self.index)
         service.gates.append(self)
         service.resolvers.append(self)
 

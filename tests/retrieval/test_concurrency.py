@@ -91,22 +91,22 @@ def test_searches_racing_writes() -> None:
 
 
 class _WriteDuringSearch:
-    """A DenseVectors that runs ``write`` once, inside the next search's call to ``cosine``
+    """A DenseVectors that runs ``write`` once, inside the next search's call to ``rows_of``
     (every mode calls it after its sources and fusion, before the hits are assembled): a
     commit landing while a query is in flight, after it chose its filter and candidates."""
 
     def __init__(self) -> None:
-        self.inner = DenseVectors(384)
+        self.inner = DenseVectors(DIM)
         self.write: Callable[[], None] | None = None
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
-    def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
         write, self.write = self.write, None
         if write is not None:
             write()
-        return self.inner.cosine(query, labels)
+        return self.inner.rows_of(labels)
 
 
 @pytest.mark.parametrize("mode", [Mode.VECTOR, Mode.LEXICAL, Mode.HYBRID])

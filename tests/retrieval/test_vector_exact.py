@@ -34,6 +34,34 @@ def test_dense_matches_brute_force_with_filter_and_updates() -> None:
     assert index.vector(int(labels[0])) is None
 
 
+def test_scan_rows_and_rows_of_match_numpy() -> None:
+    vecs = unit(500, 16, 3)
+    index = DenseVectors(dim=16, capacity=8)
+    labels = np.arange(1, 501, dtype=np.int64)
+    index.add(labels, vecs)
+    index.remove(labels[::5])  # freed slots are reused below
+    index.add(np.arange(600, 650, dtype=np.int64), unit(50, 16, 4))
+    truth = {int(label): vecs[i] for i, label in enumerate(labels) if i % 5}
+    truth.update(zip(range(600, 650), unit(50, 16, 4), strict=True))
+    q = unit(1, 16, 5)[0]
+
+    def odd(ls: np.ndarray) -> np.ndarray:
+        return np.asarray(ls % 2 == 1)
+
+    wanted = sorted(label for label in truth if label % 2 == 1)
+    got_labels, got_scores = index.scan(q, odd)
+    order = np.argsort(got_labels)
+    assert got_labels[order].tolist() == wanted
+    np.testing.assert_allclose(got_scores[order], [truth[w] @ q for w in wanted], atol=1e-6)
+    rows_labels, rows = index.rows(odd)
+    assert rows_labels.tolist() == wanted
+    np.testing.assert_array_equal(rows, np.array([truth[w] for w in wanted]))
+    picked = np.array([wanted[3], 6, wanted[0]], np.int64)  # 6 was removed
+    got = index.rows_of(picked)
+    np.testing.assert_array_equal(got[[0, 2]], [truth[wanted[3]], truth[wanted[0]]])
+    assert np.isnan(got[1]).all()
+
+
 def test_k_larger_than_live_count_is_clamped() -> None:
     index = DenseVectors(dim=8)
     index.add(np.array([1, 2], dtype=np.int64), unit(2, 8, 3))

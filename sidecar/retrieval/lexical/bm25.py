@@ -237,12 +237,8 @@ class BM25Index:
 
     # --- reads --------------------------------------------------------------------------
 
-    def idf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(term ids, idf) per query term, as rank-bm25 computes them (unknown term: -1, 0)."""
-        with self._lock:
-            return self._idf_locked(terms)
-
     def _idf_locked(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, idf) per query term, as rank-bm25 computes them (unknown term: -1, 0)."""
         ids = np.array([self._vocab.get(t, -1) for t in terms], np.int64)
         n = len(self._label_doc)
         df = self._df[np.maximum(ids, 0)].astype(np.float64)

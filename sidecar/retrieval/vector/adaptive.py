@@ -37,7 +37,7 @@ from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.retrieval.vector.hnsw import HnswVectors
 from sidecar.store.memories import MemoryRepo
 
-__all__ = ["AdaptiveVectorIndex", "build_hnsw", "open_vector_index"]
+__all__ = ["AdaptiveVectorIndex", "build_hnsw", "create_vector_index", "open_vector_index"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class AdaptiveVectorIndex:
     """Exact search below ``exact_threshold`` live vectors, hnswlib above; see module doc."""
 
     def __init__(
-        self, dim: int = 384, config: VectorConfig | None = None, path: Path | None = None
+        self, dim: int, config: VectorConfig | None = None, path: Path | None = None
     ) -> None:
         self.dim = dim
         self.config = config or VectorConfig()
@@ -154,8 +154,18 @@ class AdaptiveVectorIndex:
         """Exact cosine of the query with each label (nan for unknown labels)."""
         return self._dense.cosine(query, labels)
 
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
+        return self._dense.rows_of(labels)
+
     def vector(self, label: int) -> np.ndarray | None:
         return self._dense.vector(label)
+
+    def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
+        """Exact cosine with every live accepted row (always the dense matrix, never hnsw)."""
+        return self._dense.scan(query, accept)
+
+    def rows(self, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
+        return self._dense.rows(accept)
 
     def stats(self) -> dict[str, int | str | bool]:
         live = len(self._dense)
@@ -369,13 +379,20 @@ def build_hnsw(
     return hnsw
 
 
+def create_vector_index(
+    data_dir: Path | str, config: VectorConfig, dim: int
+) -> AdaptiveVectorIndex:
+    """An empty index saved under ``data_dir``: fill it (``reserve``, ``add``), then ``start``."""
+    return AdaptiveVectorIndex(dim, config, Path(data_dir) / persist.INDEX_FILE)
+
+
 def open_vector_index(
-    data_dir: Path | str, repo: MemoryRepo, config: VectorConfig | None = None,
-    dim: int = 384, wait: bool = False,
+    data_dir: Path | str, repo: MemoryRepo, config: VectorConfig, dim: int,
+    wait: bool = False,
 ) -> AdaptiveVectorIndex:
     """Load every live embedding from SQLite, then the saved hnsw index or a rebuild."""
     begin = time.perf_counter()
-    index = AdaptiveVectorIndex(dim, config, Path(data_dir) / persist.INDEX_FILE)
+    index = create_vector_index(data_dir, config, dim)
     index.reserve(repo.count())
     for seqs, vectors in repo.iter_live_vectors():
         index.add(seqs, vectors)

@@ -30,4 +30,16 @@ class VectorIndex(Protocol):
         """Exact cosine of the query with each label (nan for unknown labels)."""
         ...
 
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
+        """Copies of the rows of ``labels`` (n, dim); a row of nan for an unknown label."""
+        ...
+
     def vector(self, label: int) -> np.ndarray | None: ...
+
+    def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
+        """Exact cosine of the query with every live accepted row: (labels, scores)."""
+        ...
+
+    def rows(self, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
+        """(labels ascending, a copy of their rows) of the live accepted rows."""
+        ...

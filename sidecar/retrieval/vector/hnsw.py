@@ -43,7 +43,7 @@ class HnswVectors:
 
     def __init__(
         self,
-        dim: int = 384,
+        dim: int,
         *,
         m: int = 16,
         ef_construction: int = 200,
