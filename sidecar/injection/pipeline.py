@@ -37,8 +37,6 @@ from sidecar.timing import now_ns, us_since
 log = logging.getLogger(__name__)
 
 
-
-
 @dataclass
 class Injector:
     embedder: Embedder

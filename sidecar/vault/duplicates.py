@@ -1,8 +1,9 @@
 """Near-duplicate gate: a new memory that says what a live memory of its scope already says
 resolves to that memory (UpsertMemoryResponse.deduplicated) instead of being stored twice.
 
-Signal 1: embedding cosine >= ``threshold`` (an exact scan of the scope's matrix, plus the rows
-written since the index last heard of a commit: earlier items of the same import batch).
+Signal 1: embedding cosine >= ``threshold`` (an exact scan of the scope's rows in retrieval's
+vector matrix, ``ScopeScan``, plus the rows written since the engine last heard of a commit:
+earlier items of the same import batch).
 Signal 2 (optional): the numbers in both texts must match, so "meeting at 3pm" and
 "meeting at 4pm" (cosine 0.93) or "memory number 1"/"number 2" (0.97) stay distinct.
 """
