@@ -83,7 +83,8 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
 
     results = []
     for b in (0.4, 0.5, 0.6, 0.75):
-        engine = HybridRetriever(embedder, Live.fixed(replace(base, bm25_b=b)))
+        current = [replace(base, bm25_b=b)]  # the engine reads it per search, like a reload
+        engine = HybridRetriever(embedder, Live(lambda c=current: c[0]))
         engine.load(MemoryRepo(db), EdgeRepo(db))
         vt, vs = run(engine, Mode.VECTOR)
         lt, ls = run(engine, Mode.LEXICAL)
@@ -92,7 +93,7 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
         for k in (5.0, 10.0, 20.0, 30.0, 60.0):
             for w in (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0):
                 cfg = replace(base, lexical_weight=w, rrf_k=k, bm25_b=b)
-                engine.config = cfg
+                current[0] = cfg
                 t, s = run(engine, Mode.HYBRID)
                 margin = min(t.r10 - max(vt.r10, lt.r10), s.r10 - max(vs.r10, ls.r10))
                 results.append((margin, cfg, t, s))

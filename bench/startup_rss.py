@@ -50,8 +50,11 @@ def rss_mb() -> dict[str, float]:
     return {key: int(fields[key].split()[0]) / 1024 for key in ("VmRSS", "VmHWM")}
 
 
-def measure(data: str) -> None:
-    """In this (fresh) process: open the server over ``data``, print one JSON line."""
+def measure(data: str, code_root: str) -> None:
+    """In this (fresh) process: open the server over ``data`` with the code of ``code_root``
+    (this checkout when empty), print one JSON line."""
+    if code_root:
+        sys.path.insert(0, code_root)
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -86,9 +89,9 @@ def measure(data: str) -> None:
 
 
 def start_once(data: Path, code_root: str) -> dict[str, object]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (code_root, str(ROOT)) if p))
-    out = subprocess.run([sys.executable, __file__, "--measure", str(data)], env=env,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, __file__, "--measure", str(data), "--code-root", code_root],
+        check=True, capture_output=True, text=True).stdout
     result: dict[str, object] = json.loads(out.strip().splitlines()[-1])
     return result
 
@@ -102,7 +105,7 @@ def main() -> None:
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        measure(args.measure)
+        measure(args.measure, args.code_root)
         return
     print(f"load average {os.getloadavg()[0]:.2f}; code {args.code_root or ROOT}")
     for n in args.sizes:
