@@ -214,6 +214,19 @@ def test_bulk_dense_vectors_match_dense_vectors() -> None:
         np.testing.assert_array_equal(row, plain.vector(int(label)))
 
 
+def test_live_rows_are_the_snapshot_without_a_copy_after_a_bulk_load() -> None:
+    bulk = BulkDenseVectors(DIM)
+    vectors = normalise(np.random.default_rng(15).standard_normal((300, DIM)))
+    bulk.add(np.arange(1, 301, dtype=np.int64), vectors)
+    for removed in (False, True):
+        labels, matrix = bulk.live_rows()
+        snap_labels, snap_matrix = bulk.snapshot()
+        np.testing.assert_array_equal(labels, snap_labels)
+        np.testing.assert_array_equal(matrix, snap_matrix)
+        assert np.shares_memory(matrix, bulk._matrix) is not removed
+        bulk.remove(np.arange(1, 301, 3, dtype=np.int64))
+
+
 def test_journal_is_replayed_mostly_without_blocking_writes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -212,8 +212,8 @@ class AdaptiveVectorIndex:
         assert self.path is not None
         begin = time.perf_counter()
         cfg = self.config
-        with self._write:  # the rows checked are the rows indexed
-            labels, matrix = self._dense.snapshot()
+        with self._write:  # the rows checked are the rows indexed (no copy needed)
+            labels, matrix = self._dense.live_rows()
             loaded = persist.load(
                 self.path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
                 ef_construction=cfg.hnsw_ef_construction, ef_search=cfg.hnsw_ef_search,

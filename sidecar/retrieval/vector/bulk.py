@@ -60,6 +60,14 @@ class BulkDenseVectors(DenseVectors):
             live = np.flatnonzero(self._labels[: self._used] >= 0)
             return self._labels[live].copy(), self._matrix[live].copy()
 
+    def live_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Like ``snapshot``, but views instead of copies when every used slot is live (after
+        a bulk load); valid only while the caller keeps writers out."""
+        with self._lock:
+            if not self._free and len(self._slot) == self._used:
+                return self._labels[: self._used], self._matrix[: self._used]
+        return self.snapshot()
+
     def sample_labels(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """About n live labels drawn at random (not strided: a stride aliases with filters)."""
         with self._lock:
