@@ -36,13 +36,13 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from sidecar.records import Memory, MemoryType  # noqa: E402
-from sidecar.retrieval.vector_index import (  # noqa: E402
+from sidecar.retrieval.vector.adaptive import (  # noqa: E402
     AdaptiveVectorIndex,
     VectorConfig,
     build_hnsw,
     open_vector_index,
 )
-from sidecar.retrieval.vectors import DenseVectors  # noqa: E402
+from sidecar.retrieval.vector.exact import DenseVectors  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
 from sidecar.store.memories import MemoryRepo  # noqa: E402
 from sidecar.store.repos import Repositories  # noqa: E402
@@ -148,12 +148,12 @@ def bench_size(n: int, docs: np.ndarray, texts: list[str], queries: np.ndarray,
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         repo = write_sqlite(Path(tmp) / "memsidecar.sqlite3", vectors, names)
         start = time.perf_counter()
-        index = open_vector_index(tmp, repo, config, wait=True)
+        index = open_vector_index(tmp, repo, config, vectors.shape[1], wait=True)
         first_open = time.perf_counter() - start
         built, saved = events.last("vector index built"), events.last("vector index saved")
         index.close()
         start = time.perf_counter()
-        index = open_vector_index(tmp, repo, config)
+        index = open_vector_index(tmp, repo, config, vectors.shape[1])
         reopen = time.perf_counter() - start
         loaded = events.last("vector index loaded")
         assert index.hnsw is not None, "the saved index was not loaded"
@@ -171,7 +171,7 @@ def bench_size(n: int, docs: np.ndarray, texts: list[str], queries: np.ndarray,
 def search_tables(index: AdaptiveVectorIndex, vectors: np.ndarray, queries: np.ndarray) -> None:
     hnsw = index.hnsw
     assert hnsw is not None
-    exact = DenseVectors()
+    exact = DenseVectors(vectors.shape[1])
     exact.add(np.arange(1, len(vectors) + 1, dtype=np.int64), vectors)
     print("\n| search | k=20 p50 / p95 ms | k=50 p50 / p95 ms | recall@50 |")
     print("|---|---|---|---|")
@@ -209,7 +209,7 @@ def exact_by_size(vectors: np.ndarray, queries: np.ndarray) -> None:
         if n > len(vectors):
             break
         labels = np.arange(n, dtype=np.int64)
-        exact = DenseVectors()
+        exact = DenseVectors(vectors.shape[1])
         exact.add(labels, vectors[:n])
         p = timed(lambda q, e=exact: e.search(q, 20), queries)  # type: ignore[misc]
         row = f"| {n:,} | {p[0]:.2f} / {p[1]:.2f} |"
@@ -230,7 +230,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     events = Events()
-    logger = logging.getLogger("sidecar.retrieval.vector_index")
+    logger = logging.getLogger("sidecar.retrieval.vector.adaptive")
     logger.addHandler(events)
     logger.setLevel(logging.INFO)
     docs, queries, texts = real_embeddings(args.queries)

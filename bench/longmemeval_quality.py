@@ -83,8 +83,8 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
     results = []
     current = [base]  # the engine's config; the tuning loop swaps it
     for b in (0.4, 0.5, 0.6, 0.75):
-        current[0] = replace(base, bm25_b=b)
-        engine = HybridRetriever(embedder, Live(lambda: current[0]))
+        current = [replace(base, bm25_b=b)]  # the engine reads it per search, like a reload
+        engine = HybridRetriever(embedder, Live(lambda c=current: c[0]))
         repos = Repositories.open(db)
         engine.load(repos.memories, repos.edges)
         vt, vs = run(engine, Mode.VECTOR)

@@ -39,7 +39,8 @@ from bench.results import write_results
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.injection.config import MemoryInjectionConfig
-from sidecar.retrieval.vector_index import open_vector_index
+from sidecar.retrieval.vector.adaptive import open_vector_index
+from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 
@@ -79,7 +80,8 @@ def padded_store(size: int, texts: list[str], vectors: np.ndarray) -> Path:
     pad_texts, pad_vectors = padding(texts, vectors, size)
     build_store(done, pad_texts, pad_vectors)
     db = Database(done / "memsidecar.sqlite3")
-    index = open_vector_index(done, Repositories.open(db).memories, wait=True)
+    index = open_vector_index(done, Repositories.open(db).memories, VectorConfig(),
+                              vectors.shape[1], wait=True)
     index.close()  # saves DATA_DIR/vectors.hnsw when the index is in use
     db.close()
     (done / "ready").write_text("ok\n")

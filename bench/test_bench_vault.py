@@ -17,6 +17,8 @@ import pytest
 from sidecar.live import Live
 from sidecar.memory.service import MemoryService
 from sidecar.records import Memory, MemoryDraft, MemoryType, Tier
+from sidecar.retrieval.hybrid import HybridRetriever
+from sidecar.retrieval.vector.exact import DenseVectors
 from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 from sidecar.vault import Vault, VaultConfig
@@ -28,13 +30,16 @@ TEXT = ("The user prefers concise answers, works on the billing service in Go, d
         "meeting with the design team; order 1234567812345678 is still pending. ") * 2
 
 
+DIM = 384  # synthetic embeddings of the model's size
+
+
 class NoEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         raise AssertionError("not used")
 
 
 def unit(rng: np.random.Generator, n: int) -> np.ndarray:
-    x = rng.normal(size=(n, 384)).astype(np.float32)
+    x = rng.normal(size=(n, DIM)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
@@ -60,7 +65,10 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     db = Database(Path(tmp_path_factory.mktemp("vb")) / "bench.sqlite3")
     fill(db, n, agents=2)
     service = MemoryService(Repositories.open(db), NoEmbedder())  # type: ignore[arg-type]
-    yield n, Vault(service, Live.fixed(VaultConfig(max_memories_per_scope=10**9)))
+    engine = HybridRetriever(NoEmbedder(), vectors=DenseVectors(DIM))  # type: ignore[arg-type]
+    engine.load(service.memories, service.edges)
+    service.listeners.add(engine)
+    yield n, Vault(service, engine.scopes, Live.fixed(VaultConfig(max_memories_per_scope=10**9)))
     db.close()
 
 

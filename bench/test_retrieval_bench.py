@@ -11,8 +11,8 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from kernels.rrf import fuse
-from sidecar.retrieval.bm25 import BM25Index
-from sidecar.retrieval.tokenize import query_terms, tokenize
+from sidecar.retrieval.lexical.bm25 import BM25Index
+from sidecar.retrieval.lexical.tokenize import query_terms, tokenize
 
 VOCAB = [f"w{i}" for i in range(50_000)]
 

@@ -21,7 +21,7 @@ from sidecar.live import Live
 from sidecar.memory.service import MemoryService
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
-from sidecar.retrieval.vector_index import AdaptiveVectorIndex, open_vector_index
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector_index
 from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import WriteBehind
@@ -65,13 +65,14 @@ class App:
                                  config.embed_batch_size)
         # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself and
         # reads [retrieval] per search; the store keeps restart-only keys at their running value.
-        vectors = open_vector_index(config.data_dir, memories.memories,
-                                    settings.current.retrieval.vector)
+        vectors = create_vector_index(config.data_dir, settings.current.retrieval.vector,
+                                      embedder.dim)
         retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors)
-        retriever.load(memories.memories, memories.edges, vectors_loaded=True)
+        retriever.load(memories.memories, memories.edges)  # fills and starts `vectors`
         memories.listeners.add(retriever)
-        # Installs the write gate on `memories`; reads [vault] on every write.
-        vault = Vault(memories, live.map(lambda c: c.vault))
+        # Installs the write gate on `memories` (exact scans of the engine's vectors per scope);
+        # reads [vault] on every write.
+        vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault))
         injector = Injector(
             embedder=embedder, retriever=retriever, memories=repos.memories, edges=repos.edges,
             config=live,

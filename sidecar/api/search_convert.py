@@ -6,7 +6,8 @@ from memsidecar.v1 import store_pb2
 
 from sidecar.api.convert import memory_to_pb, memory_type
 from sidecar.errors import InvalidArgument
-from sidecar.retrieval.contract import Mode, SearchQuery, SearchResult
+from sidecar.retrieval import stages
+from sidecar.retrieval.contract import Hit, Mode, SearchQuery, SearchResult
 
 MAX_LIMIT = 1000
 DEFAULT_LIMIT = 10
@@ -47,20 +48,25 @@ def search_query_from_pb(req: store_pb2.SearchRequest, default_search_limit: int
     )
 
 
-_STAGES = {"embed": "embed_us", "vector": "vector_us", "lexical": "lexical_us",
-           "graph": "graph_us", "fusion": "fusion_us", "total": "total_us",
-           "cosine": "cosine_us"}
+# Stage -> its StageTimings field; every stage also goes into StageTimings.stages_us.
+_STAGE_FIELDS = {name: f"{name}_us" for name in stages.ALL}
 
 
 def search_response_to_pb(result: SearchResult, debug: bool) -> store_pb2.SearchResponse:
-    response = store_pb2.SearchResponse(hits=[
-        store_pb2.SearchHit(
-            memory=memory_to_pb(h.memory), score=h.score, cosine=h.cosine,
-            vector_rank=h.vector_rank, lexical_rank=h.lexical_rank, graph_rank=h.graph_rank,
-        )
-        for h in result.hits
-    ])
+    response = store_pb2.SearchResponse(hits=[search_hit_to_pb(h) for h in result.hits])
     if debug:
-        timings = {_STAGES[k]: v for k, v in result.timings_us.items() if k in _STAGES}
-        response.debug.CopyFrom(store_pb2.StageTimings(**timings))
+        timings = result.timings_us
+        response.debug.CopyFrom(store_pb2.StageTimings(
+            **{_STAGE_FIELDS[k]: v for k, v in timings.items() if k in _STAGE_FIELDS},
+            stages_us=timings))
     return response
+
+
+def search_hit_to_pb(hit: Hit) -> store_pb2.SearchHit:
+    return store_pb2.SearchHit(
+        memory=memory_to_pb(hit.memory), score=hit.score, cosine=hit.cosine,
+        vector_rank=hit.rank(stages.VECTOR), lexical_rank=hit.rank(stages.LEXICAL),
+        graph_rank=hit.rank(stages.GRAPH),
+        sources=[store_pb2.SourceRank(name=r.name, rank=r.rank, weight=r.weight)
+                 for r in hit.ranks],
+    )

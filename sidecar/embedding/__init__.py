@@ -4,5 +4,3 @@ from sidecar.embedding.model_files import ModelFiles, bundled_model_files
 from sidecar.embedding.onnx import Embedder
 
 __all__ = ["Embedder", "ModelFiles", "bundled_model_files"]
-
-DIM = 384

@@ -44,6 +44,13 @@ def _session(path: str, threads: int) -> ort.InferenceSession:
     return ort.InferenceSession(path, sess_options=options, providers=["CPUExecutionProvider"])
 
 
+def _output_dim(session: ort.InferenceSession) -> int:
+    size = session.get_outputs()[0].shape[-1]
+    if not isinstance(size, int):
+        raise ValueError(f"the model's hidden size is not fixed ({size!r})")
+    return size
+
+
 class Embedder:
     """Thread-safe text -> unit vector encoder.
 
@@ -53,8 +60,6 @@ class Embedder:
     (1 = no second session; ``ServerConfig`` has the defaults and why): same model and
     weights, so the vectors are the same either way.
     """
-
-    dim = 384
 
     def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS,
                  long_text_threads: int = 1, long_text_tokens: int = MAX_TOKENS) -> None:
@@ -69,9 +74,10 @@ class Embedder:
         self._long = (_session(str(files.onnx), long_text_threads)
                       if long_text_threads > threads else None)
         self._lock = threading.Lock()  # tokenizers' padding state is shared
+        self.dim = _output_dim(self._session)  # of the embeddings, read from the model
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """(len(texts), 384) float32, rows L2-normalised. Batches are length-sorted."""
+        """(len(texts), dim) float32, rows L2-normalised. Batches are length-sorted."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):

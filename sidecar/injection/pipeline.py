@@ -30,15 +30,12 @@ from sidecar.live import Live
 from sidecar.retrieval.contract import Retriever
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
+from sidecar.timing import now_ns, us_since
 
 if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
     from sidecar.config.schema import Config
 
 log = logging.getLogger(__name__)
-
-
-def _us(start: int) -> int:
-    return (time.perf_counter_ns() - start) // 1000
 
 
 @dataclass
@@ -65,7 +62,7 @@ class Injector:
         return existed
 
     def inject(self, request: InjectRequest) -> Injection:
-        start = time.perf_counter_ns()
+        start = now_ns()
         if request.source.strip().lower() == SYSTEM_SOURCE:
             return self._skip(request, start, "system_source", request.turn, InjectStats())
         config = self.config.get().injection_for(request.agent_id)
@@ -77,24 +74,24 @@ class Injector:
             if not config.enabled:
                 self.states.save_turn(state)
                 return self._skip(request, start, "disabled", turn, stats)
-            t = time.perf_counter_ns()
+            t = now_ns()
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever)
             contextual, stats.below_min_score = pool.candidates, pool.below_min_score
             stats.stages_us["embed"] = pool.embed_us
-            stats.stages_us["search"] = max(0, _us(t) - pool.embed_us)
-            t = time.perf_counter_ns()
+            stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)
+            t = now_ns()
             pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever,
                                  pool.query, self.snapshot)
-            stats.stages_us["pinned"] = _us(t)
+            stats.stages_us["pinned"] = us_since(t)
             candidates = pinned + contextual
             stats.candidates = len(candidates)
-            t = time.perf_counter_ns()
+            t = now_ns()
             deduped = dedup(candidates, state, turn, config.context_window_depth,
                             config.semantic_threshold,
                             lambda cooling: changed_since_injected(cooling, self.edges))
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
-            stats.stages_us["dedup"] = _us(t)
-            t = time.perf_counter_ns()
+            stats.stages_us["dedup"] = us_since(t)
+            t = now_ns()
             # Cleaned once: the block line and the item carry the same content (ids are
             # unique after dedup).
             contents = {c.memory.id: blocks.clean(c.memory.content) for c in deduped.kept}
@@ -102,23 +99,23 @@ class Injector:
             budgeted = apply_budget(deduped.kept, lines, config.max_total, config.max_tokens,
                                     self.tokens)
             stats.dropped_by_budget = budgeted.dropped
-            stats.stages_us["budget"] = _us(t)
-            t = time.perf_counter_ns()
+            stats.stages_us["budget"] = us_since(t)
+            t = now_ns()
             items = [_item(c, contents[c.memory.id]) for c, _ in budgeted.selected]
             pinned_lines = [line for c, line in budgeted.selected if c.section is Section.PINNED]
             contextual_lines = [line for c, line in budgeted.selected
                                 if c.section is Section.CONTEXTUAL]
             block = blocks.render(pinned_lines, contextual_lines)
-            stats.stages_us["format"] = _us(t)
-            t = time.perf_counter_ns()
+            stats.stages_us["format"] = us_since(t)
+            t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
             now = time.time_ns() // 1000
             chosen_ids = [c.memory.id for c in chosen]
             # State rows and the access record: one transaction, written after the reply.
             self.states.commit(state, chosen_ids, [c.memory.version for c in chosen],
-                               _rows(chosen), now, config.context_window_depth,
+                               _rows(chosen, self.embedder.dim), now, config.context_window_depth,
                                also=lambda: self.memories.touch(chosen_ids, now))
-            stats.stages_us["persist"] = _us(t)
+            stats.stages_us["persist"] = us_since(t)
         stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
         stats.contextual_count = len(items) - stats.pinned_count
         if not items:
@@ -126,13 +123,13 @@ class Injector:
             return self._skip(request, start, reason, turn, stats)
         # Summed over memoised lines: a line recurs across turns, so it is tokenized once.
         stats.block_tokens = self.tokens.block(pinned_lines, contextual_lines)
-        stats.elapsed_us = _us(start)
+        stats.elapsed_us = us_since(start)
         self._trace(request, items, stats)
         return Injection(block=block, items=items, stats=stats, skip_reason="", turn=turn)
 
     def _skip(self, request: InjectRequest, start: int, reason: str, turn: int,
               stats: InjectStats) -> Injection:
-        stats.elapsed_us = _us(start)
+        stats.elapsed_us = us_since(start)
         log.info(
             "memory injection: nothing injected (%s)", reason,
             extra={"channel": request.channel_id, "agent": request.agent_id, "turn": turn,
@@ -179,9 +176,9 @@ def _item(candidate: Candidate, content: str) -> InjectedItem:
                         is_update=candidate.is_update)
 
 
-def _rows(chosen: list[Candidate]) -> np.ndarray:
+def _rows(chosen: list[Candidate], dim: int) -> np.ndarray:
     if not chosen:
-        return np.zeros((0, 384), dtype=np.float32)
+        return np.zeros((0, dim), dtype=np.float32)
     return np.vstack([c.embedding for c in chosen]).astype(np.float32, copy=False)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -11,8 +10,10 @@ import numpy as np
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
+from sidecar.retrieval import stages
 from sidecar.retrieval.contract import Retriever, SearchQuery
-from sidecar.store.memories import ListQuery, MemoryRepo
+from sidecar.store.memories import MemoryRepo
+from sidecar.timing import timed
 
 # The vault's always-injected memories of an agent (canon, then active registers).
 SnapshotSource = Callable[[str], Sequence[Memory]]
@@ -37,12 +38,9 @@ def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
     if not config.pinned_types:
         return []
     pool: list[Candidate] = []
+    by_importance = config.pinned_sort == "importance"
     for memory_type in config.pinned_types:
-        memories, _ = repo.list(ListQuery(
-            types=(memory_type,), agent_id=agent_id, sort=config.pinned_sort,
-            page_size=config.pinned_limit if agent_id else config.pinned_limit * 4,
-        ))
-        visible = [m for m in memories if m.visible_to(agent_id)][: config.pinned_limit]
+        visible = retriever.top(agent_id, memory_type, by_importance, config.pinned_limit)
         pool.extend(_pinned(m, retriever, repo, query) for m in visible)
     return pool
 
@@ -73,9 +71,8 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
     """
     if config.search_limit <= 0:
-        start = time.perf_counter_ns()
-        query = retriever.embed_query(text)
-        return ContextualPool([], 0, query, (time.perf_counter_ns() - start) // 1000)
+        query, embed_us = timed(retriever.embed_query, text)
+        return ContextualPool([], 0, query, embed_us)
     result = retriever.search(SearchQuery(
         text=text, agent_id=agent_id, limit=config.search_limit,
         search_limit=config.search_limit,
@@ -86,9 +83,12 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
         if hit.cosine < config.contextual_min_score:
             below += 1
             continue
-        embedding = retriever.embedding_of(hit.memory.id)
+        embedding = hit.embedding
+        if embedding is None:  # changed between fusion and reading its row
+            embedding = retriever.embedding_of(hit.memory.id)
         if embedding is None:  # forgotten between search and now
             continue
         pool.append(Candidate(memory=hit.memory, section=Section.CONTEXTUAL, score=hit.score,
                               cosine=hit.cosine, embedding=embedding))
-    return ContextualPool(pool, below, result.query_embedding, result.timings_us.get("embed", 0))
+    embed_us = result.timings_us.get(stages.EMBED, 0)
+    return ContextualPool(pool, below, result.query_embedding, embed_us)

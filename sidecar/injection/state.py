@@ -41,7 +41,8 @@ class ChannelState:
     injected: dict[str, Injected] = field(default_factory=dict)
     buffer_ids: list[str] = field(default_factory=list)
     buffer_turns: list[int] = field(default_factory=list)
-    buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 384), dtype=np.float32))
+    # Rows of the injected memories' embeddings; (0, 0) until the first one.
+    buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def in_cooldown(self, memory_id: str, turn: int, depth: int) -> Injected | None:
@@ -67,7 +68,8 @@ class ChannelState:
         for memory_id, version in zip(memory_ids, versions, strict=True):
             self.injected[memory_id] = Injected(turn=turn, version=version, at_us=now_us)
         if memory_ids:
-            self.buffer = np.vstack([self.buffer, embeddings.astype(np.float32, copy=False)])
+            rows = embeddings.astype(np.float32, copy=False)
+            self.buffer = np.vstack([self.buffer, rows]) if len(self.buffer) else rows.copy()
             self.buffer_ids.extend(memory_ids)
             self.buffer_turns.extend([turn] * len(memory_ids))
         return self._prune(turn, depth)

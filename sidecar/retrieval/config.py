@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields
 
 from sidecar.knobs import knob
 from sidecar.records import Relation
-from sidecar.retrieval.vector_config import VectorConfig
+from sidecar.retrieval.vector.config import VectorConfig
 
 WEIGHT_MAX = 100.0
 

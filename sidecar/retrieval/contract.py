@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -10,11 +11,18 @@ import numpy as np
 
 from sidecar.records import Memory, MemoryType
 
+# Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
+Accept = Callable[[np.ndarray], np.ndarray]
+
 
 class Mode(Enum):
     HYBRID = "hybrid"
     VECTOR = "vector"
     LEXICAL = "lexical"
+
+    def uses(self, source: str) -> bool:
+        """HYBRID runs every source; VECTOR and LEXICAL only the source of that name."""
+        return self is Mode.HYBRID or self.value == source
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,20 +37,33 @@ class SearchQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceRank:
+    """Where one source ranked a hit, and that source's weight in the fusion."""
+
+    name: str  # "vector", "lexical", "graph", ... (``sidecar.retrieval.stages``)
+    rank: int  # 1-based; 0 = absent from that source's list
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
     memory: Memory
     score: float  # fused score
     cosine: float  # query-memory cosine (thresholdable)
-    vector_rank: int = 0  # 1-based; 0 = absent from that source
-    lexical_rank: int = 0
-    graph_rank: int = 0
+    ranks: tuple[SourceRank, ...] = ()  # one per source, in the engine's source order
+    # The memory's stored embedding (None if it changed meanwhile: ask ``embedding_of``).
+    embedding: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def rank(self, source: str) -> int:
+        """The hit's rank in ``source``'s list (0 when absent or no such source)."""
+        return next((r.rank for r in self.ranks if r.name == source), 0)
 
 
 @dataclass(slots=True)
 class SearchResult:
     hits: list[Hit]
     query_embedding: np.ndarray
-    timings_us: dict[str, int] = field(default_factory=dict)  # embed, vector, lexical, ...
+    timings_us: dict[str, int] = field(default_factory=dict)  # keys: sidecar.retrieval.stages
 
 
 class Retriever(Protocol):
@@ -54,4 +75,10 @@ class Retriever(Protocol):
 
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         """The stored embedding of a live memory (for semantic dedup)."""
+        ...
+
+    def top(self, agent_id: str, memory_type: MemoryType, by_importance: bool,
+            limit: int) -> list[Memory]:
+        """Up to ``limit`` live memories of ``memory_type`` visible to ``agent_id``, newest
+        first (``by_importance``: most important first, then newest); ties: higher seq."""
         ...

@@ -1,26 +1,27 @@
-"""The hybrid engine: vector + BM25 + graph candidates, fused by weighted RRF.
+"""The hybrid engine: a list of sources (vector, BM25, graph), fused by weighted RRF.
 
 Serves ``Search`` and ``Inject`` (the ``Retriever`` contract) and listens to the write path
 (``MemoryListener``) so every index follows commits at once: a forgotten or replaced memory
 disappears from all sources before the write call returns.
 
-Pipeline of one query (each stage timed in ``SearchResult.timings_us``):
+Pipeline of one query (each stage timed in ``SearchResult.timings_us``, names in ``stages``):
 
 1. ``embed``   the query (skipped when the caller passes its embedding);
-2. ``vector``  top ``search_limit`` accepted labels by cosine (``VectorIndex``);
-3. ``lexical`` top ``search_limit`` accepted labels by BM25 (``BM25Index``), on a pool thread
-               during 1 (or beside 2 for a long query; see ``_sources``);
-4. ``graph``   seeds = candidates of 2-3 with importance >= ``graph_seed_threshold`` (best rank
-               first, at most ``graph_seed_limit``), expanded along edges (``EdgeGraph``);
-5. ``fusion``  weighted RRF + importance/recency boost (``kernels.rrf``), top ``limit``;
+2. ``vector``  top ``search_limit`` accepted labels by cosine (``VectorSource``);
+3. ``lexical`` top ``search_limit`` accepted labels by BM25 (``LexicalSource``), on a pool thread
+               during 1 (or beside 2 for a long query; see ``_first_stage``);
+4. then each later source in order (``graph``: expansion from the candidates of 2-3), seeing
+   the labels found before it;
+5. ``fusion``  weighted RRF over every source's list + importance/recency boost, top ``limit``;
 6. ``cosine``  the exact query cosine of every returned hit (thresholdable by callers).
 
 Modes: VECTOR and LEXICAL run only their source (fusion then only adds the boost); HYBRID
-runs all three.
+runs all. A new source is a ``Source`` (``fusion.contract``) added to ``later_sources`` with a
+``<name>_weight`` knob in ``RetrievalConfig``.
 
-Config: a fixed ``RetrievalConfig`` or a callable returning the current one (the App passes the
-config file's live ``[retrieval]``). Each search reads it once, so fusion, boost, graph and
-``vector`` hot knobs apply from the next search; BM25 parameters are fixed at construction.
+Config: a ``Live[RetrievalConfig]`` (the App passes the config file's live ``[retrieval]``).
+Each search reads it once, so fusion, boost, graph and ``vector`` hot knobs apply from the next
+search; BM25 parameters are fixed at construction.
 """
 
 from __future__ import annotations
@@ -29,42 +30,69 @@ import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 
-from kernels.rrf import fuse
 from sidecar.embedding import Embedder
 from sidecar.live import Live
-from sidecar.records import Edge, Memory
-from sidecar.retrieval.bm25 import BM25Index
+from sidecar.records import Edge, Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
-from sidecar.retrieval.contract import Hit, Mode, SearchQuery, SearchResult
-from sidecar.retrieval.graph import EdgeGraph
+from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
+from sidecar.retrieval.fusion.contract import Source, SourceContext, no_labels
+from sidecar.retrieval.fusion.rrf import Fused, Ranked, fuse_ranked
+from sidecar.retrieval.graph.expansion import EdgeGraph
+from sidecar.retrieval.graph.source import GraphSource
+from sidecar.retrieval.lexical.bm25 import BM25Index
+from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.mirror import LiveMemories
-from sidecar.retrieval.vectors import Accept, DenseVectors, VectorIndex
+from sidecar.retrieval.scopes import ScopeScan
+from sidecar.retrieval.stages import (
+    COSINE,
+    EMBED,
+    FUSION,
+    HITS,
+    LEXICAL,
+    LEXICAL_WAIT,
+    SOURCES,
+    VECTOR,
+)
+from sidecar.retrieval.vector.contract import VectorIndex
+from sidecar.retrieval.vector.exact import DenseVectors
+from sidecar.retrieval.vector.source import VectorSource
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
+from sidecar.timing import Clock, timed
 
 log = logging.getLogger(__name__)
-
-_NONE = (np.zeros(0, np.int64), np.zeros(0, np.float64))
-US_PER_S = 1_000_000
 
 
 class HybridRetriever:
     def __init__(
-        self, embedder: Embedder, config: Live[RetrievalConfig],
+        self, embedder: Embedder, config: Live[RetrievalConfig] | None = None,
         vectors: VectorIndex | None = None,
     ) -> None:
+        """``vectors``: the index to search (exact ``DenseVectors`` by default); one with a
+        ``retune`` method takes each new config's ``vector`` hot knobs."""
         self.embedder = embedder
-        self._config = config
-        c = config.get()
+        self._config = config or Live.fixed(RetrievalConfig())
+        c = self._config.get()
         self.live = LiveMemories()
-        self.vectors: VectorIndex = vectors if vectors is not None else DenseVectors()
+        self.vectors: VectorIndex = vectors if vectors is not None else DenseVectors(embedder.dim)
         self.lexical = BM25Index(c.bm25_k1, c.bm25_b, c.bm25_epsilon)
         self.graph = EdgeGraph()
+        self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
+        self._vector_source = VectorSource(self.vectors)
+        self._lexical_source = LexicalSource(self.lexical)
+        # Sources run after the first stage (vector + lexical), in order: add new ones here.
+        self.later_sources: tuple[Source, ...] = (GraphSource(self.graph),)
         self._applied = c
         self._pool = ThreadPoolExecutor(1, "retrieval")
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """Every source, in fusion (and ``Hit.ranks``) order."""
+        return (self._vector_source, self._lexical_source, *self.later_sources)
 
     @property
     def config(self) -> RetrievalConfig:
@@ -77,21 +105,27 @@ class HybridRetriever:
             self._applied = c
         return c
 
-    def load(self, memories: MemoryRepo, edges: EdgeRepo, *, vectors_loaded: bool = False) -> None:
-        """Fill every index from the store (at start). ``vectors_loaded``: the vector index was
-        opened from the store already (``open_vector_index``); only the others are filled."""
-        start = time.perf_counter()
+    def load(self, memories: MemoryRepo, edges: EdgeRepo) -> None:
+        """Fill every index from the store (at start): one read of the live memories with
+        their embeddings. An index with a ``start`` method is started afterwards."""
+        begin = time.perf_counter()
+        reserve = getattr(self.vectors, "reserve", None)
+        if reserve is not None:
+            reserve(memories.count())
         for batch, vectors in memories.iter_live_embeddings():
             labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
-            if not vectors_loaded:
-                self.vectors.add(labels, vectors)
+            self.vectors.add(labels, vectors)
             self.lexical.add(labels.tolist(), [m.content for m in batch], bulk=True)
+            self.scopes.heard(batch[-1].seq)
         self.lexical.merge()  # one CSR build; documents are searchable from here
         self.graph.changed(edges.all(), ())
+        start = getattr(self.vectors, "start", None)
+        if start is not None:
+            start()
         log.info("retrieval indexes loaded", extra={
             "memories": len(self.live), "edges": len(self.graph),
-            "elapsed_ms": round((time.perf_counter() - start) * 1000, 1)})
+            "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -105,6 +139,7 @@ class HybridRetriever:
         self.live.put(memories)
         self.vectors.add(labels, embeddings)
         self.lexical.add(labels.tolist(), [m.content for m in memories])
+        self.scopes.heard(int(labels.max()))
 
     def memories_forgotten(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
@@ -125,128 +160,98 @@ class HybridRetriever:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
 
+    def top(self, agent_id: str, memory_type: MemoryType, by_importance: bool,
+            limit: int) -> list[Memory]:
+        return self.live.top(self.live.filter(agent_id, (memory_type,)), by_importance, limit)
+
     def search(self, query: SearchQuery) -> SearchResult:
-        clock = _Clock()
+        clock = Clock()
         c = self.config  # one snapshot for the whole query
-        accept = self.live.accept(query.agent_id, query.types)
-        k = query.search_limit
-        vector, vec, lex = self._sources(c, query, accept, k, clock)
-        graph = _NONE
-        if query.mode is Mode.HYBRID:
-            graph = self._expand(c, vec[0], lex[0], k, query)
-        clock.lap("graph")
-        labels, scores, ranks = self._fuse(c, (vec[0], lex[0], graph[0]), query.limit)
-        clock.lap("fusion")
-        cosines = self.vectors.cosine(vector, labels)
-        clock.lap("cosine")
-        hits = []
-        for i, label in enumerate(labels.tolist()):
-            memory = self.live.get(label)
-            if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
-                continue
-            hits.append(Hit(memory, float(scores[i]), float(cosines[i]),
-                            int(ranks[i, 0]), int(ranks[i, 1]), int(ranks[i, 2])))
-        clock.lap("hits")
+        ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
+        ctx, found = self._first_stage(ctx, clock)
+        for source in self.later_sources:
+            found[source.name] = (source.search(replace(ctx, found=dict(found)))
+                                  if query.mode.uses(source.name) else no_labels())
+            clock.lap(source.name)
+        fused = fuse_ranked([Ranked(s.name, s.weight(c), found.get(s.name, no_labels()))
+                             for s in self.sources], self.live, c, query.limit)
+        clock.lap(FUSION)
+        assert ctx.embedding is not None
+        rows = self.vectors.rows_of(fused.labels)
+        cosines = rows @ ctx.embedding
+        clock.lap(COSINE)
+        hits = self._hits(fused, rows, cosines, query, c)
+        clock.lap(HITS)
         timings = clock.done()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("search", extra={"mode": query.mode.value, "hits": len(hits),
                                        **{f"{k}_us": v for k, v in timings.items()}})
-        return SearchResult(hits=hits, query_embedding=vector, timings_us=timings)
+        return SearchResult(hits=hits, query_embedding=ctx.embedding, timings_us=timings)
 
-    def _sources(
-        self, c: RetrievalConfig, query: SearchQuery, accept: Accept | None, k: int,
-        clock: _Clock,
-    ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-        """The query embedding and the vector and lexical candidates.
+    def _hits(
+        self, fused: Fused, rows: np.ndarray, cosines: np.ndarray, query: SearchQuery,
+        c: RetrievalConfig,
+    ) -> list[Hit]:
+        names = [(s.name, s.weight(c)) for s in self.sources]
+        hits = []
+        for i, label in enumerate(fused.labels.tolist()):
+            memory = self.live.get(label)
+            if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
+                continue
+            ranks = tuple(SourceRank(name, int(fused.ranks[i, s]), weight)
+                          for s, (name, weight) in enumerate(names))
+            row = rows[i] if not np.isnan(rows[i, 0]) else None
+            hits.append(Hit(memory, float(fused.scores[i]), float(cosines[i]), ranks, row))
+        return hits
+
+    def _first_stage(
+        self, ctx: SourceContext, clock: Clock
+    ) -> tuple[SourceContext, dict[str, np.ndarray]]:
+        """The query embedding (in the returned context) and the vector and lexical lists.
 
         BM25 needs only the text, so it runs on the pool thread while this one embeds the query
         (the model and the BM25 kernel both release the GIL): the lexical search costs no wall
-        time next to a 5-30 ms embedding. Not when the embedding itself runs on every core
+        time next to the embedding. Not when the embedding itself runs on every core
         (a long text, ``Embedder.is_parallel``): its threads spin-wait on each other, and a
         third thread on 2 cores stalls them for longer than BM25 takes. Then, and with a
         precomputed embedding, BM25 overlaps the vector search from ``parallel_min_memories``
         live memories on (below, the hand-off costs more than it saves).
         """
-        want_vec = query.mode in (Mode.HYBRID, Mode.VECTOR)
-        want_lex = query.mode in (Mode.HYBRID, Mode.LEXICAL)
+        query, c = ctx.query, ctx.config
+        vec_source, lex_source = self._vector_source, self._lexical_source
+        want_vec, want_lex = query.mode.uses(VECTOR), query.mode.uses(LEXICAL)
         vector = query.embedding
         with_embed = (want_lex and vector is None
                       and not self.embedder.is_parallel(query.text, c.query_max_tokens))
         with_vector = (want_lex and not with_embed and want_vec
                        and len(self.live) >= c.parallel_min_memories)
         if with_embed:
-            future = self._pool.submit(_timed, self.lexical.search, query.text, k, accept)
+            future = self._pool.submit(timed, lex_source.search, ctx)
         if vector is None:
             vector = self.embedder.embed_query(query.text, c.query_max_tokens)
-        clock.lap("embed")
+        clock.lap(EMBED)
+        ctx = replace(ctx, embedding=vector)
         if with_vector:  # the shorter search goes to the pool thread: its hand-off is hidden
-            vec_future = self._pool.submit(_timed, self.vectors.search, vector, k, accept)
-            lex = self.lexical.search(query.text, k, accept)
+            vec_future = self._pool.submit(timed, vec_source.search, ctx)
+            lex = lex_source.search(ctx)
             lex_us = clock.since_lap()
             vec, vec_us = vec_future.result()
-            clock.lap("sources")
-            clock.record("vector", vec_us)
-            clock.record("lexical", lex_us)
-            return vector, _recheck(vec, accept), lex
-        vec = _recheck(self.vectors.search(vector, k, accept), accept) if want_vec else _NONE
-        clock.lap("vector")
+            clock.lap(SOURCES)
+            clock.record(VECTOR, vec_us)
+            clock.record(LEXICAL, lex_us)
+            return ctx, {VECTOR: vec, LEXICAL: lex}
+        vec = vec_source.search(ctx) if want_vec else no_labels()
+        clock.lap(VECTOR)
         if with_embed and future.cancel():  # the pool was busy with another search's BM25
             with_embed = False
         if with_embed:
             lex, lex_us = future.result()
-            clock.lap("lexical_wait")  # what the lexical search added after the others
-            clock.record("lexical", lex_us)
+            clock.lap(LEXICAL_WAIT)  # what the lexical search added after the others
+            clock.record(LEXICAL, lex_us)
         else:
-            lex = self.lexical.search(query.text, k, accept) if want_lex else _NONE
-            clock.lap("lexical")
-        return vector, vec, lex
-
-    def _expand(
-        self, c: RetrievalConfig, vec: np.ndarray, lex: np.ndarray, k: int, query: SearchQuery
-    ) -> tuple[np.ndarray, np.ndarray]:
-        if c.graph_seed_limit == 0 or c.max_graph_depth == 0 or not len(self.graph):
-            return _NONE
-        best: dict[int, int] = {}
-        for source in (vec, lex):
-            for rank, label in enumerate(source.tolist()):
-                if label not in best or rank < best[label]:
-                    best[label] = rank
-        seeds = [s for s in sorted(best, key=lambda s: (best[s], s))
-                 if self.live.importance[s] >= c.graph_seed_threshold][: c.graph_seed_limit]
-        if not seeds:
-            return _NONE
-        accept = self.live.filter(query.agent_id, query.types)
-        return self.graph.expand(seeds, self.live, accept, c.multipliers,
-                                 c.max_graph_depth, k)
-
-    def _fuse(
-        self, c: RetrievalConfig, lists: tuple[np.ndarray, np.ndarray, np.ndarray], limit: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        labels = np.unique(np.concatenate(lists))
-        ranks = np.zeros((len(labels), 3), np.int32)
-        for source, found in enumerate(lists):
-            if len(found):
-                ranks[np.searchsorted(labels, found), source] = np.arange(1, len(found) + 1)
-        live = self.live
-        age_s = (time.time_ns() // 1000 - live.updated_at[labels]) / US_PER_S
-        scores, order = fuse(
-            ranks, np.array([c.vector_weight, c.lexical_weight, c.graph_weight]), c.rrf_k,
-            live.importance[labels], age_s, c.alpha, c.beta,
-            c.recency_half_life_days * 86400.0, labels,
-        )
-        top = order[:limit]
-        return labels[top], scores[top], ranks[top]
-
-
-def _recheck(
-    found: tuple[np.ndarray, np.ndarray], accept: Accept | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Apply the filter again to an index's answer (k labels: cheap). Scope is a privacy rule;
-    it must not depend on every index backend honouring ``accept`` under concurrent writes."""
-    if accept is None or not len(found[0]):
-        return found
-    keep = accept(found[0])
-    return found[0][keep], found[1][keep]
+            lex = lex_source.search(ctx) if want_lex else no_labels()
+            clock.lap(LEXICAL)
+        return ctx, {VECTOR: vec, LEXICAL: lex}
 
 
 def _in_scope(memory: Memory, query: SearchQuery) -> bool:
@@ -254,34 +259,3 @@ def _in_scope(memory: Memory, query: SearchQuery) -> bool:
     mirror columns earlier, and an upsert may since have changed the memory's agent or type
     (or, with no private memory in the store then, the query ran unfiltered)."""
     return memory.visible_to(query.agent_id) and (not query.types or memory.type in query.types)
-
-
-def _timed(
-    func: object, *args: object
-) -> tuple[tuple[np.ndarray, np.ndarray], int]:
-    start = time.perf_counter_ns()
-    out = func(*args)  # type: ignore[operator]
-    return out, (time.perf_counter_ns() - start) // 1000
-
-
-class _Clock:
-    """Per-stage wall time in microseconds."""
-
-    def __init__(self) -> None:
-        self.start = self.last = time.perf_counter_ns()
-        self.timings: dict[str, int] = {}
-
-    def since_lap(self) -> int:
-        return (time.perf_counter_ns() - self.last) // 1000
-
-    def lap(self, name: str) -> None:
-        now = time.perf_counter_ns()
-        self.timings[name] = (now - self.last) // 1000
-        self.last = now
-
-    def record(self, name: str, us: int) -> None:
-        self.timings[name] = us
-
-    def done(self) -> dict[str, int]:
-        self.timings["total"] = (time.perf_counter_ns() - self.start) // 1000
-        return self.timings

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from sidecar.records import Memory, MemoryType
-from sidecar.retrieval.vectors import Accept
+from sidecar.retrieval.contract import Accept
 
 
 class LiveMemories:
@@ -92,6 +92,38 @@ class LiveMemories:
             mask &= (who == 0) | (who == code)
             if len(wanted):
                 mask &= np.isin(kind[idx], wanted)
+            return mask
+
+        return accept
+
+    def top(self, accept: Accept, by_importance: bool, limit: int) -> list[Memory]:
+        """Up to ``limit`` accepted live memories by (importance,) updated_at, seq, all
+        descending."""
+        seqs = np.flatnonzero(self.alive)
+        seqs = seqs[accept(seqs)]
+        if len(seqs) > limit > 0:  # only rows that can make the top on the first key
+            first = (self.importance if by_importance else self.updated_at)[seqs]
+            cut = len(seqs) - limit
+            seqs = seqs[first >= np.partition(first, cut)[cut]]
+        keys = (seqs, self.updated_at[seqs], *((self.importance[seqs],) if by_importance else ()))
+        order = np.lexsort(keys)[::-1]
+        found = []
+        for seq in seqs[order].tolist():
+            memory = self._by_seq.get(seq)
+            if memory is not None:
+                found.append(memory)
+                if len(found) == limit:
+                    break
+        return found
+
+    def scope(self, agent_id: str) -> Accept:
+        """A vectorised filter: live memories owned by exactly ``agent_id`` ('' = shared)."""
+        alive, owner = self.alive, self.owner
+        code = self._agents.get(agent_id, -1)
+
+        def accept(labels: np.ndarray) -> np.ndarray:
+            idx = np.where((labels > 0) & (labels < len(alive)), labels, 0)
+            mask: np.ndarray = alive[idx] & (owner[idx] == code)
             return mask
 
         return accept

@@ -1,8 +1,9 @@
 """Near-duplicate gate: a new memory that says what a live memory of its scope already says
 resolves to that memory (UpsertMemoryResponse.deduplicated) instead of being stored twice.
 
-Signal 1: embedding cosine >= ``threshold`` (an exact scan of the scope's matrix, plus the rows
-written since the index last heard of a commit: earlier items of the same import batch).
+Signal 1: embedding cosine >= ``threshold`` (an exact scan of the scope's rows in retrieval's
+vector matrix, ``ScopeScan``, plus the rows written since the engine last heard of a commit:
+earlier items of the same import batch).
 Signal 2 (optional): the numbers in both texts must match, so "meeting at 3pm" and
 "meeting at 4pm" (cosine 0.93) or "memory number 1"/"number 2" (0.97) stay distinct.
 """
@@ -15,9 +16,9 @@ import re
 import numpy as np
 
 from sidecar.records import Memory, MemoryDraft
+from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.vault_repo import VaultRepo
-from sidecar.vault.scope_index import ScopeVectors
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ def is_new(repo: MemoryRepo, draft: MemoryDraft) -> bool:
 
 class DuplicateGate:
     def __init__(
-        self, index: ScopeVectors, memories: MemoryRepo, vault: VaultRepo, threshold: float,
+        self, index: ScopeScan, memories: MemoryRepo, vault: VaultRepo, threshold: float,
         numbers_must_match: bool = True,
     ) -> None:
         self.index = index

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from sidecar.records import Memory
+from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.vault_repo import VaultRepo
 from sidecar.vault.config import VaultConfig
-from sidecar.vault.scope_index import ScopeVectors
 
 SUPERSEDED = "SUPERSEDED"
 NEAR_DUPLICATE = "NEAR_DUPLICATE"
@@ -52,7 +52,7 @@ def similar_pairs(vectors: np.ndarray, floor: float) -> list[tuple[int, int, flo
 
 
 def consolidation_candidates(
-    index: ScopeVectors, repo: MemoryRepo, agent_id: str, floor: float, limit: int
+    index: ScopeScan, repo: MemoryRepo, agent_id: str, floor: float, limit: int
 ) -> list[SimilarPair]:
     ids, vectors = index.snapshot(agent_id)
     pairs = similar_pairs(vectors, floor)[:limit]
@@ -69,7 +69,7 @@ def consolidation_candidates(
 
 
 def propose_deletions(
-    index: ScopeVectors, memories: MemoryRepo, vault: VaultRepo, agent_id: str,
+    index: ScopeScan, memories: MemoryRepo, vault: VaultRepo, agent_id: str,
     config: VaultConfig, now_us: int,
 ) -> list[DeletionCandidate]:
     live = vault.live_in_scope(agent_id)

@@ -14,6 +14,7 @@ from sidecar.live import Live
 from sidecar.memory.service import MemoryService, WriteGate, now_us
 from sidecar.memory.validation import check_unit
 from sidecar.records import Memory, MemoryDraft, Tier
+from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.vault_repo import VaultRepo
 from sidecar.store.versions import MemoryVersion
 from sidecar.vault import reasons
@@ -27,7 +28,6 @@ from sidecar.vault.hygiene import (
     consolidation_candidates,
     propose_deletions,
 )
-from sidecar.vault.scope_index import ScopeVectors
 from sidecar.vault.snapshot import Snapshot, build_snapshot
 from sidecar.vault.stats import VaultStatistics, vault_stats
 from sidecar.vault.topics import TopicResolver
@@ -38,7 +38,7 @@ PROMOTION_SOURCE = "promotion"
 MAX_PAIRS = 1000
 
 
-def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeVectors,
+def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeScan,
                 config: VaultConfig) -> list[WriteGate]:
     """The enabled gate steps in order: noise, length, PII, duplicate, capacity."""
     gates: list[WriteGate] = []
@@ -59,21 +59,21 @@ def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeVectors,
 class Vault:
     """Installed on a MemoryService as its vault WriteGate and DraftResolver.
 
-    ``config`` is the running ``[vault]`` (hot): the gate steps are rebuilt whenever a new
-    snapshot appears.
+    ``scopes``: exact per-scope scans of the live embeddings (the retrieval engine's, kept
+    current by its listener). ``config`` is the running ``[vault]`` (hot): the gate steps are
+    rebuilt whenever a new config appears.
     """
 
-    def __init__(self, service: MemoryService, config: Live[VaultConfig]) -> None:
+    def __init__(self, service: MemoryService, scopes: ScopeScan,
+                 config: Live[VaultConfig]) -> None:
         self._config = config
         self.service = service
         self.repo = service.repos.vault
-        self.index = ScopeVectors()
-        self.index.load(service.memories)
+        self.index = scopes
         self._topics = TopicResolver(self.repo)
         self._built_for: VaultConfig | None = None
         self._gates: list[WriteGate] = []
         self._lock = threading.Lock()
-        service.listeners.add(self.index)
         service.gates.append(self)
         service.resolvers.append(self)
 

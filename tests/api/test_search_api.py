@@ -7,6 +7,7 @@ import pytest
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
+from sidecar.retrieval import stages
 from tests.conftest import Running
 
 NOTES = [
@@ -44,6 +45,27 @@ def test_hybrid_search_with_explanation_and_debug(running: Running,
     d = reply.debug
     assert d.total_us >= d.vector_us + d.lexical_us and d.embed_us > 0
     assert not search(running, "tokens", limit=3).HasField("debug")
+
+
+def test_hits_explain_every_source_by_name_and_the_old_fields_agree(
+        running: Running, stored: dict[str, m.Memory]) -> None:
+    for mode in (s.SEARCH_MODE_HYBRID, s.SEARCH_MODE_VECTOR, s.SEARCH_MODE_LEXICAL):
+        for hit in search(running, "which tokens does the API use?", limit=5, mode=mode).hits:
+            ranks = {r.name: r.rank for r in hit.sources}
+            assert [r.name for r in hit.sources] == ["vector", "lexical", "graph"]
+            assert all(r.weight > 0 for r in hit.sources)
+            assert (ranks["vector"], ranks["lexical"], ranks["graph"]) == (
+                hit.vector_rank, hit.lexical_rank, hit.graph_rank)
+
+
+def test_debug_carries_every_stage_the_engine_timed(running: Running,
+                                                   stored: dict[str, m.Memory]) -> None:
+    assert all(f"{name}_us" in s.StageTimings.DESCRIPTOR.fields_by_name for name in stages.ALL)
+    d = search(running, "which tokens does the API use?", limit=3, debug=True).debug
+    assert set(d.stages_us) >= {stages.EMBED, stages.GRAPH, stages.FUSION, stages.HITS,
+                                stages.TOTAL}
+    for name, us in d.stages_us.items():
+        assert getattr(d, f"{name}_us") == us
 
 
 def test_modes(running: Running, stored: dict[str, m.Memory]) -> None:

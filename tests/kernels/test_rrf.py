@@ -7,9 +7,9 @@ from kernels.rrf import fuse
 from tests import naive
 
 
-def random_case(seed: int, n: int, ties: bool) -> tuple[np.ndarray, ...]:
+def random_case(seed: int, n: int, ties: bool, sources: int = 3) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
-    ranks = rng.integers(0, 25, size=(n, 3))
+    ranks = rng.integers(0, 25, size=(n, sources))
     importance = rng.choice([0.3, 0.6, 0.8, 1.0], size=n) if ties else rng.random(n)
     age = rng.choice([0.0, 3600.0], size=n) if ties else rng.random(n) * 1e7 - 1e5
     if ties:  # duplicate rows -> identical scores, order decided by label
@@ -20,11 +20,12 @@ def random_case(seed: int, n: int, ties: bool) -> tuple[np.ndarray, ...]:
     return ranks, importance, age, labels
 
 
+@pytest.mark.parametrize("sources", [1, 3, 5])
 @pytest.mark.parametrize("seed,n,ties", [(0, 0, False), (1, 1, False), (2, 50, False),
                                          (3, 200, False), (4, 60, True), (5, 7, True)])
-def test_matches_naive(seed: int, n: int, ties: bool) -> None:
-    ranks, importance, age, labels = random_case(seed, n, ties)
-    weights = np.array([1.0, 0.7, 0.4])
+def test_matches_naive(seed: int, n: int, ties: bool, sources: int) -> None:
+    ranks, importance, age, labels = random_case(seed, n, ties, sources)
+    weights = np.array([1.0, 0.7, 0.4, 2.0, 0.1][:sources])
     args = (ranks, weights, 60.0, importance, age, 0.005, 0.005, 86400.0 * 30, labels)
     scores, order = fuse(*args)
     ref_scores, ref_order = naive.rrf(*args)

@@ -15,8 +15,9 @@ from sidecar.records import Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.hybrid import HybridRetriever
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector.exact import DenseVectors
 
+DIM = 384  # synthetic embeddings of the model's size
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda"]
 
 
@@ -28,7 +29,7 @@ def memory(seq: int, rng: np.random.Generator) -> Memory:
 
 
 def unit(n: int, rng: np.random.Generator) -> np.ndarray:
-    x = rng.standard_normal((n, 384)).astype(np.float32)
+    x = rng.standard_normal((n, DIM)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
@@ -46,7 +47,8 @@ def run_together(writer: Callable[[], None], reader: Callable[[int], None],
 def test_searches_racing_writes() -> None:
     rng = np.random.default_rng(0)
     engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
-                             config=Live.fixed(RetrievalConfig(parallel_min_memories=0)))
+                             config=Live.fixed(RetrievalConfig(parallel_min_memories=0)),
+                             vectors=DenseVectors(DIM))
     first = [memory(s, rng) for s in range(1, 301)]
     engine.memories_stored(first, unit(len(first), rng))
     forgotten: set[str] = set()
@@ -89,22 +91,22 @@ def test_searches_racing_writes() -> None:
 
 
 class _WriteDuringSearch:
-    """A DenseVectors that runs ``write`` once, inside the next search's call to ``cosine``
+    """A DenseVectors that runs ``write`` once, inside the next search's call to ``rows_of``
     (every mode calls it after its sources and fusion, before the hits are assembled): a
     commit landing while a query is in flight, after it chose its filter and candidates."""
 
     def __init__(self) -> None:
-        self.inner = DenseVectors(384)
+        self.inner = DenseVectors(DIM)
         self.write: Callable[[], None] | None = None
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
-    def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
         write, self.write = self.write, None
         if write is not None:
             write()
-        return self.inner.cosine(query, labels)
+        return self.inner.rows_of(labels)
 
 
 @pytest.mark.parametrize("mode", [Mode.VECTOR, Mode.LEXICAL, Mode.HYBRID])
@@ -142,7 +144,8 @@ def test_memory_turned_private_during_a_search_is_not_returned_to_another_agent(
 def test_searches_racing_ownership_changes_never_see_another_agents_memory() -> None:
     rng = np.random.default_rng(8)
     engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
-                             config=Live.fixed(RetrievalConfig(parallel_min_memories=0)))
+                             config=Live.fixed(RetrievalConfig(parallel_min_memories=0)),
+                             vectors=DenseVectors(DIM))
     shared = [memory(s, rng) for s in range(1, 201)]
     embeddings = unit(len(shared), rng)
     engine.memories_stored(shared, embeddings)

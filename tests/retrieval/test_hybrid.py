@@ -43,7 +43,7 @@ def test_hybrid_finds_and_explains(filled: App) -> None:
     result = filled.retriever.search(SearchQuery("JWT tokens for the API", limit=3))
     top = result.hits[0]
     assert top.memory.content.startswith("We chose JWT")
-    assert top.vector_rank >= 1 and top.lexical_rank >= 1
+    assert top.rank("vector") >= 1 and top.rank("lexical") >= 1
     assert top.cosine == pytest.approx(float(result.query_embedding @ filled.embedder.embed_one(
         top.memory.content)), abs=1e-4)
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
@@ -56,14 +56,14 @@ def test_modes_use_only_their_source_and_ranks_agree(filled: App) -> None:
     vec = filled.retriever.search(replace(q, mode=Mode.VECTOR)).hits
     lex = filled.retriever.search(replace(q, mode=Mode.LEXICAL)).hits
     hyb = filled.retriever.search(q).hits
-    assert all(h.lexical_rank == 0 and h.graph_rank == 0 for h in vec)
-    assert all(h.vector_rank == 0 and h.graph_rank == 0 for h in lex)
-    vec_rank = {h.memory.id: h.vector_rank for h in vec}
-    lex_rank = {h.memory.id: h.lexical_rank for h in lex}
+    assert all(h.rank("lexical") == 0 and h.rank("graph") == 0 for h in vec)
+    assert all(h.rank("vector") == 0 and h.rank("graph") == 0 for h in lex)
+    vec_rank = {h.memory.id: h.rank("vector") for h in vec}
+    lex_rank = {h.memory.id: h.rank("lexical") for h in lex}
     for h in hyb:
-        assert h.vector_rank == vec_rank.get(h.memory.id, 0)
-        assert h.lexical_rank == lex_rank.get(h.memory.id, 0)
-    cos = [h.cosine for h in sorted(vec, key=lambda h: h.vector_rank)]
+        assert h.rank("vector") == vec_rank.get(h.memory.id, 0)
+        assert h.rank("lexical") == lex_rank.get(h.memory.id, 0)
+    cos = [h.cosine for h in sorted(vec, key=lambda h: h.rank("vector"))]
     assert cos == sorted(cos, reverse=True)
     assert all(h.cosine == h.cosine for h in lex)  # every hit carries its cosine (not nan)
 
@@ -74,7 +74,7 @@ def test_search_limit_bounds_each_source(filled: App) -> None:
     assert len(filled.retriever.search(replace(q, mode=Mode.LEXICAL)).hits) == 2
     hits = filled.retriever.search(q).hits
     assert 2 <= len(hits) <= 4
-    assert all(h.vector_rank <= 2 and h.lexical_rank <= 2 for h in hits)
+    assert all(h.rank("vector") <= 2 and h.rank("lexical") <= 2 for h in hits)
 
 
 def test_scope_and_type_filter(filled: App) -> None:
@@ -115,7 +115,7 @@ def test_graph_expansion_brings_linked_memory(filled: App) -> None:
     assert linked.id not in ids(filled, q)
     svc.add_edge(seed.id, linked.id, Relation.CAUSED_BY, 0.9)
     hits = {h.memory.id: h for h in filled.retriever.search(q).hits}
-    assert hits[linked.id].graph_rank == 1 and hits[linked.id].vector_rank == 0
+    assert hits[linked.id].rank("graph") == 1 and hits[linked.id].rank("vector") == 0
     vector_only = ids(filled, replace(q, mode=Mode.VECTOR))
     assert linked.id not in vector_only  # only HYBRID expands
     svc.remove_edge(seed.id, linked.id, Relation.CAUSED_BY)
@@ -136,7 +136,7 @@ def test_graph_seed_threshold_is_configurable(app: App) -> None:
     low = HybridRetriever(app.embedder, Live.fixed(RetrievalConfig(graph_seed_threshold=0.5)))
     low.load(svc.memories, svc.edges)
     hits = {h.memory.id: h for h in low.search(q).hits}
-    assert hits[linked.id].graph_rank == 1
+    assert hits[linked.id].rank("graph") == 1
 
 
 def test_reload_from_store_gives_same_results(filled: App) -> None:
@@ -146,8 +146,8 @@ def test_reload_from_store_gives_same_results(filled: App) -> None:
     fresh.load(svc.memories, svc.edges)
     for text in ("auth tokens", "garden", "February goal"):
         q = SearchQuery(text, limit=5)
-        a = [(h.memory.id, h.vector_rank, h.lexical_rank) for h in filled.retriever.search(q).hits]
-        b = [(h.memory.id, h.vector_rank, h.lexical_rank) for h in fresh.search(q).hits]
+        a = [(h.memory.id, h.ranks) for h in filled.retriever.search(q).hits]
+        b = [(h.memory.id, h.ranks) for h in fresh.search(q).hits]
         assert a == b
     some = filled.retriever.search(SearchQuery("garden", limit=1)).hits[0].memory.id
     vec = fresh.embedding_of(some)
@@ -168,13 +168,12 @@ def test_every_source_schedule_gives_the_same_hits(filled: App) -> None:
     parallel = par.search(given)
     assert "sources" in parallel.timings_us
     for result in (serial, parallel):
-        assert [(h.memory.id, h.vector_rank, h.lexical_rank, h.graph_rank)
-                for h in result.hits] == [
-            (h.memory.id, h.vector_rank, h.lexical_rank, h.graph_rank) for h in embedded.hits]
+        assert [(h.memory.id, h.ranks) for h in result.hits] == [
+            (h.memory.id, h.ranks) for h in embedded.hits]
         # the recency boost moves with the clock between the calls
         assert [h.score for h in result.hits] == pytest.approx(
             [h.score for h in embedded.hits], rel=1e-6)
-        assert any(h.lexical_rank for h in result.hits)
+        assert any(h.rank("lexical") for h in result.hits)
     # A long text is embedded on both cores: BM25 waits for the model, then runs beside the
     # vector search (from parallel_min_memories) or after it.
     long = replace(q, text="which auth tokens does the API accept and refresh? " * 12)
@@ -183,7 +182,7 @@ def test_every_source_schedule_gives_the_same_hits(filled: App) -> None:
     assert not {"lexical_wait", "sources"} & alone.timings_us.keys()
     assert "sources" in beside.timings_us
     assert [h.memory.id for h in alone.hits] == [h.memory.id for h in beside.hits]
-    assert any(h.lexical_rank for h in alone.hits)
+    assert any(h.rank("lexical") for h in alone.hits)
     par.close()
 
 
@@ -200,5 +199,5 @@ def test_query_max_tokens_cuts_what_is_embedded_not_what_bm25_sees(filled: App) 
     np.testing.assert_allclose(cut.embed_query(text), result.query_embedding, atol=1e-6)
     assert not np.allclose(result.query_embedding, filled.embedder.embed_one(text), atol=1e-3)
     top = result.hits[0]  # the words past the cut still reach BM25
-    assert "tomatoes" in top.memory.content and top.lexical_rank == 1
+    assert "tomatoes" in top.memory.content and top.rank("lexical") == 1
     cut.close()

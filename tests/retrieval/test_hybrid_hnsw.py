@@ -15,7 +15,7 @@ from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
-from sidecar.retrieval.vector_index import VectorConfig
+from sidecar.retrieval.vector.config import VectorConfig
 from tests.conftest import settings_for
 
 TOPICS = ["cooking pasta", "training for a marathon", "fixing the car brakes", "learning French",
@@ -45,7 +45,7 @@ def test_hnsw_path_keeps_scope_forgetting_and_order(hnsw_app: App) -> None:
     bob = retriever.search(replace(q, agent_id="bob")).hits
     assert any(h.memory.agent_id == "bob" for h in bob)
     vec = retriever.search(replace(q, mode=Mode.VECTOR)).hits
-    cos = [h.cosine for h in sorted(vec, key=lambda h: h.vector_rank)]
+    cos = [h.cosine for h in sorted(vec, key=lambda h: h.rank("vector"))]
     assert cos == sorted(cos, reverse=True)
     top = hits[0].memory
     hnsw_app.memories.forget(top.id)

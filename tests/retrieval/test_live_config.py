@@ -13,7 +13,7 @@ from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
-from sidecar.retrieval.vector_config import VectorConfig
+from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.vault import VaultConfig
 from tests.conftest import settings_for
 

@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from sidecar.retrieval.vector_hnsw import HnswVectors
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector.exact import DenseVectors
+from sidecar.retrieval.vector.hnsw import HnswVectors
 from tests.retrieval.synthetic import clustered, normalise
 
 DIM = 32

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from sidecar.records import Memory, MemoryType
-from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, open_vector_index
-from sidecar.retrieval.vector_persist import INDEX_FILE, meta_path
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, open_vector_index
+from sidecar.retrieval.vector.config import VectorConfig
+from sidecar.retrieval.vector.persist import INDEX_FILE, meta_path
 from sidecar.store.db import Database
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.repos import Repositories
@@ -23,7 +24,7 @@ from tests.retrieval.synthetic import clustered, normalise
 DIM = 32
 N = 600
 CONFIG = VectorConfig(exact_threshold=100, hnsw_ef_search=128)
-LOGGER = "sidecar.retrieval.vector_index"
+LOGGER = "sidecar.retrieval.vector.adaptive"
 
 
 def memory(i: int) -> Memory:

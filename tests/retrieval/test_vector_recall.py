@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from sidecar.embedding import Embedder
-from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig, build_hnsw
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, build_hnsw
+from sidecar.retrieval.vector.config import VectorConfig
+from sidecar.retrieval.vector.exact import DenseVectors
 from tests.retrieval.sentences import docstring_sentences, stdlib_modules
 
 DOCS, QUERIES, K = 2000, 200, 50
@@ -46,18 +47,18 @@ def mean_recall(search: object, exact: DenseVectors, queries: np.ndarray, k: int
 
 def test_hnsw_recall_at_50_on_minilm_with_default_ef(corpus: tuple[np.ndarray, ...]) -> None:
     labels, docs, queries = corpus
-    exact = DenseVectors()
+    exact = DenseVectors(docs.shape[1])
     exact.add(labels, docs)
-    hnsw = build_hnsw(labels, docs, VectorConfig(), dim=384)
+    hnsw = build_hnsw(labels, docs, VectorConfig(), dim=docs.shape[1])
     assert hnsw is not None and hnsw.ef_search == VectorConfig().hnsw_ef_search
     assert mean_recall(hnsw.search, exact, queries, K) >= 0.95
 
 
 def test_filtered_recall_through_the_adaptive_index(corpus: tuple[np.ndarray, ...]) -> None:
     labels, docs, queries = corpus
-    exact = DenseVectors()
+    exact = DenseVectors(docs.shape[1])
     exact.add(labels, docs)
-    index = AdaptiveVectorIndex(config=VectorConfig(exact_threshold=1, persist=False))
+    index = AdaptiveVectorIndex(docs.shape[1], VectorConfig(exact_threshold=1, persist=False))
     index.add(labels, docs)
     index.start(wait=True)
     assert index.stats()["engine"] == "hnsw"

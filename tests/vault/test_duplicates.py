@@ -1,4 +1,4 @@
-"""Near-duplicate gate over gRPC, and the scope index against a naive reference."""
+"""Near-duplicate gate over gRPC, and the exact per-scope scan against a naive reference."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import numpy as np
 from memsidecar.v1 import store_pb2 as s
 
 from sidecar.records import Memory, MemoryType
+from sidecar.retrieval.hybrid import HybridRetriever
+from sidecar.retrieval.vector.exact import DenseVectors
 from sidecar.vault.duplicates import numbers_of
-from sidecar.vault.scope_index import ScopeVectors
 from tests.conftest import Running
 from tests.vault.conftest import StartVault, history, stats, upsert
+
+DIM = 384  # synthetic embeddings of the model's size
 
 
 def test_paraphrase_resolves_to_existing_memory(vault_live: Running) -> None:
@@ -74,19 +77,26 @@ def _memory(i: int, agent: str, forgotten: bool = False) -> Memory:
                   agent_id=agent, forgotten=forgotten, version=1, seq=i + 1)
 
 
-def test_scope_index_matches_naive_reference() -> None:
+def test_scope_scan_matches_naive_reference() -> None:
     rng = np.random.default_rng(7)
-    vectors = rng.normal(size=(300, 384)).astype(np.float32)
+    vectors = rng.normal(size=(300, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     agents = [["", "a", "b"][i % 3] for i in range(300)]
-    index = ScopeVectors()
-    index.memories_stored([_memory(i, agents[i]) for i in range(300)], vectors)
+    engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
+                             vectors=DenseVectors(DIM))
+    engine.memories_stored([_memory(i, agents[i]) for i in range(300)], vectors)
     gone = set(range(0, 300, 7))
-    index.memories_forgotten([_memory(i, agents[i]) for i in gone])
+    engine.memories_forgotten([_memory(i, agents[i]) for i in gone])
     moved = 1  # moves from scope "a" to "b"
     agents[moved] = "b"
-    index.memories_stored([_memory(moved, "b")], vectors[[moved]])
-    assert len(index) == 300 - len(gone) and index.max_seq == 300
+    engine.memories_stored([_memory(moved, "b")], vectors[[moved]])
+    scopes = engine.scopes
+    assert len(engine.live) == 300 - len(gone) and scopes.max_seq == 300
+    for agent in ("", "a", "b", "nobody"):
+        rows = [i for i in range(300) if agents[i] == agent and i not in gone]
+        ids, matrix = scopes.snapshot(agent)
+        assert ids == [f"m{i}" for i in rows]
+        np.testing.assert_array_equal(matrix, vectors[rows].reshape(len(rows), DIM))
     for query_row in (3, 50, 299):
         query = vectors[query_row] * 0.9 + vectors[(query_row + 1) % 300] * 0.1
         query /= np.linalg.norm(query)
@@ -95,6 +105,6 @@ def test_scope_index_matches_naive_reference() -> None:
                 ((f"m{i}", float(vectors[i] @ query)) for i in range(300)
                  if agents[i] == agent and i not in gone and vectors[i] @ query >= 0.05),
                 key=lambda p: -p[1])
-            got = index.similar(agent, query, 0.05)
+            got = scopes.similar(agent, query, 0.05)
             assert [g[0] for g in got] == [e[0] for e in expected]
             assert np.allclose([g[1] for g in got], [e[1] for e in expected], atol=1e-5)

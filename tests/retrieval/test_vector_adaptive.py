@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from sidecar.errors import InvalidArgument
-from sidecar.retrieval import vector_index
-from sidecar.retrieval.vector_dense import BulkDenseVectors
-from sidecar.retrieval.vector_hnsw import HnswVectors
-from sidecar.retrieval.vector_index import AdaptiveVectorIndex, VectorConfig
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector import adaptive as adaptive_module
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex
+from sidecar.retrieval.vector.bulk import BulkDenseVectors
+from sidecar.retrieval.vector.config import VectorConfig
+from sidecar.retrieval.vector.exact import DenseVectors
+from sidecar.retrieval.vector.hnsw import HnswVectors
 from tests.retrieval.synthetic import clustered, normalise
 
 DIM = 32
@@ -54,13 +55,13 @@ def test_crossing_the_threshold_builds_in_background_and_replays_writes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     release = threading.Event()
-    real_build = vector_index.build_hnsw
+    real_build = adaptive_module.build_hnsw
 
     def slow_build(*args: object, **kwargs: object) -> HnswVectors | None:
         release.wait(30)
         return real_build(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(vector_index, "build_hnsw", slow_build)
+    monkeypatch.setattr(adaptive_module, "build_hnsw", slow_build)
     vectors = clustered(700, DIM, seed=3)
     labels = np.arange(1, 701, dtype=np.int64)
     index, exact = adaptive(400), DenseVectors(DIM)
@@ -210,11 +211,24 @@ def test_bulk_dense_vectors_match_dense_vectors() -> None:
         np.testing.assert_array_equal(row, plain.vector(int(label)))
 
 
+def test_live_rows_are_the_snapshot_without_a_copy_after_a_bulk_load() -> None:
+    bulk = BulkDenseVectors(DIM)
+    vectors = normalise(np.random.default_rng(15).standard_normal((300, DIM)))
+    bulk.add(np.arange(1, 301, dtype=np.int64), vectors)
+    for removed in (False, True):
+        labels, matrix = bulk.live_rows()
+        snap_labels, snap_matrix = bulk.snapshot()
+        np.testing.assert_array_equal(labels, snap_labels)
+        np.testing.assert_array_equal(matrix, snap_matrix)
+        assert np.shares_memory(matrix, bulk._matrix) is not removed
+        bulk.remove(np.arange(1, 301, 3, dtype=np.int64))
+
+
 def test_journal_is_replayed_mostly_without_blocking_writes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     release = threading.Event()
-    real_build, real_replay = vector_index.build_hnsw, vector_index._replay
+    real_build, real_replay = adaptive_module.build_hnsw, adaptive_module._replay
 
     def slow_build(*args: object, **kwargs: object) -> HnswVectors | None:
         release.wait(30)
@@ -235,8 +249,8 @@ def test_journal_is_replayed_mostly_without_blocking_writes(
             during.append(not writer.is_alive())
         real_replay(hnsw, journal)
 
-    monkeypatch.setattr(vector_index, "build_hnsw", slow_build)
-    monkeypatch.setattr(vector_index, "_replay", replay_and_write)
+    monkeypatch.setattr(adaptive_module, "build_hnsw", slow_build)
+    monkeypatch.setattr(adaptive_module, "_replay", replay_and_write)
     index.start()
     index.add(labels[:300], vectors[:300])  # the build starts
     for start in range(300, 850, 10):  # 55 journalled writes, one of them a removal

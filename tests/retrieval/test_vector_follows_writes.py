@@ -1,4 +1,5 @@
-"""The vector index follows MemoryService writes (real SQLite, real model) across a restart."""
+"""The engine's vector index follows MemoryService writes (real SQLite, real model) and is
+reloaded from one read of the store across a restart."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.embedding import Embedder
+from sidecar.live import Live
 from sidecar.memory.service import MemoryService
 from sidecar.records import MemoryDraft, MemoryType
-from sidecar.retrieval.vector_index import VectorConfig, open_vector_index
-from sidecar.retrieval.vector_listener import VectorIndexListener
+from sidecar.retrieval.config import RetrievalConfig
+from sidecar.retrieval.hybrid import HybridRetriever
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector_index
+from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 
@@ -19,14 +23,23 @@ TEXTS = ["The deploy runs every Friday at noon.", "Alice prefers tea over coffee
          "Release 2.4 ships the new billing page."]
 
 
+CONFIG = VectorConfig(exact_threshold=1)  # the hnsw path from the first memory on
+
+
+def engine_on(tmp_path: Path, service: MemoryService, embedder: Embedder) -> AdaptiveVectorIndex:
+    index = create_vector_index(tmp_path, CONFIG, embedder.dim)
+    engine = HybridRetriever(embedder, Live.fixed(RetrievalConfig(vector=CONFIG)), index)
+    engine.load(service.memories, service.edges)
+    service.listeners.add(engine)
+    return index
+
+
 def test_index_follows_upsert_forget_revive_and_survives_restart(
     tmp_path: Path, embedder: Embedder
 ) -> None:
-    config = VectorConfig(exact_threshold=1)  # the hnsw path from the first memory on
     db = Database(tmp_path / "memsidecar.sqlite3")
     service = MemoryService(Repositories.open(db), embedder)
-    index = open_vector_index(tmp_path, service.memories, config, wait=True)
-    service.listeners.add(VectorIndexListener(index))
+    index = engine_on(tmp_path, service, embedder)
     stored = [service.upsert(MemoryDraft(content=t, type=MemoryType.FACT)).memory for t in TEXTS]
     assert index.wait_ready(30) and len(index) == 5
     query = embedder.embed_one("what does Alice like to drink?")
@@ -45,7 +58,7 @@ def test_index_follows_upsert_forget_revive_and_survives_restart(
 
     db = Database(tmp_path / "memsidecar.sqlite3")
     service = MemoryService(Repositories.open(db), embedder)
-    index = open_vector_index(tmp_path, service.memories, config)
+    index = engine_on(tmp_path, service, embedder)
     assert index.hnsw is not None and not index.building  # the saved index was current
     assert [index.search(q, 3)[0].tolist() for q in embedder.embed(TEXTS)] == expected
     bob = embedder.embed_one("Bob now drinks only green tea.")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sidecar.retrieval.vector_hnsw import HnswVectors
+from sidecar.retrieval.vector.hnsw import HnswVectors
 
 INDEX_FILE = "vectors.hnsw"
 FORMAT = 1

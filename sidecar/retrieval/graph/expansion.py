@@ -18,8 +18,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from sidecar.records import Edge, Relation
+from sidecar.retrieval.contract import Accept
 from sidecar.retrieval.mirror import LiveMemories
-from sidecar.retrieval.vectors import Accept
 
 _Key = tuple[str, Relation]  # (other end, relation)
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sidecar.retrieval import vectors
-from sidecar.retrieval.vector_dense import BulkDenseVectors
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector import exact
+from sidecar.retrieval.vector.bulk import BulkDenseVectors
+from sidecar.retrieval.vector.exact import DenseVectors
 
 
 def unit(n: int, d: int, seed: int) -> np.ndarray:
@@ -32,6 +32,34 @@ def test_dense_matches_brute_force_with_filter_and_updates() -> None:
     cos = index.cosine(q, np.array([labels[0], labels[200]]))
     assert np.isnan(cos[0]) and np.isclose(cos[1], vecs[200] @ q, atol=1e-5)
     assert index.vector(int(labels[0])) is None
+
+
+def test_scan_rows_and_rows_of_match_numpy() -> None:
+    vecs = unit(500, 16, 3)
+    index = DenseVectors(dim=16, capacity=8)
+    labels = np.arange(1, 501, dtype=np.int64)
+    index.add(labels, vecs)
+    index.remove(labels[::5])  # freed slots are reused below
+    index.add(np.arange(600, 650, dtype=np.int64), unit(50, 16, 4))
+    truth = {int(label): vecs[i] for i, label in enumerate(labels) if i % 5}
+    truth.update(zip(range(600, 650), unit(50, 16, 4), strict=True))
+    q = unit(1, 16, 5)[0]
+
+    def odd(ls: np.ndarray) -> np.ndarray:
+        return np.asarray(ls % 2 == 1)
+
+    wanted = sorted(label for label in truth if label % 2 == 1)
+    got_labels, got_scores = index.scan(q, odd)
+    order = np.argsort(got_labels)
+    assert got_labels[order].tolist() == wanted
+    np.testing.assert_allclose(got_scores[order], [truth[w] @ q for w in wanted], atol=1e-6)
+    rows_labels, rows = index.rows(odd)
+    assert rows_labels.tolist() == wanted
+    np.testing.assert_array_equal(rows, np.array([truth[w] for w in wanted]))
+    picked = np.array([wanted[3], 6, wanted[0]], np.int64)  # 6 was removed
+    got = index.rows_of(picked)
+    np.testing.assert_array_equal(got[[0, 2]], [truth[wanted[3]], truth[wanted[0]]])
+    assert np.isnan(got[1]).all()
 
 
 def test_k_larger_than_live_count_is_clamped() -> None:
@@ -102,7 +130,7 @@ def test_search_under_constant_writes_falls_back_to_a_locked_snapshot() -> None:
         return found % 4 == 2
 
     got, scores = index.search(vecs[0], 4, accept)
-    assert len(calls) == vectors._OPTIMISTIC_TRIES + 1  # optimistic tries, then locked
+    assert len(calls) == exact._OPTIMISTIC_TRIES + 1  # optimistic tries, then locked
     want = labels[labels % 4 == 2]
     order = np.argsort(-(vecs[labels % 4 == 2] @ vecs[0]), kind="stable")[:4]
     assert got.tolist() == want[order].tolist()

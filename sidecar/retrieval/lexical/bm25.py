@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.bm25 import bm25_accumulate
-from sidecar.retrieval.tokenize import STOP_WORDS, query_terms, tokenize
-from sidecar.retrieval.vectors import Accept
+from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.lexical.tokenize import STOP_WORDS, query_terms, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -237,12 +237,8 @@ class BM25Index:
 
     # --- reads --------------------------------------------------------------------------
 
-    def idf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(term ids, idf) per query term, as rank-bm25 computes them (unknown term: -1, 0)."""
-        with self._lock:
-            return self._idf_locked(terms)
-
     def _idf_locked(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, idf) per query term, as rank-bm25 computes them (unknown term: -1, 0)."""
         ids = np.array([self._vocab.get(t, -1) for t in terms], np.int64)
         n = len(self._label_doc)
         df = self._df[np.maximum(ids, 0)].astype(np.float64)

@@ -27,8 +27,8 @@ from pathlib import Path
 import hnswlib
 import numpy as np
 
-from sidecar.retrieval.rwlock import RWLock
-from sidecar.retrieval.vectors import Accept
+from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.vector.rwlock import RWLock
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class HnswVectors:
 
     def __init__(
         self,
-        dim: int = 384,
+        dim: int,
         *,
         m: int = 16,
         ef_construction: int = 200,

@@ -12,7 +12,7 @@ search) and, once the live count reaches ``exact_threshold``, an hnswlib index u
 - otherwise hnswlib answers (recall@50 >= 0.95 at the default ``hnsw_ef_search``, see
   tests/retrieval/test_vector_recall.py and README "Vector index").
 
-Persistence (``vector_persist``): ``save()`` writes ``DATA_DIR/vectors.hnsw`` + meta. It runs
+Persistence (``persist``): ``save()`` writes ``DATA_DIR/vectors.hnsw`` + meta. It runs
 after a (re)build, in the background once ``save_every_changes`` rows changed and at least
 ``save_min_interval_s`` passed since the last save (so a big import is saved soon after it
 ends), and in ``close()`` when anything changed. ``start()`` loads the saved index when it
@@ -30,14 +30,14 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.knobs import check_ranges, keep_restart_keys
-from sidecar.retrieval import vector_persist
-from sidecar.retrieval.vector_config import VectorConfig
-from sidecar.retrieval.vector_dense import BulkDenseVectors
-from sidecar.retrieval.vector_hnsw import HnswVectors
-from sidecar.retrieval.vectors import Accept
+from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.vector import persist
+from sidecar.retrieval.vector.bulk import BulkDenseVectors
+from sidecar.retrieval.vector.config import VectorConfig
+from sidecar.retrieval.vector.hnsw import HnswVectors
 from sidecar.store.memories import MemoryRepo
 
-__all__ = ["AdaptiveVectorIndex", "VectorConfig", "build_hnsw", "open_vector_index"]
+__all__ = ["AdaptiveVectorIndex", "build_hnsw", "create_vector_index", "open_vector_index"]
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class AdaptiveVectorIndex:
     """Exact search below ``exact_threshold`` live vectors, hnswlib above; see module doc."""
 
     def __init__(
-        self, dim: int = 384, config: VectorConfig | None = None, path: Path | None = None
+        self, dim: int, config: VectorConfig | None = None, path: Path | None = None
     ) -> None:
         self.dim = dim
         self.config = config or VectorConfig()
@@ -151,8 +151,18 @@ class AdaptiveVectorIndex:
         """Exact cosine of the query with each label (nan for unknown labels)."""
         return self._dense.cosine(query, labels)
 
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
+        return self._dense.rows_of(labels)
+
     def vector(self, label: int) -> np.ndarray | None:
         return self._dense.vector(label)
+
+    def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
+        """Exact cosine with every live accepted row (always the dense matrix, never hnsw)."""
+        return self._dense.scan(query, accept)
+
+    def rows(self, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
+        return self._dense.rows(accept)
 
     def stats(self) -> dict[str, int | str | bool]:
         live = len(self._dense)
@@ -199,9 +209,9 @@ class AdaptiveVectorIndex:
         assert self.path is not None
         begin = time.perf_counter()
         cfg = self.config
-        with self._write:  # the rows checked are the rows indexed
-            labels, matrix = self._dense.snapshot()
-            loaded = vector_persist.load(
+        with self._write:  # the rows checked are the rows indexed (no copy needed)
+            labels, matrix = self._dense.live_rows()
+            loaded = persist.load(
                 self.path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
                 ef_construction=cfg.hnsw_ef_construction, ef_search=cfg.hnsw_ef_search,
             )
@@ -255,11 +265,11 @@ class AdaptiveVectorIndex:
             hnsw = self._hnsw
             if hnsw is None:
                 return False
-            tmp = vector_persist.write_file(hnsw, path)
+            tmp = persist.write_file(hnsw, path)
             labels, matrix = self._dense.snapshot()
             self._unsaved = 0
             self._last_save = time.monotonic()
-        meta = vector_persist.commit(
+        meta = persist.commit(
             tmp, path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
             ef_construction=cfg.hnsw_ef_construction,
         )
@@ -366,13 +376,20 @@ def build_hnsw(
     return hnsw
 
 
+def create_vector_index(
+    data_dir: Path | str, config: VectorConfig, dim: int
+) -> AdaptiveVectorIndex:
+    """An empty index saved under ``data_dir``: fill it (``reserve``, ``add``), then ``start``."""
+    return AdaptiveVectorIndex(dim, config, Path(data_dir) / persist.INDEX_FILE)
+
+
 def open_vector_index(
-    data_dir: Path | str, repo: MemoryRepo, config: VectorConfig | None = None,
-    dim: int = 384, wait: bool = False,
+    data_dir: Path | str, repo: MemoryRepo, config: VectorConfig, dim: int,
+    wait: bool = False,
 ) -> AdaptiveVectorIndex:
     """Load every live embedding from SQLite, then the saved hnsw index or a rebuild."""
     begin = time.perf_counter()
-    index = AdaptiveVectorIndex(dim, config, Path(data_dir) / vector_persist.INDEX_FILE)
+    index = create_vector_index(data_dir, config, dim)
     index.reserve(repo.count())
     for seqs, vectors in repo.iter_live_vectors():
         index.add(seqs, vectors)

@@ -5,7 +5,7 @@ import pytest
 
 from sidecar.records import Edge, Memory, MemoryType, Relation
 from sidecar.retrieval.config import RetrievalConfig
-from sidecar.retrieval.graph import EdgeGraph
+from sidecar.retrieval.graph.expansion import EdgeGraph
 from sidecar.retrieval.mirror import LiveMemories
 
 MULT = RetrievalConfig().multipliers

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sidecar.retrieval.vectors import DenseVectors
+from sidecar.retrieval.vector.exact import DenseVectors
 
 
 class BulkDenseVectors(DenseVectors):
@@ -59,6 +59,14 @@ class BulkDenseVectors(DenseVectors):
         with self._lock:
             live = np.flatnonzero(self._labels[: self._used] >= 0)
             return self._labels[live].copy(), self._matrix[live].copy()
+
+    def live_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Like ``snapshot``, but views instead of copies when every used slot is live (after
+        a bulk load); valid only while the caller keeps writers out."""
+        with self._lock:
+            if not self._free and len(self._slot) == self._used:
+                return self._labels[: self._used], self._matrix[: self._used]
+        return self.snapshot()
 
     def sample_labels(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """About n live labels drawn at random (not strided: a stride aliases with filters)."""

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from sidecar.retrieval.bm25 import BM25Index, top_k
-from sidecar.retrieval.tokenize import query_terms, tokenize
+from sidecar.retrieval.lexical.bm25 import BM25Index, top_k
+from sidecar.retrieval.lexical.tokenize import query_terms, tokenize
 from tests import naive
 from tests.retrieval.corpus import QUERIES, corpus
 

@@ -1,52 +1,27 @@
-"""Vector index contract and the exact (dense numpy) implementation.
+"""The exact vector index: a dense numpy matrix scanned with one matrix-vector product.
 
-Labels are memory ``seq`` values (SQLite rowids). The dense matrix is always kept: it gives
-the exact cosine of any memory (lexical and graph hits need one) and is the reference the
-approximate index (hnswlib) is tested against.
+The adaptive index always keeps it: it gives the exact cosine of any memory (lexical and graph
+hits need one) and is the reference the approximate index (hnswlib) is tested against.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Protocol
 
 import numpy as np
 
-# Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
-Accept = Callable[[np.ndarray], np.ndarray]
+from sidecar.retrieval.contract import Accept
+
+_Picked = tuple[np.ndarray, np.ndarray, np.ndarray]  # (slots, scores, labels)
 # Lock-free scoring attempts before a search scores under the lock (see DenseVectors.search).
 _OPTIMISTIC_TRIES = 3
-
-
-class VectorIndex(Protocol):
-    dim: int
-
-    def __len__(self) -> int: ...
-
-    def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        """Insert or replace (upsert) rows; vectors are L2-normalised float32."""
-        ...
-
-    def remove(self, labels: np.ndarray) -> None: ...
-
-    def search(
-        self, query: np.ndarray, k: int, accept: Accept | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k accepted labels by cosine, descending: (labels int64, scores float32)."""
-        ...
-
-    def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """Exact cosine of the query with each label (nan for unknown labels)."""
-        ...
-
-    def vector(self, label: int) -> np.ndarray | None: ...
 
 
 class DenseVectors:
     """Exact search over a growable dense matrix. Thread-safe; readers take a snapshot."""
 
-    def __init__(self, dim: int = 384, capacity: int = 1024) -> None:
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
         self.dim = dim
         self._lock = threading.Lock()
         self._matrix = np.zeros((capacity, dim), dtype=np.float32)
@@ -89,16 +64,42 @@ class DenseVectors:
     def search(
         self, query: np.ndarray, k: int, accept: Accept | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Exact top-k. Scores views of the arrays outside the lock; a writer may reuse a
-        slot meanwhile, so the answer is kept only if none of its slots was written since
-        the snapshot (else retried, finally scored under the lock). Returned labels passed
-        ``accept`` and their scores are the cosines of their rows."""
+        """Exact top-k; returned labels passed ``accept`` and their scores are the cosines of
+        their rows (see ``_consistent``)."""
+        def pick(scores: np.ndarray, labels: np.ndarray) -> _Picked:
+            return _top_k(scores, labels, k, accept)
+
+        return self._consistent(query, pick)
+
+    def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
+        """Exact cosine of the query with every live accepted row: (labels, scores float32),
+        in slot order."""
+        def pick(scores: np.ndarray, labels: np.ndarray) -> _Picked:
+            slots, found = _accepted(labels, accept)
+            return slots, scores[slots].astype(np.float32), found
+
+        return self._consistent(query, pick)
+
+    def rows(self, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
+        """(labels ascending, a copy of their rows) of the live accepted rows."""
+        with self._lock:
+            slots, labels = _accepted(self._labels[: self._used].copy(), accept)
+            order = np.argsort(labels, kind="stable")
+            return labels[order], self._matrix[slots[order]]
+
+    def _consistent(
+        self, query: np.ndarray, pick: Callable[[np.ndarray, np.ndarray], _Picked]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``pick``(scores of every slot, slot labels) -> (slots, scores, labels), computed
+        on views of the arrays outside the lock. A writer may reuse a slot meanwhile, so the
+        answer is kept only if none of its slots was written since the snapshot (else retried,
+        finally scored under the lock)."""
         q = np.asarray(query, dtype=np.float32)
         for _ in range(_OPTIMISTIC_TRIES):
             with self._lock:
                 version, used = self._version, self._used
                 matrix, labels = self._matrix[:used], self._labels[:used]
-            slots, scores, found = _top_k(matrix @ q, labels, k, accept)
+            slots, scores, found = pick(matrix @ q, labels)
             with self._lock:
                 if not np.any(self._written[slots] > version):
                     return found, scores
@@ -106,17 +107,20 @@ class DenseVectors:
             used = self._used
             labels = self._labels[:used].copy()
             all_scores = self._matrix[:used] @ q
-        _, scores, found = _top_k(all_scores, labels, k, accept)
+        _, scores, found = pick(all_scores, labels)
         return found, scores
 
     def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        out = np.full(len(labels), np.nan, dtype=np.float32)
+        return self.rows_of(labels) @ np.asarray(query, dtype=np.float32)
+
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
+        """Copies of the rows of ``labels`` (n, dim); a row of nan for an unknown label."""
+        out = np.full((len(labels), self.dim), np.nan, dtype=np.float32)
         with self._lock:
             slots = [self._slot.get(label, -1) for label in labels.tolist()]
             found = [i for i, s in enumerate(slots) if s >= 0]
-            rows = self._matrix[[slots[i] for i in found]]
-        if found:
-            out[found] = rows @ np.asarray(query, dtype=np.float32)
+            if found:
+                out[found] = self._matrix[[slots[i] for i in found]]
         return out
 
     def vector(self, label: int) -> np.ndarray | None:
@@ -136,10 +140,8 @@ class DenseVectors:
         return self._used - 1
 
 
-def _top_k(
-    scores: np.ndarray, labels: np.ndarray, k: int, accept: Accept | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(slots, scores float32, labels) of the k best accepted live slots, descending.
+def _accepted(labels: np.ndarray, accept: Accept | None) -> tuple[np.ndarray, np.ndarray]:
+    """(slots, labels) of the live slots whose label ``accept`` takes.
 
     ``labels`` may be a view that writers change meanwhile (the caller then validates the
     slots): the live labels are copied once, ``accept`` sees that copy and the labels
@@ -150,6 +152,12 @@ def _top_k(
     if accept is not None:
         keep = np.flatnonzero(np.asarray(accept(live_labels), dtype=bool))
         live, live_labels = live[keep], live_labels[keep]
+    return live, live_labels
+
+
+def _top_k(scores: np.ndarray, labels: np.ndarray, k: int, accept: Accept | None) -> _Picked:
+    """(slots, scores float32, labels) of the k best accepted live slots, descending."""
+    live, live_labels = _accepted(labels, accept)
     k = min(k, len(live))
     if k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), np.zeros(

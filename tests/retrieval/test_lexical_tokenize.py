@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sidecar.retrieval.tokenize import STOP_WORDS, query_terms, tokenize
+from sidecar.retrieval.lexical.tokenize import STOP_WORDS, query_terms, tokenize
 
 
 def test_lowercase_unicode_and_punctuation() -> None:

@@ -1,0 +1,1 @@
+"""Fusion of the ranked lists of every retrieval source into one ranking."""

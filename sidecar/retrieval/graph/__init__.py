@@ -1,0 +1,1 @@
+"""Graph retrieval: expansion from seed memories along stored edges."""

@@ -1,0 +1,1 @@
+"""Lexical retrieval: BM25 over a tokenizer shared by documents and queries."""

@@ -1,0 +1,24 @@
+"""The lexical source: the best BM25 matches of the query text."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sidecar.retrieval.config import RetrievalConfig
+from sidecar.retrieval.fusion.contract import SourceContext
+from sidecar.retrieval.lexical.bm25 import BM25Index
+from sidecar.retrieval.stages import LEXICAL
+
+
+class LexicalSource:
+    name = LEXICAL
+
+    def __init__(self, index: BM25Index) -> None:
+        self.index = index
+
+    def weight(self, config: RetrievalConfig) -> float:
+        return config.lexical_weight
+
+    def search(self, ctx: SourceContext) -> np.ndarray:
+        labels, _ = self.index.search(ctx.query.text, ctx.query.search_limit, ctx.accept)
+        return labels

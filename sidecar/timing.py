@@ -1,0 +1,50 @@
+"""Wall-clock timing in whole microseconds: the one idiom for per-stage timings."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def now_ns() -> int:
+    return time.perf_counter_ns()
+
+
+def us_since(start_ns: int) -> int:
+    """Microseconds elapsed since ``start_ns`` (a ``now_ns()`` reading)."""
+    return (time.perf_counter_ns() - start_ns) // 1000
+
+
+def timed(func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> tuple[R, int]:
+    """``func(*args, **kwargs)`` and the microseconds it took (e.g. on a pool thread)."""
+    start = now_ns()
+    out = func(*args, **kwargs)
+    return out, us_since(start)
+
+
+class Clock:
+    """Named stage timings: ``lap(name)`` records the time since the previous lap."""
+
+    def __init__(self) -> None:
+        self.start = self.last = now_ns()
+        self.timings: dict[str, int] = {}
+
+    def since_lap(self) -> int:
+        return us_since(self.last)
+
+    def lap(self, name: str) -> None:
+        now = now_ns()
+        self.timings[name] = (now - self.last) // 1000
+        self.last = now
+
+    def record(self, name: str, us: int) -> None:
+        self.timings[name] = us
+
+    def done(self, name: str = "total") -> dict[str, int]:
+        """The timings, plus ``name`` = the time since the clock started."""
+        self.timings[name] = us_since(self.start)
+        return self.timings
