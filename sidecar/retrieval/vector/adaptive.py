@@ -9,8 +9,8 @@ search) and, once the live count reaches ``exact_threshold``, an hnswlib index u
   writes journalled and replayed before it goes live), while a write holds the hnsw index,
   and when a filter rejects so much that hnsw would have to scan a large part of the index,
   the exact path answers;
-- otherwise hnswlib answers (recall@50 >= 0.95 at the default ``hnsw_ef_search``, see
-  tests/retrieval/test_vector_recall.py and README "Vector index").
+- otherwise hnswlib answers (its recall floor against exact search is tested in
+  tests/retrieval/test_vector_recall.py; measured figures in docs/decisions/0006).
 
 Persistence (``persist``): ``save()`` writes ``DATA_DIR/vectors.hnsw`` + meta. It runs
 after a (re)build, in the background once ``save_every_changes`` rows changed and at least
