@@ -1,5 +1,5 @@
 """The ``[defaults.memory_injection]`` / ``[agents.memory_injection]`` section: one immutable
-snapshot of the memory-injection settings, each knob's meaning and range on its field."""
+version of the memory-injection settings, each knob's meaning and range on its field."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ validates and the configuration reference is generated. Nested dataclasses are s
 ``[retrieval.relation_multipliers]`` (one key per relation label) and ``[retrieval.vector]``
 (``VectorConfig``, the vector index).
 
-The engine reads the current snapshot on every search, so every knob is hot except those marked
+The engine reads the current config on every search, so every knob is hot except those marked
 ``restart=True`` (they build an index at start): a reload keeps their running value.
 """
 

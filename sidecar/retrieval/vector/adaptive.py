@@ -61,7 +61,7 @@ class AdaptiveVectorIndex:
         self._dense = BulkDenseVectors(dim)
         self._rng = np.random.default_rng(0)  # filter-rate samples
         self._hnsw: HnswVectors | None = None
-        self._write = threading.Lock()  # every add/remove, build hand-over, save snapshot
+        self._write = threading.Lock()  # every add/remove, build hand-over, save copy
         self._threads = threading.Lock()  # starting/joining the builder and saver
         self._journal: list[tuple[np.ndarray, np.ndarray | None]] | None = None
         self._builder: threading.Thread | None = None
@@ -266,7 +266,7 @@ class AdaptiveVectorIndex:
             if hnsw is None:
                 return False
             tmp = persist.write_file(hnsw, path)
-            labels, matrix = self._dense.snapshot()
+            labels, matrix = self._dense.copy_rows()
             self._unsaved = 0
             self._last_save = time.monotonic()
         meta = persist.commit(
@@ -300,8 +300,8 @@ class AdaptiveVectorIndex:
     # --- background build ------------------------------------------------------------------
 
     def _start_build(self, reason: str) -> None:
-        """Called with ``_write`` held: snapshot the rows, journal writes from now on."""
-        labels, matrix = self._dense.snapshot()
+        """Called with ``_write`` held: copy the rows, journal writes from now on."""
+        labels, matrix = self._dense.copy_rows()
         self._journal = []
         with self._threads:
             self._builder = threading.Thread(
