@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 
@@ -56,3 +57,8 @@ def render(pinned: Sequence[str], contextual: Sequence[str]) -> str:
     if contextual:
         sections.append("\n".join([CONTEXTUAL_HEADER, *contextual]))
     return BLOCK_PREFIX + "\n" + "\n\n".join(sections)
+
+
+def digest(block: str) -> str:
+    """What recognises a block given back in a history."""
+    return hashlib.sha256(block.encode()).hexdigest()[:16]

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from sidecar.config.injection import InjectionConfigSource
+from sidecar.config.injection import InjectionConfigSource, MemoryInjectionConfig
 from sidecar.embedding import Embedder
 from sidecar.injection import blocks
 from sidecar.injection.budget import apply_budget
+from sidecar.injection.channels import ChannelStates
 from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
+from sidecar.injection.history import Message
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
-from sidecar.injection.state import ChannelStates
+from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.tokens import TokenMemo
+from sidecar.injection.turns import next_turn
 from sidecar.injection.types import (
     SYSTEM_SOURCE,
+    Abandoned,
     Candidate,
     InjectedItem,
     Injection,
@@ -34,6 +39,9 @@ from sidecar.store.memories import MemoryRepo
 from sidecar.store.write_behind import WriteBehind
 
 log = logging.getLogger(__name__)
+
+# Whether the caller still waits for the reply (checked at the commit point).
+Alive = Callable[[], bool]
 
 
 def _us(start: int) -> int:
@@ -72,7 +80,16 @@ class Injector:
         log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
         return existed
 
-    def inject(self, request: InjectRequest) -> Injection:
+    def observe(self, channel_id: str, kept: list[Message], keep: int) -> list[int]:
+        """A history pruned for the channel: only the blocks it still holds stay in view.
+        Returns the turns of the channel's blocks released."""
+        digests = {blocks.digest(m.content) for m in kept if m.is_block}
+        return self.states.observe(channel_id, digests, keep)
+
+    def inject(self, request: InjectRequest, alive: Alive = lambda: True) -> Injection:
+        """Build the block of the channel's next turn and commit it, unless ``alive()`` is
+        false at the commit point (then :class:`Abandoned` is raised and nothing is recorded).
+        """
         start = time.perf_counter_ns()
         if request.source.strip().lower() == SYSTEM_SOURCE:
             return self._skip(request, start, "system_source", request.turn, InjectStats())
@@ -80,11 +97,13 @@ class Injector:
         state = self.states.get(request.channel_id)
         stats = InjectStats()
         with state.lock:
-            state.turn = request.turn or state.turn + 1
-            turn = state.turn
+            turn = next_turn(state.turn, request.turn)
+            if turn is None:
+                return self._retry(request, state.last, state.turn)
             if not config.enabled:
-                self.states.save_turn(state)
-                return self._skip(request, start, "disabled", turn, stats)
+                result = self._skip(request, start, "disabled", turn, stats)
+                self._commit(state, config, result, [], alive)
+                return result
             t = time.perf_counter_ns()
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever)
             contextual, stats.below_min_score = pool.candidates, pool.below_min_score
@@ -97,8 +116,9 @@ class Injector:
             candidates = pinned + contextual
             stats.candidates = len(candidates)
             t = time.perf_counter_ns()
-            deduped = dedup(candidates, state, turn, config.context_window_depth,
-                            config.semantic_threshold,
+            view = state.view(turn, config.max_injected_blocks_in_history,
+                              config.context_window_depth)
+            deduped = dedup(candidates, state, view, config.semantic_threshold,
                             lambda cooling: changed_since_injected(cooling, self.edges))
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
             stats.stages_us["dedup"] = _us(t)
@@ -118,25 +138,51 @@ class Injector:
                                 if c.section is Section.CONTEXTUAL]
             block = blocks.render(pinned_lines, contextual_lines)
             stats.stages_us["format"] = _us(t)
+            stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
+            stats.contextual_count = len(items) - stats.pinned_count
+            if items:
+                # Summed over memoised lines: a line recurs across turns (~0.35 ms a block).
+                stats.block_tokens = self.tokens.block(pinned_lines, contextual_lines)
+                result = Injection(block=block, items=items, stats=stats, skip_reason="",
+                                   turn=turn)
+            else:
+                result = self._skip(request, start, _why_empty(stats), turn, stats)
             t = time.perf_counter_ns()
-            chosen = [c for c, _ in budgeted.selected]
-            now = time.time_ns() // 1000
-            chosen_ids = [c.memory.id for c in chosen]
-            # State rows and the access record: one transaction, written after the reply.
-            self.states.commit(state, chosen_ids, [c.memory.version for c in chosen],
-                               _rows(chosen), now, config.context_window_depth,
-                               also=lambda: self.memories.touch(chosen_ids, now))
+            self._commit(state, config, result, [c for c, _ in budgeted.selected], alive)
             stats.stages_us["persist"] = _us(t)
-        stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
-        stats.contextual_count = len(items) - stats.pinned_count
-        if not items:
-            reason = _why_empty(stats)
-            return self._skip(request, start, reason, turn, stats)
-        # Summed over memoised lines: a line recurs across turns (~0.35 ms per block saved).
-        stats.block_tokens = self.tokens.block(pinned_lines, contextual_lines)
         stats.elapsed_us = _us(start)
-        self._trace(request, items, stats)
-        return Injection(block=block, items=items, stats=stats, skip_reason="", turn=turn)
+        if items:
+            self._trace(request, items, stats)
+        return result
+
+    def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
+                chosen: list[Candidate], alive: Alive) -> None:
+        """The commit point: the turn, the block's ids and the access records are recorded
+        only if the caller is still waiting for the reply."""
+        if not alive():
+            log.info("memory injection abandoned before commit: nothing recorded",
+                     extra={"channel": state.channel_id, "turn": result.turn})
+            raise Abandoned(f"turn {result.turn} of channel {state.channel_id} was not "
+                            "recorded: the call ended (deadline or cancel) before its reply")
+        now = time.time_ns() // 1000
+        chosen_ids = [c.memory.id for c in chosen]
+        entry = Committed(turn=result.turn, ids=chosen_ids,
+                          versions=[c.memory.version for c in chosen], embeddings=_rows(chosen),
+                          digest=blocks.digest(result.block) if chosen else "", reply=result,
+                          at_us=now)
+        # State rows and the access record: one transaction, written after the reply.
+        self.states.commit(state, entry, config.max_injected_blocks_in_history,
+                           config.context_window_depth,
+                           also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
+                           else None)
+
+    def _retry(self, request: InjectRequest, last: Injection | None, turn: int) -> Injection:
+        log.info("memory injection retry: the committed reply again",
+                 extra={"channel": request.channel_id, "turn": turn})
+        if last is None:  # committed before replies were kept
+            return Injection(block="", items=[], stats=InjectStats(), skip_reason="retry",
+                             turn=turn)
+        return last
 
     def _skip(self, request: InjectRequest, start: int, reason: str, turn: int,
               stats: InjectStats) -> Injection:
