@@ -11,7 +11,7 @@ import numpy as np
 
 from sidecar.config.injection import InjectionConfigSource, MemoryInjectionConfig
 from sidecar.embedding import Embedder
-from sidecar.injection import blocks
+from sidecar.injection import blocks, supersede
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.dedup import dedup
@@ -118,8 +118,11 @@ class Injector:
             t = time.perf_counter_ns()
             view = state.view(turn, config.max_injected_blocks_in_history,
                               config.context_window_depth)
+            candidates = supersede.resolve(candidates, state.ids_in(view), self.edges,
+                                           self.memories.get_many, self._embedding_of,
+                                           request.agent_id, pool.query)
             deduped = dedup(candidates, state, view, config.semantic_threshold,
-                            lambda cooling: changed_since_injected(cooling, self.edges))
+                            changed_since_injected)
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
             stats.stages_us["dedup"] = _us(t)
             t = time.perf_counter_ns()
@@ -175,6 +178,10 @@ class Injector:
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
                            else None)
+
+    def _embedding_of(self, memory_id: str) -> np.ndarray | None:
+        found = self.retriever.embedding_of(memory_id)
+        return found if found is not None else self.memories.embedding(memory_id)
 
     def _retry(self, request: InjectRequest, last: Injection | None, turn: int) -> Injection:
         log.info("memory injection retry: the committed reply again",

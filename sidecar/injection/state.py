@@ -88,6 +88,10 @@ class ChannelState:
         seen = self.injected.get(memory_id)
         return seen if seen is not None and seen.turn in view else None
 
+    def ids_in(self, view: frozenset[int]) -> set[str]:
+        """The memories the blocks in ``view`` carry."""
+        return {m for m, seen in self.injected.items() if seen.turn in view}
+
     def view_buffer(self, view: frozenset[int]) -> np.ndarray:
         """Embeddings of the memories carried by the blocks in ``view``."""
         if not self.buffer_turns or not view:

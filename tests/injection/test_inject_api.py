@@ -160,22 +160,6 @@ def test_updated_memory_comes_back_inside_window(serve: Serve) -> None:
     assert ids(inject(live, DB_QUESTION)) == []  # and now it cools down again
 
 
-def test_updates_edge_brings_target_back(serve: Serve) -> None:
-    live = serve()
-    old = put(live, DB_FACT)
-    related = put(live, "The billing service database has 12 tables.")
-    assert set(ids(inject(live, DB_QUESTION))) == {old.id, related.id}
-    new = put(live, "Billing is migrating off PostgreSQL to CockroachDB next quarter.")
-    live.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(
-        source_id=new.id, target_id=old.id, relation=m.RELATION_UPDATES)))
-    live.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(
-        source_id=new.id, target_id=related.id, relation=m.RELATION_RELATED_TO)))
-    reply = inject(live, DB_QUESTION)
-    by_id = {i.id: i for i in reply.items}
-    assert by_id[old.id].is_update
-    assert related.id not in by_id  # RELATED_TO does not lift the cooldown
-
-
 def test_pinned_section_and_sort(serve: Serve) -> None:
     live = serve(ambient_enabled=True, pinned_types=(MemoryType.TODO,), pinned_limit=2)
     put(live, "Renew the TLS certificate", m.MEMORY_TYPE_TODO)
@@ -347,17 +331,6 @@ def test_semantic_buffer_holds_only_blocks_in_view(serve: Serve) -> None:
     reply = inject(live, "When does the deploy pipeline run?")
     assert len(reply.items) == 1 and reply.stats.deduped_semantic == 1
     assert ids(reply)[0] in {first.id, para.id}
-
-
-def test_contradicts_edge_also_lifts_cooldown(serve: Serve) -> None:
-    live = serve()
-    old = put(live, DB_FACT)
-    inject(live, DB_QUESTION)
-    new = put(live, "Billing does not use PostgreSQL; it was always MySQL.")
-    live.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(
-        source_id=new.id, target_id=old.id, relation=m.RELATION_CONTRADICTS)))
-    by_id = {i.id: i for i in inject(live, DB_QUESTION).items}
-    assert by_id[old.id].is_update
 
 
 def test_pinned_from_vault_snapshot(serve: Serve) -> None:
