@@ -39,7 +39,7 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         else:
             max_keep = self.injector.config.injection_for(
                 request.agent_id).max_injected_blocks_in_history
-        pruned = prune_history(messages, max_keep)
+        pruned = prune_history(messages, max_keep, self.injector.is_block)
         released = (self.injector.observe(request.channel_id, pruned.messages, max_keep)
                     if request.channel_id.strip() else [])
         return injection_pb2.PruneHistoryResponse(
@@ -51,7 +51,8 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
     def RenderTranscript(
         self, request: injection_pb2.RenderTranscriptRequest, context: grpc.ServicerContext
     ) -> injection_pb2.RenderTranscriptResponse:
-        transcript = render_transcript(convert.messages(request.messages))
+        transcript = render_transcript(convert.messages(request.messages),
+                                       self.injector.is_block)
         return injection_pb2.RenderTranscriptResponse(
             transcript=transcript.text, blocks_skipped=transcript.blocks_skipped
         )

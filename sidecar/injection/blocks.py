@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 
@@ -15,11 +14,6 @@ CONTEXTUAL_HEADER = "[Relevant to this message]"
 # Anything that could be read as block structure when it starts a line of content.
 _HEADERS = (BLOCK_PREFIX, PINNED_HEADER, CONTEXTUAL_HEADER)
 _WHITESPACE = re.compile(r"\s+")
-
-
-def is_block(role_is_user: bool, content: str) -> bool:
-    """An injection block is a user message whose content starts with the prefix."""
-    return role_is_user and content.startswith(BLOCK_PREFIX)
 
 
 def single_line(content: str) -> str:
@@ -57,8 +51,3 @@ def render(pinned: Sequence[str], contextual: Sequence[str]) -> str:
     if contextual:
         sections.append("\n".join([CONTEXTUAL_HEADER, *contextual]))
     return BLOCK_PREFIX + "\n" + "\n\n".join(sections)
-
-
-def digest(block: str) -> str:
-    """What recognises a block given back in a history."""
-    return hashlib.sha256(block.encode()).hexdigest()[:16]

@@ -17,6 +17,7 @@ from sidecar.injection.channels import ChannelStates
 from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.history import Message
+from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import StateRepo
@@ -56,6 +57,7 @@ class Injector:
     edges: EdgeRepo
     config: InjectionConfigSource
     states: ChannelStates
+    signer: BlockSigner
     snapshot: SnapshotSource | None = None
     tokens: TokenMemo = field(init=False)
 
@@ -69,7 +71,7 @@ class Injector:
         return cls(embedder=embedder, retriever=retriever, memories=MemoryRepo(db),
                    edges=EdgeRepo(db), config=config,
                    states=ChannelStates(StateRepo(db), WriteBehind(db, name="injection-state")),
-                   snapshot=snapshot)
+                   signer=BlockSigner.open(db.path.parent), snapshot=snapshot)
 
     def close(self) -> None:
         """Write the state and access records still queued (the server calls it on stop)."""
@@ -83,8 +85,12 @@ class Injector:
     def observe(self, channel_id: str, kept: list[Message], keep: int) -> list[int]:
         """A history pruned for the channel: only the blocks it still holds stay in view.
         Returns the turns of the channel's blocks released."""
-        digests = {blocks.digest(m.content) for m in kept if m.is_block}
-        return self.states.observe(channel_id, digests, keep)
+        digests = {self.signer.mac_of(m.content) for m in kept}
+        return self.states.observe(channel_id, {d for d in digests if d}, keep)
+
+    def is_block(self, content: str) -> bool:
+        """A block this data dir's server gave out (its marker matches its text)."""
+        return self.signer.is_block(content)
 
     def inject(self, request: InjectRequest, alive: Alive = lambda: True) -> Injection:
         """Build the block of the channel's next turn and commit it, unless ``alive()`` is
@@ -131,7 +137,7 @@ class Injector:
             contents = {c.memory.id: blocks.clean(c.memory.content) for c in deduped.kept}
             lines = [_line(c, contents[c.memory.id]) for c in deduped.kept]
             budgeted = apply_budget(deduped.kept, lines, config.max_total, config.max_tokens,
-                                    self.tokens)
+                                    self.tokens, marker_tokens_max(self.tokens))
             stats.dropped_by_budget = budgeted.dropped
             stats.stages_us["budget"] = _us(t)
             t = time.perf_counter_ns()
@@ -139,13 +145,15 @@ class Injector:
             pinned_lines = [line for c, line in budgeted.selected if c.section is Section.PINNED]
             contextual_lines = [line for c, line in budgeted.selected
                                 if c.section is Section.CONTEXTUAL]
-            block = blocks.render(pinned_lines, contextual_lines)
+            block = self.signer.seal(blocks.render(pinned_lines, contextual_lines)) if items \
+                else ""
             stats.stages_us["format"] = _us(t)
             stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
             stats.contextual_count = len(items) - stats.pinned_count
             if items:
                 # Summed over memoised lines: a line recurs across turns (~0.35 ms a block).
-                stats.block_tokens = self.tokens.block(pinned_lines, contextual_lines)
+                stats.block_tokens = (self.tokens.block(pinned_lines, contextual_lines)
+                                      + self.embedder.count_tokens(block[block.rindex("\n") + 1:]))
                 result = Injection(block=block, items=items, stats=stats, skip_reason="",
                                    turn=turn)
             else:
@@ -171,7 +179,7 @@ class Injector:
         chosen_ids = [c.memory.id for c in chosen]
         entry = Committed(turn=result.turn, ids=chosen_ids,
                           versions=[c.memory.version for c in chosen], embeddings=_rows(chosen),
-                          digest=blocks.digest(result.block) if chosen else "", reply=result,
+                          digest=self.signer.mac_of(result.block) or "", reply=result,
                           at_us=now)
         # State rows and the access record: one transaction, written after the reply.
         self.states.commit(state, entry, config.max_injected_blocks_in_history,
