@@ -15,6 +15,12 @@ class MemoryInjectionConfig:
     # Cosine floor between the turn text and a contextual candidate: 0.25 keeps ~80% of
     # LongMemEval evidence turns and ~3% of unrelated turns (bench/cosine_floor.py, README).
     contextual_min_score: float = 0.25
+    # Relative floors (0 = off): keep a hit whose cosine >= relative_floor x the turn's best
+    # cosine OR whose fused score >= score_floor x the best fused score. 0.3 on the fused score
+    # drops 7% of the unrelated hits and no evidence on LongMemEval; any relative cosine floor
+    # costs evidence there (bench/relevance_floor.py, docs/injection.md).
+    relative_floor: float = 0.0
+    score_floor: float = 0.3
     semantic_threshold: float = 0.85
     context_window_depth: int = 10
     ambient_enabled: bool = False

@@ -101,6 +101,12 @@ INJECTION_RULES: dict[str, Rule] = {
     "enabled": Rule("Inject at all; false = Inject returns an empty block."),
     "search_limit": Rule("Most hybrid-search results considered per turn.", ge=1, le=1000),
     "contextual_min_score": unit("Cosine floor of a contextual (searched) candidate."),
+    "relative_floor": unit(
+        "Keep a contextual hit whose cosine is at least this x the turn's best cosine (or that "
+        "passes score_floor); 0 = off."),
+    "score_floor": unit(
+        "Keep a contextual hit whose fused score is at least this x the turn's best fused "
+        "score (or that passes relative_floor); 0 = off."),
     "semantic_threshold": unit(
         "Cosine at or above which a candidate duplicates something recently injected."),
     "context_window_depth": Rule(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sidecar.config.injection import MemoryInjectionConfig
+from sidecar.injection.floor import Floor, passes
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval.contract import Retriever, SearchQuery
@@ -67,7 +68,7 @@ class ContextualPool:
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
                     retriever: Retriever) -> ContextualPool:
-    """Search hits whose cosine to the text is at least ``contextual_min_score``.
+    """Search hits that clear the relevance floor (``sidecar.injection.floor``).
 
     The search embeds the text itself (overlapping its lexical half with the model); with
     the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
@@ -82,8 +83,9 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     ))
     pool: list[Candidate] = []
     below = 0
-    for hit in result.hits:
-        if hit.cosine < config.contextual_min_score:
+    floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor)
+    for hit, keep in zip(result.hits, passes(result.hits, floor), strict=True):
+        if not keep:
             below += 1
             continue
         embedding = retriever.embedding_of(hit.memory.id)
