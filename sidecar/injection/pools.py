@@ -10,10 +10,11 @@ import numpy as np
 
 from sidecar.config.injection import MemoryInjectionConfig
 from sidecar.injection.floor import Floor, passes
+from sidecar.injection.pinned import pinned_of_type
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval.contract import Retriever, SearchQuery
-from sidecar.store.memories import ListQuery, MemoryRepo
+from sidecar.store.memories import MemoryRepo
 
 # The vault's always-injected memories of an agent (canon, then active registers).
 SnapshotSource = Callable[[str], Sequence[Memory]]
@@ -24,9 +25,9 @@ def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
                 snapshot: SnapshotSource | None = None) -> list[Candidate]:
     """The pinned section (ambient only).
 
-    ``pinned_source = "types"``: per pinned type, ``pinned_limit`` memories in
-    ``pinned_sort`` order. ``"snapshot"``: the first ``pinned_limit`` memories of the
-    vault snapshot, in snapshot order.
+    ``pinned_source = "types"``: per pinned type, the first ``pinned_limit`` memories in the
+    order of ``sidecar.injection.pinned``. ``"snapshot"``: the first ``pinned_limit``
+    memories of the vault snapshot, in snapshot order.
     """
     if not config.ambient_enabled or config.pinned_limit <= 0:
         return []
@@ -39,12 +40,9 @@ def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
         return []
     pool: list[Candidate] = []
     for memory_type in config.pinned_types:
-        memories, _ = repo.list(ListQuery(
-            types=(memory_type,), agent_id=agent_id, sort=config.pinned_sort,
-            page_size=config.pinned_limit if agent_id else config.pinned_limit * 4,
-        ))
-        visible = [m for m in memories if m.visible_to(agent_id)][: config.pinned_limit]
-        pool.extend(_pinned(m, retriever, repo, query) for m in visible)
+        chosen = pinned_of_type(repo.db, memory_type, agent_id, config.pinned_sort,
+                                config.pinned_limit)
+        pool.extend(_pinned(m, retriever, repo, query) for m in chosen)
     return pool
 
 
