@@ -9,7 +9,8 @@ session sees the memories of the earlier ones. The store is padded with shared m
 in this process on the same texts, interleaved with the Inject calls so both see the same load.
 
 Run:  .venv/bin/python -m bench.replay_longmemeval            (writes bench/results/)
-      [--sizes 100000] [--query-max-tokens 128] [--long-text-tokens 1]   (config variants)
+      [--sizes 100000] [--query-max-tokens 128] [--long-text-tokens 1] [--score-floor 0]
+      (config variants)
 """
 
 from __future__ import annotations
@@ -51,10 +52,11 @@ STAGES = ("pinned", "search", "dedup", "budget", "format", "persist")
 @dataclass
 class Replay:
     turns: int = 0
-    duplicates: int = 0
+    duplicates: int = 0  # items carried by a block still in view (the K - 1 latest non-empty)
     updates: int = 0
     empty: int = 0
     items: list[int] = field(default_factory=list)
+    padding: list[int] = field(default_factory=list)  # items from other conversations
     tokens: list[int] = field(default_factory=list)
     inject_ms: list[float] = field(default_factory=list)
     server_ms: list[float] = field(default_factory=list)
@@ -173,27 +175,27 @@ def sidecar(data_dir: Path) -> Iterator[grpc.Channel]:
 
 
 def replay(channel: grpc.Channel, questions: list[dict[str, Any]], embedder: Embedder,
-           depth: int, query_max_tokens: int = 0) -> Replay:
+           keep: int, query_max_tokens: int = 0) -> Replay:
     inject = injection_pb2_grpc.MemoryInjectionStub(channel).Inject
     store = store_pb2_grpc.MemoryStoreStub(channel)
     out = Replay()
     for q in questions:
         qid = q["question_id"]
-        last: dict[str, int] = {}
+        blocks: list[set[str]] = []  # the question's non-empty blocks, oldest first
         sessions = sorted(zip(q["haystack_dates"], q["haystack_sessions"], strict=True),
                           key=lambda pair: pair[0])
         for _, session in sessions:
             for message in session:
                 if message["role"] != "user" or not message["content"].strip():
                     continue
-                _turn(inject, embedder, qid, message["content"], last, depth, out,
+                _turn(inject, embedder, qid, message["content"], blocks, keep, out,
                       query_max_tokens)
             out.stored += _import(store, qid, session)
     return out
 
 
-def _turn(inject: Any, embedder: Embedder, qid: str, text: str, last: dict[str, int],
-          depth: int, out: Replay, query_max_tokens: int = 0) -> None:
+def _turn(inject: Any, embedder: Embedder, qid: str, text: str, blocks: list[set[str]],
+          keep: int, out: Replay, query_max_tokens: int = 0) -> None:
     start = time.perf_counter()
     reply = inject(injection_pb2.InjectRequest(agent_id=qid, channel_id=qid, text=text,
                                                source="user"))
@@ -203,6 +205,7 @@ def _turn(inject: Any, embedder: Embedder, qid: str, text: str, last: dict[str, 
     out.embed_ms.append((time.perf_counter() - start) * 1000)
     out.turns += 1
     out.items.append(len(reply.items))
+    out.padding.append(sum(item.id.startswith("pad-") for item in reply.items))
     out.tokens.append(reply.stats.block_tokens)
     out.server_ms.append(reply.stats.elapsed_us / 1000)
     out.search_ms.append(reply.stats.stages.search_us / 1000)
@@ -211,13 +214,14 @@ def _turn(inject: Any, embedder: Embedder, qid: str, text: str, last: dict[str, 
     for name in STAGES:
         out.stages_ms.setdefault(name, []).append(getattr(stages, f"{name}_us") / 1000)
     out.empty += not reply.items
+    in_view = set().union(*blocks[len(blocks) - keep + 1:]) if keep > 1 else set()
     for item in reply.items:
-        seen = last.get(item.id)
         if item.is_update:
             out.updates += 1
-        elif seen is not None and reply.turn - seen <= depth:
+        elif item.id in in_view:
             out.duplicates += 1
-        last[item.id] = reply.turn
+    if reply.items:
+        blocks.append({item.id for item in reply.items})
 
 
 def _import(store: Any, qid: str, session: list[dict[str, Any]]) -> int:
@@ -247,16 +251,18 @@ def row(size: int, r: Replay) -> str:
     ratio = float(np.median(r.inject_ms) / np.median(r.embed_ms))
     rest = np.array(r.server_ms) - np.array(r.server_embed_ms) - np.array(r.search_ms)
     return (f"| {size:,} | {r.turns} | {r.duplicates} | {np.mean(r.items):.2f} | "
+            f"{np.mean(r.padding):.2f} | "
             f"{np.mean(r.tokens):.0f} | {pct(r.inject_ms)} | {pct(r.embed_ms)} | "
             f"{ratio:.2f}x | {pct(r.server_ms)} | {np.median(r.server_embed_ms):.1f} / "
             f"{np.median(r.search_ms):.1f} / {np.median(rest):.1f} |")
 
 
 HEADER = (
-    "| padding memories | user turns | duplicates in window | memories/turn | tokens/turn | "
+    "| padding memories | user turns | duplicates in view | memories/turn | "
+    "from other conversations/turn | tokens/turn | "
     "Inject p50 / p95 / p99 ms (gRPC) | bare embed p50 / p95 / p99 ms | p50 ratio | "
     "server elapsed p50 / p95 / p99 ms | server p50 ms: embed / search / rest |\n"
-    "|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -267,20 +273,25 @@ def main() -> None:
     parser.add_argument("--query-max-tokens", type=int, default=0,
                         help="[retrieval] query_max_tokens for the sidecar and the bare "
                              "embedding (0: the default, 256)")
+    parser.add_argument("--score-floor", type=float, default=-1.0,
+                        help="[memory_injection] score_floor for the sidecar (default: the "
+                             "config default; 0 = off, the floor before it existed)")
     parser.add_argument("--long-text-tokens", type=int, default=0,
                         help="[server] onnx_long_text_tokens for the sidecar and the bare "
                              "embedding (0: the default, 96)")
     args = parser.parse_args()
     toml, embedder = variant(args.long_text_tokens, args.query_max_tokens)
+    if args.score_floor >= 0:
+        toml += f"[defaults.memory_injection]\nscore_floor = {args.score_floor}\n"
     data = oracle()
     chosen = [q for q in data[:250] if len(q["haystack_sessions"]) >= 2][: args.questions]
     texts, vectors = real(data[250:], embedder)
-    depth = MemoryInjectionConfig().context_window_depth
+    keep = MemoryInjectionConfig().max_injected_blocks_in_history
     lines = [HEADER]
     for size in (int(s) for s in args.sizes.split(",")):
         with working_copy(padded_store(size, texts, vectors), toml) as data_dir, \
                 sidecar(data_dir) as channel:
-            result = replay(channel, chosen, embedder, depth, args.query_max_tokens)
+            result = replay(channel, chosen, embedder, keep, args.query_max_tokens)
         lines.append(row(size, result))
         print(lines[-1], f"(updates {result.updates}, empty turns {result.empty}, "
               f"replay memories stored {result.stored}); {stage_line(result)}", flush=True)
@@ -292,7 +303,8 @@ def main() -> None:
     if toml:
         notes += "; config: " + " ".join(toml.split())
     suffix = (f"_q{args.query_max_tokens}" if args.query_max_tokens else "") + (
-        f"_lt{args.long_text_tokens}" if args.long_text_tokens else "")
+        f"_lt{args.long_text_tokens}" if args.long_text_tokens else "") + (
+        f"_sf{args.score_floor}" if args.score_floor >= 0 else "")
     write_results(f"replay_longmemeval{suffix}", "\n".join(lines) + "\n" + notes)
     print("\n".join(lines) + "\n" + notes)
 

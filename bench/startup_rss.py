@@ -60,8 +60,8 @@ def measure(data: str, code_root: str) -> None:
 
     import sidecar
     from sidecar.api.server import create_server
+    from sidecar.api.server_config import ServerConfig
     from sidecar.app import App
-    from sidecar.config import ServerConfig
     from sidecar.embedding import Embedder, bundled_model_files
 
     embedder = Embedder(bundled_model_files())

@@ -15,7 +15,8 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.injection import Injector
-from sidecar.injection.state import ChannelStates
+from sidecar.injection.channels import ChannelStates
+from sidecar.injection.marker import BlockSigner
 from sidecar.injection.state_repo import StateRepo
 from sidecar.live import Live
 from sidecar.memory.service import MemoryService
@@ -76,7 +77,9 @@ class App:
         injector = Injector(
             embedder=embedder, retriever=retriever, memories=repos.memories, edges=repos.edges,
             config=live,
-            states=ChannelStates(StateRepo(db), WriteBehind(db, name="injection-state")),
+            states=ChannelStates(StateRepo(db), repos.memories.get_many,
+                                 WriteBehind(db, name="injection-state")),
+            signer=BlockSigner.open(Path(config.data_dir)),
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
         )
         log.info(

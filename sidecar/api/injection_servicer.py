@@ -9,7 +9,8 @@ from sidecar.api import injection_convert as convert
 from sidecar.api.status import grpc_errors
 from sidecar.errors import InvalidArgument
 from sidecar.injection.history import prune_history, render_transcript
-from sidecar.injection.pipeline import Injector
+from sidecar.injection.pipeline import Alive, Injector
+from sidecar.injection.types import Abandoned
 
 
 class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
@@ -20,7 +21,13 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
     def Inject(
         self, request: injection_pb2.InjectRequest, context: grpc.ServicerContext
     ) -> injection_pb2.InjectResponse:
-        return convert.inject_response(self.injector.inject(convert.inject_request(request)))
+        try:
+            result = self.injector.inject(convert.inject_request(request), _alive(context))
+        except Abandoned as gone:
+            expired = context.time_remaining() == 0
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED if expired
+                          else grpc.StatusCode.CANCELLED, str(gone))
+        return convert.inject_response(result)
 
     @grpc_errors
     def PruneHistory(
@@ -32,16 +39,20 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         else:
             max_keep = self.injector.config.get().injection_for(
                 request.agent_id).max_injected_blocks_in_history
-        pruned = prune_history(messages, max_keep)
+        pruned = prune_history(messages, max_keep, self.injector.is_block)
+        released = (self.injector.observe(request.channel_id, pruned.messages, max_keep)
+                    if request.channel_id.strip() else [])
         return injection_pb2.PruneHistoryResponse(
-            messages=convert.messages_to_pb(pruned.messages), removed_indices=pruned.removed
+            messages=convert.messages_to_pb(pruned.messages), removed_indices=pruned.removed,
+            released_turns=released,
         )
 
     @grpc_errors
     def RenderTranscript(
         self, request: injection_pb2.RenderTranscriptRequest, context: grpc.ServicerContext
     ) -> injection_pb2.RenderTranscriptResponse:
-        transcript = render_transcript(convert.messages(request.messages))
+        transcript = render_transcript(convert.messages(request.messages),
+                                       self.injector.is_block)
         return injection_pb2.RenderTranscriptResponse(
             transcript=transcript.text, blocks_skipped=transcript.blocks_skipped
         )
@@ -59,3 +70,14 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
 
     def close(self) -> None:
         self.injector.close()
+
+
+def _alive(context: grpc.ServicerContext) -> Alive:
+    """The caller still waits: not cancelled, deadline (if any) not passed. grpc reports a
+    passed deadline as 0 remaining, never negative."""
+
+    def alive() -> bool:
+        remaining = context.time_remaining()
+        return bool(context.is_active()) and (remaining is None or remaining > 0)
+
+    return alive

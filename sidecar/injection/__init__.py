@@ -3,7 +3,8 @@
 Also the history tools of the persistence ADR (Option D): PruneHistory, RenderTranscript.
 """
 
-from sidecar.injection.blocks import BLOCK_PREFIX, is_block
+from sidecar.injection.blocks import BLOCK_PREFIX
+from sidecar.injection.marker import BlockSigner
 from sidecar.injection.pipeline import Injector
 
-__all__ = ["BLOCK_PREFIX", "Injector", "is_block"]
+__all__ = ["BLOCK_PREFIX", "BlockSigner", "Injector"]

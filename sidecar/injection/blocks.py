@@ -16,11 +16,6 @@ _HEADERS = (BLOCK_PREFIX, PINNED_HEADER, CONTEXTUAL_HEADER)
 _WHITESPACE = re.compile(r"\s+")
 
 
-def is_block(role_is_user: bool, content: str) -> bool:
-    """An injection block is a user message whose content starts with the prefix."""
-    return role_is_user and content.startswith(BLOCK_PREFIX)
-
-
 def single_line(content: str) -> str:
     """Collapse every run of whitespace (newlines included) to one space and strip."""
     return _WHITESPACE.sub(" ", content).strip()

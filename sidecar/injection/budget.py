@@ -19,17 +19,18 @@ class Budgeted:
 
 
 def apply_budget(candidates: list[Candidate], lines: list[str], max_total: int,
-                 max_tokens: int, count_tokens: CountTokens) -> Budgeted:
+                 max_tokens: int, count_tokens: CountTokens, reserve: int = 0) -> Budgeted:
     """Keep candidates in order (pinned are first) while both caps hold.
 
     A candidate whose line would overflow ``max_tokens`` is dropped and the next, shorter
     one may still fit. Token counts are additive over lines because the block's separators
-    are whitespace, so the sum is the block's exact count.
+    are whitespace, so the sum is the block's exact count. ``reserve``: tokens set aside for
+    the block's marker line.
     """
     order = sorted(range(len(candidates)),
                    key=lambda i: 0 if candidates[i].section is Section.PINNED else 1)
     selected: list[tuple[Candidate, str]] = []
-    used = count_tokens(BLOCK_PREFIX) if max_tokens else 0
+    used = count_tokens(BLOCK_PREFIX) + reserve if max_tokens else 0
     if max_tokens and used > max_tokens:
         return Budgeted(selected=[], dropped=len(candidates))
     headers: set[Section] = set()

@@ -22,6 +22,14 @@ class MemoryInjectionConfig:
     # (docs/decisions/0001-cosine-floor.md, bench/cosine_floor.py).
     contextual_min_score: float = field(default=0.25, metadata=unit(
         "Cosine floor of a contextual (searched) candidate."))
+    # Relative floors, chosen on LongMemEval (bench/relevance_floor.py, docs/injection.md):
+    # a fused-score floor cut unrelated hits without losing evidence; a cosine one cost evidence.
+    relative_floor: float = field(default=0.0, metadata=unit(
+        "Keep a contextual hit whose cosine is at least this x the turn's best cosine (or "
+        "that passes score_floor); 0 = off."))
+    score_floor: float = field(default=0.3, metadata=unit(
+        "Keep a contextual hit whose fused score is at least this x the turn's best fused "
+        "score (or that passes relative_floor); 0 = off."))
     semantic_threshold: float = field(default=0.85, metadata=unit(
         "Cosine at or above which a candidate duplicates something recently injected."))
     context_window_depth: int = field(default=10, metadata=knob(

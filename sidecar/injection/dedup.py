@@ -1,6 +1,6 @@
-"""Dedup in the order of the design: (a) id in cooldown, (b) id already in this batch,
-(c) cosine above ``semantic_threshold`` against the channel's buffer or a candidate kept
-before it in this batch."""
+"""Dedup in the order of the design: (a) id in cooldown (carried by a block still in view),
+(b) id already in this batch, (c) cosine above ``semantic_threshold`` against the memories
+of the blocks in view or a candidate kept before it in this batch."""
 
 from __future__ import annotations
 
@@ -24,12 +24,13 @@ class Deduped:
     semantic: int
 
 
-def dedup(candidates: list[Candidate], state: ChannelState, turn: int, depth: int,
+def dedup(candidates: list[Candidate], state: ChannelState, view: frozenset[int],
           threshold: float, fresh: FreshCheck) -> Deduped:
-    """``candidates`` in priority order (pinned first, then by score); order is kept."""
+    """``candidates`` in priority order (pinned first, then by score); order is kept.
+    ``view``: the turns of the channel's blocks the agent still holds."""
     cooling: dict[str, tuple[Memory, Injected]] = {}
     for c in candidates:
-        seen = state.in_cooldown(c.memory.id, turn, depth)
+        seen = state.in_view(c.memory.id, view)
         if seen is not None:
             cooling[c.memory.id] = (c.memory, seen)
     updated = fresh(cooling) if cooling else set()
@@ -47,7 +48,7 @@ def dedup(candidates: list[Candidate], state: ChannelState, turn: int, depth: in
             survivors.append(replace(c, is_update=True) if mid in updated else c)
     if not survivors:
         return Deduped(kept=[], by_id=by_id, semantic=0)
-    keep = _semantic_keep(survivors, state.live_buffer(turn, depth), threshold)
+    keep = _semantic_keep(survivors, state.view_buffer(view), threshold)
     kept = [c for c, k in zip(survivors, keep, strict=True) if k]
     return Deduped(kept=kept, by_id=by_id, semantic=len(survivors) - len(kept))
 

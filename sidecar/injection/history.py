@@ -1,14 +1,19 @@
 """History tools of the persistence ADR (Option D): prune old blocks, render a transcript.
 
-Pure functions over ``(role, content)`` messages; linear in the history length.
+Pure functions over ``(role, content)`` messages; linear in the history length. A message is
+an injection block when ``is_block(content)`` says so (the server checks the block's marker,
+whatever the role).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from sidecar.injection.blocks import BLOCK_PREFIX, is_block
+from sidecar.injection.blocks import BLOCK_PREFIX
+
+IsBlock = Callable[[str], bool]
 
 _DEFUSED = "(" + BLOCK_PREFIX[1:-1] + ")"
 
@@ -33,10 +38,6 @@ class Message:
     role: Role
     content: str
 
-    @property
-    def is_block(self) -> bool:
-        return is_block(self.role is Role.USER, self.content)
-
 
 @dataclass(frozen=True, slots=True)
 class Pruned:
@@ -50,7 +51,7 @@ class Transcript:
     blocks_skipped: int
 
 
-def prune_history(messages: list[Message], max_keep: int) -> Pruned:
+def prune_history(messages: list[Message], max_keep: int, is_block: IsBlock) -> Pruned:
     """Remove injection blocks to make room for the incoming one.
 
     ``max_keep`` 0 removes every block (ephemeral mode). Otherwise, when there are at least
@@ -59,7 +60,7 @@ def prune_history(messages: list[Message], max_keep: int) -> Pruned:
     """
     if max_keep < 0:
         raise ValueError("max_keep must be >= 0")
-    blocks = [i for i, message in enumerate(messages) if message.is_block]
+    blocks = [i for i, message in enumerate(messages) if is_block(message.content)]
     if max_keep == 0:
         removed = blocks
     elif len(blocks) >= max_keep:
@@ -73,16 +74,16 @@ def prune_history(messages: list[Message], max_keep: int) -> Pruned:
     return Pruned(messages=kept, removed=removed)
 
 
-def render_transcript(messages: list[Message]) -> Transcript:
+def render_transcript(messages: list[Message], is_block: IsBlock) -> Transcript:
     """``User: ...`` / ``Assistant: ...`` / ``System: ...`` / ``Tool: ...`` lines, blocks left out.
 
-    The block prefix quoted inside an ordinary message is written ``(Context from memory)``,
-    so the transcript never contains it.
+    The block prefix inside an ordinary message (quoted, or a forged or edited block) is
+    written ``(Context from memory)``, so the transcript never contains a live header.
     """
     lines: list[str] = []
     skipped = 0
     for message in messages:
-        if message.is_block:
+        if is_block(message.content):
             skipped += 1
             continue
         # The prefix quoted inside a message is defused so the compactor never sees it.

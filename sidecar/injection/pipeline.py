@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sidecar.embedding import Embedder
-from sidecar.injection import blocks
+from sidecar.injection import blocks, supersede
 from sidecar.injection.budget import apply_budget
+from sidecar.injection.channels import ChannelStates
+from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
+from sidecar.injection.history import Message
+from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
-from sidecar.injection.state import ChannelStates
+from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.tokens import TokenMemo
+from sidecar.injection.turns import next_turn
 from sidecar.injection.types import (
     SYSTEM_SOURCE,
+    Abandoned,
     Candidate,
     InjectedItem,
     Injection,
@@ -37,6 +44,9 @@ if TYPE_CHECKING:  # sidecar.config registers this package's config: import it l
 
 log = logging.getLogger(__name__)
 
+# Whether the caller still waits for the reply (checked at the commit point).
+Alive = Callable[[], bool]
+
 
 @dataclass
 class Injector:
@@ -46,6 +56,7 @@ class Injector:
     edges: EdgeRepo
     config: Live[Config]  # the running config file; each Inject reads its agent's section
     states: ChannelStates
+    signer: BlockSigner
     snapshot: SnapshotSource | None = None
     tokens: TokenMemo = field(init=False)
 
@@ -61,7 +72,20 @@ class Injector:
         log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
         return existed
 
-    def inject(self, request: InjectRequest) -> Injection:
+    def observe(self, channel_id: str, kept: list[Message], keep: int) -> list[int]:
+        """A history pruned for the channel: only the blocks it still holds stay in view.
+        Returns the turns of the channel's blocks released."""
+        digests = {self.signer.mac_of(m.content) for m in kept}
+        return self.states.observe(channel_id, {d for d in digests if d}, keep)
+
+    def is_block(self, content: str) -> bool:
+        """A block this data dir's server gave out (its marker matches its text)."""
+        return self.signer.is_block(content)
+
+    def inject(self, request: InjectRequest, alive: Alive = lambda: True) -> Injection:
+        """Build the block of the channel's next turn and commit it, unless ``alive()`` is
+        false at the commit point (then :class:`Abandoned` is raised and nothing is recorded).
+        """
         start = now_ns()
         if request.source.strip().lower() == SYSTEM_SOURCE:
             return self._skip(request, start, "system_source", request.turn, InjectStats())
@@ -69,11 +93,13 @@ class Injector:
         state = self.states.get(request.channel_id)
         stats = InjectStats()
         with state.lock:
-            state.turn = request.turn or state.turn + 1
-            turn = state.turn
+            turn = next_turn(state.turn, request.turn)
+            if turn is None:
+                return self._retry(request, state.last, state.turn)
             if not config.enabled:
-                self.states.save_turn(state)
-                return self._skip(request, start, "disabled", turn, stats)
+                result = self._skip(request, start, "disabled", turn, stats)
+                self._commit(state, config, result, [], alive)
+                return result
             t = now_ns()
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever)
             contextual, stats.below_min_score = pool.candidates, pool.below_min_score
@@ -86,9 +112,13 @@ class Injector:
             candidates = pinned + contextual
             stats.candidates = len(candidates)
             t = now_ns()
-            deduped = dedup(candidates, state, turn, config.context_window_depth,
-                            config.semantic_threshold,
-                            lambda cooling: changed_since_injected(cooling, self.edges))
+            view = state.view(turn, config.max_injected_blocks_in_history,
+                              config.context_window_depth)
+            candidates = supersede.resolve(candidates, state.ids_in(view), self.edges,
+                                           self.memories.get_many, self._embedding_of,
+                                           request.agent_id, pool.query)
+            deduped = dedup(candidates, state, view, config.semantic_threshold,
+                            changed_since_injected)
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
             stats.stages_us["dedup"] = us_since(t)
             t = now_ns()
@@ -97,7 +127,7 @@ class Injector:
             contents = {c.memory.id: blocks.clean(c.memory.content) for c in deduped.kept}
             lines = [_line(c, contents[c.memory.id]) for c in deduped.kept]
             budgeted = apply_budget(deduped.kept, lines, config.max_total, config.max_tokens,
-                                    self.tokens)
+                                    self.tokens, marker_tokens_max(self.tokens))
             stats.dropped_by_budget = budgeted.dropped
             stats.stages_us["budget"] = us_since(t)
             t = now_ns()
@@ -105,27 +135,61 @@ class Injector:
             pinned_lines = [line for c, line in budgeted.selected if c.section is Section.PINNED]
             contextual_lines = [line for c, line in budgeted.selected
                                 if c.section is Section.CONTEXTUAL]
-            block = blocks.render(pinned_lines, contextual_lines)
+            block = self.signer.seal(blocks.render(pinned_lines, contextual_lines)) if items \
+                else ""
             stats.stages_us["format"] = us_since(t)
+            stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
+            stats.contextual_count = len(items) - stats.pinned_count
+            if items:
+                # Summed over memoised lines: a line recurs across turns (~0.35 ms a block).
+                stats.block_tokens = (self.tokens.block(pinned_lines, contextual_lines)
+                                      + self.embedder.count_tokens(block[block.rindex("\n") + 1:]))
+                result = Injection(block=block, items=items, stats=stats, skip_reason="",
+                                   turn=turn)
+            else:
+                result = self._skip(request, start, _why_empty(stats), turn, stats)
             t = now_ns()
-            chosen = [c for c, _ in budgeted.selected]
-            now = time.time_ns() // 1000
-            chosen_ids = [c.memory.id for c in chosen]
-            # State rows and the access record: one transaction, written after the reply.
-            self.states.commit(state, chosen_ids, [c.memory.version for c in chosen],
-                               _rows(chosen, self.embedder.dim), now, config.context_window_depth,
-                               also=lambda: self.memories.touch(chosen_ids, now))
+            self._commit(state, config, result, [c for c, _ in budgeted.selected], alive)
             stats.stages_us["persist"] = us_since(t)
-        stats.pinned_count = sum(1 for i in items if i.section is Section.PINNED)
-        stats.contextual_count = len(items) - stats.pinned_count
-        if not items:
-            reason = _why_empty(stats)
-            return self._skip(request, start, reason, turn, stats)
-        # Summed over memoised lines: a line recurs across turns, so it is tokenized once.
-        stats.block_tokens = self.tokens.block(pinned_lines, contextual_lines)
         stats.elapsed_us = us_since(start)
-        self._trace(request, items, stats)
-        return Injection(block=block, items=items, stats=stats, skip_reason="", turn=turn)
+        if items:
+            self._trace(request, items, stats)
+        return result
+
+    def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
+                chosen: list[Candidate], alive: Alive) -> None:
+        """The commit point: the turn, the block's ids and the access records are recorded
+        only if the caller is still waiting for the reply."""
+        if not alive():
+            log.info("memory injection abandoned before commit: nothing recorded",
+                     extra={"channel": state.channel_id, "turn": result.turn})
+            raise Abandoned(f"turn {result.turn} of channel {state.channel_id} was not "
+                            "recorded: the call ended (deadline or cancel) before its reply")
+        now = time.time_ns() // 1000
+        chosen_ids = [c.memory.id for c in chosen]
+        entry = Committed(turn=result.turn, ids=chosen_ids,
+                          versions=[c.memory.version for c in chosen],
+                          embeddings=_rows(chosen, self.embedder.dim),
+                          digest=self.signer.mac_of(result.block) or "", reply=result,
+                          at_us=now)
+        self.retriever.established(chosen_ids)  # the pinned order prefers these from now on
+        # State rows and the access record: one transaction, written after the reply.
+        self.states.commit(state, entry, config.max_injected_blocks_in_history,
+                           config.context_window_depth,
+                           also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
+                           else None)
+
+    def _embedding_of(self, memory_id: str) -> np.ndarray | None:
+        found = self.retriever.embedding_of(memory_id)
+        return found if found is not None else self.memories.embedding(memory_id)
+
+    def _retry(self, request: InjectRequest, last: Injection | None, turn: int) -> Injection:
+        log.info("memory injection retry: the committed reply again",
+                 extra={"channel": request.channel_id, "turn": turn})
+        if last is None:  # committed before replies were kept
+            return Injection(block="", items=[], stats=InjectStats(), skip_reason="retry",
+                             turn=turn)
+        return last
 
     def _skip(self, request: InjectRequest, start: int, reason: str, turn: int,
               stats: InjectStats) -> Injection:

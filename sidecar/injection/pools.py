@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.injection.floor import Floor, passes
+from sidecar.injection.pinned import pinned_of_type
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval import stages
@@ -24,9 +26,9 @@ def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
                 snapshot: SnapshotSource | None = None) -> list[Candidate]:
     """The pinned section (ambient only).
 
-    ``pinned_source = "types"``: per pinned type, ``pinned_limit`` memories in
-    ``pinned_sort`` order. ``"snapshot"``: the first ``pinned_limit`` memories of the
-    vault snapshot, in snapshot order.
+    ``pinned_source = "types"``: per pinned type, the first ``pinned_limit`` memories in the
+    order of ``sidecar.injection.pinned``. ``"snapshot"``: the first ``pinned_limit``
+    memories of the vault snapshot, in snapshot order.
     """
     if not config.ambient_enabled or config.pinned_limit <= 0:
         return []
@@ -38,10 +40,10 @@ def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
     if not config.pinned_types:
         return []
     pool: list[Candidate] = []
-    by_importance = config.pinned_sort == "importance"
     for memory_type in config.pinned_types:
-        visible = retriever.top(agent_id, memory_type, by_importance, config.pinned_limit)
-        pool.extend(_pinned(m, retriever, repo, query) for m in visible)
+        chosen = pinned_of_type(retriever.members(agent_id, memory_type), config.pinned_sort,
+                                config.pinned_limit)
+        pool.extend(_pinned(m, retriever, repo, query) for m in chosen)
     return pool
 
 
@@ -65,7 +67,7 @@ class ContextualPool:
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
                     retriever: Retriever) -> ContextualPool:
-    """Search hits whose cosine to the text is at least ``contextual_min_score``.
+    """Search hits that clear the relevance floor (``sidecar.injection.floor``).
 
     The search embeds the text itself (overlapping its lexical half with the model); with
     the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
@@ -79,8 +81,9 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     ))
     pool: list[Candidate] = []
     below = 0
-    for hit in result.hits:
-        if hit.cosine < config.contextual_min_score:
+    floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor)
+    for hit, keep in zip(result.hits, passes(result.hits, floor), strict=True):
+        if not keep:
             below += 1
             continue
         embedding = hit.embedding

@@ -1,204 +1,134 @@
-"""Per-channel injection state: turn counter, injected ids with their turn, semantic buffer.
+"""Per-channel injection state: the last committed turn, the blocks the agent still holds,
+the ids each of them carried, and their embeddings (the semantic buffer).
 
-Kept in memory for speed; ``ChannelStates`` loads a channel from the repository on first use
-and hands every change to a ``Writer`` (write-behind in the server: SQLite is written after the
-reply), so a restart keeps what the conversation already holds. The memory copy is always the
-authority; reads of SQLite (a channel loaded, a reset) wait for that channel's queued writes.
-Never reset on compaction; only ``reset`` (a new conversation) clears a channel.
+A memory is "already seen" only while a block that carried it is in the agent's history
+(``view``). Kept in memory for speed; ``ChannelStates`` (``sidecar.injection.channels``)
+loads a channel from SQLite on first use and writes every change through a ``Writer``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from sidecar.injection.state_repo import BufferRow, InjectedRow, StateRepo
-from sidecar.store.write_behind import Writer, WriteThrough
+from sidecar.injection.types import Injection
 
-# The semantic buffer is pruned by turn age (context_window_depth) and also bounded in size.
+# The semantic buffer is bounded in rows whatever the number of blocks held.
 BUFFER_MAX = 512
-# Channels kept in memory (least recently used beyond this are dropped; SQLite has them).
-MAX_CACHED_CHANNELS = 1024
 
 
 @dataclass(frozen=True, slots=True)
 class Injected:
-    """When and in which version a memory was last injected in a channel."""
+    """When (the turn of its latest block) and in which version a memory was injected."""
 
     turn: int
     version: int
     at_us: int
 
 
+@dataclass(frozen=True, slots=True)
+class Block:
+    """A non-empty block given to the agent: its turn and the digest that recognises it."""
+
+    turn: int
+    digest: str
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """What one Inject records: the block's ids (empty block: none) and the reply itself."""
+
+    turn: int
+    ids: list[str]
+    versions: list[int]
+    embeddings: np.ndarray
+    digest: str
+    reply: Injection
+    at_us: int
+
+
+def held_turns(blocks: list[Block], turn: int, keep: int | None, depth: int,
+               incoming: bool) -> frozenset[int]:
+    """Turns of the blocks the agent holds at ``turn``.
+
+    ``incoming``: the block of ``turn`` is about to be added and counts toward ``keep``
+    (PruneHistory's ``max_keep`` counts it), so ``keep - 1`` earlier blocks remain. ``keep``
+    None: blocks are never pruned, and ``depth`` turns bound the view instead.
+    """
+    if keep is None:
+        return frozenset(b.turn for b in blocks if turn - b.turn <= depth)
+    room = keep - 1 if incoming else keep
+    if room <= 0:
+        return frozenset()
+    return frozenset(b.turn for b in blocks[-room:])
+
+
 @dataclass(slots=True)
 class ChannelState:
     channel_id: str
-    turn: int = 0
+    turn: int = 0  # the last committed turn
     injected: dict[str, Injected] = field(default_factory=dict)
+    blocks: list[Block] = field(default_factory=list)  # held, oldest first
+    keep: int | None = None  # blocks the agent keeps, as its last PruneHistory said
+    last: Injection | None = None  # the reply of ``turn``: a retry gets it again
     buffer_ids: list[str] = field(default_factory=list)
     buffer_turns: list[int] = field(default_factory=list)
     # Rows of the injected memories' embeddings; (0, 0) until the first one.
     buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def in_cooldown(self, memory_id: str, turn: int, depth: int) -> Injected | None:
-        """The injection record when ``memory_id`` was injected within the last ``depth`` turns."""
+    def view(self, turn: int, keep: int | None, depth: int) -> frozenset[int]:
+        """Turns of the earlier blocks still in view when the block of ``turn`` is built."""
+        return held_turns(self.blocks, turn, self.keep if self.keep is not None else keep,
+                          depth, incoming=True)
+
+    def in_view(self, memory_id: str, view: frozenset[int]) -> Injected | None:
+        """The injection record when a block carrying ``memory_id`` is in ``view``."""
         seen = self.injected.get(memory_id)
-        if seen is None or turn - seen.turn > depth:
-            return None
-        return seen
+        return seen if seen is not None and seen.turn in view else None
 
-    def live_buffer(self, turn: int, depth: int) -> np.ndarray:
-        """Buffer rows injected within the last ``depth`` turns."""
-        if not self.buffer_turns:
+    def ids_in(self, view: frozenset[int]) -> set[str]:
+        """The memories the blocks in ``view`` carry."""
+        return {m for m, seen in self.injected.items() if seen.turn in view}
+
+    def view_buffer(self, view: frozenset[int]) -> np.ndarray:
+        """Embeddings of the memories carried by the blocks in ``view``."""
+        if not self.buffer_turns or not view:
             return self.buffer[:0]
-        turns = np.asarray(self.buffer_turns)
-        return self.buffer[turn - turns <= depth]
+        mask = np.fromiter((t in view for t in self.buffer_turns), dtype=np.bool_,
+                           count=len(self.buffer_turns))
+        return self.buffer[mask]
 
-    def record(self, memory_ids: list[str], versions: list[int], embeddings: np.ndarray,
-               turn: int, now_us: int, depth: int) -> bool:
-        """Add injected memories; drop entries older than ``depth`` turns or beyond the bound.
+    def record(self, entry: Committed, keep: int | None, depth: int) -> bool:
+        """Commit ``entry`` and forget blocks the agent no longer holds.
 
-        Returns whether anything was dropped (SQLite holds the same rows, so it needs the
-        same prune only then)."""
-        for memory_id, version in zip(memory_ids, versions, strict=True):
-            self.injected[memory_id] = Injected(turn=turn, version=version, at_us=now_us)
-        if memory_ids:
-            rows = embeddings.astype(np.float32, copy=False)
+        Returns whether rows were dropped (SQLite then needs the same prune)."""
+        self.turn, self.last = entry.turn, entry.reply
+        for memory_id, version in zip(entry.ids, entry.versions, strict=True):
+            self.injected[memory_id] = Injected(entry.turn, version, entry.at_us)
+        if entry.ids:
+            self.blocks.append(Block(entry.turn, entry.digest))
+            rows = entry.embeddings.astype(np.float32, copy=False)
             self.buffer = np.vstack([self.buffer, rows]) if len(self.buffer) else rows.copy()
-            self.buffer_ids.extend(memory_ids)
-            self.buffer_turns.extend([turn] * len(memory_ids))
-        return self._prune(turn, depth)
+            self.buffer_ids.extend(entry.ids)
+            self.buffer_turns.extend([entry.turn] * len(entry.ids))
+        keep = self.keep if self.keep is not None else keep
+        return self.retain(held_turns(self.blocks, entry.turn, keep, depth, incoming=False))
 
-    def _prune(self, turn: int, depth: int) -> bool:
-        old = [m for m, seen in self.injected.items() if turn - seen.turn > depth]
-        for memory_id in old:
-            del self.injected[memory_id]
-        stale = [i for i, t in enumerate(self.buffer_turns) if turn - t > depth]
-        overflow = max(0, len(self.buffer_turns) - len(stale) - BUFFER_MAX)
-        if not stale and not overflow:
-            return bool(old)
-        drop = set(stale)
-        fresh = [i for i in range(len(self.buffer_turns)) if i not in drop]
-        drop.update(fresh[:overflow])  # oldest first
-        keep = [i for i in range(len(self.buffer_turns)) if i not in drop]
-        self.buffer = self.buffer[keep]
-        self.buffer_ids = [self.buffer_ids[i] for i in keep]
-        self.buffer_turns = [self.buffer_turns[i] for i in keep]
-        return True
-
-
-class ChannelStates:
-    """All channels: loaded lazily from the repository, every change handed to the writer."""
-
-    def __init__(self, repo: StateRepo, writer: Writer | None = None,
-                 max_cached: int = MAX_CACHED_CHANNELS) -> None:
-        self.repo = repo
-        self.writer = writer if writer is not None else WriteThrough(repo.db)
-        self.max_cached = max_cached
-        self._channels: OrderedDict[str, ChannelState] = OrderedDict()
-        self._lock = threading.Lock()
-        self._pending: dict[str, int] = {}  # channel -> writes queued, not yet run
-        self._pending_lock = threading.Lock()
-
-    def get(self, channel_id: str) -> ChannelState:
-        with self._lock:
-            state = self._channels.get(channel_id)
-            if state is None:
-                state = self._load(channel_id)
-                self._channels[channel_id] = state
-                self._evict()
-            else:
-                self._channels.move_to_end(channel_id)
-            return state
-
-    def _evict(self) -> None:
-        """Drop least recently used idle channels beyond the cap (they are all persisted)."""
-        for channel_id in list(self._channels)[: max(0, len(self._channels) - self.max_cached)]:
-            if not self._channels[channel_id].lock.locked():
-                del self._channels[channel_id]
-
-    def _load(self, channel_id: str) -> ChannelState:
-        self._settle(channel_id)  # an evicted channel may still have writes queued
-        saved = self.repo.load(channel_id)
-        state = ChannelState(channel_id=channel_id)
-        if saved is None:
-            return state
-        state.turn = saved.turn
-        state.injected = {
-            r.memory_id: Injected(turn=r.turn, version=r.version, at_us=r.at_us)
-            for r in saved.injected
-        }
-        if saved.buffer:
-            state.buffer = np.vstack([r.embedding for r in saved.buffer]).astype(np.float32)
-            state.buffer_ids = [r.memory_id for r in saved.buffer]
-            state.buffer_turns = [r.turn for r in saved.buffer]
-        return state
-
-    def save_turn(self, state: ChannelState) -> None:
-        channel_id, turn = state.channel_id, state.turn
-        self._submit(channel_id,
-                     lambda: self.repo.save(channel_id, turn, [], [], prune_before=None))
-
-    def commit(self, state: ChannelState, memory_ids: list[str], versions: list[int],
-               embeddings: np.ndarray, now_us: int, depth: int,
-               also: Callable[[], None] | None = None) -> None:
-        """Record what survived the budget at ``state.turn``: in memory now, in SQLite through
-        the writer (with ``also``, in the same transaction).
-
-        SQLite mirrors the in-memory rows (loaded from it, changed only here), so its prune
-        runs only when the in-memory one dropped something: most turns skip three DELETEs."""
-        pruned = state.record(memory_ids, versions, embeddings, state.turn, now_us, depth)
-        channel_id, turn = state.channel_id, state.turn
-        rows = [InjectedRow(m, turn, v, now_us) for m, v in zip(memory_ids, versions,
-                                                                 strict=True)]
-        buffer = [BufferRow(m, turn, embeddings[i]) for i, m in enumerate(memory_ids)]
-        prune_before = turn - depth if pruned else None
-
-        def write() -> None:
-            self.repo.save(channel_id, turn, rows, buffer, prune_before=prune_before,
-                           buffer_max=BUFFER_MAX)
-            if also is not None:
-                also()
-
-        self._submit(channel_id, write)
-
-    def _submit(self, channel_id: str, write: Callable[[], None]) -> None:
-        with self._pending_lock:
-            self._pending[channel_id] = self._pending.get(channel_id, 0) + 1
-
-        def job() -> None:
-            try:
-                write()
-            finally:  # still inside the writer's transaction: readers wait for its commit
-                with self._pending_lock:
-                    left = self._pending.pop(channel_id) - 1
-                    if left:
-                        self._pending[channel_id] = left
-
-        self.writer.submit(job)
-
-    def _settle(self, channel_id: str) -> None:
-        """Wait for the channel's queued writes (a new or idle channel has none: no wait)."""
-        with self._pending_lock:
-            pending = channel_id in self._pending
-        if pending:
-            self.writer.flush()
-
-    def reset(self, channel_id: str) -> bool:
-        with self._lock:
-            had = self._channels.pop(channel_id, None)
-            if had is None:
-                self._settle(channel_id)
-                return self.repo.delete(channel_id)
-            with had.lock:  # let an Inject in flight on this channel finish first
-                self._settle(channel_id)
-                return self.repo.delete(channel_id)
-
-    def close(self) -> None:
-        """Write everything still queued."""
-        self.writer.close()
+    def retain(self, turns: frozenset[int]) -> bool:
+        """Keep only the blocks of ``turns`` (and their ids and buffer rows)."""
+        before = (len(self.blocks), len(self.injected), len(self.buffer_turns))
+        self.blocks = [b for b in self.blocks if b.turn in turns]
+        keep = [i for i, t in enumerate(self.buffer_turns) if t in turns]
+        # An id whose latest block went but an earlier held one carried it stays, at that turn.
+        held = {self.buffer_ids[i]: self.buffer_turns[i] for i in keep}
+        self.injected = {m: s if s.turn in turns else Injected(held[m], s.version, s.at_us)
+                         for m, s in self.injected.items() if s.turn in turns or m in held}
+        keep = keep[max(0, len(keep) - BUFFER_MAX):]  # bounded, oldest out first
+        if len(keep) != len(self.buffer_turns):
+            self.buffer = self.buffer[keep]
+            self.buffer_ids = [self.buffer_ids[i] for i in keep]
+            self.buffer_turns = [self.buffer_turns[i] for i in keep]
+        return before != (len(self.blocks), len(self.injected), len(self.buffer_turns))

@@ -1,13 +1,36 @@
-"""SQLite rows of the per-channel injection state (tables of migration 2)."""
+"""SQLite rows of the per-channel injection state.
+
+``injection_channels``, ``injection_ids`` and ``injection_buffer`` come from the store's
+migrations; ``injection_blocks`` (the blocks a channel's agent holds) and
+``injection_replies`` (the last committed reply, the keep a PruneHistory reported) are
+created here, if absent, when the repository opens.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
 
+from sidecar.injection.state import BUFFER_MAX
 from sidecar.store.db import Database
 from sidecar.store.memories import blob_to_embedding, embedding_to_blob
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS injection_blocks (
+    channel_id TEXT NOT NULL,
+    turn       INTEGER NOT NULL,
+    digest     TEXT NOT NULL,
+    PRIMARY KEY (channel_id, turn)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS injection_replies (
+    channel_id TEXT PRIMARY KEY,
+    keep       INTEGER,
+    reply      TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+_PER_TURN = ("injection_ids", "injection_buffer", "injection_blocks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,11 +53,31 @@ class SavedChannel:
     turn: int
     injected: list[InjectedRow]
     buffer: list[BufferRow]  # oldest first
+    blocks: list[tuple[int, str]]  # (turn, digest), oldest first
+    keep: int | None
+    reply: dict[str, object] | None  # the last reply, as ``replies.to_json`` wrote it
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """One commit's rows; ``held``: when set, rows of every other turn are deleted."""
+
+    turn: int
+    injected: list[InjectedRow]
+    buffer: list[BufferRow]
+    block: tuple[int, str] | None
+    reply: dict[str, object]
+    keep: int | None
+    held: frozenset[int] | None
 
 
 class StateRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
+        with db.transaction():
+            for statement in _TABLES.split(";"):
+                if statement.strip():
+                    db.execute(statement)
 
     def load(self, channel_id: str) -> SavedChannel | None:
         row = self.db.query_one(
@@ -56,54 +99,88 @@ class StateRepo:
                 "WHERE channel_id = ? ORDER BY seq", (channel_id,)
             )
         ]
-        return SavedChannel(turn=int(row[0]), injected=injected, buffer=buffer)
+        blocks = [(int(r[0]), str(r[1])) for r in self.db.execute(
+            "SELECT turn, digest FROM injection_blocks WHERE channel_id = ? ORDER BY turn",
+            (channel_id,))]
+        reply = self.db.query_one(
+            "SELECT keep, reply FROM injection_replies WHERE channel_id = ?", (channel_id,))
+        return SavedChannel(turn=int(row[0]), injected=injected, buffer=buffer, blocks=blocks,
+                            keep=None if reply is None or reply[0] is None else int(reply[0]),
+                            reply=None if reply is None else json.loads(reply[1]))
 
-    def save(self, channel_id: str, turn: int, injected: list[InjectedRow],
-             buffer: list[BufferRow], prune_before: int | None, buffer_max: int = 0) -> None:
-        """Upsert the turn and rows in one transaction; drop rows with turn < ``prune_before``."""
+    def save(self, channel_id: str, saved: Saved) -> None:
+        """Upsert the turn, the reply and the new rows in one transaction."""
         with self.db.transaction():
             self.db.execute(
                 "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET turn = excluded.turn",
-                (channel_id, turn),
+                (channel_id, saved.turn),
             )
-            if injected:
-                self.db.executemany(
-                    "INSERT INTO injection_ids (channel_id, memory_id, turn, version, "
-                    "injected_at) VALUES (?,?,?,?,?) ON CONFLICT (channel_id, memory_id) DO "
-                    "UPDATE SET turn = excluded.turn, version = excluded.version, "
-                    "injected_at = excluded.injected_at",
-                    [(channel_id, r.memory_id, r.turn, r.version, r.at_us) for r in injected],
-                )
-            if buffer:
-                self.db.executemany(
-                    "INSERT INTO injection_buffer (channel_id, memory_id, turn, embedding) "
-                    "VALUES (?,?,?,?)",
-                    [(channel_id, r.memory_id, r.turn, embedding_to_blob(r.embedding))
-                     for r in buffer],
-                )
-            if prune_before is not None:
-                self._prune(channel_id, prune_before, buffer_max)
+            self.db.execute(
+                "INSERT INTO injection_replies (channel_id, keep, reply) VALUES (?, ?, ?) "
+                "ON CONFLICT (channel_id) DO UPDATE SET keep = excluded.keep, "
+                "reply = excluded.reply", (channel_id, saved.keep, json.dumps(saved.reply)),
+            )
+            self._insert(channel_id, saved)
+            if saved.held is not None:
+                self._retain(channel_id, saved.held)
 
-    def _prune(self, channel_id: str, prune_before: int, buffer_max: int) -> None:
-        for table in ("injection_ids", "injection_buffer"):
+    def save_view(self, channel_id: str, keep: int, held: frozenset[int]) -> None:
+        """What a PruneHistory reported: the blocks still held and the keep it used."""
+        with self.db.transaction():
             self.db.execute(
-                f"DELETE FROM {table} WHERE channel_id = ? AND turn < ?",
-                (channel_id, prune_before),
+                "UPDATE injection_replies SET keep = ? WHERE channel_id = ?", (keep, channel_id))
+            self._retain(channel_id, held)
+
+    def _insert(self, channel_id: str, saved: Saved) -> None:
+        if saved.injected:
+            self.db.executemany(
+                "INSERT INTO injection_ids (channel_id, memory_id, turn, version, "
+                "injected_at) VALUES (?,?,?,?,?) ON CONFLICT (channel_id, memory_id) DO "
+                "UPDATE SET turn = excluded.turn, version = excluded.version, "
+                "injected_at = excluded.injected_at",
+                [(channel_id, r.memory_id, r.turn, r.version, r.at_us) for r in saved.injected],
             )
-        if buffer_max:
+        if saved.buffer:
+            self.db.executemany(
+                "INSERT INTO injection_buffer (channel_id, memory_id, turn, embedding) "
+                "VALUES (?,?,?,?)",
+                [(channel_id, r.memory_id, r.turn, embedding_to_blob(r.embedding))
+                 for r in saved.buffer],
+            )
+        if saved.block is not None:
             self.db.execute(
-                "DELETE FROM injection_buffer WHERE channel_id = ? AND seq NOT IN ("
-                "SELECT seq FROM injection_buffer WHERE channel_id = ? "
-                "ORDER BY seq DESC LIMIT ?)",
-                (channel_id, channel_id, buffer_max),
-            )
+                "INSERT OR REPLACE INTO injection_blocks (channel_id, turn, digest) "
+                "VALUES (?, ?, ?)", (channel_id, *saved.block))
+
+    def _retain(self, channel_id: str, held: frozenset[int]) -> None:
+        """Delete the per-turn rows of blocks no longer held (and re-point ids that an
+        earlier held block also carried, as the memory copy does)."""
+        turns = json.dumps(sorted(held))
+        self.db.execute(
+            "UPDATE injection_ids SET turn = (SELECT max(b.turn) FROM injection_buffer b "
+            "WHERE b.channel_id = injection_ids.channel_id AND b.memory_id = "
+            "injection_ids.memory_id AND b.turn IN (SELECT value FROM json_each(?))) "
+            "WHERE channel_id = ? AND turn NOT IN (SELECT value FROM json_each(?)) AND "
+            "EXISTS (SELECT 1 FROM injection_buffer b WHERE b.channel_id = "
+            "injection_ids.channel_id AND b.memory_id = injection_ids.memory_id AND "
+            "b.turn IN (SELECT value FROM json_each(?)))",
+            (turns, channel_id, turns, turns))
+        for table in _PER_TURN:
+            self.db.execute(
+                f"DELETE FROM {table} WHERE channel_id = ? AND "
+                "turn NOT IN (SELECT value FROM json_each(?))", (channel_id, turns))
+        self.db.execute(
+            "DELETE FROM injection_buffer WHERE channel_id = ? AND seq NOT IN ("
+            "SELECT seq FROM injection_buffer WHERE channel_id = ? ORDER BY seq DESC LIMIT ?)",
+            (channel_id, channel_id, BUFFER_MAX))
 
     def delete(self, channel_id: str) -> bool:
         with self.db.transaction():
             existed = self.db.query_one(
                 "SELECT 1 FROM injection_channels WHERE channel_id = ?", (channel_id,)
             ) is not None
-            for table in ("injection_buffer", "injection_ids", "injection_channels"):
+            for table in ("injection_buffer", "injection_ids", "injection_blocks",
+                          "injection_replies", "injection_channels"):
                 self.db.execute(f"DELETE FROM {table} WHERE channel_id = ?", (channel_id,))
             return existed

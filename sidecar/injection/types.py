@@ -67,3 +67,7 @@ class Injection:
     stats: InjectStats
     skip_reason: str
     turn: int
+
+
+class Abandoned(Exception):
+    """The caller went away (deadline passed, cancelled) before the turn was committed."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -77,8 +77,11 @@ class Retriever(Protocol):
         """The stored embedding of a live memory (for semantic dedup)."""
         ...
 
-    def top(self, agent_id: str, memory_type: MemoryType, by_importance: bool,
-            limit: int) -> list[Memory]:
-        """Up to ``limit`` live memories of ``memory_type`` visible to ``agent_id``, newest
-        first (``by_importance``: most important first, then newest); ties: higher seq."""
+    def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
+        """Every live memory of ``memory_type`` visible to ``agent_id`` (from memory, not the
+        store), with whether it is established (given to an agent, read, or edited)."""
+        ...
+
+    def established(self, memory_ids: Sequence[str]) -> None:
+        """These memories were just given to an agent."""
         ...

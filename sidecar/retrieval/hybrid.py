@@ -160,9 +160,11 @@ class HybridRetriever:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
 
-    def top(self, agent_id: str, memory_type: MemoryType, by_importance: bool,
-            limit: int) -> list[Memory]:
-        return self.live.top(self.live.filter(agent_id, (memory_type,)), by_importance, limit)
+    def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
+        return self.live.members(self.live.filter(agent_id, (memory_type,)))
+
+    def established(self, memory_ids: Sequence[str]) -> None:
+        self.live.mark_established(memory_ids)
 
     def search(self, query: SearchQuery) -> SearchResult:
         clock = Clock()

@@ -23,6 +23,9 @@ class LiveMemories:
         self._seq_of: dict[str, int] = {}
         self._agents: dict[str, int] = {"": 0}
         self._private: set[int] = set()  # seqs of live memories owned by an agent
+        # Seqs of memories already given to or read by an agent, or edited after they were
+        # stored: the pinned section prefers them (see sidecar/injection/pinned.py).
+        self._established: set[int] = set()
         self.alive = np.zeros(capacity, bool)
         self.type = np.zeros(capacity, np.int8)
         self.owner = np.zeros(capacity, np.int32)  # 0 = shared, else an interned agent id
@@ -47,6 +50,8 @@ class LiveMemories:
                 self.alive[m.seq] = True
                 self._by_seq[m.seq] = m
                 self._seq_of[m.id] = m.seq
+                if m.access_count > 0 or m.version > 1:
+                    self._established.add(m.seq)
                 if not m.agent_id:
                     self._private.discard(m.seq)
 
@@ -60,6 +65,7 @@ class LiveMemories:
                     self.alive[seq] = False
                     del self._by_seq[seq]
                     self._private.discard(seq)
+                    self._established.discard(seq)
                     gone.append(seq)
         return gone
 
@@ -96,24 +102,23 @@ class LiveMemories:
 
         return accept
 
-    def top(self, accept: Accept, by_importance: bool, limit: int) -> list[Memory]:
-        """Up to ``limit`` accepted live memories by (importance,) updated_at, seq, all
-        descending."""
+    def mark_established(self, memory_ids: Iterable[str]) -> None:
+        """These memories were given to an agent (injected) or read."""
+        with self._lock:
+            for memory_id in memory_ids:
+                seq = self._seq_of.get(memory_id)
+                if seq is not None:
+                    self._established.add(seq)
+
+    def members(self, accept: Accept) -> list[tuple[Memory, bool]]:
+        """Every accepted live memory, with whether it is established (``mark_established``,
+        or accessed or edited when it was put)."""
         seqs = np.flatnonzero(self.alive)
-        seqs = seqs[accept(seqs)]
-        if len(seqs) > limit > 0:  # only rows that can make the top on the first key
-            first = (self.importance if by_importance else self.updated_at)[seqs]
-            cut = len(seqs) - limit
-            seqs = seqs[first >= np.partition(first, cut)[cut]]
-        keys = (seqs, self.updated_at[seqs], *((self.importance[seqs],) if by_importance else ()))
-        order = np.lexsort(keys)[::-1]
         found = []
-        for seq in seqs[order].tolist():
+        for seq in seqs[accept(seqs)].tolist():
             memory = self._by_seq.get(seq)
             if memory is not None:
-                found.append(memory)
-                if len(found) == limit:
-                    break
+                found.append((memory, seq in self._established))
         return found
 
     def scope(self, agent_id: str) -> Accept:

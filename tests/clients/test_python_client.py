@@ -145,11 +145,17 @@ def test_read_retried_while_the_sidecar_comes_up(config: ServerConfig,
     assert len(retries.seen) >= 1 and all(rpc == "ListMemories" for rpc, _ in retries.seen)
 
 
+def blocks(client: Client, n: int) -> list[str]:
+    """``n`` blocks as the server gives them out (only those are recognised as blocks)."""
+    client.upsert("We chose PostgreSQL 16 for the billing database.", "decision")
+    return [client.inject("billing database", channel_id=f"blocks-{i}").block for i in range(n)]
+
+
 def test_prune_history_drops_oldest_blocks(running: Running) -> None:
-    history = [("system", "sys"), ("user", f"{BLOCK_PREFIX}\none"), ("user", "q1"),
-               ("assistant", "a1"), ("user", f"{BLOCK_PREFIX}\ntwo"), ("user", "q2"),
-               ("user", f"{BLOCK_PREFIX}\nthree"), ("user", "q3")]
     with Client(running.target) as client:
+        one, two, three = blocks(client, 3)
+        history = [("system", "sys"), ("user", one), ("user", "q1"), ("assistant", "a1"),
+                   ("user", two), ("user", "q2"), ("user", three), ("user", "q3")]
         reply = client.prune_history(history, max_keep=2)
     assert list(reply.removed_indices) == [1, 4]
     assert [(m.role, m.content) for m in reply.messages] == [
@@ -157,12 +163,13 @@ def test_prune_history_drops_oldest_blocks(running: Running) -> None:
 
 
 def test_render_transcript_leaves_blocks_out(running: Running) -> None:
-    history = [message("user", f"{BLOCK_PREFIX}\n[Fact] secret-ish"), message("user", "q1"),
-               message("assistant", "a1"), message("assistant", f"{BLOCK_PREFIX} quoted")]
     with Client(running.target) as client:
+        (block,) = blocks(client, 1)
+        history = [message("user", block), message("user", "q1"),
+                   message("assistant", "a1"), message("assistant", f"{BLOCK_PREFIX} quoted")]
         reply = client.render_transcript(history)
     assert reply.blocks_skipped == 1
-    assert "secret-ish" not in reply.transcript
+    assert "PostgreSQL" not in reply.transcript
     assert "q1" in reply.transcript and "a1" in reply.transcript
 
 

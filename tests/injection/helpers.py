@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from memsidecar.v1 import injection_pb2, memory_pb2, store_pb2
 
 from tests.conftest import Running
@@ -22,3 +24,10 @@ def inject(live: Running, text: str, channel: str = "c1", turn: int = 0,
 
 def ids(reply: injection_pb2.InjectResponse) -> list[str]:
     return [item.id for item in reply.items]
+
+
+def body(reply: injection_pb2.InjectResponse) -> str:
+    """The block without its marker line (which must be its last line)."""
+    text, marker = reply.block.rsplit("\n", 1)
+    assert re.fullmatch(r"\[memsidecar:[0-9a-f]{16}\]", marker), marker
+    return text

@@ -1,4 +1,4 @@
-"""Channel state: cooldown window, buffer pruning and bound, SQLite round trip."""
+"""Channel state: the blocks in view, retention, the buffer bound, SQLite round trip."""
 
 from __future__ import annotations
 
@@ -6,10 +6,18 @@ from pathlib import Path
 
 import numpy as np
 
-from sidecar.injection.state import BUFFER_MAX, ChannelState, ChannelStates
+from sidecar.injection.channels import ChannelStates
+from sidecar.injection.replies import Fetch
+from sidecar.injection.state import BUFFER_MAX, ChannelState, Committed
 from sidecar.injection.state_repo import StateRepo
+from sidecar.injection.types import Injection, InjectStats
 from sidecar.store.db import Database
+from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import Job
+
+
+def fetch(db: Database) -> Fetch:
+    return Repositories.open(db).memories.get_many
 
 
 def unit(n: int, seed: int = 0) -> np.ndarray:
@@ -17,61 +25,100 @@ def unit(n: int, seed: int = 0) -> np.ndarray:
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def test_cooldown_boundary() -> None:
-    state = ChannelState("c")
-    state.record(["a"], [1], unit(1), turn=1, now_us=5, depth=10)
-    assert state.in_cooldown("a", 10, 10) is not None
-    assert state.in_cooldown("a", 11, 10) is not None
-    assert state.in_cooldown("a", 12, 10) is None
-    assert state.in_cooldown("b", 2, 10) is None
+def entry(turn: int, ids: list[str], seed: int = 0, at_us: int = 0,
+          versions: list[int] | None = None) -> Committed:
+    block = f"block {turn}" if ids else ""
+    reply = Injection(block=block, items=[], stats=InjectStats(), skip_reason="", turn=turn)
+    return Committed(turn=turn, ids=ids, versions=versions or [1] * len(ids),
+                     embeddings=unit(len(ids), seed), digest=f"d{turn}" if ids else "",
+                     reply=reply, at_us=at_us)
 
 
-def test_buffer_pruned_by_age_and_bounded() -> None:
+def test_view_is_the_keep_minus_one_latest_non_empty_blocks() -> None:
     state = ChannelState("c")
-    state.record(["a", "b"], [1, 1], unit(2), turn=1, now_us=0, depth=3)
-    state.record(["c"], [1], unit(1, 1), turn=3, now_us=0, depth=3)
-    assert state.live_buffer(4, 3).shape[0] == 3
-    assert state.live_buffer(5, 3).shape[0] == 1
-    state.record(["d"], [1], unit(1, 2), turn=5, now_us=0, depth=3)
-    assert state.buffer_ids == ["c", "d"] and set(state.injected) == {"c", "d"}
+    for turn, ids in ((1, ["a"]), (2, ["b"]), (3, []), (4, ["c"]), (5, [])):
+        state.record(entry(turn, ids), keep=3, depth=10)
+    view = state.view(6, keep=3, depth=10)
+    assert view == {2, 4}  # the empty turns 3 and 5 hold no slot
+    assert state.in_view("a", view) is None and state.in_view("b", view) is not None
+    assert [b.turn for b in state.blocks] == [1, 2, 4]  # held; block 1 goes at the next prune
+    assert state.view_buffer(view).shape[0] == 2
+    state.record(entry(6, ["d"]), keep=3, depth=10)
+    assert [b.turn for b in state.blocks] == [2, 4, 6] and "a" not in state.injected
+    assert state.view(6, keep=1, depth=10) == set() == state.view(6, keep=0, depth=10)
+
+
+def test_unbounded_keep_follows_depth() -> None:
+    state = ChannelState("c")
+    state.record(entry(1, ["a"]), keep=None, depth=10)
+    assert state.in_view("a", state.view(11, keep=None, depth=10)) is not None
+    assert state.in_view("a", state.view(12, keep=None, depth=10)) is None
+
+
+def test_reported_keep_overrides_the_config() -> None:
+    state = ChannelState("c")
+    for turn in range(1, 6):
+        state.record(entry(turn, [f"m{turn}"]), keep=2, depth=10)
+    assert [b.turn for b in state.blocks] == [4, 5]
+    state.keep = 4  # the agent said it keeps four
+    state.record(entry(6, ["m6"]), keep=2, depth=10)
+    state.record(entry(7, ["m7"]), keep=2, depth=10)
+    assert state.view(8, keep=2, depth=10) == {5, 6, 7}
+
+
+def test_id_carried_by_an_earlier_held_block_stays_in_view() -> None:
+    state = ChannelState("c")
+    state.record(entry(1, ["a"]), keep=5, depth=10)
+    state.record(entry(2, ["a", "b"]), keep=5, depth=10)
+    state.retain(frozenset({1}))  # the agent dropped block 2 only
+    assert state.injected["a"].turn == 1 and "b" not in state.injected
+    assert state.buffer_ids == ["a"]
+
+
+def test_buffer_bounded() -> None:
+    state = ChannelState("c")
     many = [f"m{i}" for i in range(BUFFER_MAX + 10)]
-    state.record(many, [1] * len(many), unit(len(many), 3), turn=6, now_us=0, depth=3)
+    state.record(entry(1, many, 3), keep=3, depth=10)
     assert len(state.buffer_ids) == BUFFER_MAX == state.buffer.shape[0]
     assert state.buffer_ids[-1] == many[-1]
 
 
 def test_round_trip_through_sqlite(tmp_path: Path) -> None:
     db = Database(tmp_path / "s.sqlite3")
-    states = ChannelStates(StateRepo(db))
+    states = ChannelStates(StateRepo(db), fetch(db))
     state = states.get("c")
-    state.turn = 1
-    vectors = unit(2)
-    states.commit(state, ["a", "b"], [1, 3], vectors, now_us=77, depth=10)
-    state.turn = 2
-    states.commit(state, [], [], np.zeros((0, 384), np.float32), now_us=78, depth=10)
+    first = entry(1, ["a", "b"], at_us=77, versions=[1, 3])
+    states.commit(state, first, keep=3, depth=10)
+    states.commit(state, entry(2, []), keep=3, depth=10)
     db.close()
     db = Database(tmp_path / "s.sqlite3")
-    loaded = ChannelStates(StateRepo(db)).get("c")
+    loaded = ChannelStates(StateRepo(db), fetch(db)).get("c")
     assert loaded.turn == 2 and loaded.buffer_ids == ["a", "b"]
     assert loaded.injected["b"].version == 3 and loaded.injected["b"].at_us == 77
-    np.testing.assert_array_equal(loaded.buffer, vectors)
-    # old rows are pruned in SQLite as in memory
-    loaded.turn = 20
-    ChannelStates(StateRepo(db)).commit(loaded, ["z"], [1], unit(1, 9), now_us=1, depth=10)
-    again = ChannelStates(StateRepo(db)).get("c")
-    assert again.buffer_ids == ["z"] and set(again.injected) == {"z"}
-    assert ChannelStates(StateRepo(db)).reset("c")
-    assert ChannelStates(StateRepo(db)).get("c").turn == 0
+    assert [(b.turn, b.digest) for b in loaded.blocks] == [(1, "d1")]
+    assert loaded.last is not None and loaded.last.turn == 2
+    np.testing.assert_array_equal(loaded.buffer, first.embeddings)
+    # blocks that fell out are pruned in SQLite as in memory
+    states = ChannelStates(StateRepo(db), fetch(db))
+    for turn in (3, 4, 5):
+        states.commit(loaded, entry(turn, [f"z{turn}"], turn), keep=2, depth=10)
+    again = ChannelStates(StateRepo(db), fetch(db)).get("c")
+    assert again.buffer_ids == ["z4", "z5"] and set(again.injected) == {"z4", "z5"}
+    assert [b.turn for b in again.blocks] == [4, 5] and again.last is not None
+    assert again.last.block == "block 5"
+    assert states.observe("c", {"d5"}, keep=4) == [4]
+    reported = ChannelStates(StateRepo(db), fetch(db)).get("c")
+    assert reported.keep == 4 and [b.turn for b in reported.blocks] == [5]
+    assert ChannelStates(StateRepo(db), fetch(db)).reset("c")
+    assert ChannelStates(StateRepo(db), fetch(db)).get("c").turn == 0
     db.close()
 
 
 def test_cache_evicts_least_recent_and_reloads(tmp_path: Path) -> None:
     db = Database(tmp_path / "s.sqlite3")
-    states = ChannelStates(StateRepo(db), max_cached=2)
+    states = ChannelStates(StateRepo(db), fetch(db), max_cached=2)
     for name in ("a", "b", "c"):
-        state = states.get(name)
-        state.turn = 5
-        states.commit(state, [f"m-{name}"], [1], unit(1), now_us=1, depth=10)
+        states.commit(states.get(name), entry(5, [f"m-{name}"]), keep=3, depth=10)
     assert list(states._channels) == ["b", "c"]
     again = states.get("a")  # reloaded from SQLite
     assert again.turn == 5 and again.buffer_ids == ["m-a"] and "m-a" in again.injected
@@ -101,19 +148,18 @@ def test_reads_of_sqlite_wait_for_queued_writes(tmp_path: Path) -> None:
     """A channel reloaded (after eviction) or reset sees the writes still queued."""
     db = Database(tmp_path / "s.sqlite3")
     writer = HeldWriter(db)
-    states = ChannelStates(StateRepo(db), writer, max_cached=1)
+    states = ChannelStates(StateRepo(db), fetch(db), writer, max_cached=1)
     state = states.get("a")
     states.get("b")  # evicts "a"
-    state.turn = 3
-    states.commit(state, ["m"], [1], unit(1), now_us=1, depth=10)  # queued
-    assert writer.jobs and ChannelStates(StateRepo(db)).get("a").turn == 0
+    states.commit(state, entry(3, ["m"]), keep=3, depth=10)  # queued
+    assert writer.jobs and ChannelStates(StateRepo(db), fetch(db)).get("a").turn == 0
     states.get("c")  # a new channel has nothing queued: it does not wait for the writer
     assert len(writer.jobs) == 1
     again = states.get("a")  # flushes, then loads
     assert again.turn == 3 and again.buffer_ids == ["m"] and not writer.jobs
-    states.commit(again, ["n"], [1], unit(1, 1), now_us=2, depth=10)
+    states.commit(again, entry(4, ["n"], 1), keep=3, depth=10)
     assert states.reset("a")  # the queued write lands before the delete, not after it
     assert not writer.jobs
     assert not db.execute("SELECT 1 FROM injection_ids WHERE channel_id = 'a'")
-    assert ChannelStates(StateRepo(db)).get("a").turn == 0
+    assert ChannelStates(StateRepo(db), fetch(db)).get("a").turn == 0
     db.close()

@@ -1,9 +1,11 @@
-"""The mirror's top-by-order selection (the pinned pool) against a direct sort."""
+"""The mirror's members of a scope and type (the pinned pool's input) against a direct filter,
+and its established flags (accessed or edited when put, or marked since)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
-import pytest
 
 from sidecar.records import Memory, MemoryType
 from sidecar.retrieval.mirror import LiveMemories
@@ -15,28 +17,33 @@ def memory(seq: int, rng: np.random.Generator) -> Memory:
     return Memory(id=f"m{seq}", content="", type=TYPES[seq % 2],
                   importance=float(rng.choice([0.2, 0.5, 0.9])),
                   created_at=0, updated_at=int(rng.integers(0, 5)), last_accessed_at=0,
-                  access_count=0, source="", channel_id="",
-                  agent_id=str(rng.choice(["", "", "a", "b"])), forgotten=False, version=1,
-                  seq=seq)
+                  access_count=int(rng.integers(0, 2)), source="", channel_id="",
+                  agent_id=str(rng.choice(["", "", "a", "b"])), forgotten=False,
+                  version=int(rng.choice([1, 1, 2])), seq=seq)
 
 
-@pytest.mark.parametrize("by_importance", [False, True])
-@pytest.mark.parametrize("limit", [1, 5, 400])
-def test_top_matches_a_direct_sort(by_importance: bool, limit: int) -> None:
-    rng = np.random.default_rng(limit)
+def test_members_match_a_direct_filter() -> None:
+    rng = np.random.default_rng(5)
     memories = [memory(seq, rng) for seq in range(1, 301)]
     live = LiveMemories(capacity=8)
     live.put(memories)
     live.drop(memories[::7])
     alive = [m for i, m in enumerate(memories) if i % 7]
+    marked = [m.id for m in alive[:40:3]]
+    live.mark_established([*marked, "not-a-memory"])
     for agent in ("", "a"):
         for kind in TYPES:
-            got = live.top(live.filter(agent, (kind,)), by_importance, limit)
+            got = {m.id: flag for m, flag in live.members(live.filter(agent, (kind,)))}
             pool = [m for m in alive if m.type == kind and m.visible_to(agent)]
+            assert got == {m.id: m.access_count > 0 or m.version > 1 or m.id in marked
+                           for m in pool}
 
-            def key(m: Memory) -> tuple[float, ...]:
-                order = (m.updated_at, m.seq)
-                return (m.importance, *order) if by_importance else order
 
-            assert [m.id for m in got] == [
-                m.id for m in sorted(pool, key=key, reverse=True)[:limit]]
+def test_a_forgotten_and_restored_memory_starts_unestablished() -> None:
+    first = replace(memory(1, np.random.default_rng(0)), access_count=0, version=1)
+    live = LiveMemories()
+    live.put([first])
+    live.mark_established([first.id])
+    live.drop([first])
+    live.put([first])
+    assert live.members(live.filter("", (first.type,))) == [(first, False)]

@@ -1,0 +1,151 @@
+"""All channels' injection state: loaded lazily from SQLite, every change handed to a writer.
+
+The memory copy is always the authority (write-behind in the server: SQLite is written after
+the reply), so a restart keeps what the conversation already holds. Reads of SQLite (a channel
+loaded, a reset) wait for that channel's queued writes. Never reset on compaction; only
+``reset`` (a new conversation) clears a channel.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+import numpy as np
+
+from sidecar.injection import replies
+from sidecar.injection.state import Block, ChannelState, Committed, Injected
+from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
+from sidecar.store.write_behind import Writer, WriteThrough
+
+# Channels kept in memory (least recently used beyond this are dropped; SQLite has them).
+MAX_CACHED_CHANNELS = 1024
+
+
+class ChannelStates:
+    def __init__(self, repo: StateRepo, fetch: replies.Fetch, writer: Writer | None = None,
+                 max_cached: int = MAX_CACHED_CHANNELS) -> None:
+        """``fetch``: memories by id (the memory repository's ``get_many``), to restore a
+        channel's last reply from its saved ids."""
+        self.repo = repo
+        self.fetch = fetch
+        self.writer = writer if writer is not None else WriteThrough(repo.db)
+        self.max_cached = max_cached
+        self._channels: OrderedDict[str, ChannelState] = OrderedDict()
+        self._lock = threading.Lock()
+        self._pending: dict[str, int] = {}  # channel -> writes queued, not yet run
+        self._pending_lock = threading.Lock()
+
+    def get(self, channel_id: str) -> ChannelState:
+        with self._lock:
+            state = self._channels.get(channel_id)
+            if state is None:
+                state = self._load(channel_id)
+                self._channels[channel_id] = state
+                self._evict()
+            else:
+                self._channels.move_to_end(channel_id)
+            return state
+
+    def _evict(self) -> None:
+        """Drop least recently used idle channels beyond the cap (they are all persisted)."""
+        for channel_id in list(self._channels)[: max(0, len(self._channels) - self.max_cached)]:
+            if not self._channels[channel_id].lock.locked():
+                del self._channels[channel_id]
+
+    def _load(self, channel_id: str) -> ChannelState:
+        self._settle(channel_id)  # an evicted channel may still have writes queued
+        saved = self.repo.load(channel_id)
+        state = ChannelState(channel_id=channel_id)
+        if saved is not None:
+            _restore(state, saved, self.fetch)
+        return state
+
+    def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
+               also: Callable[[], None] | None = None) -> None:
+        """Record ``entry`` in memory now and in SQLite through the writer (with ``also``, in
+        the same transaction). SQLite mirrors the memory rows (loaded from it, changed only
+        here), so its prune runs only when the memory one dropped something."""
+        pruned = state.record(entry, keep, depth)
+        saved = Saved(
+            turn=entry.turn,
+            injected=[InjectedRow(m, entry.turn, v, entry.at_us)
+                      for m, v in zip(entry.ids, entry.versions, strict=True)],
+            buffer=[BufferRow(m, entry.turn, entry.embeddings[i])
+                    for i, m in enumerate(entry.ids)],
+            block=(entry.turn, entry.digest) if entry.ids else None,
+            reply=replies.to_json(entry.reply), keep=state.keep,
+            held=frozenset(b.turn for b in state.blocks) if pruned else None,
+        )
+        channel_id = state.channel_id
+
+        def write() -> None:
+            self.repo.save(channel_id, saved)
+            if also is not None:
+                also()
+
+        self._submit(channel_id, write)
+
+    def observe(self, channel_id: str, digests: set[str], keep: int) -> list[int]:
+        """A PruneHistory of the channel's history: the agent keeps ``keep`` blocks and holds
+        exactly the known blocks whose digest is in ``digests``. Returns the turns of the
+        blocks no longer held."""
+        state = self.get(channel_id)
+        with state.lock:
+            gone = [b.turn for b in state.blocks if b.digest not in digests]
+            state.keep = keep
+            state.retain(frozenset(b.turn for b in state.blocks if b.digest in digests))
+            if state.turn:
+                held = frozenset(b.turn for b in state.blocks)
+                self._submit(channel_id, lambda: self.repo.save_view(channel_id, keep, held))
+        return gone
+
+    def _submit(self, channel_id: str, write: Callable[[], None]) -> None:
+        with self._pending_lock:
+            self._pending[channel_id] = self._pending.get(channel_id, 0) + 1
+
+        def job() -> None:
+            try:
+                write()
+            finally:  # still inside the writer's transaction: readers wait for its commit
+                with self._pending_lock:
+                    left = self._pending.pop(channel_id) - 1
+                    if left:
+                        self._pending[channel_id] = left
+
+        self.writer.submit(job)
+
+    def _settle(self, channel_id: str) -> None:
+        """Wait for the channel's queued writes (a new or idle channel has none: no wait)."""
+        with self._pending_lock:
+            pending = channel_id in self._pending
+        if pending:
+            self.writer.flush()
+
+    def reset(self, channel_id: str) -> bool:
+        with self._lock:
+            had = self._channels.pop(channel_id, None)
+            if had is None:
+                self._settle(channel_id)
+                return self.repo.delete(channel_id)
+            with had.lock:  # let an Inject in flight on this channel finish first
+                self._settle(channel_id)
+                return self.repo.delete(channel_id)
+
+    def close(self) -> None:
+        """Write everything still queued."""
+        self.writer.close()
+
+
+def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> None:
+    state.turn, state.keep = saved.turn, saved.keep
+    state.injected = {r.memory_id: Injected(turn=r.turn, version=r.version, at_us=r.at_us)
+                      for r in saved.injected}
+    state.blocks = [Block(turn, digest) for turn, digest in saved.blocks]
+    if saved.reply is not None:
+        state.last = replies.from_json(saved.reply, fetch)
+    if saved.buffer:
+        state.buffer = np.vstack([r.embedding for r in saved.buffer]).astype(np.float32)
+        state.buffer_ids = [r.memory_id for r in saved.buffer]
+        state.buffer_turns = [r.turn for r in saved.buffer]

@@ -1,0 +1,52 @@
+"""The contextual relevance floor: the rule on examples, and over a store of loose matches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sidecar.injection.floor import Floor, passes
+from tests.injection.conftest import Serve
+from tests.injection.helpers import inject, put
+
+
+@dataclass(frozen=True)
+class H:
+    cosine: float
+    score: float
+
+
+HITS = [H(0.80, 0.030), H(0.70, 0.012), H(0.50, 0.029), H(0.30, 0.010), H(0.20, 0.031)]
+
+
+def test_absolute_floor_only_when_relative_floors_are_off() -> None:
+    assert passes(HITS, Floor(0.25)) == [True, True, True, True, False]
+    assert passes([], Floor(0.25, 0.8, 0.5)) == []
+
+
+def test_relative_cosine_or_relative_score() -> None:
+    # best cosine 0.80 (x 0.85 = 0.68), best score 0.031 (x 0.9 = 0.0279)
+    assert passes(HITS, Floor(0.25, relative=0.85)) == [True, True, False, False, False]
+    assert passes(HITS, Floor(0.25, score=0.9)) == [True, False, True, False, False]
+    assert passes(HITS, Floor(0.25, 0.85, 0.9)) == [True, True, True, False, False]
+    # the absolute floor still holds for a hit with the best fused score
+    assert not passes(HITS, Floor(0.25, 0.85, 0.9))[4]
+
+
+def test_loose_matches_do_not_fill_the_block(serve: Serve) -> None:
+    people = ("Ana", "Bo", "Chen", "Dara", "Eli", "Femi", "Gus", "Hana")
+    things = ("a spreadsheet of invoices", "the service dashboard", "an old data export",
+              "the billing team's wiki", "a customer table in staging")
+    loose = [f"{p} looked at {t} during sprint {n}." for n, (p, t) in
+             enumerate(zip(people * 5, things * 8, strict=True))]
+    question = "Which database does the billing service use, PostgreSQL?"
+    live = serve(relative_floor=0.85, score_floor=0.0, max_total=25)
+    put(live, "The billing service uses PostgreSQL 16 as its database.")
+    for text in loose:
+        put(live, text)
+    absolute = serve(max_total=25)  # same store, absolute floor only
+    wide = inject(absolute, question, channel="a")
+    narrow = inject(live, question, channel="b")
+    assert len(wide.items) >= 15
+    assert 1 <= len(narrow.items) < len(wide.items) // 2
+    assert "PostgreSQL 16" in narrow.items[0].content
+    assert narrow.stats.below_min_score > wide.stats.below_min_score

@@ -1,0 +1,82 @@
+"""Turn numbering, retries and the commit point, over gRPC against the real server."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import grpc
+import pytest
+from memsidecar.v1 import injection_pb2 as inj
+from memsidecar.v1 import store_pb2 as s
+
+from tests.injection.conftest import Serve
+from tests.injection.helpers import ids, inject, put
+from tests.injection.test_inject_api import CAT, DB_FACT, DB_QUESTION
+
+
+def refused(call: object) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as err:
+        call()  # type: ignore[operator]
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert dict(err.value.trailing_metadata())["memsidecar-field"] == "turn"
+    return err.value
+
+
+def test_turns_only_grow_and_bad_turns_leave_the_channel_usable(serve: Serve) -> None:
+    live = serve()
+    fact = put(live, DB_FACT)
+    assert inject(live, DB_QUESTION, turn=5).turn == 5
+    backwards = refused(lambda: inject(live, DB_QUESTION, turn=4))
+    assert "turn 4 is before the channel's last turn 5" in backwards.details()
+    far = refused(lambda: inject(live, DB_QUESTION, turn=5 + 1_000_001))
+    assert "more than 1000000 ahead" in far.details()
+    refused(lambda: inject(live, DB_QUESTION, turn=2**64 - 1))
+    assert inject(live, DB_QUESTION, turn=5 + 1_000_000).turn == 1_000_005
+    nxt = inject(live, CAT)
+    assert nxt.turn == 1_000_006 and nxt.skip_reason != ""
+    assert refused(lambda: inject(live, DB_QUESTION, channel="fresh", turn=1_000_001))
+    assert ids(inject(live, DB_QUESTION, channel="fresh", turn=1_000_000)) == [fact.id]
+
+
+def test_same_turn_is_a_retry_recording_nothing_twice(serve: Serve) -> None:
+    live = serve(max_injected_blocks_in_history=1)
+    fact = put(live, DB_FACT)
+    first = inject(live, DB_QUESTION, turn=1)
+    again = inject(live, DB_QUESTION, turn=1)
+    assert ids(first) == [fact.id] and again.block == first.block
+    assert list(again.items) == list(first.items) and again.turn == 1
+    live.close()  # writes what is queued; the retry survives a restart too
+    live = serve(max_injected_blocks_in_history=1)
+    after = inject(live, DB_QUESTION, turn=1)
+    assert after.block == first.block and ids(after) == [fact.id]
+    assert live.store.GetMemory(s.GetMemoryRequest(id=fact.id)).access_count == 1
+    assert inject(live, DB_QUESTION).turn == 2
+
+
+def test_expired_deadline_records_nothing(serve: Serve,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    """The handler outlives a real deadline (a long text takes ~0.3 s to search): the calls
+    fail with DEADLINE_EXCEEDED and leave no turn, no cooldown and no access count."""
+    live = serve()
+    fact = put(live, DB_FACT)
+    slow = ("Which database does billing use? " * 3500)[:100_000]
+    caplog.set_level(logging.INFO, logger="sidecar.injection.pipeline")
+    for _ in range(3):
+        with pytest.raises(grpc.RpcError) as err:
+            live.injection.Inject(inj.InjectRequest(channel_id="c1", text=slow), timeout=0.05)
+        assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    deadline = time.monotonic() + 30  # the handlers run on after the client gave up
+    while abandoned(caplog) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert abandoned(caplog) == 3, [r.getMessage() for r in caplog.records]
+    live.close()  # writes anything queued
+    live = serve()
+    assert live.store.GetMemory(s.GetMemoryRequest(id=fact.id)).access_count == 0
+    reply = inject(live, DB_QUESTION)
+    assert reply.turn == 1 and ids(reply) == [fact.id]
+
+
+def abandoned(caplog: pytest.LogCaptureFixture) -> int:
+    return sum(r.getMessage().startswith("memory injection abandoned before commit")
+               for r in caplog.records)
