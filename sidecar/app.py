@@ -12,6 +12,8 @@ from pathlib import Path
 
 from kernels.warmup import warm_up_all
 from sidecar.api.server_config import ServerConfig
+from sidecar.channels.owners import ChannelOwners
+from sidecar.channels.sweep import ChannelSweeper
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder, bundled_model_files
 from sidecar.injection import Injector
@@ -40,6 +42,8 @@ class App:
     settings: ConfigStore  # the live config file (hot reload, Settings RPCs)
     vault: Vault
     injector: Injector
+    owners: ChannelOwners
+    sweeper: ChannelSweeper
     vectors: AdaptiveVectorIndex | None = None
 
     @property
@@ -78,6 +82,9 @@ class App:
             states=ChannelStates(StateRepo(db), WriteBehind(db, name="injection-state")),
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
         )
+        owners = ChannelOwners(db)
+        sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))
+        sweeper.start()
         log.info(
             "app opened",
             extra={"db": str(config.db_path), "memories": memories.memories.count(),
@@ -85,7 +92,8 @@ class App:
         )
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
-            settings=settings, vault=vault, injector=injector, vectors=vectors,
+            settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
+            vectors=vectors,
         )
 
     def warm_up(self) -> None:
@@ -97,6 +105,7 @@ class App:
 
     def close(self) -> None:
         """Close in reverse order of building: queued state writes first, the database last."""
+        self.sweeper.close()
         self.injector.close()  # the state and access writes queued behind replies
         self.settings.close()
         stop = getattr(self.retriever, "close", None)

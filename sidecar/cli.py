@@ -12,6 +12,7 @@ import threading
 
 from sidecar.config.startup import check, docs, open_settings
 from sidecar.errors import DomainError
+from sidecar.redact import escape, loggable
 
 log = logging.getLogger("sidecar")
 
@@ -45,13 +46,19 @@ _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 
 
 class FieldsFormatter(logging.Formatter):
-    """Appends a record's structured fields (``extra=``) as ``key=value`` pairs."""
+    """Appends a record's structured fields (``extra=``) as ``key=value`` pairs.
+
+    Caller strings never reach the log raw: the message and every field value have control
+    characters escaped (no forged lines) and field values are cut (``sidecar.redact``)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        return escape(super().formatMessage(record))
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         fields = {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRS}
         if fields:
-            text += " " + " ".join(f"{k}={v}" for k, v in fields.items())
+            text += " " + " ".join(f"{k}={loggable(v)}" for k, v in fields.items())
         return text
 
 

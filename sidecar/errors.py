@@ -26,6 +26,14 @@ class NotFound(DomainError):
     default_reason = "NOT_FOUND"
 
 
+class PermissionDenied(DomainError):
+    default_reason = "PERMISSION_DENIED"
+
+
+class Unauthenticated(DomainError):
+    default_reason = "UNAUTHENTICATED"
+
+
 class AlreadyExists(DomainError):
     default_reason = "ALREADY_EXISTS"
 

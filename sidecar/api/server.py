@@ -67,7 +67,7 @@ class Server:
             self.grpc,
         )
         injection_pb2_grpc.add_MemoryInjectionServicer_to_server(
-            MemoryInjectionServicer(self.app.injector), self.grpc)
+            MemoryInjectionServicer(self.app.injector, self.app.owners), self.grpc)
         settings_pb2_grpc.add_SettingsServicer_to_server(
             SettingsServicer(self.app.settings), self.grpc
         )

@@ -10,6 +10,7 @@ from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
 from sidecar.api import convert
 from sidecar.api.search_convert import search_query_from_pb, search_response_to_pb
 from sidecar.api.status import code_for, grpc_errors
+from sidecar.api.validate import check_request
 from sidecar.errors import DomainError, InvalidArgument
 from sidecar.live import Live
 from sidecar.memory.service import MemoryService
@@ -51,6 +52,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         def items() -> Iterator[MemoryDraft | DomainError]:
             for index, request in enumerate(request_iterator):
                 try:
+                    check_request(request.memory, f"items[{index}].")
                     yield convert.draft_from_pb(request.memory, prefix=f"items[{index}]")
                 except DomainError as err:
                     yield err
@@ -76,7 +78,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def ForgetMemory(
         self, request: store_pb2.ForgetMemoryRequest, context: grpc.ServicerContext
     ) -> store_pb2.ForgetMemoryResponse:
-        memory, changed = self.memories.forget(request.id, request.source)
+        memory, changed = self.memories.forget(request.id, request.source, request.agent_id)
         return store_pb2.ForgetMemoryResponse(memory=convert.memory_to_pb(memory), changed=changed)
 
     @grpc_errors
@@ -97,7 +99,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         e = request.edge
         edge = self.memories.add_edge(
             e.source_id, e.target_id, convert.relation(e.relation, "edge.relation"),
-            e.weight if e.HasField("weight") else None,
+            e.weight if e.HasField("weight") else None, request.agent_id,
         )
         return convert.edge_to_pb(edge)
 
@@ -106,7 +108,8 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         self, request: store_pb2.RemoveEdgeRequest, context: grpc.ServicerContext
     ) -> store_pb2.RemoveEdgeResponse:
         self.memories.remove_edge(
-            request.source_id, request.target_id, convert.relation(request.relation, "relation")
+            request.source_id, request.target_id, convert.relation(request.relation, "relation"),
+            request.agent_id,
         )
         return store_pb2.RemoveEdgeResponse()
 

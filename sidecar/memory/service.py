@@ -13,7 +13,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from sidecar.embedding import Embedder
-from sidecar.errors import DomainError, InvalidArgument, NotFound
+from sidecar.errors import DomainError, InvalidArgument, NotFound, PermissionDenied
 from sidecar.memory.events import Listeners
 from sidecar.memory.validation import (
     check_draft,
@@ -22,6 +22,7 @@ from sidecar.memory.validation import (
     check_unit,
     resolve_importance,
 )
+from sidecar.redact import echo
 from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation, Tier
 from sidecar.store.memories import ListQuery
 from sidecar.store.repos import Repositories
@@ -170,6 +171,10 @@ class MemoryService:
             importance = resolve_importance(draft)
             ts = now_us()
             existing = self.memories.get(draft.id) if draft.id else None
+            if existing is not None and existing.agent_id != draft.agent_id:
+                raise PermissionDenied(
+                    f"{field}.id names a memory of another scope; a memory keeps its agent_id "
+                    "(choose another id, or write as its owner)", field=f"{field}.id")
             if existing is None:
                 memory = Memory(
                     id=draft.id or str(uuid.uuid4()), content=draft.content, type=draft.type,
@@ -188,11 +193,12 @@ class MemoryService:
             stored = self.memories.update(updated, embedding, event=_update_event(existing, draft))
             return UpsertResult(stored, created=False)
 
-    def forget(self, memory_id: str, source: str = "") -> tuple[Memory, bool]:
+    def forget(self, memory_id: str, source: str = "", agent_id: str = "") -> tuple[Memory, bool]:
+        """Forget a memory of ``agent_id``'s scope ('' = shared); another agent's is NOT_FOUND."""
         check_id(memory_id, "id")
         with self._write_lock:
             with self.db.transaction():
-                existing = self._require(memory_id)
+                existing = self._require(memory_id, agent_id=agent_id)
                 if existing.forgotten:
                     return existing, False
                 updated = replace(
@@ -201,18 +207,21 @@ class MemoryService:
                 )
                 stored = self.memories.update(updated, None, event=FORGET, actor=source)
             self.listeners.forgotten([stored])
-        log.info("memory forgotten", extra={"memory_id": memory_id, "by": source})
+        log.info("memory forgotten", extra={"memory_id": memory_id, "by": source,
+                                            "agent": agent_id})
         return stored, True
 
     def add_edge(
-        self, source_id: str, target_id: str, relation: Relation, weight: float | None
+        self, source_id: str, target_id: str, relation: Relation, weight: float | None,
+        agent_id: str = "",
     ) -> Edge:
+        """Link two memories visible to ``agent_id`` (shared or its own)."""
         check_id(source_id, "edge.source_id")
         check_id(target_id, "edge.target_id")
         check_relation(relation)
         if source_id == target_id:
             raise InvalidArgument(
-                f"edge.target_id equals edge.source_id ({source_id!r}); a memory cannot be "
+                f"edge.target_id equals edge.source_id ({echo(source_id)}); a memory cannot be "
                 "linked to itself",
                 field="edge.target_id",
                 reason="SELF_EDGE",
@@ -220,21 +229,25 @@ class MemoryService:
         value = DEFAULT_EDGE_WEIGHT if weight is None else check_unit(weight, "edge.weight")
         with self._write_lock:
             with self.db.transaction():
-                self._require(source_id, "edge.source_id")
-                self._require(target_id, "edge.target_id")
+                self._require(source_id, "edge.source_id", agent_id)
+                self._require(target_id, "edge.target_id", agent_id)
                 edge = self.edges.upsert(Edge(source_id, target_id, relation, value, now_us()))
             self.listeners.edges([edge], [])
         return edge
 
-    def remove_edge(self, source_id: str, target_id: str, relation: Relation) -> None:
+    def remove_edge(
+        self, source_id: str, target_id: str, relation: Relation, agent_id: str = ""
+    ) -> None:
         check_id(source_id, "source_id")
         check_id(target_id, "target_id")
         check_relation(relation, "relation")
         with self._write_lock:
+            self._require(source_id, "source_id", agent_id)
+            self._require(target_id, "target_id", agent_id)
             edge = self.edges.get(source_id, target_id, relation)
             if edge is None or not self.edges.remove(source_id, target_id, relation):
                 raise NotFound(
-                    f"no {relation.name} edge from {source_id!r} to {target_id!r}",
+                    f"no {relation.name} edge from {echo(source_id)} to {echo(target_id)}",
                     field="source_id",
                 )
             self.listeners.edges([], [edge])
@@ -242,12 +255,9 @@ class MemoryService:
     # --- reads --------------------------------------------------------------------------
 
     def get(self, memory_id: str, agent_id: str = "") -> Memory:
+        """A memory visible to ``agent_id``: shared, or its own ('' sees shared ones only)."""
         check_id(memory_id, "id")
-        memory = self._require(memory_id)
-        if agent_id and not memory.visible_to(agent_id):
-            raise NotFound(f"no memory with id {memory_id!r} visible to agent {agent_id!r}",
-                           field="id")
-        return memory
+        return self._require(memory_id, agent_id=agent_id)
 
     def list(self, query: ListQuery) -> tuple[list[Memory], str]:
         if not 1 <= query.page_size <= 1000:
@@ -256,10 +266,14 @@ class MemoryService:
             )
         return self.memories.list(query)
 
-    def _require(self, memory_id: str, field: str = "id") -> Memory:
+    def _require(self, memory_id: str, field: str = "id", agent_id: str = "") -> Memory:
+        """The memory, if visible to ``agent_id``; another scope's is NOT_FOUND like a missing
+        one (its existence is not revealed)."""
         memory = self.memories.get(memory_id)
-        if memory is None:
-            raise NotFound(f"{field}: no memory with id {memory_id!r}", field=field)
+        if memory is None or not memory.visible_to(agent_id):
+            scope = f"agent {echo(agent_id)}" if agent_id else "the shared scope"
+            raise NotFound(f"{field}: no memory with id {echo(memory_id)} visible to {scope}",
+                           field=field)
         return memory
 
 
