@@ -8,10 +8,10 @@ from memsidecar.v1 import injection_pb2
 
 from sidecar.api.validate import MAX_INJECT_TEXT_CHARS
 from sidecar.errors import InvalidArgument
-from sidecar.memory.validation import is_blank
 from sidecar.injection.history import Message, Role
 from sidecar.injection.types import InjectedItem, Injection, InjectRequest, InjectStats
 from sidecar.injection.types import Section as DomainSection
+from sidecar.memory.validation import is_blank
 
 
 def inject_request(msg: injection_pb2.InjectRequest) -> InjectRequest:

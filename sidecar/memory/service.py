@@ -22,8 +22,8 @@ from sidecar.memory.validation import (
     check_unit,
     resolve_importance,
 )
-from sidecar.redact import echo
 from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation, Tier
+from sidecar.redact import echo
 from sidecar.store.memories import ListQuery
 from sidecar.store.repos import Repositories
 from sidecar.store.versions import FORGET, PROMOTE, RESTORE, UPDATE

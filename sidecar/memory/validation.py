@@ -6,8 +6,8 @@ import math
 import unicodedata
 
 from sidecar.errors import InvalidArgument
-from sidecar.redact import echo
 from sidecar.records import DEFAULT_IMPORTANCE, MemoryDraft, MemoryType, Relation, Tier
+from sidecar.redact import echo
 
 MAX_ID_CHARS = 128
 

@@ -46,11 +46,11 @@ def test_agents_never_read_each_other(vault_live: Running) -> None:
 def test_a_memory_keeps_its_scope(vault_live: Running) -> None:
     mem = upsert(vault_live, "Draft: carol's salary review notes", agent_id="carol").memory
     for agent in ("", "dave"):  # neither shared nor another agent's scope can take it over
-        err = rpc_error(lambda: upsert(vault_live, "Salary reviews happen in March",
-                                       id=mem.id, agent_id=agent))
+        err = rpc_error(lambda a=agent: upsert(
+            vault_live, "Salary reviews happen in March", id=mem.id, agent_id=a))
         assert err.code() == grpc.StatusCode.PERMISSION_DENIED and "memory.id" in err.details()
-        assert rpc_error(lambda: history(vault_live, mem.id, agent)).code() == \
-            grpc.StatusCode.NOT_FOUND
+        err = rpc_error(lambda a=agent: history(vault_live, mem.id, a))
+        assert err.code() == grpc.StatusCode.NOT_FOUND
     assert [x.version for x in history(vault_live, mem.id, "carol")] == [1]
 
 

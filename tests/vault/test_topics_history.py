@@ -68,7 +68,8 @@ def test_promote_to_canon(vault_live: Running) -> None:
     reg = upsert(vault_live, "Mission draft: stabilise the runtime", tier=REG,
                  topic_id="mission", agent_id="promo").memory
     reply = vault_live.vault.PromoteToCanon(v.PromoteToCanonRequest(
-        id=reg.id, agent_id="promo", canonical_text="Mission: stabilise the runtime, then add tools in layers"))
+        id=reg.id, agent_id="promo",
+        canonical_text="Mission: stabilise the runtime, then add tools in layers"))
     promoted = reply.memory
     assert promoted.tier == m.TIER_CANON and promoted.version == 2
     assert promoted.source == "promotion" and promoted.content.startswith("Mission:")
