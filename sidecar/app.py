@@ -16,6 +16,7 @@ from sidecar.channels.owners import ChannelOwners
 from sidecar.channels.sweep import ChannelSweeper
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.files import private_dir
 from sidecar.injection import Injector
 from sidecar.injection.state import ChannelStates
 from sidecar.injection.state_repo import StateRepo
@@ -25,6 +26,7 @@ from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.vector_index import AdaptiveVectorIndex, open_vector_index
 from sidecar.store.db import Database
+from sidecar.store.lock import DataDirLock
 from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault
@@ -44,6 +46,7 @@ class App:
     injector: Injector
     owners: ChannelOwners
     sweeper: ChannelSweeper
+    lock: DataDirLock
     vectors: AdaptiveVectorIndex | None = None
 
     @property
@@ -57,11 +60,25 @@ class App:
         settings: ConfigStore | None = None,
     ) -> App:
         start = time.perf_counter()
+        private_dir(config.data_dir)  # 0700, files 0600
+        lock = DataDirLock(config.data_dir)  # raises DataDirLocked when another server has it
+        try:
+            return cls._open(config, lock, start, embedder, settings)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _open(
+        cls, config: ServerConfig, lock: DataDirLock, start: float,
+        embedder: Embedder | None, settings: ConfigStore | None,
+    ) -> App:
         if settings is None:  # no --config: DATA_DIR/memsidecar.toml if it exists, else defaults
             settings = ConfigStore.open(Path(config.data_dir) / CONFIG_FILENAME)
         settings.pin_server(config)
         live = settings.live()
         db = Database(config.db_path)
+        private_dir(config.data_dir)  # the new database file: its WAL and shm take its mode
         repos = Repositories.open(db)
         if embedder is None:
             embedder = Embedder(bundled_model_files(), **config.embedder_options())
@@ -93,7 +110,7 @@ class App:
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
-            vectors=vectors,
+            lock=lock, vectors=vectors,
         )
 
     def warm_up(self) -> None:
@@ -114,3 +131,4 @@ class App:
         if self.vectors is not None:
             self.vectors.close()  # saves the hnsw index when it changed
         self.db.close()
+        self.lock.release()

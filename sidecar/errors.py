@@ -46,5 +46,9 @@ class ResourceExhausted(DomainError):
     default_reason = "RESOURCE_EXHAUSTED"
 
 
+class DeadlineExceeded(DomainError):
+    default_reason = "DEADLINE_EXCEEDED"
+
+
 class Unavailable(DomainError):
     default_reason = "UNAVAILABLE"

@@ -12,6 +12,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from sidecar.deadline import alive, ensure_alive
 from sidecar.embedding import Embedder
 from sidecar.errors import DomainError, InvalidArgument, NotFound, PermissionDenied
 from sidecar.memory.events import Listeners
@@ -49,6 +50,7 @@ class ImportSummary:
     deduplicated: int = 0
     ids: list[str] = field(default_factory=list)
     errors: list[tuple[int, str, DomainError]] = field(default_factory=list)
+    interrupted: bool = False  # the caller went away; batches after that were not committed
 
     @property
     def rejected(self) -> int:
@@ -98,7 +100,9 @@ class MemoryService:
         check_draft(draft, self.max_content_chars)
         embedding = self.embedder.embed_one(draft.content)
         with self._write_lock:
-            result = self._write_one(draft, embedding, "memory")
+            with self.db.transaction():
+                result = self._write_one(draft, embedding, "memory")
+                ensure_alive()  # right before the commit: an expired call writes nothing
             if not result.deduplicated:
                 self.listeners.stored([result.memory], embedding[None, :])
         return result
@@ -127,10 +131,14 @@ class MemoryService:
                     summary.errors.append((index, draft.id, err))
             if valid:
                 vectors = self.embedder.embed([d.content for _, d in valid], self.embed_batch_size)
+                if not alive():
+                    summary.interrupted = True
+                    break
                 self._commit_import_batch(valid, vectors, summary)
+        summary.interrupted = summary.interrupted or not alive()
         summary.errors.sort(key=lambda e: e[0])
         log.info(
-            "import finished",
+            "import interrupted" if summary.interrupted else "import finished",
             extra={"received": summary.received, "stored": summary.stored,
                    "rejected": summary.rejected},
         )
@@ -193,12 +201,14 @@ class MemoryService:
             stored = self.memories.update(updated, embedding, event=_update_event(existing, draft))
             return UpsertResult(stored, created=False)
 
-    def forget(self, memory_id: str, source: str = "", agent_id: str = "") -> tuple[Memory, bool]:
-        """Forget a memory of ``agent_id``'s scope ('' = shared); another agent's is NOT_FOUND."""
+    def forget(self, memory_id: str, source: str = "", agent_id: str = "",
+               shared_ok: bool = True) -> tuple[Memory, bool]:
+        """Forget a memory of ``agent_id``'s scope or a shared one (when ``shared_ok``);
+        another agent's is NOT_FOUND."""
         check_id(memory_id, "id")
         with self._write_lock:
             with self.db.transaction():
-                existing = self._require(memory_id, agent_id=agent_id)
+                existing = self.writable(memory_id, agent_id, shared_ok)
                 if existing.forgotten:
                     return existing, False
                 updated = replace(
@@ -213,9 +223,9 @@ class MemoryService:
 
     def add_edge(
         self, source_id: str, target_id: str, relation: Relation, weight: float | None,
-        agent_id: str = "",
+        agent_id: str = "", shared_ok: bool = True,
     ) -> Edge:
-        """Link two memories visible to ``agent_id`` (shared or its own)."""
+        """Link two memories of ``agent_id``'s scope or shared ones (when ``shared_ok``)."""
         check_id(source_id, "edge.source_id")
         check_id(target_id, "edge.target_id")
         check_relation(relation)
@@ -229,21 +239,22 @@ class MemoryService:
         value = DEFAULT_EDGE_WEIGHT if weight is None else check_unit(weight, "edge.weight")
         with self._write_lock:
             with self.db.transaction():
-                self._require(source_id, "edge.source_id", agent_id)
-                self._require(target_id, "edge.target_id", agent_id)
+                self.writable(source_id, agent_id, shared_ok, "edge.source_id")
+                self.writable(target_id, agent_id, shared_ok, "edge.target_id")
                 edge = self.edges.upsert(Edge(source_id, target_id, relation, value, now_us()))
             self.listeners.edges([edge], [])
         return edge
 
     def remove_edge(
-        self, source_id: str, target_id: str, relation: Relation, agent_id: str = ""
+        self, source_id: str, target_id: str, relation: Relation, agent_id: str = "",
+        shared_ok: bool = True,
     ) -> None:
         check_id(source_id, "source_id")
         check_id(target_id, "target_id")
         check_relation(relation, "relation")
         with self._write_lock:
-            self._require(source_id, "source_id", agent_id)
-            self._require(target_id, "target_id", agent_id)
+            self.writable(source_id, agent_id, shared_ok, "source_id")
+            self.writable(target_id, agent_id, shared_ok, "target_id")
             edge = self.edges.get(source_id, target_id, relation)
             if edge is None or not self.edges.remove(source_id, target_id, relation):
                 raise NotFound(
@@ -265,6 +276,16 @@ class MemoryService:
                 f"page_size must be between 1 and 1000 (got {query.page_size})", field="page_size"
             )
         return self.memories.list(query)
+
+    def writable(self, memory_id: str, agent_id: str, shared_ok: bool = True,
+                 field: str = "id") -> Memory:
+        """A memory ``agent_id`` may change: its own, or shared when ``shared_ok``."""
+        memory = self._require(memory_id, field, agent_id)
+        if not memory.agent_id and not shared_ok:
+            raise PermissionDenied(
+                f"{field}: shared memories are changed with the operator token only "
+                "(server.auth.shared_write)", field=field)
+        return memory
 
     def _require(self, memory_id: str, field: str = "id", agent_id: str = "") -> Memory:
         """The memory, if visible to ``agent_id``; another scope's is NOT_FOUND like a missing
