@@ -1,16 +1,22 @@
 """Backpressure: at most ``max_concurrent_rpcs`` calls admitted, ``max_workers`` running.
 
-A call over the bound is answered RESOURCE_EXHAUSTED at once instead of queueing behind
-seconds of work. Health checks are never counted nor refused and never wait for a worker: the
-server's thread pool has ``HEALTH_THREADS`` more threads than calls can be admitted, so a
-health check (or a refusal) always finds a free thread. An admitted call waits for a worker
-slot; if its deadline passes or its caller goes away meanwhile, its work is skipped.
+The decision is taken when a call arrives, before it is queued for a thread: a call that
+would make more than ``max_concurrent_rpcs`` calls queued or in progress is answered
+RESOURCE_EXHAUSTED at once instead of waiting behind seconds of work. Health checks are never
+counted nor refused, and never wait for work: admitted calls can occupy at most
+``max_concurrent_rpcs`` threads of a pool ``HEALTH_THREADS`` larger, so a health check (or a
+refusal, which takes microseconds) always finds a free thread. An admitted call then waits for
+one of ``max_workers`` slots; if its deadline passes or its caller goes away meanwhile, its
+work is skipped. While it runs, ``sidecar.deadline`` tells the domain whether it is still
+wanted (checked right before writes commit).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from concurrent import futures
 from typing import Any
 
 import grpc
@@ -23,47 +29,66 @@ log = logging.getLogger(__name__)
 HEALTH_THREADS = 4
 
 
-def pool_size(max_concurrent_rpcs: int) -> int:
-    return max_concurrent_rpcs + HEALTH_THREADS
+class CountingExecutor(futures.ThreadPoolExecutor):
+    """A thread pool that knows how many submitted jobs have not started yet."""
+
+    def __init__(self, max_concurrent_rpcs: int) -> None:
+        super().__init__(max_workers=max_concurrent_rpcs + HEALTH_THREADS,
+                         thread_name_prefix="rpc")
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
+        with self._lock:
+            self._pending += 1
+
+        def started() -> Any:
+            with self._lock:
+                self._pending -= 1
+            return fn(*args, **kwargs)
+
+        return super().submit(started)
 
 
 class AdmissionInterceptor(grpc.ServerInterceptor):
-    def __init__(self, max_concurrent: int, max_workers: int) -> None:
+    def __init__(self, pool: CountingExecutor, max_concurrent: int, max_workers: int) -> None:
+        self.pool = pool
         self.max_concurrent = max_concurrent
-        self._admitted = 0
+        self._running = 0  # admitted calls whose handler started (running or waiting a worker)
         self._lock = threading.Lock()
         self._workers = threading.BoundedSemaphore(max_workers)
         self.refused = 0
+
+    @property
+    def admitted(self) -> int:
+        """Calls admitted and not finished: queued for a thread, running, or waiting a worker."""
+        return self._running + self.pool.pending
 
     def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
         handler = continuation(details)
         if handler is None or is_health(details.method):
             return handler
+        if self.admitted >= self.max_concurrent:
+            self.refused += 1
+            return wrap_handler(handler, self._refuse)
         return wrap_handler(handler, self._guard)
 
-    @property
-    def admitted(self) -> int:
-        """Calls admitted and not finished (running or waiting for a worker)."""
-        return self._admitted
+    def _refuse(self, behavior: Behavior) -> Behavior:
+        def refused(request: Any, context: grpc.ServicerContext) -> Any:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"server busy: {self.max_concurrent} calls in progress "
+                          "(server.max_concurrent_rpcs); retry with backoff")
 
-    def _admit(self) -> bool:
-        with self._lock:
-            if self._admitted >= self.max_concurrent:
-                self.refused += 1
-                return False
-            self._admitted += 1
-            return True
-
-    def _leave(self) -> None:
-        with self._lock:
-            self._admitted -= 1
+        return refused
 
     def _guard(self, behavior: Behavior) -> Behavior:
         def guarded(request: Any, context: grpc.ServicerContext) -> Any:
-            if not self._admit():
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                              f"server busy: {self.max_concurrent} calls in progress "
-                              "(server.max_concurrent_rpcs); retry with backoff")
+            with self._lock:
+                self._running += 1
             try:
                 if not self._wait_for_worker(context):
                     context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
@@ -75,7 +100,8 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                     deadline.unbind(bound)
                     self._workers.release()
             finally:
-                self._leave()
+                with self._lock:
+                    self._running -= 1
 
         return guarded
 

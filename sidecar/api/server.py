@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -21,7 +20,7 @@ from memsidecar.v1 import (
     vault_pb2_grpc,
 )
 
-from sidecar.api.admission import AdmissionInterceptor, pool_size
+from sidecar.api.admission import AdmissionInterceptor, CountingExecutor
 from sidecar.api.auth_interceptor import AuthInterceptor
 from sidecar.api.exposure import check_exposure, reflection_enabled
 from sidecar.api.injection_servicer import MemoryInjectionServicer
@@ -55,15 +54,14 @@ class Server:
             ("grpc.max_send_message_length", config.max_message_bytes),
             ("grpc.so_reuseport", 0),
         ]
-        self.admission = AdmissionInterceptor(config.max_concurrent_rpcs, config.max_workers)
+        pool = CountingExecutor(config.max_concurrent_rpcs)
+        self.admission = AdmissionInterceptor(pool, config.max_concurrent_rpcs,
+                                              config.max_workers)
         interceptors: list[grpc.ServerInterceptor] = [self.admission]
         if config.auth.enabled:
             tokens = TokenStore(config.data_dir)
             interceptors.insert(0, AuthInterceptor(tokens, config.auth.shared_write))
-        self.grpc = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=pool_size(config.max_concurrent_rpcs)),
-            options=opts, interceptors=interceptors,
-        )
+        self.grpc = grpc.server(pool, options=opts, interceptors=interceptors)
         self.health = health.HealthServicer()
         self._register(reflection_enabled(config, listen))
         self.port = self._bind(listen, config.tls)
