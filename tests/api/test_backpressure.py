@@ -18,8 +18,12 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
+from sidecar import deadline
 from sidecar.api.server_config import ServerConfig
+from sidecar.app import App
 from sidecar.embedding import Embedder
+from sidecar.errors import DeadlineExceeded
+from sidecar.records import MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
 
 
@@ -108,3 +112,15 @@ def test_an_interrupted_import_reports_what_was_committed(
     assert record.levelname == "INFO" and record.stored == 256  # type: ignore[attr-defined]
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
     assert live_count(running) == 256  # the 44 items after the last commit were not written
+
+
+def test_an_upsert_whose_caller_is_gone_rolls_back_at_commit(app: App) -> None:
+    bound = deadline.bind(lambda: False)  # the caller left while the memory was embedded
+    try:
+        with pytest.raises(DeadlineExceeded):
+            app.memories.upsert(MemoryDraft("Nobody waits for this one", MemoryType.FACT))
+    finally:
+        deadline.unbind(bound)
+    assert app.memories.memories.count(include_forgotten=True) == 0
+    assert app.db.query_one("SELECT count(*) FROM memory_versions") == (0,)
+    assert app.memories.upsert(MemoryDraft("Somebody waits", MemoryType.FACT)).created
