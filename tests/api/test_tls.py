@@ -15,6 +15,7 @@ from cryptography.x509.oid import NameOID
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import store_pb2_grpc
+from memsidecar_client import Client
 
 from sidecar.api.server import Server, create_server
 from sidecar.api.server_config import ServerConfig
@@ -103,6 +104,8 @@ def test_tls_serves_trusting_clients_only(tmp_path: Path, start: StartServer) ->
         _list(channel)
     with grpc.insecure_channel(target) as plain, pytest.raises(grpc.RpcError):
         _list(plain)
+    with Client(target, tls=grpc.ssl_channel_credentials(pki.ca)) as client:
+        assert not client.list().memories
 
 
 def test_mutual_tls_needs_a_client_certificate(tmp_path: Path, start: StartServer) -> None:
