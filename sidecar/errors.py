@@ -30,10 +30,6 @@ class PermissionDenied(DomainError):
     default_reason = "PERMISSION_DENIED"
 
 
-class Unauthenticated(DomainError):
-    default_reason = "UNAUTHENTICATED"
-
-
 class AlreadyExists(DomainError):
     default_reason = "ALREADY_EXISTS"
 

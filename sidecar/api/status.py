@@ -19,7 +19,6 @@ CODES: dict[type[errors.DomainError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
     errors.NotFound: grpc.StatusCode.NOT_FOUND,
     errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
-    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
     errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
