@@ -12,8 +12,11 @@ from pathlib import Path
 
 from kernels.warmup import warm_up_all
 from sidecar.api.server_config import ServerConfig
+from sidecar.channels.owners import ChannelOwners
+from sidecar.channels.sweep import ChannelSweeper
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.files import private_dir
 from sidecar.injection import Injector
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.marker import BlockSigner
@@ -24,6 +27,7 @@ from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector_index
 from sidecar.store.db import Database
+from sidecar.store.lock import DataDirLock
 from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault
@@ -41,6 +45,9 @@ class App:
     settings: ConfigStore  # the live config file (hot reload, Settings RPCs)
     vault: Vault
     injector: Injector
+    owners: ChannelOwners
+    sweeper: ChannelSweeper
+    lock: DataDirLock
     vectors: AdaptiveVectorIndex | None = None
 
     @property
@@ -54,11 +61,25 @@ class App:
         settings: ConfigStore | None = None,
     ) -> App:
         start = time.perf_counter()
+        private_dir(config.data_dir)  # 0700, files 0600
+        lock = DataDirLock(config.data_dir)  # raises DataDirLocked when another server has it
+        try:
+            return cls._open(config, lock, start, embedder, settings)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    def _open(
+        cls, config: ServerConfig, lock: DataDirLock, start: float,
+        embedder: Embedder | None, settings: ConfigStore | None,
+    ) -> App:
         if settings is None:  # no --config: DATA_DIR/memsidecar.toml if it exists, else defaults
             settings = ConfigStore.open(Path(config.data_dir) / CONFIG_FILENAME)
         settings.pin_server(config)
         live = settings.live()
         db = Database(config.db_path)
+        private_dir(config.data_dir)  # the new database file: its WAL and shm take its mode
         repos = Repositories.open(db)
         if embedder is None:
             embedder = Embedder(bundled_model_files(), **config.embedder_options())
@@ -82,6 +103,9 @@ class App:
             signer=BlockSigner.open(Path(config.data_dir)),
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
         )
+        owners = ChannelOwners(db)
+        sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))
+        sweeper.start()
         log.info(
             "app opened",
             extra={"db": str(config.db_path), "memories": memories.memories.count(),
@@ -89,7 +113,8 @@ class App:
         )
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
-            settings=settings, vault=vault, injector=injector, vectors=vectors,
+            settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
+            lock=lock, vectors=vectors,
         )
 
     def warm_up(self) -> None:
@@ -101,6 +126,7 @@ class App:
 
     def close(self) -> None:
         """Close in reverse order of building: queued state writes first, the database last."""
+        self.sweeper.close()
         self.injector.close()  # the state and access writes queued behind replies
         self.settings.close()
         stop = getattr(self.retriever, "close", None)
@@ -109,3 +135,4 @@ class App:
         if self.vectors is not None:
             self.vectors.close()  # saves the hnsw index when it changed
         self.db.close()
+        self.lock.release()

@@ -1,5 +1,6 @@
 """Command line: ``memsidecar serve [--config FILE] [--listen ADDR] [--data-dir DIR]``,
-``memsidecar config check FILE``, ``memsidecar config docs``."""
+``memsidecar config check FILE``, ``memsidecar config docs``,
+``memsidecar token add|list|revoke --data-dir DIR``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
+from sidecar.api.server_config import DEFAULT_DATA_DIR
+from sidecar.auth.cli import token_command
 from sidecar.config.startup import check, docs, open_settings
 from sidecar.errors import DomainError
+from sidecar.redact import escape, loggable
 
 log = logging.getLogger("sidecar")
 
@@ -37,7 +42,23 @@ def _parser() -> argparse.ArgumentParser:
     documenter = config_sub.add_parser(
         "docs", help="print the configuration reference (Markdown, docs/configuration.md)")
     documenter.add_argument("--log-level", default="WARNING")
+    _token_parser(sub)
     return parser
+
+
+def _token_parser(sub: Any) -> None:
+    token = sub.add_parser("token", help="bearer tokens for [server.auth]")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    add = token_sub.add_parser("add", help="create a token; prints it once, on the last line")
+    who = add.add_mutually_exclusive_group(required=True)
+    who.add_argument("--agent", help="the agent the token acts for")
+    who.add_argument("--operator", action="store_true", help="a token for every agent")
+    listing = token_sub.add_parser("list", help="token ids, roles and agents (never tokens)")
+    revoke = token_sub.add_parser("revoke", help="delete a token by id")
+    revoke.add_argument("id")
+    for command in (add, listing, revoke):
+        command.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+        command.add_argument("--log-level", default="WARNING")
 
 
 _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
@@ -45,13 +66,19 @@ _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 
 
 class FieldsFormatter(logging.Formatter):
-    """Appends a record's structured fields (``extra=``) as ``key=value`` pairs."""
+    """Appends a record's structured fields (``extra=``) as ``key=value`` pairs.
+
+    Caller strings never reach the log raw: the message and every field value have control
+    characters escaped (no forged lines) and field values are cut (``sidecar.redact``)."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        return escape(super().formatMessage(record))
 
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         fields = {k: v for k, v in vars(record).items() if k not in _STANDARD_ATTRS}
         if fields:
-            text += " " + " ".join(f"{k}={v}" for k, v in fields.items())
+            text += " " + " ".join(f"{k}={loggable(v)}" for k, v in fields.items())
         return text
 
 
@@ -62,10 +89,13 @@ def _configure_logging(level: str) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    from sidecar.api.exposure import check_exposure
     from sidecar.api.server import create_server
     from sidecar.app import App
 
+    os.umask(0o077)  # every file and socket the server creates is owner-only
     config, settings = open_settings(args.config, args.listen, args.data_dir)
+    check_exposure(config, config.listen, warn=False)  # refuse before the slow start-up
     app = App.open(config, settings=settings)
     try:
         server = create_server(app)
@@ -94,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             return serve(args)
         if args.command == "config":
             return check(args.file) if args.config_command == "check" else docs()
+        if args.command == "token":
+            return token_command(args)
     except DomainError as err:
         print(f"memsidecar: {err.message}", file=sys.stderr)
         return 2

@@ -26,6 +26,10 @@ class NotFound(DomainError):
     default_reason = "NOT_FOUND"
 
 
+class PermissionDenied(DomainError):
+    default_reason = "PERMISSION_DENIED"
+
+
 class AlreadyExists(DomainError):
     default_reason = "ALREADY_EXISTS"
 
@@ -36,6 +40,10 @@ class FailedPrecondition(DomainError):
 
 class ResourceExhausted(DomainError):
     default_reason = "RESOURCE_EXHAUSTED"
+
+
+class DeadlineExceeded(DomainError):
+    default_reason = "DEADLINE_EXCEEDED"
 
 
 class Unavailable(DomainError):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -145,3 +147,52 @@ def test_sigterm_lets_in_flight_import_finish(tmp_path: Path, proc_cleanup: list
     assert proc.wait(timeout=30) == 0
     conn = apsw.Connection(str(tmp_path / "memsidecar.sqlite3"))
     assert conn.execute("SELECT count(*) FROM memories").fetchone() == (120,)
+
+
+def test_one_server_per_data_dir_and_owner_only_files(tmp_path: Path, proc_cleanup: list) -> None:
+    data, sock = tmp_path / "data", tmp_path / "side.sock"
+    proc = subprocess.Popen(  # umask 0: every mode below is the server's own doing
+        [sys.executable, "-m", "sidecar", "serve", "--listen", f"unix://{sock}",
+         "--data-dir", str(data)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=lambda: os.umask(0))
+    proc_cleanup.append(proc)
+    channel = wait_serving(f"unix://{sock}", proc)
+    store_pb2_grpc.MemoryStoreStub(channel).UpsertMemory(
+        s.UpsertMemoryRequest(memory=m.Memory(content="locked in", type=1)))
+    second = spawn(f"127.0.0.1:{free_port()}", data)
+    out, _ = second.communicate(timeout=60)
+    assert second.returncode == 2 and f"pid {proc.pid}" in out.decode()
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    files = [p for p in data.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"memsidecar.sqlite3", "memsidecar.sqlite3-wal",
+                                       "memsidecar.lock"}
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == {
+        p.name: 0o600 for p in files}
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    channel.close()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    assert {stat.S_IMODE(p.stat().st_mode) for p in data.rglob("*") if p.is_file()} == {0o600}
+
+
+def test_remote_listen_without_auth_exits_2(tmp_path: Path) -> None:
+    proc = spawn(f"0.0.0.0:{free_port()}", tmp_path)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "allow_insecure_remote" in out.decode()
+
+
+def test_token_add_prints_the_token_alone_on_its_last_line(tmp_path: Path) -> None:
+    def run(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "sidecar", "token", *args,
+                               "--data-dir", str(tmp_path)], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout
+
+    token = run("add", "--agent", "alice").splitlines()[-1]
+    assert token.startswith("msk_") and " " not in token
+    run("add", "--operator")
+    listed = run("list")
+    assert "alice" in listed and "operator" in listed and token not in listed
+    assert token not in (tmp_path / "tokens.json").read_text()
+    assert stat.S_IMODE((tmp_path / "tokens.json").stat().st_mode) == 0o600
+    run("revoke", token.split("_")[1])
+    assert "alice" not in run("list")

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 from memsidecar.v1 import injection_pb2
 
+from sidecar.api.validate import MAX_INJECT_TEXT_CHARS
 from sidecar.errors import InvalidArgument
 from sidecar.injection.history import Message, Role
 from sidecar.injection.types import InjectedItem, Injection, InjectRequest, InjectStats
 from sidecar.injection.types import Section as DomainSection
-
-MAX_TEXT_CHARS = 1_000_000
+from sidecar.memory.validation import is_blank
 
 
 def inject_request(msg: injection_pb2.InjectRequest) -> InjectRequest:
@@ -23,14 +23,14 @@ def inject_request(msg: injection_pb2.InjectRequest) -> InjectRequest:
     if not msg.channel_id.strip():
         raise InvalidArgument("channel_id is required (the conversation the injection "
                               "state belongs to)", field="channel_id", reason="REQUIRED")
-    parts = [t for t in (msg.text, *msg.texts) if t.strip()]
+    parts = [t for t in (msg.text, *msg.texts) if not is_blank(t)]
     text = "\n".join(parts)
     system = msg.source.strip().lower() == "system"
     if not text and not system:
         raise InvalidArgument("text (or texts) is required: the user text of this turn, "
                               "not blank", field="text", reason="REQUIRED")
-    if len(text) > MAX_TEXT_CHARS:
-        raise InvalidArgument(f"text is {len(text)} characters; at most {MAX_TEXT_CHARS}",
+    if len(text) > MAX_INJECT_TEXT_CHARS:
+        raise InvalidArgument(f"text is {len(text)} characters; at most {MAX_INJECT_TEXT_CHARS}",
                               field="text", reason="TOO_LONG")
     return InjectRequest(agent_id=msg.agent_id, channel_id=msg.channel_id, text=text,
                          source=msg.source, turn=msg.turn)

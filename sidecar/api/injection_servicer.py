@@ -7,6 +7,7 @@ from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 
 from sidecar.api import injection_convert as convert
 from sidecar.api.status import grpc_errors
+from sidecar.channels.owners import ChannelOwners
 from sidecar.errors import InvalidArgument
 from sidecar.injection.history import prune_history, render_transcript
 from sidecar.injection.pipeline import Alive, Injector
@@ -14,15 +15,18 @@ from sidecar.injection.types import Abandoned
 
 
 class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
-    def __init__(self, injector: Injector) -> None:
+    def __init__(self, injector: Injector, owners: ChannelOwners) -> None:
         self.injector = injector
+        self.owners = owners
 
     @grpc_errors
     def Inject(
         self, request: injection_pb2.InjectRequest, context: grpc.ServicerContext
     ) -> injection_pb2.InjectResponse:
+        inject = convert.inject_request(request)
+        self.owners.claim(inject.channel_id, inject.agent_id)
         try:
-            result = self.injector.inject(convert.inject_request(request), _alive(context))
+            result = self.injector.inject(inject, _alive(context))
         except Abandoned as gone:
             expired = context.time_remaining() == 0
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED if expired
@@ -64,9 +68,10 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         if not request.channel_id.strip():
             raise InvalidArgument("channel_id is required", field="channel_id",
                                   reason="REQUIRED")
-        return injection_pb2.ResetChannelResponse(
-            existed=self.injector.reset(request.channel_id)
-        )
+        self.owners.check(request.channel_id, request.agent_id)
+        existed = self.injector.reset(request.channel_id)
+        self.owners.release(request.channel_id)
+        return injection_pb2.ResetChannelResponse(existed=existed)
 
     def close(self) -> None:
         self.injector.close()

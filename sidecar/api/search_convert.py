@@ -6,6 +6,7 @@ from memsidecar.v1 import store_pb2
 
 from sidecar.api.convert import memory_to_pb, memory_type
 from sidecar.errors import InvalidArgument
+from sidecar.memory.validation import is_blank
 from sidecar.retrieval import stages
 from sidecar.retrieval.contract import Hit, Mode, SearchQuery, SearchResult
 
@@ -22,7 +23,7 @@ _MODES = {
 
 def search_query_from_pb(req: store_pb2.SearchRequest, default_search_limit: int) -> SearchQuery:
     """Validate a SearchRequest. ``search_limit`` 0 = max(configured, limit)."""
-    if not req.query.strip():
+    if is_blank(req.query):
         raise InvalidArgument("query must be a non-blank string", field="query",
                               reason="EMPTY_QUERY")
     limit = req.limit or DEFAULT_LIMIT

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from concurrent import futures
+import os
+from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -19,11 +20,17 @@ from memsidecar.v1 import (
     vault_pb2_grpc,
 )
 
+from sidecar.api.admission import AdmissionInterceptor, CountingExecutor
+from sidecar.api.auth_interceptor import AuthInterceptor
+from sidecar.api.exposure import check_exposure, reflection_enabled
 from sidecar.api.injection_servicer import MemoryInjectionServicer
 from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
 from sidecar.api.vault_servicer import VaultServicer
 from sidecar.app import App
+from sidecar.auth.config import TlsConfig
+from sidecar.auth.tokens import TokenStore
+from sidecar.files import FILE_MODE
 
 log = logging.getLogger(__name__)
 
@@ -40,25 +47,43 @@ class Server:
 
     def __init__(self, app: App, listen: str) -> None:
         self.app = app
+        config = app.config
+        check_exposure(config, listen)
         opts = [
-            ("grpc.max_receive_message_length", app.config.max_message_bytes),
-            ("grpc.max_send_message_length", app.config.max_message_bytes),
+            ("grpc.max_receive_message_length", config.max_message_bytes),
+            ("grpc.max_send_message_length", config.max_message_bytes),
             ("grpc.so_reuseport", 0),
         ]
-        self.grpc = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=app.config.max_workers), options=opts
-        )
+        pool = CountingExecutor(config.max_concurrent_rpcs)
+        self.admission = AdmissionInterceptor(pool, config.max_concurrent_rpcs,
+                                              config.max_workers)
+        interceptors: list[grpc.ServerInterceptor] = [self.admission]
+        if config.auth.enabled:
+            tokens = TokenStore(config.data_dir)
+            interceptors.insert(0, AuthInterceptor(tokens, config.auth.shared_write))
+        self.grpc = grpc.server(pool, options=opts, interceptors=interceptors)
         self.health = health.HealthServicer()
-        self._register()
-        try:
-            self.port = self.grpc.add_insecure_port(listen)
-        except RuntimeError as err:
-            raise OSError(f"could not listen on {listen}: address in use or invalid") from err
-        if self.port == 0 and not listen.startswith("unix:"):
-            raise OSError(f"could not listen on {listen}: address in use or invalid")
+        self._register(reflection_enabled(config, listen))
+        self.port = self._bind(listen, config.tls)
         self.listen = listen
 
-    def _register(self) -> None:
+    def _bind(self, listen: str, tls: TlsConfig) -> int:
+        try:
+            if tls.enabled:
+                port = self.grpc.add_secure_port(listen, server_credentials(tls))
+            else:
+                port = self.grpc.add_insecure_port(listen)
+        except RuntimeError as err:
+            raise OSError(f"could not listen on {listen}: address in use or invalid") from err
+        if listen.startswith("unix:"):
+            path = Path(listen.removeprefix("unix:").removeprefix("//"))
+            if path.exists():
+                os.chmod(path, FILE_MODE)  # owner-only, whatever the umask
+        elif port == 0:
+            raise OSError(f"could not listen on {listen}: address in use or invalid")
+        return int(port)
+
+    def _register(self, reflect: bool) -> None:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
             MemoryStoreServicer(
                 self.app.memories, self.app.retriever,
@@ -67,15 +92,16 @@ class Server:
             self.grpc,
         )
         injection_pb2_grpc.add_MemoryInjectionServicer_to_server(
-            MemoryInjectionServicer(self.app.injector), self.grpc)
+            MemoryInjectionServicer(self.app.injector, self.app.owners), self.grpc)
         settings_pb2_grpc.add_SettingsServicer_to_server(
             SettingsServicer(self.app.settings), self.grpc
         )
         vault_pb2_grpc.add_VaultServicer_to_server(VaultServicer(self.app.vault), self.grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
-        reflection.enable_server_reflection(
-            (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc
-        )
+        if reflect:
+            reflection.enable_server_reflection(
+                (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc
+            )
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
 
     def _set_health(self, status: int) -> None:
@@ -99,6 +125,19 @@ class Server:
         finally:
             self.app.close()
         log.info("stopped")
+
+
+def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
+    """TLS from PEM files; with ``client_ca``, clients must present a certificate it signed."""
+    if not (tls.cert and tls.key):
+        raise OSError("[server.tls] needs both cert and key")
+    try:
+        pair = (Path(tls.key).read_bytes(), Path(tls.cert).read_bytes())
+        ca = Path(tls.client_ca).read_bytes() if tls.client_ca else None
+    except OSError as err:
+        raise OSError(f"[server.tls]: cannot read {err.filename}: {err.strerror}") from err
+    return grpc.ssl_server_credentials([pair], root_certificates=ca,
+                                       require_client_auth=ca is not None)
 
 
 def create_server(app: App, listen: str | None = None) -> Server:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sidecar.auth.config import AuthConfig, TlsConfig
 from sidecar.knobs import knob
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
@@ -26,6 +27,18 @@ class ServerConfig:
         "Longest memory content accepted (characters).", ge=1, restart=True))
     max_workers: int = field(default=8, metadata=knob(
         "Worker threads serving RPCs.", ge=1, le=1024, restart=True))
+    # 2 cores: 8 workers busy, 24 queued; beyond that a caller is better told to back off
+    # than queued behind seconds of work.
+    max_concurrent_rpcs: int = field(default=32, metadata=knob(
+        "Calls in progress or queued at once; one more is answered RESOURCE_EXHAUSTED. "
+        "Health checks are not counted and never refused.", ge=1, le=100_000, restart=True))
+    reflection: str = field(default="auto", metadata=knob(
+        "gRPC server reflection: auto = on for loopback and Unix sockets, off otherwise.",
+        choices=("auto", "on", "off"), restart=True))
+    auth: AuthConfig = field(default_factory=AuthConfig, metadata=knob(
+        "Bearer-token authentication.", restart=True))
+    tls: TlsConfig = field(default_factory=TlsConfig, metadata=knob(
+        "TLS and mutual TLS.", restart=True))
     shutdown_grace_s: float = field(default=5.0, metadata=knob(
         "Seconds in-flight calls get to finish on SIGTERM/SIGINT.", ge=0, le=3600,
         restart=True))

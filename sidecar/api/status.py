@@ -8,18 +8,22 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
 from sidecar import errors
+from sidecar.api.validate import check_request
 
 log = logging.getLogger(__name__)
 
 CODES: dict[type[errors.DomainError], grpc.StatusCode] = {
     errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
     errors.NotFound: grpc.StatusCode.NOT_FOUND,
+    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
     errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
+    errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,11 +43,14 @@ def abort_with(context: grpc.ServicerContext, err: errors.DomainError) -> None:
 
 
 def grpc_errors(method: F) -> F:
-    """Servicer-method decorator: DomainError -> its status; anything else -> INTERNAL, logged."""
+    """Servicer-method decorator: a unary request's fields are checked first
+    (``sidecar.api.validate``); DomainError -> its status; anything else -> INTERNAL, logged."""
 
     @functools.wraps(method)
     def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
         try:
+            if isinstance(request, Message):
+                check_request(request)
             return method(self, request, context)
         except errors.DomainError as err:
             abort_with(context, err)

@@ -8,8 +8,10 @@ import grpc
 from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
 
 from sidecar.api import convert
+from sidecar.api.authorize import check_memory_scope, may_write_shared
 from sidecar.api.search_convert import search_query_from_pb, search_response_to_pb
 from sidecar.api.status import code_for, grpc_errors
+from sidecar.api.validate import check_request
 from sidecar.errors import DomainError, InvalidArgument
 from sidecar.live import Live
 from sidecar.memory.service import MemoryService
@@ -48,14 +50,26 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         self, request_iterator: Iterator[store_pb2.UpsertMemoryRequest],
         context: grpc.ServicerContext,
     ) -> store_pb2.ImportMemoriesResponse:
+        broken: list[bool] = []
+
         def items() -> Iterator[MemoryDraft | DomainError]:
-            for index, request in enumerate(request_iterator):
-                try:
-                    yield convert.draft_from_pb(request.memory, prefix=f"items[{index}]")
-                except DomainError as err:
-                    yield err
+            try:
+                for index, request in enumerate(request_iterator):
+                    try:
+                        check_request(request.memory, f"items[{index}].")
+                        check_memory_scope(request.memory.agent_id, f"items[{index}].agent_id")
+                        yield convert.draft_from_pb(request.memory, prefix=f"items[{index}]")
+                    except DomainError as err:
+                        yield err
+            except grpc.RpcError:  # the client's stream broke or was cancelled
+                broken.append(True)
 
         summary = self.memories.import_stream(items())
+        if broken or summary.interrupted:
+            context.set_trailing_metadata((("memsidecar-committed", str(summary.stored)),))
+            context.abort(grpc.StatusCode.CANCELLED,
+                          f"import interrupted: {summary.stored} items committed before the "
+                          "stream ended; re-send the rest (ids make it idempotent)")
         errors = [_import_error(i, memory_id, err) for i, memory_id, err in summary.errors]
         return store_pb2.ImportMemoriesResponse(
             received=summary.received,
@@ -76,7 +90,8 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def ForgetMemory(
         self, request: store_pb2.ForgetMemoryRequest, context: grpc.ServicerContext
     ) -> store_pb2.ForgetMemoryResponse:
-        memory, changed = self.memories.forget(request.id, request.source)
+        memory, changed = self.memories.forget(request.id, request.source, request.agent_id,
+                                               may_write_shared())
         return store_pb2.ForgetMemoryResponse(memory=convert.memory_to_pb(memory), changed=changed)
 
     @grpc_errors
@@ -97,7 +112,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         e = request.edge
         edge = self.memories.add_edge(
             e.source_id, e.target_id, convert.relation(e.relation, "edge.relation"),
-            e.weight if e.HasField("weight") else None,
+            e.weight if e.HasField("weight") else None, request.agent_id, may_write_shared(),
         )
         return convert.edge_to_pb(edge)
 
@@ -106,7 +121,8 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         self, request: store_pb2.RemoveEdgeRequest, context: grpc.ServicerContext
     ) -> store_pb2.RemoveEdgeResponse:
         self.memories.remove_edge(
-            request.source_id, request.target_id, convert.relation(request.relation, "relation")
+            request.source_id, request.target_id, convert.relation(request.relation, "relation"),
+            request.agent_id, may_write_shared(),
         )
         return store_pb2.RemoveEdgeResponse()
 

@@ -6,6 +6,7 @@ import grpc
 from memsidecar.v1 import vault_pb2, vault_pb2_grpc
 
 from sidecar.api import convert, vault_convert
+from sidecar.api.authorize import may_write_shared
 from sidecar.api.status import grpc_errors
 from sidecar.memory.validation import check_id
 from sidecar.vault import Vault
@@ -20,7 +21,8 @@ class VaultServicer(vault_pb2_grpc.VaultServicer):
         self, request: vault_pb2.PromoteToCanonRequest, context: grpc.ServicerContext
     ) -> vault_pb2.PromoteToCanonResponse:
         check_id(request.agent_id, "agent_id", required=False)
-        memory = self.vault.promote_to_canon(request.id, request.canonical_text, request.agent_id)
+        memory = self.vault.promote_to_canon(request.id, request.canonical_text, request.agent_id,
+                                             may_write_shared())
         return vault_pb2.PromoteToCanonResponse(memory=convert.memory_to_pb(memory))
 
     @grpc_errors

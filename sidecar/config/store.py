@@ -22,8 +22,9 @@ from sidecar.config.loader import ConfigError, load_text
 from sidecar.config.reloader import POLL_INTERVAL_S, Reloader
 from sidecar.config.schema import INJECTION, AgentConfig, Config
 from sidecar.config.typed import Issue
-from sidecar.config.writer import edit_injection, write_atomic
+from sidecar.config.writer import edit_injection
 from sidecar.errors import FailedPrecondition, InvalidArgument
+from sidecar.files import write_atomic
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.knobs import keep_restart_keys, restart_keys
 from sidecar.live import Live

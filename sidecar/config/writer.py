@@ -5,10 +5,7 @@ Only the edited keys change: comments, key order and every other section stay as
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import tomlkit
@@ -79,25 +76,3 @@ def _edit_agent(doc: tomlkit.TOMLDocument, agent_id: str, changes: Mapping[str, 
 def _set(table: Any, changes: Mapping[str, Any]) -> None:
     for key, value in changes.items():
         table[key] = tomlkit.item(value)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory, fsync, rename over ``path``, fsync the dir."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

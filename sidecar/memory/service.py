@@ -12,8 +12,9 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from sidecar.deadline import alive, ensure_alive
 from sidecar.embedding import Embedder
-from sidecar.errors import DomainError, InvalidArgument, NotFound
+from sidecar.errors import DomainError, InvalidArgument, NotFound, PermissionDenied
 from sidecar.memory.events import Listeners
 from sidecar.memory.validation import (
     check_draft,
@@ -23,6 +24,7 @@ from sidecar.memory.validation import (
     resolve_importance,
 )
 from sidecar.records import DEFAULT_EDGE_WEIGHT, Edge, Memory, MemoryDraft, Relation, Tier
+from sidecar.redact import echo
 from sidecar.store.memories import ListQuery
 from sidecar.store.repos import Repositories
 from sidecar.store.versions import FORGET, PROMOTE, RESTORE, UPDATE
@@ -48,6 +50,7 @@ class ImportSummary:
     deduplicated: int = 0
     ids: list[str] = field(default_factory=list)
     errors: list[tuple[int, str, DomainError]] = field(default_factory=list)
+    interrupted: bool = False  # the caller went away; batches after that were not committed
 
     @property
     def rejected(self) -> int:
@@ -97,7 +100,9 @@ class MemoryService:
         check_draft(draft, self.max_content_chars)
         embedding = self.embedder.embed_one(draft.content)
         with self._write_lock:
-            result = self._write_one(draft, embedding, "memory")
+            with self.db.transaction():
+                result = self._write_one(draft, embedding, "memory")
+                ensure_alive()  # right before the commit: an expired call writes nothing
             if not result.deduplicated:
                 self.listeners.stored([result.memory], embedding[None, :])
         return result
@@ -126,10 +131,14 @@ class MemoryService:
                     summary.errors.append((index, draft.id, err))
             if valid:
                 vectors = self.embedder.embed([d.content for _, d in valid], self.embed_batch_size)
+                if not alive():
+                    summary.interrupted = True
+                    break
                 self._commit_import_batch(valid, vectors, summary)
+        summary.interrupted = summary.interrupted or not alive()
         summary.errors.sort(key=lambda e: e[0])
         log.info(
-            "import finished",
+            "import interrupted" if summary.interrupted else "import finished",
             extra={"received": summary.received, "stored": summary.stored,
                    "rejected": summary.rejected},
         )
@@ -170,6 +179,10 @@ class MemoryService:
             importance = resolve_importance(draft)
             ts = now_us()
             existing = self.memories.get(draft.id) if draft.id else None
+            if existing is not None and existing.agent_id != draft.agent_id:
+                raise PermissionDenied(
+                    f"{field}.id names a memory of another scope; a memory keeps its agent_id "
+                    "(choose another id, or write as its owner)", field=f"{field}.id")
             if existing is None:
                 memory = Memory(
                     id=draft.id or str(uuid.uuid4()), content=draft.content, type=draft.type,
@@ -188,11 +201,14 @@ class MemoryService:
             stored = self.memories.update(updated, embedding, event=_update_event(existing, draft))
             return UpsertResult(stored, created=False)
 
-    def forget(self, memory_id: str, source: str = "") -> tuple[Memory, bool]:
+    def forget(self, memory_id: str, source: str = "", agent_id: str = "",
+               shared_ok: bool = True) -> tuple[Memory, bool]:
+        """Forget a memory of ``agent_id``'s scope or a shared one (when ``shared_ok``);
+        another agent's is NOT_FOUND."""
         check_id(memory_id, "id")
         with self._write_lock:
             with self.db.transaction():
-                existing = self._require(memory_id)
+                existing = self.writable(memory_id, agent_id, shared_ok)
                 if existing.forgotten:
                     return existing, False
                 updated = replace(
@@ -201,18 +217,21 @@ class MemoryService:
                 )
                 stored = self.memories.update(updated, None, event=FORGET, actor=source)
             self.listeners.forgotten([stored])
-        log.info("memory forgotten", extra={"memory_id": memory_id, "by": source})
+        log.info("memory forgotten", extra={"memory_id": memory_id, "by": source,
+                                            "agent": agent_id})
         return stored, True
 
     def add_edge(
-        self, source_id: str, target_id: str, relation: Relation, weight: float | None
+        self, source_id: str, target_id: str, relation: Relation, weight: float | None,
+        agent_id: str = "", shared_ok: bool = True,
     ) -> Edge:
+        """Link two memories of ``agent_id``'s scope or shared ones (when ``shared_ok``)."""
         check_id(source_id, "edge.source_id")
         check_id(target_id, "edge.target_id")
         check_relation(relation)
         if source_id == target_id:
             raise InvalidArgument(
-                f"edge.target_id equals edge.source_id ({source_id!r}); a memory cannot be "
+                f"edge.target_id equals edge.source_id ({echo(source_id)}); a memory cannot be "
                 "linked to itself",
                 field="edge.target_id",
                 reason="SELF_EDGE",
@@ -220,21 +239,26 @@ class MemoryService:
         value = DEFAULT_EDGE_WEIGHT if weight is None else check_unit(weight, "edge.weight")
         with self._write_lock:
             with self.db.transaction():
-                self._require(source_id, "edge.source_id")
-                self._require(target_id, "edge.target_id")
+                self.writable(source_id, agent_id, shared_ok, "edge.source_id")
+                self.writable(target_id, agent_id, shared_ok, "edge.target_id")
                 edge = self.edges.upsert(Edge(source_id, target_id, relation, value, now_us()))
             self.listeners.edges([edge], [])
         return edge
 
-    def remove_edge(self, source_id: str, target_id: str, relation: Relation) -> None:
+    def remove_edge(
+        self, source_id: str, target_id: str, relation: Relation, agent_id: str = "",
+        shared_ok: bool = True,
+    ) -> None:
         check_id(source_id, "source_id")
         check_id(target_id, "target_id")
         check_relation(relation, "relation")
         with self._write_lock:
+            self.writable(source_id, agent_id, shared_ok, "source_id")
+            self.writable(target_id, agent_id, shared_ok, "target_id")
             edge = self.edges.get(source_id, target_id, relation)
             if edge is None or not self.edges.remove(source_id, target_id, relation):
                 raise NotFound(
-                    f"no {relation.name} edge from {source_id!r} to {target_id!r}",
+                    f"no {relation.name} edge from {echo(source_id)} to {echo(target_id)}",
                     field="source_id",
                 )
             self.listeners.edges([], [edge])
@@ -242,12 +266,9 @@ class MemoryService:
     # --- reads --------------------------------------------------------------------------
 
     def get(self, memory_id: str, agent_id: str = "") -> Memory:
+        """A memory visible to ``agent_id``: shared, or its own ('' sees shared ones only)."""
         check_id(memory_id, "id")
-        memory = self._require(memory_id)
-        if agent_id and not memory.visible_to(agent_id):
-            raise NotFound(f"no memory with id {memory_id!r} visible to agent {agent_id!r}",
-                           field="id")
-        return memory
+        return self._require(memory_id, agent_id=agent_id)
 
     def list(self, query: ListQuery) -> tuple[list[Memory], str]:
         if not 1 <= query.page_size <= 1000:
@@ -256,10 +277,24 @@ class MemoryService:
             )
         return self.memories.list(query)
 
-    def _require(self, memory_id: str, field: str = "id") -> Memory:
+    def writable(self, memory_id: str, agent_id: str, shared_ok: bool = True,
+                 field: str = "id") -> Memory:
+        """A memory ``agent_id`` may change: its own, or shared when ``shared_ok``."""
+        memory = self._require(memory_id, field, agent_id)
+        if not memory.agent_id and not shared_ok:
+            raise PermissionDenied(
+                f"{field}: shared memories are changed with the operator token only "
+                "(server.auth.shared_write)", field=field)
+        return memory
+
+    def _require(self, memory_id: str, field: str = "id", agent_id: str = "") -> Memory:
+        """The memory, if visible to ``agent_id``; another scope's is NOT_FOUND like a missing
+        one (its existence is not revealed)."""
         memory = self.memories.get(memory_id)
-        if memory is None:
-            raise NotFound(f"{field}: no memory with id {memory_id!r}", field=field)
+        if memory is None or not memory.visible_to(agent_id):
+            scope = f"agent {echo(agent_id)}" if agent_id else "the shared scope"
+            raise NotFound(f"{field}: no memory with id {echo(memory_id)} visible to {scope}",
+                           field=field)
         return memory
 
 

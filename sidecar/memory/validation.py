@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 
 from sidecar.errors import InvalidArgument
 from sidecar.records import DEFAULT_IMPORTANCE, MemoryDraft, MemoryType, Relation, Tier
+from sidecar.redact import echo
 
 MAX_ID_CHARS = 128
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` has nothing visible: only whitespace and Unicode Cf format characters
+    (zero-width spaces and joiners, word joiner, BOM, soft hyphen, bidi marks)."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
 
 
 def check_id(value: str, field: str, *, required: bool = True) -> None:
@@ -18,7 +26,7 @@ def check_id(value: str, field: str, *, required: bool = True) -> None:
     if len(value) > MAX_ID_CHARS or not value.isprintable() or value != value.strip():
         raise InvalidArgument(
             f"{field} must be 1..{MAX_ID_CHARS} printable characters without surrounding "
-            f"spaces (got {value[:40]!r})",
+            f"spaces (got {echo(value)})",
             field=field,
             reason="BAD_ID",
         )
@@ -42,9 +50,9 @@ def resolve_importance(draft: MemoryDraft, field: str = "memory.importance") -> 
 
 def check_draft(draft: MemoryDraft, max_content_chars: int, prefix: str = "memory") -> None:
     check_id(draft.id, f"{prefix}.id", required=False)
-    if not draft.content.strip():
+    if is_blank(draft.content):
         raise InvalidArgument(
-            f"{prefix}.content is empty; a memory needs some text",
+            f"{prefix}.content is empty or invisible; a memory needs some visible text",
             field=f"{prefix}.content",
             reason="EMPTY_CONTENT",
         )

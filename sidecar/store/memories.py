@@ -239,9 +239,8 @@ def _filters(query: ListQuery) -> tuple[list[str], list[Any]]:
     if query.channel_id:
         where.append("channel_id = ?")
         params.append(query.channel_id)
-    if query.agent_id:
-        where.append("agent_id IN ('', ?)")
-        params.append(query.agent_id)
+    where.append("agent_id IN ('', ?)")  # shared + the agent's own; '' = shared only
+    params.append(query.agent_id)
     return where, params
 
 
@@ -271,7 +270,9 @@ def _decode_token(token: str, sort: str, width: int) -> list[Any]:
         padded = token + "=" * (-len(token) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode()))
         values = data["k"]
-        ok = data["s"] == sort and isinstance(values, list) and len(values) == width
+        ok = (data["s"] == sort and isinstance(values, list) and len(values) == width
+              and all(_token_value_ok(v, i == 0 and sort == "importance")
+                      for i, v in enumerate(values)))
     except (ValueError, KeyError, TypeError):
         ok = False
     if not ok:
@@ -281,3 +282,16 @@ def _decode_token(token: str, sort: str, width: int) -> list[Any]:
             field="page_token",
         )
     return list(values)
+
+
+INT64_MAX = 2**63 - 1
+
+
+def _token_value_ok(value: Any, is_importance: bool) -> bool:
+    """A key value as ``_encode_token`` writes it: importance a finite float in [0, 1],
+    timestamps and seq non-negative int64s."""
+    if isinstance(value, bool):
+        return False
+    if is_importance:
+        return isinstance(value, (int, float)) and 0.0 <= value <= 1.0
+    return isinstance(value, int) and 0 <= value <= INT64_MAX

@@ -8,6 +8,7 @@ import numpy as np
 
 from sidecar.errors import ResourceExhausted
 from sidecar.records import Memory, MemoryDraft
+from sidecar.redact import echo
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.vault_repo import VaultRepo
 from sidecar.vault import reasons
@@ -26,7 +27,7 @@ class CapacityGate:
         if not is_new(self.memories, draft):
             return None  # updates never grow a scope
         if self.vault.count_live(draft.agent_id) >= self.limit:
-            scope = repr(draft.agent_id) if draft.agent_id else "shared"
+            scope = echo(draft.agent_id) if draft.agent_id else "shared"
             log.info("write rejected", extra={"reason": reasons.CAPACITY, "field": field})
             raise ResourceExhausted(
                 f"{field}: scope {scope} already holds {self.limit} live memories "

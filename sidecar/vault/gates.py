@@ -66,14 +66,18 @@ class LengthGate:
 
 
 class PiiGate:
-    """Rejects secrets and personal identifiers, naming the kind found, never the value."""
+    """Rejects secrets and personal identifiers in every stored free-text field, naming the
+    field and the kind found, never the value."""
+
+    FIELDS = ("content", "source", "topic_id", "channel_id")
 
     def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
-        kinds = find_pii(draft.content)
-        if kinds:
-            raise _reject(
-                reasons.PII, f"{field}.content",
-                f"{field}.content contains sensitive data ({', '.join(kinds)}); remove it "
-                "before storing (the value is not echoed)",
-            )
+        for name in self.FIELDS:
+            kinds = find_pii(getattr(draft, name))
+            if kinds:
+                raise _reject(
+                    reasons.PII, f"{field}.{name}",
+                    f"{field}.{name} contains sensitive data ({', '.join(kinds)}); remove it "
+                    "before storing (the value is not echoed)",
+                )
         return None

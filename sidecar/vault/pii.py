@@ -13,8 +13,14 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+# Invisible format characters (Unicode Cf: zero-width space/joiners, word joiner, BOM, soft
+# hyphen, bidi marks) are removed before any detector runs: they cannot hide a value.
+INVISIBLE = re.compile(r"[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+                       r"\u2066-\u206f\ufeff]")
 SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\d-])")
-CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+# 13-19 digits, each pair separated by at most two of space, dot, dash, or nothing; any prefix
+# (``billing:4111...``, ``card4111...``) may touch the first digit.
+CARD = re.compile(r"(?<!\d)\d(?:[ .-]{0,2}\d){12,18}(?![ .-]{0,2}\d)")
 PASSWORD = re.compile(
     r"\b(?:password|passwd|passphrase|passcode|pwd)\s*[:=]\s*[^\s,;]{3,}", re.IGNORECASE
 )
@@ -53,7 +59,7 @@ def shannon_entropy(text: str) -> float:
 
 def _has_card(text: str) -> bool:
     for match in CARD.finditer(text):
-        digits = re.sub(r"[ -]", "", match.group())
+        digits = re.sub(r"[ .-]", "", match.group())
         if 13 <= len(digits) <= 19 and CARD_PREFIX.match(digits) and luhn_valid(digits):
             return True
     return False
@@ -88,6 +94,7 @@ def find_pii(text: str) -> tuple[str, ...]:
 
     A JWT or API key is reported as such and not again as a generic high-entropy secret.
     """
+    text = INVISIBLE.sub("", text)
     kinds = [kind for kind, detect in DETECTORS if detect(text)]
     if "secret" in kinds and ({"api_key", "jwt"} & set(kinds)):
         kinds.remove("secret")

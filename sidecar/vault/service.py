@@ -14,6 +14,7 @@ from sidecar.live import Live
 from sidecar.memory.service import MemoryService, WriteGate, now_us
 from sidecar.memory.validation import check_unit
 from sidecar.records import Memory, MemoryDraft, Tier
+from sidecar.redact import echo
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.vault_repo import VaultRepo
 from sidecar.store.versions import MemoryVersion
@@ -104,14 +105,16 @@ class Vault:
     def resolve(self, draft: MemoryDraft, field: str) -> MemoryDraft:
         return self._topics.resolve(draft, field) if self.config.topic_upsert else draft
 
-    def promote_to_canon(self, memory_id: str, canonical_text: str, agent_id: str = "") -> Memory:
+    def promote_to_canon(self, memory_id: str, canonical_text: str, agent_id: str = "",
+                         shared_ok: bool = True) -> Memory:
         """REGISTER -> CANON, optionally rewording it; the new text passes the write gate."""
-        memory = self.service.get(memory_id, agent_id)
+        memory = self.service.writable(memory_id, agent_id, shared_ok)
         if memory.forgotten:
-            raise FailedPrecondition(f"id: memory {memory_id!r} is forgotten; nothing to promote",
-                                     reason=reasons.FORGOTTEN, field="id")
+            raise FailedPrecondition(
+                f"id: memory {echo(memory_id)} is forgotten; nothing to promote",
+                reason=reasons.FORGOTTEN, field="id")
         if memory.tier == Tier.CANON:
-            raise FailedPrecondition(f"id: memory {memory_id!r} is already CANON",
+            raise FailedPrecondition(f"id: memory {echo(memory_id)} is already CANON",
                                      reason=reasons.ALREADY_CANON, field="id")
         draft = MemoryDraft(
             id=memory.id, content=canonical_text if canonical_text.strip() else memory.content,

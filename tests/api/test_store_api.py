@@ -29,7 +29,7 @@ def test_upsert_creates_with_defaults(running: Running) -> None:
     assert len(mem.id) == 36 and mem.version == 1 and not mem.forgotten
     assert mem.importance == pytest.approx(0.8)
     assert mem.created_at.ToMicroseconds() == mem.updated_at.ToMicroseconds() > 0
-    got = running.store.GetMemory(s.GetMemoryRequest(id=mem.id))
+    got = running.store.GetMemory(s.GetMemoryRequest(id=mem.id, agent_id="a1"))
     assert got == mem
 
 
@@ -114,7 +114,8 @@ def test_list_filters_sorts_and_pages(running: Running) -> None:
     todo = upsert(running, "a todo", m.MEMORY_TYPE_TODO).id
     pages, token = [], ""
     while True:
-        reply = running.store.ListMemories(s.ListMemoriesRequest(page_size=3, page_token=token))
+        reply = running.store.ListMemories(s.ListMemoriesRequest(
+            page_size=3, page_token=token, agent_id="bob"))
         pages.append([x.id for x in reply.memories])
         token = reply.next_page_token
         if not token:
@@ -122,10 +123,12 @@ def test_list_filters_sorts_and_pages(running: Running) -> None:
     assert [len(p) for p in pages] == [3, 3, 2]
     assert [i for p in pages for i in p] == [todo, *reversed(ids)]
     by_importance = running.store.ListMemories(s.ListMemoriesRequest(
-        sort=s.SORT_ORDER_IMPORTANCE, types=[m.MEMORY_TYPE_FACT]))
+        sort=s.SORT_ORDER_IMPORTANCE, types=[m.MEMORY_TYPE_FACT], agent_id="bob"))
     assert [x.id for x in by_importance.memories] == list(reversed(ids))
-    channel = running.store.ListMemories(s.ListMemoriesRequest(channel_id="c1"))
+    channel = running.store.ListMemories(s.ListMemoriesRequest(channel_id="c1", agent_id="bob"))
     assert {x.id for x in channel.memories} == {ids[1], ids[3], ids[5]}
+    shared = running.store.ListMemories(s.ListMemoriesRequest())
+    assert {x.id for x in shared.memories} == {*ids[:5], todo}  # '' reads shared ones only
     alice = running.store.ListMemories(s.ListMemoriesRequest(agent_id="alice"))
     assert {x.id for x in alice.memories} == {*ids[:5], todo}
     err = status_of(lambda: running.store.ListMemories(s.ListMemoriesRequest(page_token="junk")))

@@ -56,15 +56,17 @@ def test_store_roundtrip(running: Running) -> None:
         assert created.created and created.memory.importance == pytest.approx(0.8)
         others = [client.upsert(f"Observation number {i} about the build", "observation",
                                 agent_id="py").memory.id for i in range(3)]
-        assert client.get(created.memory.id) == created.memory
+        assert client.get(created.memory.id, agent_id="py") == created.memory
         listed = client.list(agent_id="py", types=["decision"])
         assert [m.id for m in listed.memories] == [created.memory.id]
         paged = [m.id for m in client.iter_memories(agent_id="py", page_size=2)]
         assert sorted(paged) == sorted([created.memory.id, *others])
-        edge = client.add_edge(others[0], created.memory.id, memory_pb2.RELATION_RELATED_TO, 0.7)
+        edge = client.add_edge(others[0], created.memory.id, memory_pb2.RELATION_RELATED_TO, 0.7,
+                               agent_id="py")
         assert edge.weight == pytest.approx(0.7)
-        client.remove_edge(others[0], created.memory.id, memory_pb2.RELATION_RELATED_TO)
-        forgotten = client.forget(others[1], source="test")
+        client.remove_edge(others[0], created.memory.id, memory_pb2.RELATION_RELATED_TO,
+                           agent_id="py")
+        forgotten = client.forget(others[1], source="test", agent_id="py")
         assert forgotten.changed and forgotten.memory.forgotten
         assert others[1] not in [m.id for m in client.iter_memories(agent_id="py")]
         summary = client.import_memories(

@@ -24,12 +24,13 @@ def test_vault_calls(running: Running) -> None:
     with Client(running.target) as client:
         reg = client.upsert("Mission draft: ship the parser", type="goal", tier="register",
                             topic_id="mission", agent_id="v").memory
-        promoted = client.promote_to_canon(reg.id, "Mission: ship the parser by June").memory
+        promoted = client.promote_to_canon(reg.id, "Mission: ship the parser by June",
+                                           agent_id="v").memory
         assert promoted.tier == memory_pb2.TIER_CANON and promoted.version == 2
         with pytest.raises(FailedPreconditionError) as err:
-            client.promote_to_canon(reg.id)
+            client.promote_to_canon(reg.id, agent_id="v")
         assert err.value.reason == "ALREADY_CANON"
-        events = [v.event for v in client.memory_history(reg.id).versions]
+        events = [v.event for v in client.memory_history(reg.id, agent_id="v").versions]
         assert events == [vault_pb2.VERSION_EVENT_CREATE, vault_pb2.VERSION_EVENT_PROMOTE]
         assert "Mission: ship the parser by June" in client.snapshot("v").text
         scopes = {s.agent_id: s for s in client.vault_stats().scopes}

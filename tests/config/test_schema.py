@@ -9,6 +9,7 @@ import pytest
 from memsidecar.v1 import settings_pb2
 
 from sidecar.api.server_config import ServerConfig
+from sidecar.auth.config import AuthConfig, TlsConfig
 from sidecar.config import SECTIONS, Config, Section
 from sidecar.config.docs import REGENERATE, reference
 from sidecar.config.loader import _section
@@ -54,7 +55,10 @@ def test_docs_configuration_md_is_the_generated_reference() -> None:
 
 def test_restart_keys_come_from_the_field_metadata() -> None:
     assert set(restart_keys(Config)) == {
-        *(f"server.{f.name}" for f in fields(ServerConfig)),
+        *(f"server.{f.name}" for f in fields(ServerConfig) if f.name not in ("auth", "tls")),
+        *(f"server.auth.{f.name}" for f in fields(AuthConfig)),
+        *(f"server.tls.{f.name}" for f in fields(TlsConfig)),
+        "injection.sweep_interval_s",
         "retrieval.bm25_k1", "retrieval.bm25_b", "retrieval.bm25_epsilon",
         "retrieval.vector.exact_threshold", "retrieval.vector.hnsw_m",
         "retrieval.vector.hnsw_ef_construction", "retrieval.vector.persist"}

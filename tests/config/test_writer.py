@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sidecar.config import load_text
-from sidecar.config.writer import edit_injection, write_atomic
+from sidecar.config.writer import edit_injection
+from sidecar.files import write_atomic
 
 
 def test_inline_table_override_is_edited_in_place_and_reset() -> None:
@@ -33,10 +34,10 @@ def test_other_agents_are_untouched() -> None:
     assert edited == '[[agents]]\nid = "b"  # keep\n[agents.memory_injection]\nsearch_limit = 2\n'
 
 
-def test_write_atomic_keeps_mode_and_leaves_no_temp_file(tmp_path: Path) -> None:
+def test_write_atomic_is_owner_only_and_leaves_no_temp_file(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text("old")
-    path.chmod(0o600)
+    path.chmod(0o644)
     write_atomic(path, "new")
     assert path.read_text() == "new"
     assert path.stat().st_mode & 0o777 == 0o600

@@ -39,12 +39,13 @@ def test_loose_matches_do_not_fill_the_block(serve: Serve) -> None:
     loose = [f"{p} looked at {t} during sprint {n}." for n, (p, t) in
              enumerate(zip(people * 5, things * 8, strict=True))]
     question = "Which database does the billing service use, PostgreSQL?"
-    live = serve(relative_floor=0.85, score_floor=0.0, max_total=25)
-    put(live, "The billing service uses PostgreSQL 16 as its database.")
+    absolute = serve(max_total=25)  # the absolute floor only
+    put(absolute, "The billing service uses PostgreSQL 16 as its database.")
     for text in loose:
-        put(live, text)
-    absolute = serve(max_total=25)  # same store, absolute floor only
+        put(absolute, text)
     wide = inject(absolute, question, channel="a")
+    absolute.close()  # one server per data dir: the same store, reopened with the floors
+    live = serve(relative_floor=0.85, score_floor=0.0, max_total=25)
     narrow = inject(live, question, channel="b")
     assert len(wide.items) >= 15
     assert 1 <= len(narrow.items) < len(wide.items) // 2

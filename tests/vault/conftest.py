@@ -28,8 +28,9 @@ def start_vault(config: ServerConfig, embedder: Embedder) -> Iterator[StartVault
 
     def start(**overrides: object) -> Running:
         settings = settings_for(config, vault=VaultConfig(**overrides))  # type: ignore[arg-type]
-        app = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder,
-                       settings=settings)
+        own = replace(config, listen="127.0.0.1:0",  # one data dir per server (it locks it)
+                      data_dir=f"{config.data_dir}/{len(started)}")
+        app = App.open(own, embedder=embedder, settings=settings)
         server = create_server(app)
         server.start()
         started.append(Running(server))

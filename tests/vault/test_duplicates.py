@@ -23,7 +23,7 @@ def test_paraphrase_resolves_to_existing_memory(vault_live: Running) -> None:
     assert again.memory.id == first.id and again.memory.content == first.content
     after = stats(vault_live)
     assert (after.live, after.history_rows) == (before.live, before.history_rows)
-    assert len(history(vault_live, first.id)) == 1
+    assert len(history(vault_live, first.id, "dup")) == 1
 
 
 def test_distinct_memories_are_kept(vault_live: Running) -> None:
@@ -43,7 +43,7 @@ def test_scopes_are_deduplicated_separately(vault_live: Running) -> None:
 
 def test_forgotten_memory_does_not_block_and_updates_are_not_gated(vault_live: Running) -> None:
     old = upsert(vault_live, "The cat is called Miso", agent_id="dup4").memory
-    vault_live.store.ForgetMemory(s.ForgetMemoryRequest(id=old.id))
+    vault_live.store.ForgetMemory(s.ForgetMemoryRequest(id=old.id, agent_id="dup4"))
     new = upsert(vault_live, "The cat is called Miso", agent_id="dup4")
     assert new.created and new.memory.id != old.id
     # Rewriting a memory by id with its own text is an update, not a duplicate of itself.

@@ -90,7 +90,7 @@ def test_vault_stats(start_vault: StartVault) -> None:
     upsert(live, "Focus: parser", tier=m.TIER_REGISTER, topic_id="focus", agent_id="a")
     upsert(live, "Focus: lexer", tier=m.TIER_REGISTER, topic_id="focus", agent_id="a")
     gone = upsert(live, "Sam lives in Oslo", agent_id="a").memory
-    live.store.ForgetMemory(s.ForgetMemoryRequest(id=gone.id))
+    live.store.ForgetMemory(s.ForgetMemoryRequest(id=gone.id, agent_id="a"))
     reply = stats(live)
     assert (reply.live, reply.forgotten, reply.register_topics) == (2, 1, 1)
     assert reply.history_rows == 5  # 3 creates, 1 topic update, 1 forget

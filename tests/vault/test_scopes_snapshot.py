@@ -43,12 +43,15 @@ def test_agents_never_read_each_other(vault_live: Running) -> None:
     assert {x.agent_id for x in [*shared_only.canon, *shared_only.registers]} == {""}
 
 
-def test_history_hides_versions_from_before_a_memory_was_shared(vault_live: Running) -> None:
+def test_a_memory_keeps_its_scope(vault_live: Running) -> None:
     mem = upsert(vault_live, "Draft: carol's salary review notes", agent_id="carol").memory
-    upsert(vault_live, "Salary reviews happen in March", id=mem.id)  # now shared
-    assert [x.version for x in history(vault_live, mem.id, "dave")] == [2]
-    assert [x.version for x in history(vault_live, mem.id, "carol")] == [1, 2]
-    assert [x.version for x in history(vault_live, mem.id)] == [1, 2]
+    for agent in ("", "dave"):  # neither shared nor another agent's scope can take it over
+        err = rpc_error(lambda a=agent: upsert(
+            vault_live, "Salary reviews happen in March", id=mem.id, agent_id=a))
+        assert err.code() == grpc.StatusCode.PERMISSION_DENIED and "memory.id" in err.details()
+        err = rpc_error(lambda a=agent: history(vault_live, mem.id, a))
+        assert err.code() == grpc.StatusCode.NOT_FOUND
+    assert [x.version for x in history(vault_live, mem.id, "carol")] == [1]
 
 
 def test_bad_agent_id_is_invalid_argument(vault_live: Running) -> None:

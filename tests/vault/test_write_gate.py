@@ -100,7 +100,7 @@ def test_capacity_gate_per_scope(start_vault: StartVault) -> None:
     assert trailers(err)["memsidecar-reason"] == "SCOPE_FULL"
     assert upsert(live, "Bob has a dog", agent_id="bob").created  # other scope unaffected
     assert upsert(live, "Alice likes green tea", id=first.id, agent_id="alice").memory.version == 2
-    live.store.ForgetMemory(s.ForgetMemoryRequest(id=first.id))
+    live.store.ForgetMemory(s.ForgetMemoryRequest(id=first.id, agent_id="alice"))
     assert upsert(live, "Alice has a cat", agent_id="alice").created
     assert stats(live).max_memories_per_scope == 2
     reply = live.store.ImportMemories(iter([s.UpsertMemoryRequest(memory=m.Memory(

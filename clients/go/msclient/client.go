@@ -24,6 +24,8 @@ type Client struct {
 	Vault     pb.VaultClient
 	// Timeout is the deadline given to a call whose context has none.
 	Timeout time.Duration
+	// Agent is the caller's agent id in the requests the client builds (WithAgent).
+	Agent string
 }
 
 // Dial connects to addr (HOST:PORT, unix:PATH or unix:///PATH) and waits until the
@@ -46,6 +48,7 @@ func Dial(addr string, opts ...Option) (*Client, error) {
 		Settings:  pb.NewSettingsClient(conn),
 		Vault:     pb.NewVaultClient(conn),
 		Timeout:   o.timeout,
+		Agent:     o.agent,
 	}, nil
 }
 

@@ -51,5 +51,5 @@ func (c *Client) RenderTranscript(ctx context.Context, history []*pb.Message) (*
 
 // ResetChannel forgets one channel's injection state.
 func (c *Client) ResetChannel(ctx context.Context, channel string) (*pb.ResetChannelResponse, error) {
-	return unary(c, ctx, &pb.ResetChannelRequest{ChannelId: channel}, c.Injection.ResetChannel)
+	return unary(c, ctx, &pb.ResetChannelRequest{ChannelId: channel, AgentId: c.Agent}, c.Injection.ResetChannel)
 }

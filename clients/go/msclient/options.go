@@ -19,6 +19,7 @@ const DefaultDialTimeout = 5 * time.Second
 type Option func(*options)
 
 type options struct {
+	agent       string
 	token       string
 	tls         *tls.Config
 	timeout     time.Duration
@@ -28,6 +29,11 @@ type options struct {
 func defaults() options {
 	return options{timeout: DefaultTimeout, dialTimeout: DefaultDialTimeout}
 }
+
+// WithAgent sets the agent id sent by Get, Forget, AddEdge, RemoveEdge and ResetChannel:
+// the caller's scope (its own memories and channels, plus shared memories). Requests built by
+// the caller carry their own AgentId.
+func WithAgent(agent string) Option { return func(o *options) { o.agent = agent } }
 
 // WithToken sends "authorization: Bearer <token>" with every call.
 func WithToken(token string) Option { return func(o *options) { o.token = token } }

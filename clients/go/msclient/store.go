@@ -33,12 +33,12 @@ func (c *Client) Import(ctx context.Context, items []*pb.Memory) (out *pb.Import
 
 // Get fetches one memory by id.
 func (c *Client) Get(ctx context.Context, id string) (*pb.Memory, error) {
-	return unary(c, ctx, &pb.GetMemoryRequest{Id: id}, c.Store.GetMemory)
+	return unary(c, ctx, &pb.GetMemoryRequest{Id: id, AgentId: c.Agent}, c.Store.GetMemory)
 }
 
 // Forget soft-deletes a memory (idempotent).
 func (c *Client) Forget(ctx context.Context, id, source string) (*pb.ForgetMemoryResponse, error) {
-	return unary(c, ctx, &pb.ForgetMemoryRequest{Id: id, Source: source}, c.Store.ForgetMemory)
+	return unary(c, ctx, &pb.ForgetMemoryRequest{Id: id, Source: source, AgentId: c.Agent}, c.Store.ForgetMemory)
 }
 
 // List returns one page of memories.
@@ -48,12 +48,13 @@ func (c *Client) List(ctx context.Context, req *pb.ListMemoriesRequest) (*pb.Lis
 
 // AddEdge adds (or re-weights) an edge between two memories.
 func (c *Client) AddEdge(ctx context.Context, edge *pb.Edge) (*pb.Edge, error) {
-	return unary(c, ctx, &pb.AddEdgeRequest{Edge: edge}, c.Store.AddEdge)
+	return unary(c, ctx, &pb.AddEdgeRequest{Edge: edge, AgentId: c.Agent}, c.Store.AddEdge)
 }
 
 // RemoveEdge removes an edge; NOT_FOUND when it does not exist.
 func (c *Client) RemoveEdge(ctx context.Context, source, target string, rel pb.Relation) error {
-	_, err := unary(c, ctx, &pb.RemoveEdgeRequest{SourceId: source, TargetId: target, Relation: rel},
+	_, err := unary(c, ctx, &pb.RemoveEdgeRequest{SourceId: source, TargetId: target, Relation: rel,
+		AgentId: c.Agent},
 		c.Store.RemoveEdge)
 	return err
 }

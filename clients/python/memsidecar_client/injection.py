@@ -38,9 +38,11 @@ class InjectionCalls(Transport):
         return self._call("RenderTranscript", self.injection.RenderTranscript, request,
                           idempotent=True)
 
-    def reset_channel(self, channel_id: str) -> bool:
-        """Forget a channel's injection state; True when it had some."""
+    def reset_channel(self, channel_id: str, agent_id: str = "") -> bool:
+        """Forget a channel's injection state; True when it had some. Only the agent that
+        first injected on the channel may reset it."""
         reply = self._call("ResetChannel", self.injection.ResetChannel,
-                           injection_pb2.ResetChannelRequest(channel_id=channel_id),
+                           injection_pb2.ResetChannelRequest(channel_id=channel_id,
+                                                             agent_id=agent_id),
                            idempotent=False)
         return bool(reply.existed)

@@ -41,9 +41,11 @@ class StoreCalls(Transport):
         return self._call("GetMemory", self.store.GetMemory,
                           store_pb2.GetMemoryRequest(id=id, agent_id=agent_id), idempotent=True)
 
-    def forget(self, id: str, source: str = "") -> store_pb2.ForgetMemoryResponse:
-        return self._call("ForgetMemory", self.store.ForgetMemory,
-                          store_pb2.ForgetMemoryRequest(id=id, source=source), idempotent=False)
+    def forget(self, id: str, source: str = "",
+               agent_id: str = "") -> store_pb2.ForgetMemoryResponse:
+        """Forget a memory of ``agent_id``'s scope ('' = a shared one)."""
+        request = store_pb2.ForgetMemoryRequest(id=id, source=source, agent_id=agent_id)
+        return self._call("ForgetMemory", self.store.ForgetMemory, request, idempotent=False)
 
     def list(self, *, types: Sequence[MemoryTypeLike] = (), channel_id: str = "",
              agent_id: str = "", sort: int = 0, page_size: int = 0, page_token: str = "",
@@ -69,17 +71,20 @@ class StoreCalls(Transport):
                 return
 
     def add_edge(self, source_id: str, target_id: str, relation: int,
-                 weight: float | None = None) -> memory_pb2.Edge:
+                 weight: float | None = None, agent_id: str = "") -> memory_pb2.Edge:
+        """Link two memories of ``agent_id``'s scope or shared ones."""
         edge = memory_pb2.Edge(source_id=source_id, target_id=target_id,
                                relation=relation)
         if weight is not None:
             edge.weight = weight
-        return self._call("AddEdge", self.store.AddEdge, store_pb2.AddEdgeRequest(edge=edge),
+        return self._call("AddEdge", self.store.AddEdge,
+                          store_pb2.AddEdgeRequest(edge=edge, agent_id=agent_id),
                           idempotent=False)
 
-    def remove_edge(self, source_id: str, target_id: str, relation: int) -> None:
+    def remove_edge(self, source_id: str, target_id: str, relation: int,
+                    agent_id: str = "") -> None:
         request = store_pb2.RemoveEdgeRequest(source_id=source_id, target_id=target_id,
-                                              relation=relation)
+                                              relation=relation, agent_id=agent_id)
         self._call("RemoveEdge", self.store.RemoveEdge, request, idempotent=False)
 
     def search(self, query: str, *, agent_id: str = "", limit: int = 0,

@@ -26,18 +26,24 @@ CHANNEL_OPTIONS = (
 class Transport:
     """Owns one channel. ``timeout_s`` is the deadline of each attempt; ``retry`` applies to
     idempotent calls only; ``on_retry(rpc, attempt, error, sleep_s)`` observes retries;
-    ``token`` is sent as ``authorization: Bearer <token>`` metadata with every call."""
+    ``token`` is sent as ``authorization: Bearer <token>`` metadata with every call;
+    ``tls`` (e.g. ``grpc.ssl_channel_credentials(ca_pem)``, with a client key and certificate
+    for mutual TLS) makes the channel a TLS one."""
 
     def __init__(self, target: str = DEFAULT_TARGET, *, timeout_s: float = DEFAULT_TIMEOUT_S,
                  retry: RetryPolicy | None = None, on_retry: OnRetry | None = None,
-                 channel: grpc.Channel | None = None, token: str = "") -> None:
+                 channel: grpc.Channel | None = None, token: str = "",
+                 tls: grpc.ChannelCredentials | None = None) -> None:
         self.target = target
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
         self.on_retry = on_retry
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._owns_channel = channel is None
-        self.channel = channel or grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+        if channel is None:
+            channel = (grpc.secure_channel(target, tls, options=CHANNEL_OPTIONS) if tls
+                       else grpc.insecure_channel(target, options=CHANNEL_OPTIONS))
+        self.channel = channel
         self.store = store_pb2_grpc.MemoryStoreStub(self.channel)
         self.injection = injection_pb2_grpc.MemoryInjectionStub(self.channel)
         self.settings = settings_pb2_grpc.SettingsStub(self.channel)

@@ -30,19 +30,28 @@ pub struct Client<T: Transport = H2Transport> {
     transport: T,
     /// Deadline of each call.
     pub timeout: Duration,
+    /// The caller's agent id in the requests the client builds (get, forget, add_edge,
+    /// reset_channel): its own memories and channels, plus shared memories.
+    pub agent: String,
 }
 
 impl Client<H2Transport> {
     /// Connects to `addr`: HOST:PORT, unix:PATH or unix:///PATH.
     pub async fn connect(addr: &str, options: Options) -> Result<Self, Error> {
         let transport = H2Transport::connect(addr, &options).await?;
-        Ok(Client { transport, timeout: options.timeout })
+        Ok(Client { transport, timeout: options.timeout, agent: String::new() })
     }
 }
 
 impl<T: Transport> Client<T> {
     pub fn with_transport(transport: T, timeout: Duration) -> Self {
-        Client { transport, timeout }
+        Client { transport, timeout, agent: String::new() }
+    }
+
+    /// The same client acting as `agent` (see `Client::agent`).
+    pub fn with_agent(mut self, agent: &str) -> Self {
+        self.agent = agent.to_string();
+        self
     }
 
     async fn call<Req: Message, Resp: Message + Default>(&self, path: &str, requests: &[Req]) -> Result<Resp, Error> {
@@ -65,7 +74,7 @@ impl<T: Transport> Client<T> {
     }
 
     pub async fn reset_channel(&self, channel_id: &str) -> Result<pb::ResetChannelResponse, Error> {
-        let request = pb::ResetChannelRequest { channel_id: channel_id.to_string() };
+        let request = pb::ResetChannelRequest { channel_id: channel_id.to_string(), agent_id: self.agent.clone() };
         self.call(&format!("{INJECTION}ResetChannel"), &[request]).await
     }
 
@@ -81,12 +90,13 @@ impl<T: Transport> Client<T> {
     }
 
     pub async fn get(&self, id: &str) -> Result<pb::Memory, Error> {
-        let request = pb::GetMemoryRequest { id: id.to_string(), ..Default::default() };
+        let request = pb::GetMemoryRequest { id: id.to_string(), agent_id: self.agent.clone() };
         self.call(&format!("{STORE}GetMemory"), &[request]).await
     }
 
     pub async fn forget(&self, id: &str, source: &str) -> Result<pb::ForgetMemoryResponse, Error> {
-        let request = pb::ForgetMemoryRequest { id: id.to_string(), source: source.to_string() };
+        let request = pb::ForgetMemoryRequest { id: id.to_string(), source: source.to_string(),
+                                                agent_id: self.agent.clone() };
         self.call(&format!("{STORE}ForgetMemory"), &[request]).await
     }
 
@@ -95,7 +105,8 @@ impl<T: Transport> Client<T> {
     }
 
     pub async fn add_edge(&self, edge: pb::Edge) -> Result<pb::Edge, Error> {
-        self.call(&format!("{STORE}AddEdge"), &[pb::AddEdgeRequest { edge: Some(edge) }]).await
+        let request = pb::AddEdgeRequest { edge: Some(edge), agent_id: self.agent.clone() };
+        self.call(&format!("{STORE}AddEdge"), &[request]).await
     }
 
     pub async fn remove_edge(&self, request: &pb::RemoveEdgeRequest) -> Result<pb::RemoveEdgeResponse, Error> {

@@ -28,7 +28,7 @@ async fn reset_channel_sends_path_body_deadline_and_decodes_the_reply() {
     let client = Client::with_transport(&transport, Duration::from_secs(2));
     assert!(client.reset_channel("ch").await.unwrap().existed);
     let seen = transport.seen.lock().unwrap();
-    let expected = encode(&[pb::ResetChannelRequest { channel_id: "ch".into() }]);
+    let expected = encode(&[pb::ResetChannelRequest { channel_id: "ch".into(), ..Default::default() }]);
     assert_eq!(seen[..], [("/memsidecar.v1.MemoryInjection/ResetChannel".to_string(), expected,
                            Duration::from_secs(2))]);
 }

@@ -35,7 +35,8 @@ func main() {
 }
 
 func run(addr, channel, agent, token string) error {
-	client, err := msclient.Dial(addr, msclient.WithToken(token), msclient.WithDialTimeout(5*time.Second))
+	client, err := msclient.Dial(addr, msclient.WithAgent(agent), msclient.WithToken(token),
+		msclient.WithDialTimeout(5*time.Second))
 	if err != nil {
 		return fmt.Errorf("cannot reach the sidecar at %s: %v", addr, err)
 	}

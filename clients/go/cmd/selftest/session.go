@@ -20,6 +20,7 @@ type session struct {
 }
 
 func newSession(c *msclient.Client, run string) *session {
+	c.Agent = run // Get, Forget, edges and ResetChannel act in this run's scope
 	return &session{ctx: context.Background(), c: c, agent: run, channel: run + "-channel"}
 }
 

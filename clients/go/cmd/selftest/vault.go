@@ -32,13 +32,14 @@ func (s *session) runVault() {
 	if !ok {
 		return
 	}
-	promoted, err := s.c.PromoteToCanon(s.ctx, &pb.PromoteToCanonRequest{Id: reg.Memory.Id, CanonicalText: canonText})
+	promoted, err := s.c.PromoteToCanon(s.ctx, &pb.PromoteToCanonRequest{Id: reg.Memory.Id, CanonicalText: canonText,
+		AgentId: s.agent})
 	if !s.called("PromoteToCanon", err) {
 		return
 	}
 	s.check("PromoteToCanon makes a CANON version 2", promoted.Memory.Tier == pb.Tier_TIER_CANON &&
 		promoted.Memory.Version == 2, "memory %v", promoted.Memory)
-	history, err := s.c.GetMemoryHistory(s.ctx, &pb.GetMemoryHistoryRequest{Id: reg.Memory.Id})
+	history, err := s.c.GetMemoryHistory(s.ctx, &pb.GetMemoryHistoryRequest{Id: reg.Memory.Id, AgentId: s.agent})
 	if s.called("GetMemoryHistory", err) {
 		v := history.Versions
 		s.check("GetMemoryHistory records create then promote", len(v) == 2 &&

@@ -15,7 +15,7 @@ func main() {
 	if len(os.Args) > 1 {
 		addr = os.Args[1]
 	}
-	c, err := msclient.Dial(addr) // options: msclient.WithToken, WithTLS, WithTimeout
+	c, err := msclient.Dial(addr) // options: msclient.WithToken, WithTLS, WithAgent, WithTimeout
 	check(err)
 	defer c.Close()
 	ctx := context.Background()

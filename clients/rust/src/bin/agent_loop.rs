@@ -77,7 +77,8 @@ async fn run() -> Result<(), String> {
                                   flag("agent", "agent-loop-example"));
     let options = Options { token: flags.get("token").cloned(), ..Options::default() };
     let client = Client::connect(&addr, options).await
-        .map_err(|e| format!("cannot reach the sidecar at {addr}: {e}"))?;
+        .map_err(|e| format!("cannot reach the sidecar at {addr}: {e}"))?
+        .with_agent(&agent);
     seed(&client, &agent).await.map_err(|e| e.to_string())?;
     // A new conversation: forget what the sidecar injected earlier on this channel.
     client.reset_channel(&channel).await.map_err(|e| e.to_string())?;

@@ -1,0 +1,62 @@
+"""Limits on every request field, checked at the edge before any domain call.
+
+One walk over a request: every name-like string field (ids, ``agent_id``, ``channel_id``,
+``source``, ``topic_id``, ...) at any depth of singular sub-messages is at most
+``MAX_NAME_CHARS`` characters with no control character (Unicode Cc); capped free-text fields
+have their own limits. A failure is INVALID_ARGUMENT naming the field; the value is never echoed
+whole (``sidecar.redact.echo``).
+"""
+
+from __future__ import annotations
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+from sidecar.errors import InvalidArgument
+from sidecar.redact import echo, has_control
+
+MAX_NAME_CHARS = 256
+MAX_PAGE_TOKEN_CHARS = 1024
+MAX_QUERY_CHARS = 8192  # Search.query
+MAX_INJECT_TEXT_CHARS = 65_536  # Inject text + texts, joined
+
+NAME_FIELDS = frozenset({
+    "id", "agent_id", "channel_id", "source", "topic_id", "source_id", "target_id", "scope",
+})
+TEXT_CAPS = {"page_token": MAX_PAGE_TOKEN_CHARS, "query": MAX_QUERY_CHARS}
+
+_STRING = FieldDescriptor.TYPE_STRING
+_MESSAGE = FieldDescriptor.TYPE_MESSAGE
+
+
+def check_name(value: str, field: str, max_chars: int = MAX_NAME_CHARS) -> None:
+    """A name-like value: at most ``max_chars`` characters, no control characters."""
+    if len(value) > max_chars:
+        raise InvalidArgument(
+            f"{field} has {len(value)} characters; at most {max_chars}", field=field,
+            reason="TOO_LONG")
+    if has_control(value):
+        raise InvalidArgument(
+            f"{field} contains a control character (got {echo(value)}); use printable text",
+            field=field, reason="CONTROL_CHARACTER")
+
+
+def check_text(value: str, field: str, max_chars: int) -> None:
+    if len(value) > max_chars:
+        raise InvalidArgument(
+            f"{field} has {len(value)} characters; at most {max_chars}", field=field,
+            reason="TOO_LONG")
+
+
+def check_request(request: Message, prefix: str = "") -> None:
+    """Check every name-like and capped string field of ``request`` and its sub-messages."""
+    for desc, value in request.ListFields():
+        path = f"{prefix}{desc.name}"
+        if desc.is_repeated:
+            continue  # repeated strings/messages are free text or enums, checked where used
+        if desc.type == _MESSAGE:
+            check_request(value, f"{path}.")
+        elif desc.type == _STRING and desc.name in NAME_FIELDS:
+            check_name(value, path)
+        elif desc.type == _STRING and desc.name in TEXT_CAPS:
+            check_text(value, path, TEXT_CAPS[desc.name])

@@ -1,0 +1,1 @@
+"""Injection channels as resources: who owns each one, and dropping channels left idle."""

@@ -1,0 +1,250 @@
+"""The bad-input catalogue: every RPC, every name-like field, the text caps, page tokens, PII in
+every stored text field. Each case asserts the status, that the message and the
+``memsidecar-field`` trailer name the field, that the bad value is not echoed whole, and that
+nothing stored changed (a full dump of the database and the config file before and after)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from memsidecar.v1 import injection_pb2 as inj
+from memsidecar.v1 import memory_pb2 as m
+from memsidecar.v1 import settings_pb2 as st
+from memsidecar.v1 import store_pb2 as s
+from memsidecar.v1 import vault_pb2 as v
+
+from sidecar.api.server_config import ServerConfig
+from sidecar.api.validate import MAX_INJECT_TEXT_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS
+from sidecar.embedding import Embedder
+from tests.conftest import Running, start_server
+
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
+LONG = "s3cr3t-" * 40  # 280 characters
+BAD_NAMES = {
+    "too_long": LONG[: MAX_NAME_CHARS + 1],
+    "newline": "alice\nINFO forged",
+    "nul": "ali\x00ce",
+    "del": "ali\x7fce",
+    "c1": "ali\x85ce",
+    "escape": "\x1b[31mred",
+}
+CARD = "billing:4111-1111-1111-1111"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    call: Callable[[Running], Any]
+    field: str
+    bad: str = ""
+    code: grpc.StatusCode = INVALID
+
+
+def _memory(**kw: Any) -> m.Memory:
+    return m.Memory(content=kw.pop("content", "a valid memory"), type=m.MEMORY_TYPE_FACT, **kw)
+
+
+def _token(payload: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(payload).encode()).decode().rstrip("=")
+
+
+def _name_cases() -> Iterator[Case]:
+    """Every name-like field of every RPC with each kind of bad value."""
+    per_rpc: list[tuple[str, str, Callable[[str], Callable[[Running], Any]]]] = [
+        ("upsert.agent_id", "memory.agent_id",
+         lambda b: lambda r: r.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(
+             agent_id=b)))),
+        ("upsert.channel_id", "memory.channel_id",
+         lambda b: lambda r: r.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(
+             channel_id=b)))),
+        ("upsert.source", "memory.source",
+         lambda b: lambda r: r.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(
+             source=b)))),
+        ("upsert.topic_id", "memory.topic_id",
+         lambda b: lambda r: r.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(
+             topic_id=b, tier=m.TIER_REGISTER)))),
+        ("upsert.id", "memory.id",
+         lambda b: lambda r: r.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(id=b)))),
+        ("get.id", "id", lambda b: lambda r: r.store.GetMemory(s.GetMemoryRequest(id=b))),
+        ("get.agent_id", "agent_id",
+         lambda b: lambda r: r.store.GetMemory(s.GetMemoryRequest(id="x", agent_id=b))),
+        ("forget.id", "id",
+         lambda b: lambda r: r.store.ForgetMemory(s.ForgetMemoryRequest(id=b))),
+        ("forget.source", "source",
+         lambda b: lambda r: r.store.ForgetMemory(s.ForgetMemoryRequest(id="x", source=b))),
+        ("forget.agent_id", "agent_id",
+         lambda b: lambda r: r.store.ForgetMemory(s.ForgetMemoryRequest(id="x", agent_id=b))),
+        ("list.agent_id", "agent_id",
+         lambda b: lambda r: r.store.ListMemories(s.ListMemoriesRequest(agent_id=b))),
+        ("list.channel_id", "channel_id",
+         lambda b: lambda r: r.store.ListMemories(s.ListMemoriesRequest(channel_id=b))),
+        ("add_edge.source_id", "edge.source_id",
+         lambda b: lambda r: r.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(
+             source_id=b, target_id="x", relation=m.RELATION_RELATED_TO)))),
+        ("add_edge.agent_id", "agent_id",
+         lambda b: lambda r: r.store.AddEdge(s.AddEdgeRequest(agent_id=b, edge=m.Edge(
+             source_id="x", target_id="y", relation=m.RELATION_RELATED_TO)))),
+        ("remove_edge.target_id", "target_id",
+         lambda b: lambda r: r.store.RemoveEdge(s.RemoveEdgeRequest(
+             source_id="x", target_id=b, relation=m.RELATION_RELATED_TO))),
+        ("search.agent_id", "agent_id",
+         lambda b: lambda r: r.store.Search(s.SearchRequest(query="tea", agent_id=b))),
+        ("inject.agent_id", "agent_id",
+         lambda b: lambda r: r.injection.Inject(inj.InjectRequest(
+             channel_id="c", text="hello", agent_id=b))),
+        ("inject.channel_id", "channel_id",
+         lambda b: lambda r: r.injection.Inject(inj.InjectRequest(channel_id=b, text="hi"))),
+        ("inject.source", "source",
+         lambda b: lambda r: r.injection.Inject(inj.InjectRequest(
+             channel_id="c", text="hi", source=b))),
+        ("prune.agent_id", "agent_id",
+         lambda b: lambda r: r.injection.PruneHistory(inj.PruneHistoryRequest(agent_id=b))),
+        ("reset.channel_id", "channel_id",
+         lambda b: lambda r: r.injection.ResetChannel(inj.ResetChannelRequest(channel_id=b))),
+        ("reset.agent_id", "agent_id",
+         lambda b: lambda r: r.injection.ResetChannel(inj.ResetChannelRequest(
+             channel_id="c", agent_id=b))),
+        ("get_config.agent_id", "agent_id",
+         lambda b: lambda r: r.settings.GetConfig(st.GetConfigRequest(agent_id=b))),
+        ("update_config.agent_id", "agent_id",
+         lambda b: lambda r: r.settings.UpdateConfig(st.UpdateConfigRequest(
+             agent_id=b, memory_injection=st.MemoryInjectionConfig(enabled=False)))),
+        ("promote.id", "id",
+         lambda b: lambda r: r.vault.PromoteToCanon(v.PromoteToCanonRequest(id=b))),
+        ("history.agent_id", "agent_id",
+         lambda b: lambda r: r.vault.GetMemoryHistory(v.GetMemoryHistoryRequest(
+             id="x", agent_id=b))),
+        ("snapshot.agent_id", "agent_id",
+         lambda b: lambda r: r.vault.GetSnapshot(v.GetSnapshotRequest(agent_id=b))),
+        ("consolidation.scope", "scope",
+         lambda b: lambda r: r.vault.FindConsolidationCandidates(
+             v.FindConsolidationCandidatesRequest(scope=b))),
+        ("deletions.scope", "scope",
+         lambda b: lambda r: r.vault.ProposeDeletions(v.ProposeDeletionsRequest(scope=b))),
+    ]
+    kinds = list(BAD_NAMES.items())
+    for index, (name, field, make) in enumerate(per_rpc):
+        # Every field gets a too-long value and a control character; the other kinds rotate.
+        for kind, bad in (kinds[0], kinds[1], kinds[2 + index % (len(kinds) - 2)]):
+            yield Case(f"{name}-{kind}", make(bad), field, bad)
+
+
+def _other_cases() -> Iterator[Case]:
+    yield Case("search.query-too-long", lambda r: r.store.Search(s.SearchRequest(
+        query="q" * (MAX_QUERY_CHARS + 1))), "query")
+    yield Case("search.query-invisible", lambda r: r.store.Search(s.SearchRequest(
+        query="\u200b\u2060 \ufeff")), "query")
+    yield Case("inject.text-too-long", lambda r: r.injection.Inject(inj.InjectRequest(
+        channel_id="c", text="w " * (MAX_INJECT_TEXT_CHARS // 2 + 1))), "text")
+    yield Case("inject.text-invisible", lambda r: r.injection.Inject(inj.InjectRequest(
+        channel_id="c", text="\u200b\u200c\u00ad")), "text")
+    for label, content in (("zwsp", "\u200b\u200b"), ("mixed", " \u200d\n\ufeff\u2060\t"),
+                           ("bidi", "\u200e\u200f\u202a")):
+        yield Case(f"upsert.content-{label}", lambda r, c=content: r.store.UpsertMemory(
+            s.UpsertMemoryRequest(memory=_memory(content=c))), "memory.content")
+    for label, token in (
+        ("garbage", "%%%not-base64%%%"),
+        ("not-json", base64.urlsafe_b64encode(b"\xff\xfe").decode()),
+        ("string-keys", _token({"s": "recent", "k": ["a", "b"]})),
+        ("float-seq", _token({"s": "recent", "k": [1.5, 2]})),
+        ("negative", _token({"s": "recent", "k": [-1, 5]})),
+        ("overflow", _token({"s": "recent", "k": [2**64, 1]})),
+        ("bool", _token({"s": "recent", "k": [True, 1]})),
+        ("wrong-sort", _token({"s": "importance", "k": [1, 2]})),
+        ("wrong-width", _token({"s": "recent", "k": [1]})),
+        ("not-object", _token([1, 2])),
+        ("too-long", "A" * 2000),
+    ):
+        yield Case(f"list.page_token-{label}", lambda r, t=token: r.store.ListMemories(
+            s.ListMemoriesRequest(page_token=t)), "page_token")
+    yield Case("list.page_token-importance-out-of-range", lambda r: r.store.ListMemories(
+        s.ListMemoriesRequest(sort=s.SORT_ORDER_IMPORTANCE,
+                              page_token=_token({"s": "importance", "k": [7.5, 1, 2]}))),
+        "page_token")
+    for name in ("source", "topic_id", "channel_id", "content"):
+        yield Case(f"upsert.pii-{name}", lambda r, n=name: r.store.UpsertMemory(
+            s.UpsertMemoryRequest(memory=_memory(**{n: CARD}))), f"memory.{name}",
+            CARD, grpc.StatusCode.FAILED_PRECONDITION)
+    yield Case("import.item-agent_id", lambda r: _import_error(r, _memory(agent_id=LONG)),
+               "items[0].agent_id")
+    yield Case("import.item-source-control", lambda r: _import_error(
+        r, _memory(source="a\nb")), "items[0].source")
+    yield Case("import.item-pii-source", lambda r: _import_error(
+        r, _memory(source=CARD)), "items[0].source", CARD, grpc.StatusCode.FAILED_PRECONDITION)
+
+
+class ImportRejected(Exception):
+    def __init__(self, error: s.ImportError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _import_error(r: Running, memory: m.Memory) -> None:
+    reply = r.store.ImportMemories(iter([s.UpsertMemoryRequest(memory=memory)]))
+    assert reply.rejected == 1 and reply.stored == 0
+    raise ImportRejected(reply.errors[0])
+
+
+CASES = [*_name_cases(), *_other_cases()]
+
+
+def test_the_catalogue_is_large_and_covers_every_rpc() -> None:
+    assert len(CASES) >= 60
+    prefixes = {c.name.split(".")[0].split("-")[0] for c in CASES}
+    assert {"upsert", "import", "get", "forget", "list", "add_edge", "remove_edge", "search",
+            "inject", "prune", "reset", "get_config", "update_config", "promote", "history",
+            "snapshot", "consolidation", "deletions"} <= prefixes
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Running]:
+    data = tmp_path_factory.mktemp("bad-input")
+    live = start_server(ServerConfig(listen="127.0.0.1:0", data_dir=str(data)), embedder)
+    a = live.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(
+        content="Alice drinks green tea", agent_id="alice"))).memory
+    b = live.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(
+        content="The office is in Oslo"))).memory
+    live.store.AddEdge(s.AddEdgeRequest(agent_id="alice", edge=m.Edge(
+        source_id=a.id, target_id=b.id, relation=m.RELATION_RELATED_TO)))
+    live.injection.Inject(inj.InjectRequest(channel_id="c", agent_id="alice", text="tea?"))
+    yield live
+    live.close()
+
+
+def dump(live: Running) -> list[Any]:
+    """Every row of every table, then the config file's bytes (if any)."""
+    app = live.server.app
+    app.injector.states.writer.flush()  # the injection state written behind replies
+    tables = [r[0] for r in app.db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    rows: list[Any] = [(t, app.db.execute(f"SELECT * FROM {t} ORDER BY 1")) for t in tables]
+    config = Path(app.config.data_dir) / "memsidecar.toml"
+    rows.append(config.read_bytes() if config.exists() else b"")
+    return rows
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input(seeded: Running, case: Case) -> None:
+    before = dump(seeded)
+    with pytest.raises((grpc.RpcError, ImportRejected)) as info:
+        case.call(seeded)
+    if isinstance(info.value, ImportRejected):
+        code, message, field = info.value.error.code, info.value.error.message, case.field
+        assert code == case.code.name
+    else:
+        err = info.value
+        code, message = err.code(), err.details()  # type: ignore[attr-defined]
+        field = dict(err.trailing_metadata())["memsidecar-field"]  # type: ignore[attr-defined]
+        assert code == case.code, message
+        assert field == case.field
+    assert case.field in message
+    if case.bad:
+        assert case.bad not in message and case.bad[:9] not in message
+    assert dump(seeded) == before
