@@ -27,12 +27,28 @@ def load_tokenizer(path: str, max_tokens: int = MAX_TOKENS) -> Tokenizer:
     return tokenizer
 
 
-def _session(path: str, threads: int) -> ort.InferenceSession:
+GRAPH_LEVELS = {
+    "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+def save_optimized(source: str, target: str, level: str = "all") -> None:
+    """Write ``source`` as onnxruntime optimises it at ``level`` (load it with "disabled")."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = GRAPH_LEVELS[level]
+    options.optimized_model_filepath = target
+    ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _session(path: str, threads: int, level: str = "all") -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.graph_optimization_level = GRAPH_LEVELS[level]
     # Workers spin between the operators of one run (a worker put to sleep between two
     # MatMuls costs a wake-up each, which eats most of the second thread's gain; see
     # docs/decisions/0004-long-text-session.md) but stop when the run returns: left spinning,
@@ -58,11 +74,13 @@ class Embedder:
     ``embed_query`` (a search or Inject text, the call someone waits on) runs a text of
     ``long_text_tokens`` model tokens or more on a second session with ``long_text_threads``
     (1 = no second session; ``ServerConfig`` has the defaults and why): same model and
-    weights, so the vectors are the same either way.
+    weights, so the vectors are the same either way. ``graph_level`` is onnxruntime's graph
+    optimisation level (``GRAPH_LEVELS``).
     """
 
     def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS,
-                 long_text_threads: int = 1, long_text_tokens: int = MAX_TOKENS) -> None:
+                 long_text_threads: int = 1, long_text_tokens: int = MAX_TOKENS,
+                 graph_level: str = "all") -> None:
         self.files = files
         self.max_tokens = max_tokens
         self.long_text_tokens = long_text_tokens
@@ -70,8 +88,8 @@ class Embedder:
         self._counter = Tokenizer.from_file(str(files.tokenizer))
         self._counter.no_padding()
         self._counter.no_truncation()
-        self._session = _session(str(files.onnx), threads)
-        self._long = (_session(str(files.onnx), long_text_threads)
+        self._session = _session(str(files.onnx), threads, graph_level)
+        self._long = (_session(str(files.onnx), long_text_threads, graph_level)
                       if long_text_threads > threads else None)
         self._lock = threading.Lock()  # tokenizers' padding state is shared
         self.dim = _output_dim(self._session)  # of the embeddings, read from the model
