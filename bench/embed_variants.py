@@ -16,6 +16,7 @@ import argparse
 import os
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +52,8 @@ def variants(scratch: Path) -> dict[str, Embedder]:
             built[f"{name} {level}"] = Embedder(files, graph_level=level)
         saved = scratch / f"{name}.all.onnx"
         save_optimized(str(files.onnx), str(saved), "all")
-        built[f"{name} saved-all"] = Embedder(
-            type(files)(onnx=saved, tokenizer=files.tokenizer), graph_level="disabled")
+        built[f"{name} saved-all"] = Embedder(replace(files, onnx=saved),
+                                              graph_level="disabled")
     return built
 
 

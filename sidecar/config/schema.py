@@ -7,6 +7,7 @@ File shape::
     [retrieval.relation_multipliers]  one key per relation label
     [retrieval.vector]            VectorConfig           (RetrievalConfig.vector)
     [vault]                       VaultConfig            sidecar/vault/config.py
+    [embedding]                   EmbeddingConfig        sidecar/embedding/config.py
     [defaults.memory_injection]   MemoryInjectionConfig  sidecar/injection/config.py
     [[agents]]                    id = "..."
     [agents.memory_injection]     only the keys given override the defaults
@@ -28,6 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.api.server_config import ServerConfig
+from sidecar.embedding.config import EmbeddingConfig
 from sidecar.injection.config import MemoryInjectionConfig, pinned_budget
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.vault.config import VaultConfig, no_blank_phrases
@@ -49,6 +51,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("retrieval", RetrievalConfig, "Hybrid search: fusion, boosts, graph, vector index."),
     Section("vault", VaultConfig, "Write gate, snapshot, hygiene suggestions.",
             checks=(no_blank_phrases,)),
+    Section("embedding", EmbeddingConfig, "The embedding model (a change re-embeds the store)."),
 )
 
 INJECTION = Section(
@@ -79,6 +82,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     vault: VaultConfig = field(default_factory=VaultConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     defaults: MemoryInjectionConfig = field(default_factory=MemoryInjectionConfig)
     agents: Mapping[str, AgentConfig] = field(default_factory=lambda: MappingProxyType({}))
 

@@ -32,6 +32,9 @@ class ModelFiles:
     onnx: Path
     tokenizer: Path
     sha256: str = ONNX_SHA256  # the published hash of ``onnx``
+    # False when a text's vector depends on the other texts of its batch (dynamic int8
+    # quantisation scales the activations per call): such a model embeds one text per run.
+    batch_invariant: bool = True
 
 
 def _package_dir(name: str, pip_hint: str) -> Path:
@@ -65,7 +68,8 @@ def bundled_model_files(verify: bool = False) -> ModelFiles:
 
 def int8_model_files(verify: bool = False) -> ModelFiles:
     """The integer-MatMul graph built by ``make install`` and the tokenizer."""
-    files = ModelFiles(onnx=int8_model_path(), tokenizer=_tokenizer_path(), sha256=INT8_SHA256)
+    files = ModelFiles(onnx=int8_model_path(), tokenizer=_tokenizer_path(), sha256=INT8_SHA256,
+                       batch_invariant=False)
     return _checked(files, verify, build_hint="; build it with `make install`")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import onnxruntime as ort
@@ -67,6 +68,16 @@ def _output_dim(session: ort.InferenceSession) -> int:
     return size
 
 
+@dataclass(frozen=True, slots=True)
+class _Graph:
+    """One model's sessions, swapped as a whole (``Embedder.adopt``)."""
+
+    name: str
+    files: ModelFiles
+    session: ort.InferenceSession
+    long: ort.InferenceSession | None  # the multi-thread session for long queries
+
+
 class Embedder:
     """Thread-safe text -> unit vector encoder.
 
@@ -75,27 +86,51 @@ class Embedder:
     ``long_text_tokens`` model tokens or more on a second session with ``long_text_threads``
     (1 = no second session; ``ServerConfig`` has the defaults and why): same model and
     weights, so the vectors are the same either way. ``graph_level`` is onnxruntime's graph
-    optimisation level (``GRAPH_LEVELS``).
+    optimisation level (``GRAPH_LEVELS``). ``name`` is the model's name in
+    ``sidecar.embedding.models``; ``adopt`` switches to another model's graph in place.
     """
 
     def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS,
                  long_text_threads: int = 1, long_text_tokens: int = MAX_TOKENS,
-                 graph_level: str = "all") -> None:
-        self.files = files
+                 graph_level: str = "all", name: str = "minilm-fp32") -> None:
         self.max_tokens = max_tokens
         self.long_text_tokens = long_text_tokens
         self._tokenizer = load_tokenizer(str(files.tokenizer), max_tokens)
         self._counter = Tokenizer.from_file(str(files.tokenizer))
         self._counter.no_padding()
         self._counter.no_truncation()
-        self._session = _session(str(files.onnx), threads, graph_level)
-        self._long = (_session(str(files.onnx), long_text_threads, graph_level)
-                      if long_text_threads > threads else None)
+        session = _session(str(files.onnx), threads, graph_level)
+        long = (_session(str(files.onnx), long_text_threads, graph_level)
+                if long_text_threads > threads else None)
+        self._graph = _Graph(name, files, session, long)
         self._lock = threading.Lock()  # tokenizers' padding state is shared
-        self.dim = _output_dim(self._session)  # of the embeddings, read from the model
+        self.dim = _output_dim(session)  # of the embeddings, read from the model
+        self.generation = 0  # counts adopt() calls: a vector from an older one is stale
+
+    @property
+    def name(self) -> str:
+        return self._graph.name
+
+    @property
+    def files(self) -> ModelFiles:
+        return self._graph.files
+
+    @property
+    def _long(self) -> ort.InferenceSession | None:
+        return self._graph.long
+
+    def adopt(self, other: Embedder) -> None:
+        """Embed with ``other``'s model from now on (same tokenizer and dimension)."""
+        if other.dim != self.dim:
+            raise ValueError(f"cannot switch from {self.dim}-d to {other.dim}-d embeddings")
+        self._graph = other._graph
+        self.generation += 1
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """(len(texts), dim) float32, rows L2-normalised. Batches are length-sorted."""
+        """(len(texts), dim) float32, rows L2-normalised. Batches are length-sorted; one text
+        per run for a model whose vectors depend on the batch (``batch_invariant``)."""
+        if not self.files.batch_invariant:
+            batch_size = 1
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
@@ -139,9 +174,10 @@ class Embedder:
             ids = np.concatenate([ids[:, : cap - 1], ids[:, -1:]], axis=1)
             mask = mask[:, :cap]
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        session = self._session
-        if query and self._long is not None and ids.shape[1] >= self.long_text_tokens:
-            session = self._long
+        graph = self._graph  # one model for the whole call, even across an adopt()
+        session = graph.session
+        if query and graph.long is not None and ids.shape[1] >= self.long_text_tokens:
+            session = graph.long
         hidden: np.ndarray = session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
@@ -93,10 +94,19 @@ class MemoryService:
 
     # --- writes -------------------------------------------------------------------------
 
+    @contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """No write starts or finishes inside the block (a model switch runs in it)."""
+        with self._write_lock:
+            yield
+
     def upsert(self, draft: MemoryDraft) -> UpsertResult:
         check_draft(draft, self.max_content_chars)
+        generation = self.embedder.generation
         embedding = self.embedder.embed_one(draft.content)
         with self._write_lock:
+            if self.embedder.generation != generation:  # the model switched meanwhile
+                embedding = self.embedder.embed_one(draft.content)
             result = self._write_one(draft, embedding, "memory")
             if not result.deduplicated:
                 self.listeners.stored([result.memory], embedding[None, :])
@@ -125,8 +135,7 @@ class MemoryService:
                 except DomainError as err:
                     summary.errors.append((index, draft.id, err))
             if valid:
-                vectors = self.embedder.embed([d.content for _, d in valid], self.embed_batch_size)
-                self._commit_import_batch(valid, vectors, summary)
+                self._commit_import_batch(valid, summary)
         summary.errors.sort(key=lambda e: e[0])
         log.info(
             "import finished",
@@ -136,11 +145,16 @@ class MemoryService:
         return summary
 
     def _commit_import_batch(
-        self, valid: list[tuple[int, MemoryDraft]], vectors: np.ndarray, summary: ImportSummary
+        self, valid: list[tuple[int, MemoryDraft]], summary: ImportSummary
     ) -> None:
         stored: list[Memory] = []
         stored_rows: list[int] = []
+        generation = self.embedder.generation
+        vectors = self.embedder.embed([d.content for _, d in valid], self.embed_batch_size)
         with self._write_lock:
+            if self.embedder.generation != generation:  # the model switched meanwhile
+                vectors = self.embedder.embed([d.content for _, d in valid],
+                                              self.embed_batch_size)
             with self.db.transaction():
                 for row, (index, draft) in enumerate(valid):
                     try:

@@ -59,6 +59,7 @@ from sidecar.retrieval.stages import (
 )
 from sidecar.retrieval.vector.contract import VectorIndex
 from sidecar.retrieval.vector.exact import DenseVectors
+from sidecar.retrieval.vector.rwlock import RWLock
 from sidecar.retrieval.vector.source import VectorSource
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
@@ -88,6 +89,16 @@ class HybridRetriever:
         self.later_sources: tuple[Source, ...] = (GraphSource(self.graph),)
         self._applied = c
         self._pool = ThreadPoolExecutor(1, "retrieval")
+        self._switch = RWLock()  # searches read; a model switch writes
+
+    def switch_model(self, target: Embedder, memories: MemoryRepo) -> None:
+        """Replace every live vector with its stored one (re-embedded by ``target``) and embed
+        queries with ``target`` from then on; no search runs in between. Call with writes
+        paused, after the store's vectors were swapped."""
+        with self._switch.write():
+            for batch, vectors in memories.iter_live_embeddings():
+                self.vectors.add(np.array([m.seq for m in batch], np.int64), vectors)
+            self.embedder.adopt(target)
 
     @property
     def sources(self) -> tuple[Source, ...]:
@@ -165,6 +176,10 @@ class HybridRetriever:
         return self.live.top(self.live.filter(agent_id, (memory_type,)), by_importance, limit)
 
     def search(self, query: SearchQuery) -> SearchResult:
+        with self._switch.read():  # query and memory vectors of one model
+            return self._search(query)
+
+    def _search(self, query: SearchQuery) -> SearchResult:
         clock = Clock()
         c = self.config  # one snapshot for the whole query
         ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))

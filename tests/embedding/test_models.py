@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def int8() -> Embedder:
-    return Embedder(model_files(INT8, verify=True))
+    return Embedder(model_files(INT8, verify=True), name=INT8)
 
 
 def test_the_built_int8_model_matches_its_checksum() -> None:
@@ -64,8 +65,7 @@ def test_int8_keeps_the_ranking_of_a_paraphrase(int8: Embedder) -> None:
 def test_a_saved_optimised_graph_gives_the_same_vectors(int8: Embedder, tmp_path: Path) -> None:
     saved = tmp_path / "int8.all.onnx"
     save_optimized(str(int8.files.onnx), str(saved), "all")
-    loaded = Embedder(ModelFiles(onnx=saved, tokenizer=int8.files.tokenizer),
-                      graph_level="disabled")
+    loaded = Embedder(replace(int8.files, onnx=saved), graph_level="disabled")
     np.testing.assert_allclose(loaded.embed(TEXTS), int8.embed(TEXTS), atol=1e-5)
 
 
@@ -77,3 +77,19 @@ def test_identity_round_trips_and_names_every_model() -> None:
     assert identity(FP32) != identity(FP32, max_tokens=128)
     with pytest.raises(ValueError, match="minilm-fp32"):
         model_files("nope")
+
+
+def test_adopt_switches_the_model_in_place(embedder: Embedder, int8: Embedder) -> None:
+    switching = Embedder(embedder.files)
+    before = switching.embed_one(TEXTS[0])
+    switching.adopt(int8)
+    assert (switching.name, switching.generation, switching.files) == (INT8, 1, int8.files)
+    np.testing.assert_allclose(switching.embed_one(TEXTS[0]), int8.embed_one(TEXTS[0]),
+                               atol=1e-6)
+    np.testing.assert_allclose(before, embedder.embed_one(TEXTS[0]), atol=1e-6)
+
+
+def test_int8_gives_a_text_the_same_vector_alone_and_in_a_batch(int8: Embedder) -> None:
+    batch = int8.embed(TEXTS, batch_size=4)
+    for text, row in zip(TEXTS, batch, strict=True):
+        np.testing.assert_allclose(int8.embed_one(text), row, atol=1e-6)
