@@ -24,6 +24,7 @@ from sidecar.memory.reembed import ReEmbed
 from sidecar.memory.service import MemoryService
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
+from sidecar.retrieval.lexical.persist import POSTINGS_FILE
 from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector_index
 from sidecar.store.db import Database
 from sidecar.store.model_repo import MODEL_KEY
@@ -81,7 +82,8 @@ class App:
         # reads [retrieval] per search; the store keeps restart-only keys at their running value.
         vectors = create_vector_index(config.data_dir, settings.current.retrieval.vector,
                                       embedder.dim)
-        retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors)
+        retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors,
+                                    Path(config.data_dir) / POSTINGS_FILE)
         retriever.load(memories.memories, memories.edges)  # fills and starts `vectors`
         memories.listeners.add(retriever)
         # Installs the write gate on `memories` (exact scans of the engine's vectors per scope);
