@@ -11,7 +11,7 @@ MODEL_CHOICES = ("minilm-fp32", "minilm-int8")  # sidecar.embedding.models.MODEL
 
 @dataclass(frozen=True, slots=True)
 class EmbeddingConfig:
-    model: str = field(default="minilm-fp32", metadata=knob(
+    model: str = field(default="minilm-int8", metadata=knob(
         "The embedding model. minilm-fp32: the packaged all-MiniLM-L6-v2 graph; minilm-int8: "
         "the same weights with integer MatMuls (built by `make install`), about 2x faster, "
         "vectors at cosine ~0.99 of fp32 (docs/benchmarks.md). A store built with another "

@@ -29,6 +29,11 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
+def fp32() -> Embedder:
+    return Embedder(model_files(FP32, verify=True), name=FP32)
+
+
+@pytest.fixture(scope="module")
 def int8() -> Embedder:
     return Embedder(model_files(INT8, verify=True), name=INT8)
 
@@ -38,17 +43,17 @@ def test_the_built_int8_model_matches_its_checksum() -> None:
 
 
 def test_folding_the_dequantisation_keeps_the_packaged_vectors(
-        embedder: Embedder, tmp_path: Path) -> None:
+        fp32: Embedder, tmp_path: Path) -> None:
     folded = tmp_path / "fp32.onnx"
-    model = dequantised(onnx.load(str(embedder.files.onnx)))
+    model = dequantised(onnx.load(str(fp32.files.onnx)))
     assert not any(node.op_type == "Cast" and "_q" in node.input[0] for node in model.graph.node)
     onnx.save(model, str(folded))
-    plain = Embedder(ModelFiles(onnx=folded, tokenizer=embedder.files.tokenizer))
-    np.testing.assert_allclose(plain.embed(TEXTS), embedder.embed(TEXTS), atol=1e-5)
+    plain = Embedder(ModelFiles(onnx=folded, tokenizer=fp32.files.tokenizer))
+    np.testing.assert_allclose(plain.embed(TEXTS), fp32.embed(TEXTS), atol=1e-5)
 
 
-def test_int8_vectors_stay_close_to_fp32(embedder: Embedder, int8: Embedder) -> None:
-    cosines = (int8.embed(TEXTS) * embedder.embed(TEXTS)).sum(axis=1)
+def test_int8_vectors_stay_close_to_fp32(fp32: Embedder, int8: Embedder) -> None:
+    cosines = (int8.embed(TEXTS) * fp32.embed(TEXTS)).sum(axis=1)
     assert cosines.min() > 0.97
     assert cosines.max() < 0.99999  # a different graph: the vectors do move
 
@@ -79,14 +84,14 @@ def test_identity_round_trips_and_names_every_model() -> None:
         model_files("nope")
 
 
-def test_adopt_switches_the_model_in_place(embedder: Embedder, int8: Embedder) -> None:
-    switching = Embedder(embedder.files)
+def test_adopt_switches_the_model_in_place(fp32: Embedder, int8: Embedder) -> None:
+    switching = Embedder(fp32.files)
     before = switching.embed_one(TEXTS[0])
     switching.adopt(int8)
     assert (switching.name, switching.generation, switching.files) == (INT8, 1, int8.files)
     np.testing.assert_allclose(switching.embed_one(TEXTS[0]), int8.embed_one(TEXTS[0]),
                                atol=1e-6)
-    np.testing.assert_allclose(before, embedder.embed_one(TEXTS[0]), atol=1e-6)
+    np.testing.assert_allclose(before, fp32.embed_one(TEXTS[0]), atol=1e-6)
 
 
 def test_int8_gives_a_text_the_same_vector_alone_and_in_a_batch(int8: Embedder) -> None:
