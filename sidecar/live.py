@@ -2,7 +2,7 @@
 packages that the schema imports can use it without an import cycle).
 
 A component that honours hot reload takes a ``Live[T]`` and calls ``get()`` at the point of use
-(once per request, keeping that snapshot for the whole request). ``ConfigStore.live(...)``
+(once per request, keeping that value for the whole request). ``ConfigStore.live(...)``
 gives views of the running config file; ``Live.fixed(value)`` pins a value (tests, tools).
 """
 

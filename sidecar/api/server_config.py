@@ -34,10 +34,9 @@ class ServerConfig:
     # 2-core machines: 1 keeps latency stable under load.
     onnx_threads: int = field(default=1, metadata=knob(
         "onnxruntime intra-op threads.", ge=1, le=256, restart=True))
-    # A second thread saves ~35% at any length (bench/embed_threads.py, 2 cores) but holds the
-    # other core for the whole run; from 96 tokens (one query in ten, the slow tail) the time
-    # saved is worth it, while nine queries in ten leave that core to BM25, the agent and
-    # imports.
+    # A second thread holds the other core for the whole run: worth it only for the long
+    # tail of queries; short ones leave that core to BM25, the agent and imports
+    # (docs/decisions/0004-long-text-session.md).
     onnx_long_text_threads: int = field(default=2, metadata=knob(
         "Intra-op threads for a query (Search, Inject) of at least onnx_long_text_tokens "
         "model tokens; at most onnx_threads: no second session.", ge=1, le=256, restart=True))

@@ -1,8 +1,7 @@
 """A daemon thread that polls the config file and asks the store to reload it.
 
 Latency: new content is applied once two polls in a row read the same bytes (so a file caught
-half-written is never applied): at most two poll intervals (2 x 0.5 s by default) plus the
-parse (about a millisecond), so about 1 s worst case, under the 2 s target.
+half-written is never applied): at most two poll intervals plus the parse.
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ class AgentConfig:
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """One immutable snapshot of the whole file; swapped atomically on reload/update."""
+    """One immutable version of the whole file; swapped atomically on reload/update."""
 
     server: ServerConfig = field(default_factory=ServerConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)

@@ -1,7 +1,7 @@
 """The live configuration: one immutable ``Config`` swapped atomically, its file, its updates.
 
-Readers take ``store.current`` (or ``injection_for``) and keep using that snapshot; a reload or
-an update builds a whole new snapshot and swaps the reference in one assignment, so no reader
+Readers take ``store.current`` (or ``injection_for``) and keep using that version; a reload or
+an update builds a whole new version and swaps the reference in one assignment, so no reader
 ever sees half of one and half of another. Reloads and updates are serialised by one lock.
 """
 

@@ -1,5 +1,5 @@
 """The ``[defaults.memory_injection]`` / ``[agents.memory_injection]`` section: one immutable
-snapshot of the memory-injection settings, each knob's meaning and range on its field."""
+version of the memory-injection settings, each knob's meaning and range on its field."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ class MemoryInjectionConfig:
         "Inject at all; false = Inject returns an empty block."))
     search_limit: int = field(default=20, metadata=knob(
         "Most hybrid-search results considered per turn.", ge=1, le=1000))
-    # 0.25 keeps ~80% of LongMemEval evidence turns and ~3% of unrelated turns
-    # (bench/cosine_floor.py).
+    # Chosen from the evidence kept vs unrelated turns let through on LongMemEval
+    # (docs/decisions/0001-cosine-floor.md, bench/cosine_floor.py).
     contextual_min_score: float = field(default=0.25, metadata=unit(
         "Cosine floor of a contextual (searched) candidate."))
     semantic_threshold: float = field(default=0.85, metadata=unit(

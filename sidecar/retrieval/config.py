@@ -6,7 +6,7 @@ validates and the configuration reference is generated. Nested dataclasses are s
 ``[retrieval.relation_multipliers]`` (one key per relation label) and ``[retrieval.vector]``
 (``VectorConfig``, the vector index).
 
-The engine reads the current snapshot on every search, so every knob is hot except those marked
+The engine reads the current config on every search, so every knob is hot except those marked
 ``restart=True`` (they build an index at start): a reload keeps their running value.
 """
 
@@ -51,9 +51,8 @@ class RetrievalConfig:
     search_limit: int = field(default=20, metadata=knob(
         "Candidates each source (vector, lexical, graph) contributes before fusion, when a "
         "Search leaves search_limit at 0 (then max(this, limit)).", ge=1, le=1000))
-    # Reciprocal rank fusion: sum of weight / (rrf_k + rank) over the sources. Chosen on the
-    # tune half of LongMemEval (README "Search / retrieval"): plain k=60 equal-weight RRF tied
-    # BM25 alone; a sharper k and more weight on the lexical list beat both sources.
+    # Reciprocal rank fusion: sum of weight / (rrf_k + rank) over the sources; k and the
+    # weights were chosen on the tune half of LongMemEval (docs/decisions/0005-rrf-weights.md).
     rrf_k: float = field(default=10.0, metadata=knob(
         "Reciprocal-rank-fusion constant k in weight / (k + rank).", ge=0.1, le=10_000))
     vector_weight: float = field(default=1.0, metadata=knob(
@@ -88,16 +87,15 @@ class RetrievalConfig:
     bm25_epsilon: float = field(default=0.25, metadata=knob(
         "BM25 floor of a negative idf, as a fraction of the mean idf.", ge=0.0, le=10.0,
         restart=True))
-    # Below it the thread hand-off costs more than it saves (bench/search_speed.py: slower at
-    # 10k, faster at 100k on 2 cores).
+    # Below it the thread hand-off costs more than it saves (bench/search_speed.py,
+    # docs/decisions/0002-bm25-beside-the-embedding.md).
     parallel_min_memories: int = field(default=50_000, metadata=knob(
         "Run the vector and lexical searches on two threads once this many memories are "
         "live (0 = always), for a query whose embedding is given or was computed on both "
         "cores (onnx_long_text_tokens); any other query runs BM25 during its embedding.",
         ge=0, le=1_000_000_000))
-    # 256 = the model's own cap (memories are embedded up to it). all-MiniLM-L6-v2 was
-    # fine-tuned on 128-token inputs; 128 takes ~3 ms off Inject's p99 at 100k (the longest
-    # turns) but changes what those turns retrieve (README, Memory injection).
+    # 256 = the model's own cap (memories are embedded up to it). A shorter cut speeds up the
+    # longest turns but changes what they retrieve (bench/query_cut.py, docs/benchmarks.md).
     query_max_tokens: int = field(default=256, metadata=knob(
         "Model tokens (with [CLS] and [SEP]) of a query text that are embedded, for Search "
         "and Inject; the rest is cut. BM25 always sees the whole text.", ge=8, le=256))

@@ -225,7 +225,7 @@ class HybridRetriever:
 
     def _search(self, query: SearchQuery) -> SearchResult:
         clock = Clock()
-        c = self.config  # one snapshot for the whole query
+        c = self.config  # one config for the whole query
         ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
         ctx, found = self._first_stage(ctx, clock)
         for source in self.later_sources:

@@ -37,7 +37,7 @@ class ScopeScan:
                 found.append((memory.id, float(scores[i])))
         return found
 
-    def snapshot(self, agent_id: str) -> tuple[list[str], np.ndarray]:
+    def rows(self, agent_id: str) -> tuple[list[str], np.ndarray]:
         """Ids and a copy of the scope's live rows, in seq order."""
         labels, matrix = self.vectors.rows(self.live.scope(agent_id))
         ids = [self.live.get(label) for label in labels.tolist()]

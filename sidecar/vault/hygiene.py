@@ -54,7 +54,7 @@ def similar_pairs(vectors: np.ndarray, floor: float) -> list[tuple[int, int, flo
 def consolidation_candidates(
     index: ScopeScan, repo: MemoryRepo, agent_id: str, floor: float, limit: int
 ) -> list[SimilarPair]:
-    ids, vectors = index.snapshot(agent_id)
+    ids, vectors = index.rows(agent_id)
     pairs = similar_pairs(vectors, floor)[:limit]
     wanted = sorted({ids[i] for i, _, _ in pairs} | {ids[j] for _, j, _ in pairs})
     memories = repo.get_many(wanted)

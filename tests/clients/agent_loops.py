@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memsidecar.v1 import store_pb2
+from memsidecar_client.messages import block_header
 
 from tests.conftest import Running
 
 ROOT = Path(__file__).resolve().parents[2]
-BLOCK_PREFIX = "[Context from memory]"
+BLOCK_PREFIX = block_header("BLOCK_HEADER_CONTEXT")
 TURNS = "Which database do we use for billing?\nWhen do we ship to Kubernetes?\n"
 
 

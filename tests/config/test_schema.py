@@ -20,7 +20,7 @@ from sidecar.knobs import knob, restart_keys
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
-def test_registry_matches_the_config_snapshot() -> None:
+def test_registry_matches_the_config_dataclass() -> None:
     names = {f.name for f in fields(Config)} - {"defaults", "agents"}
     assert {s.name for s in SECTIONS} == names
     config_types = hints(Config)

@@ -204,7 +204,7 @@ def test_bulk_dense_vectors_match_dense_vectors() -> None:
         assert got.tolist() == plain.search(q, 30, lambda ls: ls % 2 == 0)[0].tolist()
     np.testing.assert_array_equal(bulk.vector(9_000), plain.vector(9_000))
     np.testing.assert_array_equal(bulk.vector(5), vectors[2000])
-    snap_labels, snap_matrix = bulk.snapshot()
+    snap_labels, snap_matrix = bulk.copy_rows()
     assert sorted(snap_labels.tolist()) == sorted(
         set(labels.tolist()) - set(labels[100:200].tolist()) | {9_000})
     for label, row in zip(snap_labels[:50], snap_matrix[:50], strict=True):
@@ -217,7 +217,7 @@ def test_live_rows_are_the_snapshot_without_a_copy_after_a_bulk_load() -> None:
     bulk.add(np.arange(1, 301, dtype=np.int64), vectors)
     for removed in (False, True):
         labels, matrix = bulk.live_rows()
-        snap_labels, snap_matrix = bulk.snapshot()
+        snap_labels, snap_matrix = bulk.copy_rows()
         np.testing.assert_array_equal(labels, snap_labels)
         np.testing.assert_array_equal(matrix, snap_matrix)
         assert np.shares_memory(matrix, bulk._matrix) is not removed

@@ -117,7 +117,7 @@ def test_scores_belong_to_the_returned_labels_when_a_slot_is_reused() -> None:
     assert np.all(np.diff(scores) <= 1e-6)
 
 
-def test_search_under_constant_writes_falls_back_to_a_locked_snapshot() -> None:
+def test_search_under_constant_writes_falls_back_to_a_locked_view() -> None:
     vecs = unit(100, 16, 7)
     index = DenseVectors(16)
     labels = np.arange(2, 202, 2, dtype=np.int64)

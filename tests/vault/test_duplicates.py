@@ -94,7 +94,7 @@ def test_scope_scan_matches_naive_reference() -> None:
     assert len(engine.live) == 300 - len(gone) and scopes.max_seq == 300
     for agent in ("", "a", "b", "nobody"):
         rows = [i for i in range(300) if agents[i] == agent and i not in gone]
-        ids, matrix = scopes.snapshot(agent)
+        ids, matrix = scopes.rows(agent)
         assert ids == [f"m{i}" for i in rows]
         np.testing.assert_array_equal(matrix, vectors[rows].reshape(len(rows), DIM))
     for query_row in (3, 50, 299):

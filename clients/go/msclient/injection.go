@@ -5,10 +5,18 @@ import (
 	"strings"
 
 	pb "github.com/memsidecar/memsidecar/clients/go/memsidecarv1"
+	"google.golang.org/protobuf/proto"
 )
 
-// BlockPrefix starts every injection block the sidecar returns.
-const BlockPrefix = "[Context from memory]"
+// BlockPrefix starts every injection block the sidecar returns (block.proto's
+// BLOCK_HEADER_CONTEXT, read from the descriptors).
+var BlockPrefix = BlockHeaderText(pb.BlockHeader_BLOCK_HEADER_CONTEXT)
+
+// BlockHeaderText is the literal header line a BlockHeader value stands for.
+func BlockHeaderText(h pb.BlockHeader) string {
+	value := h.Descriptor().Values().ByNumber(h.Number())
+	return proto.GetExtension(value.Options(), pb.E_Text).(string)
+}
 
 // IsBlock reports whether a history message is an injection block.
 func IsBlock(m *pb.Message) bool {

@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypeAlias
 
-from memsidecar.v1 import injection_pb2, memory_pb2
+from memsidecar.v1 import block_pb2, injection_pb2, memory_pb2
 
-BLOCK_PREFIX = "[Context from memory]"
+
+def block_header(name: str) -> str:
+    """The literal text of a ``BlockHeader`` value, read from block.proto's descriptors."""
+    value = block_pb2.BlockHeader.DESCRIPTOR.values_by_name[name]
+    return str(value.GetOptions().Extensions[block_pb2.text])
+
+
+BLOCK_PREFIX = block_header("BLOCK_HEADER_CONTEXT")  # the first line of every block
 ROLES = {"user": injection_pb2.ROLE_USER, "assistant": injection_pb2.ROLE_ASSISTANT,
          "system": injection_pb2.ROLE_SYSTEM, "tool": injection_pb2.ROLE_TOOL}
 

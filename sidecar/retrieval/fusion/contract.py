@@ -26,7 +26,7 @@ def no_labels() -> np.ndarray:
 class SourceContext:
     """Everything a source may use to rank candidates for one query."""
 
-    config: RetrievalConfig  # the snapshot in force for this query
+    config: RetrievalConfig  # the config in force for this query
     query: SearchQuery
     live: LiveMemories
     accept: Accept | None  # scope filter; None = every live memory may be returned

@@ -8,8 +8,8 @@ frequencies and appends a small segment; ``remove`` clears a document's ``alive`
 statistics at once, so a forgotten or replaced text never scores again. Segments merge
 logarithmically (the last two merge while the older is at most ``merge_ratio`` times the
 newer); the tail folds into the main segment in a background thread once it holds more than
-``1/tail_fraction`` of the documents. Readers take a snapshot under a short lock and score
-without it (the kernel releases the GIL).
+``1/tail_fraction`` of the documents. Readers take a view (the current arrays) under a short
+lock and score without it (the kernel releases the GIL).
 
 Labels are memory ``seq`` ints; internal document ids are never reused.
 """
@@ -62,7 +62,7 @@ class Postings:
 
 
 @dataclass(frozen=True, slots=True)
-class _Snapshot:
+class _View:
     segments: tuple[Segment, ...]
     doc_len: np.ndarray
     alive: np.ndarray
@@ -196,7 +196,7 @@ class BM25Index:
         if needed <= size:
             return
         extra = max(size, needed - size)
-        # New arrays (never resized in place): a reader's snapshot stays valid.
+        # New arrays (never resized in place): a reader's view stays valid.
         self._doc_len = np.concatenate([self._doc_len, np.zeros(extra, np.float64)])
         self._alive = np.concatenate([self._alive, np.zeros(extra, np.uint8)])
         self._doc_label = np.concatenate([self._doc_label, np.full(extra, -1, np.int64)])
@@ -322,9 +322,9 @@ class BM25Index:
             self._mean_idf = (self._version, mean)
         return mean
 
-    def _snapshot(self) -> _Snapshot:
+    def _view(self) -> _View:
         n_docs, n_live = len(self._doc_terms), len(self._label_doc)
-        return _Snapshot(
+        return _View(
             self._segments, self._doc_len, self._alive, self._doc_label, n_docs, n_live,
             self._total_len / n_live if n_live else 0.0,
         )
@@ -336,7 +336,7 @@ class BM25Index:
             return _EMPTY
         with self._lock:  # statistics and segments from the same instant
             ids, idf = self._idf_locked(terms)
-            snap = self._snapshot()
+            snap = self._view()
         if snap.n_live == 0 or snap.avgdl <= 0:
             return _EMPTY
         scores, seen, touched = self._buffers(snap.n_docs)

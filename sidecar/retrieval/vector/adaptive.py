@@ -9,8 +9,8 @@ search) and, once the live count reaches ``exact_threshold``, an hnswlib index u
   writes journalled and replayed before it goes live), while a write holds the hnsw index,
   and when a filter rejects so much that hnsw would have to scan a large part of the index,
   the exact path answers;
-- otherwise hnswlib answers (recall@50 >= 0.95 at the default ``hnsw_ef_search``, see
-  tests/retrieval/test_vector_recall.py and README "Vector index").
+- otherwise hnswlib answers (its recall floor against exact search is tested in
+  tests/retrieval/test_vector_recall.py; measured figures in docs/decisions/0006).
 
 Persistence (``persist``): ``save()`` writes ``DATA_DIR/vectors.hnsw`` + meta. It runs
 after a (re)build, in the background once ``save_every_changes`` rows changed and at least
@@ -61,7 +61,7 @@ class AdaptiveVectorIndex:
         self._dense = BulkDenseVectors(dim)
         self._rng = np.random.default_rng(0)  # filter-rate samples
         self._hnsw: HnswVectors | None = None
-        self._write = threading.Lock()  # every add/remove, build hand-over, save snapshot
+        self._write = threading.Lock()  # every add/remove, build hand-over, save copy
         self._threads = threading.Lock()  # starting/joining the builder and saver
         self._journal: list[tuple[np.ndarray, np.ndarray | None]] | None = None
         self._builder: threading.Thread | None = None
@@ -266,7 +266,7 @@ class AdaptiveVectorIndex:
             if hnsw is None:
                 return False
             tmp = persist.write_file(hnsw, path)
-            labels, matrix = self._dense.snapshot()
+            labels, matrix = self._dense.copy_rows()
             self._unsaved = 0
             self._last_save = time.monotonic()
         meta = persist.commit(
@@ -300,8 +300,8 @@ class AdaptiveVectorIndex:
     # --- background build ------------------------------------------------------------------
 
     def _start_build(self, reason: str) -> None:
-        """Called with ``_write`` held: snapshot the rows, journal writes from now on."""
-        labels, matrix = self._dense.snapshot()
+        """Called with ``_write`` held: copy the rows, journal writes from now on."""
+        labels, matrix = self._dense.copy_rows()
         self._journal = []
         with self._threads:
             self._builder = threading.Thread(

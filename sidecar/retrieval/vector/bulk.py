@@ -1,4 +1,4 @@
-"""The exact dense matrix as the adaptive index uses it: bulk loads, snapshots, samples."""
+"""The exact dense matrix as the adaptive index uses it: bulk loads, row copies, samples."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class BulkDenseVectors(DenseVectors):
             slot_labels[:start] = self._labels[:start]
             written = np.zeros(size, dtype=np.int64)
             written[:start] = self._written[:start]
-        # Slots [start, end) are beyond every reader's snapshot until _used moves below.
+        # Slots [start, end) are beyond every reader's view until _used moves below.
         matrix[start:end] = vectors
         slot_labels[start:end] = labels
         with self._lock:
@@ -55,18 +55,18 @@ class BulkDenseVectors(DenseVectors):
             written[: self._used] = self._written[: self._used]
             self._matrix, self._labels, self._written = matrix, labels, written
 
-    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+    def copy_rows(self) -> tuple[np.ndarray, np.ndarray]:
         with self._lock:
             live = np.flatnonzero(self._labels[: self._used] >= 0)
             return self._labels[live].copy(), self._matrix[live].copy()
 
     def live_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Like ``snapshot``, but views instead of copies when every used slot is live (after
+        """Like ``copy_rows``, but views instead of copies when every used slot is live (after
         a bulk load); valid only while the caller keeps writers out."""
         with self._lock:
             if not self._free and len(self._slot) == self._used:
                 return self._labels[: self._used], self._matrix[: self._used]
-        return self.snapshot()
+        return self.copy_rows()
 
     def sample_labels(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """About n live labels drawn at random (not strided: a stride aliases with filters)."""

@@ -29,7 +29,7 @@ class VectorConfig:
         "hnswlib build beam; a change rebuilds the saved index.", ge=8, le=4096,
         restart=True))
     hnsw_ef_search: int = field(default=96, metadata=knob(
-        "hnswlib search beam (at least k is used); recall@50 0.99 at 10k-100k.", ge=8, le=4096))
+        "hnswlib search beam (at least k is used); higher = better recall, slower.", ge=8, le=4096))
     hnsw_build_threads: int = field(default=0, metadata=knob(
         "Threads of a full (re)build; 0 = all cores but one.", ge=0, le=256))
     filter_exact_fraction: float = field(default=0.01, metadata=knob(

@@ -19,7 +19,7 @@ _OPTIMISTIC_TRIES = 3
 
 
 class DenseVectors:
-    """Exact search over a growable dense matrix. Thread-safe; readers take a snapshot."""
+    """Exact search over a growable dense matrix. Thread-safe; readers take a view of the matrix."""
 
     def __init__(self, dim: int, capacity: int = 1024) -> None:
         self.dim = dim
@@ -31,7 +31,7 @@ class DenseVectors:
         self._used = 0  # slots [0, _used) have been handed out
         # Optimistic reads: every write batch bumps _version and stamps the slots it wrote
         # (label or row) with it. A search scores views of the arrays without the lock, then
-        # keeps its answer only if no returned slot was written after its snapshot.
+        # keeps its answer only if no returned slot was written after its view was taken.
         self._version = 0
         self._written = np.zeros(capacity, dtype=np.int64)
 
@@ -92,7 +92,7 @@ class DenseVectors:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``pick``(scores of every slot, slot labels) -> (slots, scores, labels), computed
         on views of the arrays outside the lock. A writer may reuse a slot meanwhile, so the
-        answer is kept only if none of its slots was written since the snapshot (else retried,
+        answer is kept only if none of its slots was written since the view was taken (else retried,
         finally scored under the lock)."""
         q = np.asarray(query, dtype=np.float32)
         for _ in range(_OPTIMISTIC_TRIES):
@@ -103,7 +103,7 @@ class DenseVectors:
             with self._lock:
                 if not np.any(self._written[slots] > version):
                     return found, scores
-        with self._lock:  # writes keep hitting the answer: score a consistent snapshot
+        with self._lock:  # writes keep hitting the answer: score a consistent view
             used = self._used
             labels = self._labels[:used].copy()
             all_scores = self._matrix[:used] @ q
