@@ -28,7 +28,7 @@ from bench.results import recorded
 from sidecar.embedding import Embedder
 from sidecar.embedding.models import FP32, MODEL_NAMES, model_files
 
-LEVELS = (8, 32, 64)
+LEVELS = (1, 8, 32, 64)
 
 
 def run_for(seconds: float, workers: int, work: Callable[[int, int], None]) -> list[float]:

@@ -20,10 +20,10 @@ import numpy as np
 
 from sidecar.retrieval.lexical.bm25 import Postings
 from sidecar.retrieval.lexical.tokenize import STOP_WORDS
+from sidecar.retrieval.vector.persist import file_checksum  # the same blake2b of a file
 
 POSTINGS_FILE = "lexical.npz"
 FORMAT = 1
-_CHUNK_BYTES = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +53,6 @@ def _stop_words() -> str:
     return hashlib.blake2b("\n".join(sorted(STOP_WORDS)).encode(), digest_size=8).hexdigest()
 
 
-def _file_checksum(path: Path) -> str:
-    digest = hashlib.blake2b(digest_size=16)
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def save(path: Path, postings: Postings, checksum: str) -> None:
     """Write ``postings`` (built from rows with ``content_checksum`` = checksum): file first,
     meta last, each through a temporary file."""
@@ -70,7 +62,7 @@ def save(path: Path, postings: Postings, checksum: str) -> None:
              lengths=postings.lengths, offsets=postings.offsets, term_ids=postings.term_ids,
              tfs=postings.tfs)
     meta = PostingsMeta(FORMAT, _stop_words(), len(postings.labels), checksum,
-                        _file_checksum(tmp))
+                        file_checksum(tmp))
     os.replace(tmp, path)
     tmp_meta = path.with_name(path.name + ".json.tmp")
     tmp_meta.write_text(json.dumps(asdict(meta), indent=1), encoding="utf-8")
@@ -90,7 +82,7 @@ def load(path: Path, checksum: str) -> tuple[Postings | None, str]:
         return None, "stale: saved with another analyser"
     if meta.content_checksum != checksum:
         return None, "stale: the memories in SQLite differ from the ones indexed"
-    if _file_checksum(path) != meta.file_checksum:
+    if file_checksum(path) != meta.file_checksum:
         return None, "corrupt: file checksum differs from the meta"
     try:
         with np.load(path, allow_pickle=False) as data:
