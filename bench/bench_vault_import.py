@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--model", choices=MODEL_NAMES, default=FP32)
     args = parser.parse_args()
     texts = corpus(args.memories)
-    embedder = Embedder(model_files(args.model), name=args.model)
+    embedder = Embedder(model_files(args.model))
     print(f"model {args.model}; load average {os.getloadavg()[0]:.2f}")
     for name, vault_config in CONFIGS.items():
         with tempfile.TemporaryDirectory() as tmp:

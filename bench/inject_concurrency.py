@@ -67,7 +67,7 @@ def main() -> None:
     store = CACHE / f"lme_store_user{suffix}"
     if not store.exists():
         raise SystemExit(f"{store} missing: run bench/longmemeval_quality.py --model {args.model}")
-    embedder = Embedder(model_files(args.model), name=args.model)
+    embedder = Embedder(model_files(args.model))
     print(f"model {args.model}; {len(texts)} question texts; load average "
           f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
     print("| load | calls/s | p50 ms | p99 ms |\n|---|---|---|---|")

@@ -165,7 +165,7 @@ def main() -> None:
           f"sessions), {len(qs)} questions ({no_turn} without an evidence turn in the store: "
           f"left out of turn-level means), tune/held-out {len(tune_half)}/{len(held)}")
     print(f"embedding model {args.model}")
-    embedder = Embedder(model_files(args.model), name=args.model)
+    embedder = Embedder(model_files(args.model))
     if args.tune:
         tune(data_dir, embedder, tune_half, evidence)
         if args.tune_only:

@@ -71,7 +71,7 @@ def measure(data: str, code_root: str) -> None:
     from sidecar.embedding.models import model_files
 
     name = EmbeddingConfig().model
-    embedder = Embedder(model_files(name), name=name)
+    embedder = Embedder(model_files(name))
     embedder.embed_one("warm up")
     before = rss_mb()
     start = time.perf_counter()

@@ -144,4 +144,4 @@ def _stored_model(repos: Repositories) -> ModelIdentity | None:
 
 def _embedder(name: str, config: ServerConfig) -> Embedder:
     options: dict[str, Any] = dict(config.embedder_options())
-    return Embedder(model_files(name), name=name, **options)
+    return Embedder(model_files(name), **options)

@@ -27,7 +27,7 @@ from sidecar.embedding.models import model_files
 def embedder() -> Embedder:
     """The default [embedding] model (what App.open uses on a fresh store)."""
     name = EmbeddingConfig().model
-    return Embedder(model_files(name, verify=True), name=name,
+    return Embedder(model_files(name, verify=True),
                     **ServerConfig().embedder_options())  # type: ignore[arg-type]
 
 

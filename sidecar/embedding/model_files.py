@@ -32,6 +32,7 @@ class ModelFiles:
     onnx: Path
     tokenizer: Path
     sha256: str = ONNX_SHA256  # the published hash of ``onnx``
+    name: str = "minilm-fp32"  # the model's name in ``sidecar.embedding.models``
     # False when a text's vector depends on the other texts of its batch (dynamic int8
     # quantisation scales the activations per call): such a model embeds one text per run.
     batch_invariant: bool = True
@@ -69,7 +70,7 @@ def bundled_model_files(verify: bool = False) -> ModelFiles:
 def int8_model_files(verify: bool = False) -> ModelFiles:
     """The integer-MatMul graph built by ``make install`` and the tokenizer."""
     files = ModelFiles(onnx=int8_model_path(), tokenizer=_tokenizer_path(), sha256=INT8_SHA256,
-                       batch_invariant=False)
+                       name="minilm-int8", batch_invariant=False)
     return _checked(files, verify, build_hint="; build it with `make install`")
 
 

@@ -72,7 +72,6 @@ def _output_dim(session: ort.InferenceSession) -> int:
 class _Graph:
     """One model's sessions, swapped as a whole (``Embedder.adopt``)."""
 
-    name: str
     files: ModelFiles
     session: ort.InferenceSession
     long: ort.InferenceSession | None  # the multi-thread session for long queries
@@ -86,13 +85,13 @@ class Embedder:
     ``long_text_tokens`` model tokens or more on a second session with ``long_text_threads``
     (1 = no second session; ``ServerConfig`` has the defaults and why): same model and
     weights, so the vectors are the same either way. ``graph_level`` is onnxruntime's graph
-    optimisation level (``GRAPH_LEVELS``). ``name`` is the model's name in
-    ``sidecar.embedding.models``; ``adopt`` switches to another model's graph in place.
+    optimisation level (``GRAPH_LEVELS``). ``adopt`` switches to another model's graph in
+    place.
     """
 
     def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS,
                  long_text_threads: int = 1, long_text_tokens: int = MAX_TOKENS,
-                 graph_level: str = "all", name: str = "minilm-fp32") -> None:
+                 graph_level: str = "all") -> None:
         self.max_tokens = max_tokens
         self.long_text_tokens = long_text_tokens
         self._tokenizer = load_tokenizer(str(files.tokenizer), max_tokens)
@@ -102,14 +101,15 @@ class Embedder:
         session = _session(str(files.onnx), threads, graph_level)
         long = (_session(str(files.onnx), long_text_threads, graph_level)
                 if long_text_threads > threads else None)
-        self._graph = _Graph(name, files, session, long)
+        self._graph = _Graph(files, session, long)
         self._lock = threading.Lock()  # tokenizers' padding state is shared
         self.dim = _output_dim(session)  # of the embeddings, read from the model
         self.generation = 0  # counts adopt() calls: a vector from an older one is stale
 
     @property
     def name(self) -> str:
-        return self._graph.name
+        """The model's name in ``sidecar.embedding.models``."""
+        return self._graph.files.name
 
     @property
     def files(self) -> ModelFiles:

@@ -26,7 +26,7 @@ SENTENCES = [f"Note {i}: we talked about {TOPICS[i % len(TOPICS)]} on day {i // 
 
 @pytest.fixture(scope="module")
 def references() -> dict[str, Embedder]:
-    return {name: Embedder(model_files(name), name=name) for name in (FP32, INT8)}
+    return {name: Embedder(model_files(name)) for name in (FP32, INT8)}
 
 
 @pytest.fixture

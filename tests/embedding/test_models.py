@@ -30,12 +30,12 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def fp32() -> Embedder:
-    return Embedder(model_files(FP32, verify=True), name=FP32)
+    return Embedder(model_files(FP32, verify=True))
 
 
 @pytest.fixture(scope="module")
 def int8() -> Embedder:
-    return Embedder(model_files(INT8, verify=True), name=INT8)
+    return Embedder(model_files(INT8, verify=True))
 
 
 def test_the_built_int8_model_matches_its_checksum() -> None:
