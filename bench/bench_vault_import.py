@@ -1,6 +1,6 @@
 """What the write gate costs an import: ImportMemories with every gate on vs off.
 
-Run: .venv/bin/python -m bench.bench_vault_import [--memories 3000]
+Run: .venv/bin/python -m bench.bench_vault_import [--memories 3000] [--model minilm-int8]
 Same real server, model and corpus as bench_foundation; one fresh data dir per run.
 """
 
@@ -19,7 +19,9 @@ from sidecar.api.server import create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
-from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.embedding import Embedder
+from sidecar.embedding.config import EmbeddingConfig
+from sidecar.embedding.models import FP32, MODEL_NAMES, model_files
 from sidecar.vault import VaultConfig
 
 CONFIGS = {
@@ -32,11 +34,15 @@ CONFIGS = {
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=3000)
-    texts = corpus(parser.parse_args().memories)
-    embedder = Embedder(bundled_model_files())
+    parser.add_argument("--model", choices=MODEL_NAMES, default=FP32)
+    args = parser.parse_args()
+    texts = corpus(args.memories)
+    embedder = Embedder(model_files(args.model))
+    print(f"model {args.model}; load average {os.getloadavg()[0]:.2f}")
     for name, vault_config in CONFIGS.items():
         with tempfile.TemporaryDirectory() as tmp:
-            settings = ConfigStore(Path(tmp) / CONFIG_FILENAME, Config(vault=vault_config), None)
+            config = Config(vault=vault_config, embedding=EmbeddingConfig(args.model))
+            settings = ConfigStore(Path(tmp) / CONFIG_FILENAME, config, None)
             app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp), embedder=embedder,
                            settings=settings)
             server = create_server(app)

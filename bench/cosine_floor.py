@@ -2,26 +2,29 @@
 
 Related: a LongMemEval question vs the user turns of its evidence session that carry the
 answer (``has_answer``). Unrelated: the same question vs user turns of other questions.
-Run: .venv/bin/python -m bench.cosine_floor
+Run: .venv/bin/python -m bench.cosine_floor [--model minilm-int8]
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 
 import numpy as np
 
 from bench.lme import oracle
-from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.embedding import Embedder
+from sidecar.embedding.models import FP32, MODEL_NAMES, model_files
 
 
-def main(questions: int = 200, seed: int = 7) -> None:
+def main(questions: int = 200, seed: int = 7, model: str = FP32) -> None:
     data = oracle()
     rng = random.Random(seed)
     picked = rng.sample(data, questions)
     turns = [(q["question_id"], t["content"]) for q in data for s in q["haystack_sessions"]
              for t in s if t["role"] == "user"]
-    embedder = Embedder(bundled_model_files())
+    embedder = Embedder(model_files(model))
+    print(f"model {model}")
     related: list[float] = []
     unrelated: list[float] = []
     for q in picked:
@@ -49,5 +52,7 @@ def _pct(x: np.ndarray) -> str:
 if __name__ == "__main__":
     from bench.results import recorded
 
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=MODEL_NAMES, default=FP32)
     with recorded("cosine_floor"):
-        main()
+        main(model=parser.parse_args().model)

@@ -71,15 +71,17 @@ def questions(data: list[dict]) -> list[Question]:  # type: ignore[type-arg]
             for q in data if not str(q["question_id"]).endswith("_abs")]
 
 
-def cached_embeddings(texts: list[str], name: str) -> np.ndarray:
-    """Embeddings of ``texts`` with the bundled model, cached under bench/.cache/."""
+def cached_embeddings(texts: list[str], name: str, model: str = "minilm-fp32") -> np.ndarray:
+    """Embeddings of ``texts`` with embedding model ``model``, cached under bench/.cache/."""
     digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    path = CACHE / f"emb_{name}_{len(texts)}_{digest}.npy"
+    suffix = "" if model == "minilm-fp32" else f"_{model}"
+    path = CACHE / f"emb_{name}_{len(texts)}_{digest}{suffix}.npy"
     if path.exists():
         return np.load(path)
-    from sidecar.embedding import Embedder, bundled_model_files
+    from sidecar.embedding import Embedder
+    from sidecar.embedding.models import model_files
 
-    embedder = Embedder(bundled_model_files())
+    embedder = Embedder(model_files(model))
     order = np.argsort([len(t) for t in texts])  # similar lengths per batch: less padding
     out = np.zeros((len(texts), 384), np.float32)
     for start in range(0, len(texts), 256):

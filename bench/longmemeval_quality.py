@@ -3,6 +3,7 @@
     .venv/bin/python bench/longmemeval_quality.py            # report (default settings, gRPC)
     .venv/bin/python bench/longmemeval_quality.py --tune     # + the settings grid on the tune half
     .venv/bin/python bench/longmemeval_quality.py --turns all  # pool assistant turns too
+    .venv/bin/python bench/longmemeval_quality.py --model minilm-int8  # another [embedding] model
 
 All sessions of the 500 questions are pooled into one store, one memory per turn. The 470
 non-abstention questions are split in two halves with a fixed seed: settings are chosen on the
@@ -28,7 +29,8 @@ from lme_metrics import Scores, mean, session_level, turn_level  # noqa: E402
 from memsidecar.v1 import store_pb2  # noqa: E402
 from store_build import Served, build_store  # noqa: E402
 
-from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
+from sidecar.embedding import Embedder  # noqa: E402
+from sidecar.embedding.models import FP32, MODEL_NAMES, model_files  # noqa: E402
 from sidecar.live import Live  # noqa: E402
 from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
 from sidecar.retrieval.contract import Mode, SearchQuery  # noqa: E402
@@ -109,7 +111,7 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
 
 def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Question],
            evidence: dict[str, set[str]]) -> None:
-    served = Served(data_dir, embedder, RetrievalConfig())
+    served = Served(data_dir, embedder, RetrievalConfig(), embedder.name)
     print(f"\nserver opened the store in {served.open_s:.1f} s, vector index "
           f"{served.vector_stats}")
     tables: dict[str, list[str]] = {"held-out half": [], "all 470": []}
@@ -139,15 +141,19 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--tune", action="store_true")
     parser.add_argument("--tune-only", action="store_true")
+    parser.add_argument("--model", choices=MODEL_NAMES, default=FP32)
     args = parser.parse_args()
 
     data = load_oracle()
     every = pooled_turns(data, ROLES["all"])
-    vectors = cached_embeddings([t.content for t in every], "lme_turns_all")
     keep = [i for i, t in enumerate(every) if t.role in ROLES[args.turns]]
     turns = [every[i] for i in keep]
-    data_dir = CACHE / f"lme_store_{args.turns}"
-    build_store(data_dir, [t.id for t in turns], [t.content for t in turns], vectors[keep])
+    vectors = cached_embeddings([t.content for t in turns], f"lme_turns_{args.turns}",
+                                args.model)
+    suffix = "" if args.model == FP32 else f"_{args.model}"
+    data_dir = CACHE / f"lme_store_{args.turns}{suffix}"
+    build_store(data_dir, [t.id for t in turns], [t.content for t in turns], vectors,
+                model=args.model)
 
     qs = questions(data)
     stored = {t.id for t in turns if t.has_answer}
@@ -158,7 +164,8 @@ def main() -> None:
     print(f"{len(turns)} memories ({args.turns} turns of {len({t.session_id for t in turns})} "
           f"sessions), {len(qs)} questions ({no_turn} without an evidence turn in the store: "
           f"left out of turn-level means), tune/held-out {len(tune_half)}/{len(held)}")
-    embedder = Embedder(bundled_model_files())
+    print(f"embedding model {args.model}")
+    embedder = Embedder(model_files(args.model))
     if args.tune:
         tune(data_dir, embedder, tune_half, evidence)
         if args.tune_only:

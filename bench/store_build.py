@@ -20,17 +20,21 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder
+from sidecar.embedding.config import EmbeddingConfig
+from sidecar.embedding.models import FP32, identity
 from sidecar.records import DEFAULT_IMPORTANCE, Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.store.db import Database
+from sidecar.store.model_repo import MODEL_KEY, ModelRepo
 from sidecar.store.repos import Repositories
 
 
 def build_store(
     data_dir: Path, ids: Sequence[str], contents: Sequence[str], embeddings: np.ndarray,
-    memory_type: MemoryType = MemoryType.FACT,
+    memory_type: MemoryType = MemoryType.FACT, model: str = FP32,
 ) -> None:
-    """Create ``data_dir`` with one memory per text, unless it already holds exactly those."""
+    """Create ``data_dir`` with one memory per text, unless it already holds exactly those;
+    ``embeddings`` come from embedding model ``model`` (recorded in the store)."""
     db = Database(ServerConfig(data_dir=str(data_dir)).db_path)
     try:
         repo = Repositories.open(db).memories
@@ -44,6 +48,7 @@ def build_store(
                     importance=DEFAULT_IMPORTANCE[memory_type], created_at=now, updated_at=now,
                     last_accessed_at=0, access_count=0, source="bench", channel_id="",
                     agent_id="", forgotten=False, version=1), vector)
+            ModelRepo(db).set(MODEL_KEY, identity(model).to_json())
     finally:
         db.close()
 
@@ -51,9 +56,11 @@ def build_store(
 class Served:
     """The real server on a free port over ``data_dir``, with a MemoryStore stub."""
 
-    def __init__(self, data_dir: Path, embedder: Embedder, retrieval: RetrievalConfig) -> None:
+    def __init__(self, data_dir: Path, embedder: Embedder, retrieval: RetrievalConfig,
+                 model: str = FP32) -> None:
         start = time.perf_counter()
-        settings = ConfigStore(data_dir / CONFIG_FILENAME, Config(retrieval=retrieval), None)
+        config = Config(retrieval=retrieval, embedding=EmbeddingConfig(model))
+        settings = ConfigStore(data_dir / CONFIG_FILENAME, config, None)
         app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data_dir)),
                        embedder=embedder, settings=settings)
         self.server: Server = create_server(app)

@@ -9,25 +9,30 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kernels.warmup import warm_up_all
 from sidecar.api.server_config import ServerConfig
 from sidecar.channels.owners import ChannelOwners
 from sidecar.channels.sweep import ChannelSweeper
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
-from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.embedding import Embedder
+from sidecar.embedding.models import MODEL_NAMES, ModelIdentity, identity, model_files
 from sidecar.files import private_dir
 from sidecar.injection import Injector
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.marker import BlockSigner
 from sidecar.injection.state_repo import StateRepo
 from sidecar.live import Live
+from sidecar.memory.reembed import ReEmbed
 from sidecar.memory.service import MemoryService
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
+from sidecar.retrieval.lexical.persist import POSTINGS_FILE
 from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector_index
 from sidecar.store.db import Database
 from sidecar.store.lock import DataDirLock
+from sidecar.store.model_repo import MODEL_KEY
 from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault
@@ -49,6 +54,7 @@ class App:
     sweeper: ChannelSweeper
     lock: DataDirLock
     vectors: AdaptiveVectorIndex | None = None
+    reembed: ReEmbed | None = None  # a switch to the configured model, in progress
 
     @property
     def live(self) -> Live[Config]:
@@ -81,15 +87,25 @@ class App:
         db = Database(config.db_path)
         private_dir(config.data_dir)  # the new database file: its WAL and shm take its mode
         repos = Repositories.open(db)
-        if embedder is None:
-            embedder = Embedder(bundled_model_files(), **config.embedder_options())
+        wanted = settings.current.embedding.model
+        stored = _stored_model(repos)
+        if embedder is None:  # queries use the model of the stored vectors until a switch
+            serving = stored.name if stored is not None and stored.name in MODEL_NAMES else wanted
+            embedder = _embedder(serving, config)
+        target = identity(wanted, embedder.max_tokens)
+        if stored != target and repos.memories.count() == 0:
+            repos.models.swap(target.to_json())  # nothing to re-embed
+            if embedder.name != wanted:
+                embedder.adopt(_embedder(wanted, config))
+            stored = target
         memories = MemoryService(repos, embedder, config.max_content_chars,
                                  config.embed_batch_size)
         # The hybrid engine keeps every index (vectors, BM25, graph, mirror) in step itself and
         # reads [retrieval] per search; the store keeps restart-only keys at their running value.
         vectors = create_vector_index(config.data_dir, settings.current.retrieval.vector,
                                       embedder.dim)
-        retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors)
+        retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors,
+                                    Path(config.data_dir) / POSTINGS_FILE)
         retriever.load(memories.memories, memories.edges)  # fills and starts `vectors`
         memories.listeners.add(retriever)
         # Installs the write gate on `memories` (exact scans of the engine's vectors per scope);
@@ -106,6 +122,12 @@ class App:
         owners = ChannelOwners(db)
         sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))
         sweeper.start()
+        reembed = None
+        if stored != target:
+            reembed = ReEmbed(memories, repos.models, _embedder(wanted, config), target,
+                              lambda model: retriever.switch_model(model, repos.memories),
+                              config.embed_batch_size)
+            log.info("re-embedding the store", extra={"model": wanted, "stored": str(stored)})
         log.info(
             "app opened",
             extra={"db": str(config.db_path), "memories": memories.memories.count(),
@@ -114,7 +136,7 @@ class App:
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
-            lock=lock, vectors=vectors,
+            lock=lock, vectors=vectors, reembed=reembed,
         )
 
     def warm_up(self) -> None:
@@ -123,9 +145,13 @@ class App:
         self.embedder.embed_one("warm up")
         self.embedder.embed_query("warm up " * 128)  # the long-query session, if any
         log.info("warm-up done", extra={"kernels_s": spent})
+        if self.reembed is not None:
+            self.reembed.start()
 
     def close(self) -> None:
         """Close in reverse order of building: queued state writes first, the database last."""
+        if self.reembed is not None:
+            self.reembed.stop()  # after its batch in flight; the next start resumes
         self.sweeper.close()
         self.injector.close()  # the state and access writes queued behind replies
         self.settings.close()
@@ -136,3 +162,16 @@ class App:
             self.vectors.close()  # saves the hnsw index when it changed
         self.db.close()
         self.lock.release()
+
+
+def _stored_model(repos: Repositories) -> ModelIdentity | None:
+    recorded = repos.models.get(MODEL_KEY)
+    try:
+        return None if recorded is None else ModelIdentity.from_json(recorded)
+    except (ValueError, TypeError):
+        return None  # unreadable: treated as another model (re-embedded)
+
+
+def _embedder(name: str, config: ServerConfig) -> Embedder:
+    options: dict[str, Any] = dict(config.embedder_options())
+    return Embedder(model_files(name), **options)

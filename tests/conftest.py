@@ -18,12 +18,17 @@ from sidecar.api.server import Server, create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
-from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.embedding import Embedder
+from sidecar.embedding.config import EmbeddingConfig
+from sidecar.embedding.models import model_files
 
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    return Embedder(bundled_model_files(verify=True), **ServerConfig().embedder_options())
+    """The default [embedding] model (what App.open uses on a fresh store)."""
+    name = EmbeddingConfig().model
+    return Embedder(model_files(name, verify=True),
+                    **ServerConfig().embedder_options())  # type: ignore[arg-type]
 
 
 @pytest.fixture

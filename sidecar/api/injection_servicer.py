@@ -10,7 +10,7 @@ from sidecar.api.status import grpc_errors
 from sidecar.channels.owners import ChannelOwners
 from sidecar.errors import InvalidArgument
 from sidecar.injection.history import prune_history, render_transcript
-from sidecar.injection.pipeline import Alive, Injector
+from sidecar.injection.pipeline import Injector
 from sidecar.injection.types import Abandoned
 
 
@@ -26,7 +26,7 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         inject = convert.inject_request(request)
         self.owners.claim(inject.channel_id, inject.agent_id)
         try:
-            result = self.injector.inject(inject, _alive(context))
+            result = self.injector.inject(inject)
         except Abandoned as gone:
             expired = context.time_remaining() == 0
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED if expired
@@ -72,17 +72,3 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         existed = self.injector.reset(request.channel_id)
         self.owners.release(request.channel_id)
         return injection_pb2.ResetChannelResponse(existed=existed)
-
-    def close(self) -> None:
-        self.injector.close()
-
-
-def _alive(context: grpc.ServicerContext) -> Alive:
-    """The caller still waits: not cancelled, deadline (if any) not passed. grpc reports a
-    passed deadline as 0 remaining, never negative."""
-
-    def alive() -> bool:
-        remaining = context.time_remaining()
-        return bool(context.is_active()) and (remaining is None or remaining > 0)
-
-    return alive

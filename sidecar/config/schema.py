@@ -8,6 +8,7 @@ File shape::
     [retrieval.vector]            VectorConfig           (RetrievalConfig.vector)
     [vault]                       VaultConfig            sidecar/vault/config.py
     [injection]                   ChannelStateConfig     sidecar/channels/config.py
+    [embedding]                   EmbeddingConfig        sidecar/embedding/config.py
     [defaults.memory_injection]   MemoryInjectionConfig  sidecar/injection/config.py
     [[agents]]                    id = "..."
     [agents.memory_injection]     only the keys given override the defaults
@@ -30,6 +31,7 @@ from typing import Any
 
 from sidecar.api.server_config import ServerConfig
 from sidecar.channels.config import ChannelStateConfig
+from sidecar.embedding.config import EmbeddingConfig
 from sidecar.injection.config import MemoryInjectionConfig, pinned_budget
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.vault.config import VaultConfig, no_blank_phrases
@@ -52,6 +54,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("vault", VaultConfig, "Write gate, snapshot, hygiene suggestions.",
             checks=(no_blank_phrases,)),
     Section("injection", ChannelStateConfig, "Per-channel injection state: idle expiry."),
+    Section("embedding", EmbeddingConfig, "The embedding model (a change re-embeds the store)."),
 )
 
 INJECTION = Section(
@@ -83,6 +86,7 @@ class Config:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     vault: VaultConfig = field(default_factory=VaultConfig)
     injection: ChannelStateConfig = field(default_factory=ChannelStateConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     defaults: MemoryInjectionConfig = field(default_factory=MemoryInjectionConfig)
     agents: Mapping[str, AgentConfig] = field(default_factory=lambda: MappingProxyType({}))
 

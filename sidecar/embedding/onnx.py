@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import onnxruntime as ort
@@ -27,12 +28,28 @@ def load_tokenizer(path: str, max_tokens: int = MAX_TOKENS) -> Tokenizer:
     return tokenizer
 
 
-def _session(path: str, threads: int) -> ort.InferenceSession:
+GRAPH_LEVELS = {
+    "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+def save_optimized(source: str, target: str, level: str = "all") -> None:
+    """Write ``source`` as onnxruntime optimises it at ``level`` (load it with "disabled")."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = GRAPH_LEVELS[level]
+    options.optimized_model_filepath = target
+    ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _session(path: str, threads: int, level: str = "all") -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.graph_optimization_level = GRAPH_LEVELS[level]
     # Workers spin between the operators of one run (a worker put to sleep between two
     # MatMuls costs a wake-up each, which eats most of the second thread's gain; see
     # docs/decisions/0004-long-text-session.md) but stop when the run returns: left spinning,
@@ -51,6 +68,15 @@ def _output_dim(session: ort.InferenceSession) -> int:
     return size
 
 
+@dataclass(frozen=True, slots=True)
+class _Graph:
+    """One model's sessions, swapped as a whole (``Embedder.adopt``)."""
+
+    files: ModelFiles
+    session: ort.InferenceSession
+    long: ort.InferenceSession | None  # the multi-thread session for long queries
+
+
 class Embedder:
     """Thread-safe text -> unit vector encoder.
 
@@ -58,26 +84,53 @@ class Embedder:
     ``embed_query`` (a search or Inject text, the call someone waits on) runs a text of
     ``long_text_tokens`` model tokens or more on a second session with ``long_text_threads``
     (1 = no second session; ``ServerConfig`` has the defaults and why): same model and
-    weights, so the vectors are the same either way.
+    weights, so the vectors are the same either way. ``graph_level`` is onnxruntime's graph
+    optimisation level (``GRAPH_LEVELS``). ``adopt`` switches to another model's graph in
+    place.
     """
 
     def __init__(self, files: ModelFiles, threads: int = 1, max_tokens: int = MAX_TOKENS,
-                 long_text_threads: int = 1, long_text_tokens: int = MAX_TOKENS) -> None:
-        self.files = files
+                 long_text_threads: int = 1, long_text_tokens: int = MAX_TOKENS,
+                 graph_level: str = "all") -> None:
         self.max_tokens = max_tokens
         self.long_text_tokens = long_text_tokens
         self._tokenizer = load_tokenizer(str(files.tokenizer), max_tokens)
         self._counter = Tokenizer.from_file(str(files.tokenizer))
         self._counter.no_padding()
         self._counter.no_truncation()
-        self._session = _session(str(files.onnx), threads)
-        self._long = (_session(str(files.onnx), long_text_threads)
-                      if long_text_threads > threads else None)
+        session = _session(str(files.onnx), threads, graph_level)
+        long = (_session(str(files.onnx), long_text_threads, graph_level)
+                if long_text_threads > threads else None)
+        self._graph = _Graph(files, session, long)
         self._lock = threading.Lock()  # tokenizers' padding state is shared
-        self.dim = _output_dim(self._session)  # of the embeddings, read from the model
+        self.dim = _output_dim(session)  # of the embeddings, read from the model
+        self.generation = 0  # counts adopt() calls: a vector from an older one is stale
+
+    @property
+    def name(self) -> str:
+        """The model's name in ``sidecar.embedding.models``."""
+        return self._graph.files.name
+
+    @property
+    def files(self) -> ModelFiles:
+        return self._graph.files
+
+    @property
+    def _long(self) -> ort.InferenceSession | None:
+        return self._graph.long
+
+    def adopt(self, other: Embedder) -> None:
+        """Embed with ``other``'s model from now on (same tokenizer and dimension)."""
+        if other.dim != self.dim:
+            raise ValueError(f"cannot switch from {self.dim}-d to {other.dim}-d embeddings")
+        self._graph = other._graph
+        self.generation += 1
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """(len(texts), dim) float32, rows L2-normalised. Batches are length-sorted."""
+        """(len(texts), dim) float32, rows L2-normalised. Batches are length-sorted; one text
+        per run for a model whose vectors depend on the batch (``batch_invariant``)."""
+        if not self.files.batch_invariant:
+            batch_size = 1
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), batch_size):
@@ -121,9 +174,10 @@ class Embedder:
             ids = np.concatenate([ids[:, : cap - 1], ids[:, -1:]], axis=1)
             mask = mask[:, :cap]
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        session = self._session
-        if query and self._long is not None and ids.shape[1] >= self.long_text_tokens:
-            session = self._long
+        graph = self._graph  # one model for the whole call, even across an adopt()
+        session = graph.session
+        if query and graph.long is not None and ids.shape[1] >= self.long_text_tokens:
+            session = graph.long
         hidden: np.ndarray = session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sidecar import deadline
 from sidecar.embedding import Embedder
 from sidecar.injection import blocks, supersede
 from sidecar.injection.budget import apply_budget
@@ -82,7 +83,7 @@ class Injector:
         """A block this data dir's server gave out (its marker matches its text)."""
         return self.signer.is_block(content)
 
-    def inject(self, request: InjectRequest, alive: Alive = lambda: True) -> Injection:
+    def inject(self, request: InjectRequest, alive: Alive = deadline.alive) -> Injection:
         """Build the block of the channel's next turn and commit it, unless ``alive()`` is
         false at the commit point (then :class:`Abandoned` is raised and nothing is recorded).
         """

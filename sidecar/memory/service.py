@@ -7,6 +7,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
 
@@ -96,10 +97,19 @@ class MemoryService:
 
     # --- writes -------------------------------------------------------------------------
 
+    @contextmanager
+    def writes_paused(self) -> Iterator[None]:
+        """No write starts or finishes inside the block (a model switch runs in it)."""
+        with self._write_lock:
+            yield
+
     def upsert(self, draft: MemoryDraft) -> UpsertResult:
         check_draft(draft, self.max_content_chars)
+        generation = self.embedder.generation
         embedding = self.embedder.embed_one(draft.content)
         with self._write_lock:
+            if self.embedder.generation != generation:  # the model switched meanwhile
+                embedding = self.embedder.embed_one(draft.content)
             with self.db.transaction():
                 result = self._write_one(draft, embedding, "memory")
                 ensure_alive()  # right before the commit: an expired call writes nothing
@@ -130,11 +140,9 @@ class MemoryService:
                 except DomainError as err:
                     summary.errors.append((index, draft.id, err))
             if valid:
-                vectors = self.embedder.embed([d.content for _, d in valid], self.embed_batch_size)
-                if not alive():
+                if not self._commit_import_batch(valid, summary):
                     summary.interrupted = True
                     break
-                self._commit_import_batch(valid, vectors, summary)
         summary.interrupted = summary.interrupted or not alive()
         summary.errors.sort(key=lambda e: e[0])
         log.info(
@@ -145,11 +153,19 @@ class MemoryService:
         return summary
 
     def _commit_import_batch(
-        self, valid: list[tuple[int, MemoryDraft]], vectors: np.ndarray, summary: ImportSummary
-    ) -> None:
+        self, valid: list[tuple[int, MemoryDraft]], summary: ImportSummary
+    ) -> bool:
+        """Embed and commit one batch; False (nothing written) when the caller left meanwhile."""
         stored: list[Memory] = []
         stored_rows: list[int] = []
+        generation = self.embedder.generation
+        vectors = self.embedder.embed([d.content for _, d in valid], self.embed_batch_size)
+        if not alive():
+            return False
         with self._write_lock:
+            if self.embedder.generation != generation:  # the model switched meanwhile
+                vectors = self.embedder.embed([d.content for _, d in valid],
+                                              self.embed_batch_size)
             with self.db.transaction():
                 for row, (index, draft) in enumerate(valid):
                     try:
@@ -167,6 +183,7 @@ class MemoryService:
                     stored_rows.append(row)
             if stored:
                 self.listeners.stored(stored, vectors[stored_rows])
+        return True
 
     def _write_one(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> UpsertResult:
         with self.db.transaction():

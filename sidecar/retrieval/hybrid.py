@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from sidecar.retrieval.fusion.contract import Source, SourceContext, no_labels
 from sidecar.retrieval.fusion.rrf import Fused, Ranked, fuse_ranked
 from sidecar.retrieval.graph.expansion import EdgeGraph
 from sidecar.retrieval.graph.source import GraphSource
+from sidecar.retrieval.lexical import persist as lexical_persist
 from sidecar.retrieval.lexical.bm25 import BM25Index
 from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.mirror import LiveMemories
@@ -59,6 +61,7 @@ from sidecar.retrieval.stages import (
 )
 from sidecar.retrieval.vector.contract import VectorIndex
 from sidecar.retrieval.vector.exact import DenseVectors
+from sidecar.retrieval.vector.rwlock import RWLock
 from sidecar.retrieval.vector.source import VectorSource
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
@@ -70,16 +73,19 @@ log = logging.getLogger(__name__)
 class HybridRetriever:
     def __init__(
         self, embedder: Embedder, config: Live[RetrievalConfig] | None = None,
-        vectors: VectorIndex | None = None,
+        vectors: VectorIndex | None = None, lexical_path: Path | None = None,
     ) -> None:
         """``vectors``: the index to search (exact ``DenseVectors`` by default); one with a
-        ``retune`` method takes each new config's ``vector`` hot knobs."""
+        ``retune`` method takes each new config's ``vector`` hot knobs. ``lexical_path``:
+        where the BM25 postings are saved (``lexical.persist``); None: not saved."""
         self.embedder = embedder
         self._config = config or Live.fixed(RetrievalConfig())
         c = self._config.get()
         self.live = LiveMemories()
         self.vectors: VectorIndex = vectors if vectors is not None else DenseVectors(embedder.dim)
         self.lexical = BM25Index(c.bm25_k1, c.bm25_b, c.bm25_epsilon)
+        self.lexical_path = lexical_path
+        self._lexical_saved = -1  # the BM25 version on disk
         self.graph = EdgeGraph()
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
         self._vector_source = VectorSource(self.vectors)
@@ -88,6 +94,16 @@ class HybridRetriever:
         self.later_sources: tuple[Source, ...] = (GraphSource(self.graph),)
         self._applied = c
         self._pool = ThreadPoolExecutor(1, "retrieval")
+        self._switch = RWLock()  # searches read; a model switch writes
+
+    def switch_model(self, target: Embedder, memories: MemoryRepo) -> None:
+        """Replace every live vector with its stored one (re-embedded by ``target``) and embed
+        queries with ``target`` from then on; no search runs in between. Call with writes
+        paused, after the store's vectors were swapped."""
+        with self._switch.write():
+            for batch, vectors in memories.iter_live_embeddings():
+                self.vectors.add(np.array([m.seq for m in batch], np.int64), vectors)
+            self.embedder.adopt(target)
 
     @property
     def sources(self) -> tuple[Source, ...]:
@@ -107,18 +123,23 @@ class HybridRetriever:
 
     def load(self, memories: MemoryRepo, edges: EdgeRepo) -> None:
         """Fill every index from the store (at start): one read of the live memories with
-        their embeddings. An index with a ``start`` method is started afterwards."""
+        their embeddings. BM25 takes its saved postings when they match the rows read
+        (``lexical_path``), else tokenises them. An index with a ``start`` method is started
+        afterwards."""
         begin = time.perf_counter()
         reserve = getattr(self.vectors, "reserve", None)
         if reserve is not None:
             reserve(memories.count())
+        labels: list[int] = []
+        texts: list[str] = []
         for batch, vectors in memories.iter_live_embeddings():
-            labels = np.array([m.seq for m in batch], np.int64)
+            batch_labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
-            self.vectors.add(labels, vectors)
-            self.lexical.add(labels.tolist(), [m.content for m in batch], bulk=True)
+            self.vectors.add(batch_labels, vectors)
+            labels += batch_labels.tolist()
+            texts += [m.content for m in batch]
             self.scopes.heard(batch[-1].seq)
-        self.lexical.merge()  # one CSR build; documents are searchable from here
+        self._load_lexical(labels, texts)
         self.graph.changed(edges.all(), ())
         start = getattr(self.vectors, "start", None)
         if start is not None:
@@ -127,8 +148,42 @@ class HybridRetriever:
             "memories": len(self.live), "edges": len(self.graph),
             "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
 
+    def _load_lexical(self, labels: list[int], texts: list[str]) -> None:
+        checksum = lexical_persist.content_checksum(labels, texts) if self.lexical_path else ""
+        if self.lexical_path is not None:
+            postings, reason = lexical_persist.load(self.lexical_path, checksum)
+            if postings is not None:
+                self.lexical.restore(postings)
+                self._lexical_saved = self.lexical.version
+                return
+            log.info("bm25 postings rebuilt", extra={"reason": reason})
+        for start in range(0, len(labels), 4096):
+            self.lexical.add(labels[start:start + 4096], texts[start:start + 4096], bulk=True)
+        self.lexical.merge()  # one CSR build; documents are searchable from here
+        if self.lexical_path is not None:
+            self._save_lexical(checksum)
+
+    def _save_lexical(self, checksum: str = "") -> None:
+        """Save the BM25 postings (``checksum``: of the live rows, computed here if empty)."""
+        assert self.lexical_path is not None
+        version = self.lexical.version
+        postings = self.lexical.export()
+        if not checksum:
+            texts = [m.content for m in map(self.live.get, postings.labels.tolist())
+                     if m is not None]
+            if len(texts) != len(postings.labels):
+                return  # the mirror and BM25 disagree (a write in flight): the next start
+            checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
+        lexical_persist.save(self.lexical_path, postings, checksum)
+        self._lexical_saved = version
+
     def close(self) -> None:
         self._pool.shutdown(wait=False)
+        if self.lexical_path is not None and self.lexical.version != self._lexical_saved:
+            try:
+                self._save_lexical()
+            except OSError as exc:  # the next start tokenises afresh
+                log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
     # --- MemoryListener -------------------------------------------------------------------
 
@@ -167,6 +222,10 @@ class HybridRetriever:
         self.live.mark_established(memory_ids)
 
     def search(self, query: SearchQuery) -> SearchResult:
+        with self._switch.read():  # query and memory vectors of one model
+            return self._search(query)
+
+    def _search(self, query: SearchQuery) -> SearchResult:
         clock = Clock()
         c = self.config  # one config for the whole query
         ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))

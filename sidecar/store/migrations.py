@@ -96,6 +96,20 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX injection_buffer_channel ON injection_buffer (channel_id, turn);
     """,
+    # 4: which embedding model produced the stored vectors (meta 'embedding.model', a JSON
+    # ModelIdentity; every store so far was built with the packaged fp32 graph), and the
+    # vectors of a re-embed in progress towards meta 'embedding.target' (one per memory row at
+    # the version it was computed for; copied over memories.embedding in one transaction).
+    """
+    INSERT INTO meta (key, value) VALUES ('embedding.model', '{"max_tokens": 256, '
+        || '"name": "minilm-fp32", "pooling": "mean", '
+        || '"sha256": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"}');
+    CREATE TABLE reembed (
+        seq       INTEGER PRIMARY KEY,
+        version   INTEGER NOT NULL,
+        embedding BLOB NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

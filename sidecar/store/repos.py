@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sidecar.store.db import Database
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
+from sidecar.store.model_repo import ModelRepo
 from sidecar.store.vault_repo import VaultRepo
 from sidecar.store.versions import VersionRepo
 
@@ -18,9 +19,10 @@ class Repositories:
     edges: EdgeRepo
     versions: VersionRepo
     vault: VaultRepo
+    models: ModelRepo
 
     @classmethod
     def open(cls, db: Database) -> Repositories:
         versions = VersionRepo(db)
         return cls(db=db, memories=MemoryRepo(db, versions), edges=EdgeRepo(db),
-                   versions=versions, vault=VaultRepo(db))
+                   versions=versions, vault=VaultRepo(db), models=ModelRepo(db))

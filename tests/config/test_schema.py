@@ -61,7 +61,7 @@ def test_restart_keys_come_from_the_field_metadata() -> None:
         "injection.sweep_interval_s",
         "retrieval.bm25_k1", "retrieval.bm25_b", "retrieval.bm25_epsilon",
         "retrieval.vector.exact_threshold", "retrieval.vector.hnsw_m",
-        "retrieval.vector.hnsw_ef_construction", "retrieval.vector.persist"}
+        "retrieval.vector.hnsw_ef_construction", "retrieval.vector.persist", "embedding.model"}
 
 
 @dataclass(frozen=True, slots=True)

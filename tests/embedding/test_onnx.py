@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,8 @@ def test_long_queries_run_on_more_threads_with_the_same_vectors(embedder: Embedd
     assert serial._long is None
     routed = Embedder(embedder.files, long_text_threads=2, long_text_tokens=96)
     assert routed._long is not None
-    long_session = routed._long = CountingSession(routed._long)  # type: ignore[assignment]
+    long_session = CountingSession(routed._long)
+    routed._graph = replace(routed._graph, long=long_session)  # type: ignore[arg-type]
     short, long = "a short query about tokens", "the deploy pipeline failed again " * 20
     assert embedder.count_tokens(short) + 2 < 96 <= embedder.count_tokens(long) + 2
     assert routed.is_parallel(long) and not routed.is_parallel(short)

@@ -46,6 +46,22 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
+class Postings:
+    """Tokenised live documents: what ``BM25Index`` needs to rebuild without tokenising.
+
+    Document i (label ``labels[i]``, ``lengths[i]`` tokens) holds the distinct term ids
+    ``term_ids[offsets[i]:offsets[i + 1]]`` (indexes into ``terms``) with their counts ``tfs``.
+    """
+
+    terms: list[str]
+    labels: np.ndarray  # int64
+    lengths: np.ndarray  # int64
+    offsets: np.ndarray  # int64, len(labels) + 1
+    term_ids: np.ndarray  # int32
+    tfs: np.ndarray  # float32
+
+
+@dataclass(frozen=True, slots=True)
 class _View:
     segments: tuple[Segment, ...]
     doc_len: np.ndarray
@@ -83,6 +99,11 @@ class BM25Index:
 
     def __len__(self) -> int:
         return len(self._label_doc)
+
+    @property
+    def version(self) -> int:
+        """Bumped by every change of the documents."""
+        return self._version
 
     @property
     def segment_count(self) -> int:
@@ -179,6 +200,49 @@ class BM25Index:
         self._doc_len = np.concatenate([self._doc_len, np.zeros(extra, np.float64)])
         self._alive = np.concatenate([self._alive, np.zeros(extra, np.uint8)])
         self._doc_label = np.concatenate([self._doc_label, np.full(extra, -1, np.int64)])
+
+    # --- saved postings (lexical.persist) --------------------------------------------------
+
+    def export(self) -> Postings:
+        """The live documents' tokenised postings, in document order (a snapshot)."""
+        with self._lock:
+            docs = [d for d in range(len(self._doc_terms)) if self._doc_terms[d] is not None]
+            entries = [self._doc_terms[d] for d in docs]
+            terms = list(self._vocab)
+            labels = self._doc_label[docs].copy()
+            lengths = self._doc_len[docs].astype(np.int64)
+        sizes = np.array([len(e[0]) for e in entries if e is not None], np.int64)
+        offsets = np.zeros(len(entries) + 1, np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        flat = [e for e in entries if e is not None]
+        return Postings(
+            terms=terms, labels=labels, lengths=lengths, offsets=offsets,
+            term_ids=(np.concatenate([e[0] for e in flat]).astype(np.int32)
+                      if flat else np.zeros(0, np.int32)),
+            tfs=np.concatenate([e[1] for e in flat]) if flat else np.zeros(0, np.float32))
+
+    def restore(self, postings: Postings) -> None:
+        """Load ``postings`` into an empty index (as ``add(..., bulk=True)`` would have), then
+        build the segment."""
+        with self._lock:
+            if self._doc_terms:
+                raise ValueError("restore needs an empty index")
+            for term in postings.terms:
+                self._term_id(term)
+            ids = postings.term_ids.astype(np.int64)
+            np.add.at(self._df, ids, 1)
+            n = len(postings.labels)
+            self._grow_docs(n)
+            bounds = postings.offsets[1:-1]
+            self._doc_terms = list(zip(np.split(ids, bounds), np.split(postings.tfs, bounds),
+                                       strict=True))
+            self._doc_len[:n] = postings.lengths
+            self._doc_label[:n] = postings.labels
+            self._alive[:n] = 1
+            self._label_doc = dict(zip(postings.labels.tolist(), range(n), strict=True))
+            self._total_len = float(postings.lengths.sum())
+            self._version += 1
+        self.merge()
 
     # --- segments -----------------------------------------------------------------------
 
