@@ -13,8 +13,6 @@ from typing import Any
 
 from kernels.warmup import warm_up_all
 from sidecar.api.server_config import ServerConfig
-from sidecar.channels.owners import ChannelOwners
-from sidecar.channels.sweep import ChannelSweeper
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder
 from sidecar.embedding.models import MODEL_NAMES, ModelIdentity, identity, model_files
@@ -22,7 +20,9 @@ from sidecar.files import private_dir
 from sidecar.injection import Injector
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.marker import BlockSigner
+from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.state_repo import StateRepo
+from sidecar.injection.sweep import ChannelSweeper
 from sidecar.live import Live
 from sidecar.memory.reembed import ReEmbed
 from sidecar.memory.service import MemoryService

@@ -7,9 +7,9 @@ from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 
 from sidecar.api import injection_convert as convert
 from sidecar.api.status import grpc_errors
-from sidecar.channels.owners import ChannelOwners
 from sidecar.errors import InvalidArgument
 from sidecar.injection.history import prune_history, render_transcript
+from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.pipeline import Injector
 from sidecar.injection.types import Abandoned
 

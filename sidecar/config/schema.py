@@ -7,7 +7,7 @@ File shape::
     [retrieval.relation_multipliers]  one key per relation label
     [retrieval.vector]            VectorConfig           (RetrievalConfig.vector)
     [vault]                       VaultConfig            sidecar/vault/config.py
-    [injection]                   ChannelStateConfig     sidecar/channels/config.py
+    [injection]                   ChannelStateConfig     sidecar/injection/state_config.py
     [embedding]                   EmbeddingConfig        sidecar/embedding/config.py
     [defaults.memory_injection]   MemoryInjectionConfig  sidecar/injection/config.py
     [[agents]]                    id = "..."
@@ -30,9 +30,9 @@ from types import MappingProxyType
 from typing import Any
 
 from sidecar.api.server_config import ServerConfig
-from sidecar.channels.config import ChannelStateConfig
 from sidecar.embedding.config import EmbeddingConfig
 from sidecar.injection.config import MemoryInjectionConfig, pinned_budget
+from sidecar.injection.state_config import ChannelStateConfig
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.vault.config import VaultConfig, no_blank_phrases
 

@@ -12,8 +12,8 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
-from sidecar.channels.owners import ChannelOwners
-from sidecar.channels.sweep import sweep_once
+from sidecar.injection.owners import ChannelOwners
+from sidecar.injection.sweep import sweep_once
 from tests.conftest import Running
 
 REL = m.RELATION_RELATED_TO

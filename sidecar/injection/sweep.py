@@ -6,8 +6,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from sidecar.channels.config import ChannelStateConfig
-from sidecar.channels.owners import ChannelOwners, now_us
+from sidecar.injection.owners import ChannelOwners, now_us
+from sidecar.injection.state_config import ChannelStateConfig
 from sidecar.live import Live
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Channel ownership: a channel belongs to the agent of the first Inject on it.
 
 Kept in a table of its own (``channel_owners``), next to the injection state it guards, with
-the time of the channel's last use for the idle sweep (``sidecar.channels.sweep``). The last
+the time of the channel's last use for the idle sweep (``sidecar.injection.sweep``). The last
 use is written at most once per ``TOUCH_EVERY_US`` per channel, so an Inject rarely writes here.
 """
 
