@@ -59,6 +59,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         self.pool = pool
         self.max_concurrent = max_concurrent
         self._running = 0  # admitted calls whose handler started (running or waiting a worker)
+        self.working = 0  # calls holding a worker now
         self._lock = threading.Lock()
         self._workers = threading.BoundedSemaphore(max_workers)
         self.refused = 0
@@ -94,9 +95,13 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                     context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                                   "deadline passed while queued; nothing was done")
                 bound = deadline.bind(lambda: live(context))
+                with self._lock:
+                    self.working += 1
                 try:
                     return behavior(request, context)
                 finally:
+                    with self._lock:
+                        self.working -= 1
                     deadline.unbind(bound)
                     self._workers.release()
             finally:

@@ -33,7 +33,8 @@ class MemoryInjectionConfig:
     semantic_threshold: float = field(default=0.85, metadata=unit(
         "Cosine at or above which a candidate duplicates something recently injected."))
     context_window_depth: int = field(default=10, metadata=knob(
-        "Turns before the same memory may be injected again.", ge=0, le=100_000))
+        "Turns before the same memory may be injected again, when history_pruned is false.",
+        ge=0, le=100_000))
     ambient_enabled: bool = field(default=False, metadata=knob(
         "Master switch of pinned (ambient) retrieval."))
     pinned_types: tuple[MemoryType, ...] = field(default=(), metadata=knob(
@@ -49,6 +50,10 @@ class MemoryInjectionConfig:
         "Token budget of the block (0 = no token budget).", ge=0, le=10_000_000))
     max_injected_blocks_in_history: int = field(default=3, metadata=knob(
         "Injection blocks kept in the history (0 = ephemeral).", ge=0, le=1000))
+    history_pruned: bool = field(default=True, metadata=knob(
+        "The agent prunes blocks with PruneHistory (a memory is held back while a block "
+        "carrying it is in view); false: blocks are never pruned, and a memory is held back "
+        "for context_window_depth turns."))
     pinned_source: str = field(default="types", metadata=knob(
         'Pinned section from "types" (pinned_types) or the vault "snapshot".',
         choices=PINNED_SOURCES))

@@ -113,7 +113,7 @@ class Injector:
             candidates = pinned + contextual
             stats.candidates = len(candidates)
             t = now_ns()
-            view = state.view(turn, config.max_injected_blocks_in_history,
+            view = state.view(turn, _keep(config),
                               config.context_window_depth)
             candidates = supersede.resolve(candidates, state.ids_in(view), self.edges,
                                            self.memories.get_many, self._embedding_of,
@@ -175,7 +175,7 @@ class Injector:
                           at_us=now)
         self.retriever.established(chosen_ids)  # the pinned order prefers these from now on
         # State rows and the access record: one transaction, written after the reply.
-        self.states.commit(state, entry, config.max_injected_blocks_in_history,
+        self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
                            else None)
@@ -253,3 +253,8 @@ def _why_empty(stats: InjectStats) -> str:
     if stats.dropped_by_budget:
         return "budget"
     return "all_deduped"
+
+
+def _keep(config: MemoryInjectionConfig) -> int | None:
+    """Blocks the agent keeps; None when it never prunes them (the depth bounds the view)."""
+    return config.max_injected_blocks_in_history if config.history_pruned else None

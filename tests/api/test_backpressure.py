@@ -57,6 +57,14 @@ def wait_admitted(live: Running, calls: int) -> None:
     assert live.server.admission.admitted == calls
 
 
+def wait_working(live: Running, calls: int) -> None:
+    """Until ``calls`` calls hold a worker (not merely admitted and still queued)."""
+    deadline = time.monotonic() + 10
+    while live.server.admission.working < calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert live.server.admission.working == calls
+
+
 def live_count(live: Running) -> int:
     return live.vault.VaultStats(v.VaultStatsRequest()).live
 
@@ -82,7 +90,7 @@ def test_over_the_bound_is_resource_exhausted_and_health_still_answers(small: Ru
 def test_a_call_that_expires_while_queued_changes_nothing(small: Running) -> None:
     release = threading.Event()
     holder = held_import(small, release)
-    wait_admitted(small, 1)
+    wait_working(small, 1)  # the import holds the one worker
     with pytest.raises(grpc.RpcError) as info:
         small.store.UpsertMemory(memory("The deadline passed before the worker was free"),
                                  timeout=0.3)

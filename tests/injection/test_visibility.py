@@ -106,3 +106,23 @@ def test_prune_with_channel_releases_the_removed_blocks(serve: Serve) -> None:
     assert list(pruned.removed_indices) == [0] and list(pruned.released_turns) == [1]
     assert ids(inject(live, TOPICS["cat"][0], channel="c")) == []  # block 2 is held
     assert ids(inject(live, TOPICS["db"][0], channel="c")) == [db.id]
+
+
+def test_history_never_pruned_uses_the_depth(serve: Serve) -> None:
+    """history_pruned = false: nothing leaves the agent's view by pruning, so a memory is held
+    back for context_window_depth turns and comes back after them."""
+    live = serve(history_pruned=False, context_window_depth=2, max_injected_blocks_in_history=3)
+    fact = put(live, "The billing service stores invoices in PostgreSQL 16.")
+    question = "Where does the billing service store invoices?"
+    got = [fact.id in ids(inject(live, question, turn=t)) for t in range(1, 6)]
+    assert got == [True, False, False, True, False]
+
+
+def test_pruned_history_holds_a_block_until_it_leaves_view(serve: Serve) -> None:
+    """The default: the only non-empty block stays among the K-1 latest, so its memory is
+    held back whatever the depth."""
+    live = serve(context_window_depth=2, max_injected_blocks_in_history=3)
+    fact = put(live, "The billing service stores invoices in PostgreSQL 16.")
+    question = "Where does the billing service store invoices?"
+    got = [fact.id in ids(inject(live, question, turn=t)) for t in range(1, 6)]
+    assert got == [True, False, False, False, False]
