@@ -24,13 +24,17 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         self, request: injection_pb2.InjectRequest, context: grpc.ServicerContext
     ) -> injection_pb2.InjectResponse:
         inject = convert.inject_request(request)
-        self.owners.claim(inject.channel_id, inject.agent_id)
+        claimed = self.owners.claim(inject.channel_id, inject.agent_id)
         try:
             result = self.injector.inject(inject)
-        except Abandoned as gone:
+        except BaseException as failed:
+            if claimed:  # a failed call leaves no trace, not even the channel's owner
+                self.owners.release(inject.channel_id)
+            if not isinstance(failed, Abandoned):
+                raise
             expired = context.time_remaining() == 0
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED if expired
-                          else grpc.StatusCode.CANCELLED, str(gone))
+                          else grpc.StatusCode.CANCELLED, str(failed))
         return convert.inject_response(result)
 
     @grpc_errors

@@ -39,15 +39,16 @@ class ChannelOwners:
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[str, int]] = {}  # channel -> (owner, last touch written)
 
-    def claim(self, channel_id: str, agent_id: str) -> None:
-        """Record a use of the channel by ``agent_id``; the first user owns it.
+    def claim(self, channel_id: str, agent_id: str) -> bool:
+        """Record a use of the channel by ``agent_id``; the first user owns it. Returns whether
+        this call took ownership (the channel had no owner), so a failed call can undo it.
 
         PermissionDenied when another agent ('' = the shared scope) owns it."""
         now = now_us()
         with self._lock:
             seen = self._seen.get(channel_id)
             if seen is not None and seen[0] == agent_id and now - seen[1] < TOUCH_EVERY_US:
-                return
+                return False
             with self.db.transaction():
                 owner = self._owner(channel_id)
                 if owner is not None and owner != agent_id:
@@ -58,6 +59,7 @@ class ChannelOwners:
                     "agent_id = excluded.agent_id, last_used_us = excluded.last_used_us",
                     (channel_id, agent_id, now))
             self._seen[channel_id] = (agent_id, now)
+        return owner is None
 
     def check(self, channel_id: str, agent_id: str) -> None:
         """PermissionDenied unless the channel is unowned or ``agent_id``'s."""

@@ -35,6 +35,7 @@ from sidecar.injection.types import (
     Section,
 )
 from sidecar.live import Live
+from sidecar.redact import echo
 from sidecar.retrieval.contract import Retriever
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
@@ -164,7 +165,7 @@ class Injector:
         if not alive():
             log.info("memory injection abandoned before commit: nothing recorded",
                      extra={"channel": state.channel_id, "turn": result.turn})
-            raise Abandoned(f"turn {result.turn} of channel {state.channel_id} was not "
+            raise Abandoned(f"turn {result.turn} of channel {echo(state.channel_id)} was not "
                             "recorded: the call ended (deadline or cancel) before its reply")
         now = time.time_ns() // 1000
         chosen_ids = [c.memory.id for c in chosen]

@@ -93,6 +93,16 @@ def test_a_channel_belongs_to_its_first_injector(running: Running) -> None:
     inject("bob")  # a reset channel is free again
 
 
+def test_a_failed_first_inject_claims_no_channel(running: Running) -> None:
+    def inject(agent: str, turn: int = 0) -> inj.InjectResponse:
+        return running.injection.Inject(inj.InjectRequest(
+            channel_id="fresh", agent_id=agent, text="what do we use?", turn=turn))
+
+    assert code(lambda: inject("alice", turn=2**62)) == grpc.StatusCode.INVALID_ARGUMENT
+    assert inject("bob").turn == 1  # alice's failed call left the channel unowned
+    assert code(lambda: inject("alice")) == grpc.StatusCode.PERMISSION_DENIED
+
+
 def test_idle_channels_are_swept(running: Running) -> None:
     app = running.server.app
     for channel in ("old", "fresh"):
