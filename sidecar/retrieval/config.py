@@ -87,6 +87,10 @@ class RetrievalConfig:
     bm25_epsilon: float = field(default=0.25, metadata=knob(
         "BM25 floor of a negative idf, as a fraction of the mean idf.", ge=0.0, le=10.0,
         restart=True))
+    bm25_stemming: bool = field(default=False, metadata=knob(
+        "Snowball English stemming of BM25 terms, documents and queries alike (\"flights\" "
+        "matches \"flight\"); the saved postings are rebuilt at start when it changes.",
+        restart=True))
     # Below it the thread hand-off costs more than it saves (bench/search_speed.py,
     # docs/decisions/0002-bm25-beside-the-embedding.md).
     parallel_min_memories: int = field(default=50_000, metadata=knob(
