@@ -22,6 +22,8 @@ from tests.conftest import settings_for
 from tests.retrieval.corpus import QUERIES, corpus
 from tests.retrieval.test_lexical_bm25 import assert_same
 
+DEFAULT_ANALYSER = Analyzer(RetrievalConfig().bm25_stemming).name
+
 
 def built(docs: dict[int, str]) -> BM25Index:
     index = BM25Index(background_merge=False)
@@ -109,7 +111,7 @@ def test_the_app_saves_postings_and_rebuilds_damaged_ones(
         [1, 2, 3, 4], [m for m in (
             "tomatoes grow in the garden", "the deploy pipeline failed",
             "garden pipeline garden" if damage == "stale" else "postgres tuning notes",
-            "garden tools in the shed")]), "plain")[0] is not None  # saved again after rebuild
+            "garden tools in the shed")]), DEFAULT_ANALYSER)[0] is not None  # saved again
 
 
 def test_postings_of_another_analyser_are_refused(tmp_path: Path) -> None:
@@ -127,7 +129,8 @@ def test_postings_of_another_analyser_are_refused(tmp_path: Path) -> None:
 
 def test_turning_stemming_on_rebuilds_the_saved_postings(
         config: ServerConfig, embedder: Embedder, caplog: pytest.LogCaptureFixture) -> None:
-    app = App.open(config, embedder=embedder)
+    plain = settings_for(config, retrieval=RetrievalConfig(bm25_stemming=False))
+    app = App.open(config, embedder=embedder, settings=plain)
     for text in ("we booked two flights to Lisbon", "the garden needs water"):
         app.memories.upsert(MemoryDraft(content=text, type=MemoryType.FACT))
     assert lexical_hits(app, "flight") == []  # plain: "flight" is not "flights"
