@@ -4,6 +4,8 @@
     .venv/bin/python bench/longmemeval_quality.py --tune     # + the settings grid on the tune half
     .venv/bin/python bench/longmemeval_quality.py --turns all  # pool assistant turns too
     .venv/bin/python bench/longmemeval_quality.py --model minilm-int8  # another [embedding] model
+    .venv/bin/python bench/longmemeval_quality.py --stemming both  # bm25_stemming off vs on
+    .venv/bin/python bench/longmemeval_quality.py --tune-bm25 --stemming both  # k1/b, tune half
 
 All sessions of the 500 questions are pooled into one store, one memory per turn. The 470
 non-abstention questions are split in two halves with a fixed seed: settings are chosen on the
@@ -41,6 +43,8 @@ from sidecar.store.repos import Repositories
 MODES = {"VECTOR": store_pb2.SEARCH_MODE_VECTOR, "LEXICAL": store_pb2.SEARCH_MODE_LEXICAL,
          "HYBRID": store_pb2.SEARCH_MODE_HYBRID}
 ROLES = {"user": ("user",), "all": ("user", "assistant")}
+STEMMING = {"default": [RetrievalConfig().bm25_stemming], "off": [False], "on": [True],
+            "both": [False, True]}
 
 
 def split(qs: list[Question], seed: int) -> tuple[list[Question], list[Question]]:
@@ -109,12 +113,47 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
     db.close()
 
 
+def tune_bm25(data_dir: Path, embedder: Embedder, qs: list[Question],
+               evidence: dict[str, set[str]], stemming: list[bool]) -> None:
+    """LEXICAL alone over a k1 x b grid, in process, on the tune half (no query embedding)."""
+    db = Database(data_dir / "memsidecar.sqlite3")
+    print("\nTune half, LEXICAL:\n")
+    print("| bm25_stemming | bm25_k1 | bm25_b | turn R@10 | session R@10 | turn MRR |")
+    print("|---|---|---|---|---|---|")
+    for stem in stemming:
+        for k1 in (0.9, 1.2, 1.5, 2.0):
+            for b in (0.3, 0.5, 0.75):
+                cfg = RetrievalConfig(bm25_k1=k1, bm25_b=b, bm25_stemming=stem)
+                engine = HybridRetriever(embedder, Live.fixed(cfg))
+                repos = Repositories.open(db)
+                engine.load(repos.memories, repos.edges)
+                ranked = {q.id: [h.memory.id for h in engine.search(
+                    SearchQuery(q.text, limit=10, mode=Mode.LEXICAL)).hits] for q in qs}
+                engine.close()
+                t, s = evaluate(ranked, qs, evidence)
+                print(f"| {stem} | {k1} | {b} | {t.r10:.3f} | {s.r10:.3f} | {t.mrr:.3f} |")
+    db.close()
+
+
+def by_type(ranked: dict[str, list[str]], held: list[Question],
+            evidence: dict[str, set[str]]) -> list[str]:
+    """Rows of turn R@10 / session R@10 / turn MRR per question type."""
+    rows = []
+    for kind in sorted({q.type for q in held}):
+        part = [q for q in held if q.type == kind]
+        t, s = evaluate(ranked, part, evidence)
+        rows.append(f"| {kind} ({len(part)}) | {t.r5:.3f} | {t.r10:.3f} | {t.mrr:.3f} "
+                    f"| {s.r5:.3f} | {s.r10:.3f} |")
+    return rows
+
+
 def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Question],
-           evidence: dict[str, set[str]]) -> None:
-    served = Served(data_dir, embedder, RetrievalConfig(), embedder.name)
+           evidence: dict[str, set[str]], retrieval: RetrievalConfig) -> None:
+    served = Served(data_dir, embedder, retrieval, embedder.name)
     print(f"\nserver opened the store in {served.open_s:.1f} s, vector index "
           f"{served.vector_stats}")
     tables: dict[str, list[str]] = {"held-out half": [], "all 470": []}
+    kinds: dict[str, list[str]] = {}
     try:
         for name, mode in MODES.items():
             start = time.perf_counter()
@@ -127,11 +166,18 @@ def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Qu
             print(f"{name}: {len(qs)} searches in {spent:.1f} s", file=sys.stderr)
             tables["held-out half"].append(row(name, *evaluate(ranked, held, evidence)))
             tables["all 470"].append(row(name, *evaluate(ranked, qs, evidence)))
+            kinds[name] = by_type(ranked, held, evidence)
     finally:
         served.close()
+    setting = f"bm25_stemming={retrieval.bm25_stemming}"
     for title, rows in tables.items():
-        print(f"\n{title} (default RetrievalConfig, Search over gRPC, limit 10):\n")
+        print(f"\n{title} ({setting}, other knobs default, Search over gRPC, limit 10):\n")
         print(HEADER)
+        print("\n".join(rows))
+    for name, rows in kinds.items():
+        print(f"\nheld-out half by question type, {name} ({setting}):\n")
+        print("| type (questions) | turn R@5 | turn R@10 | turn MRR | session R@5 | session R@10 |"
+              "\n|---|---|---|---|---|---|")
         print("\n".join(rows))
 
 
@@ -142,6 +188,10 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true")
     parser.add_argument("--tune-only", action="store_true")
     parser.add_argument("--model", choices=MODEL_NAMES, default=FP32)
+    parser.add_argument("--stemming", choices=sorted(STEMMING), default="default",
+                        help="[retrieval] bm25_stemming of the report (both: off, then on)")
+    parser.add_argument("--tune-bm25", action="store_true",
+                        help="first the LEXICAL k1 x b grid on the tune half")
     args = parser.parse_args()
 
     data = load_oracle()
@@ -170,7 +220,10 @@ def main() -> None:
         tune(data_dir, embedder, tune_half, evidence)
         if args.tune_only:
             return
-    report(data_dir, embedder, qs, held, evidence)
+    if args.tune_bm25:
+        tune_bm25(data_dir, embedder, tune_half, evidence, STEMMING[args.stemming])
+    for stem in STEMMING[args.stemming]:
+        report(data_dir, embedder, qs, held, evidence, RetrievalConfig(bm25_stemming=stem))
 
 
 if __name__ == "__main__":

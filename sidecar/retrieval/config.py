@@ -78,7 +78,8 @@ class RetrievalConfig:
         default_factory=RelationMultipliers, metadata=knob(
             "Graph expansion: a neighbour scores importance x edge weight x its relation's "
             "multiplier; one key per relation label, relations not given keep their default."))
-    # BM25 Okapi (rank-bm25 semantics); the index is built with them at start.
+    # BM25 Okapi (rank-bm25 semantics); the index is built with them at start. Stemming won
+    # on the held-out half of LongMemEval (docs/decisions/0009-bm25-stemming.md).
     bm25_k1: float = field(default=1.5, metadata=knob(
         "BM25 term-frequency saturation k1.", ge=0.01, le=10.0, restart=True))
     bm25_b: float = field(default=0.5, metadata=knob(
@@ -86,6 +87,10 @@ class RetrievalConfig:
         restart=True))
     bm25_epsilon: float = field(default=0.25, metadata=knob(
         "BM25 floor of a negative idf, as a fraction of the mean idf.", ge=0.0, le=10.0,
+        restart=True))
+    bm25_stemming: bool = field(default=True, metadata=knob(
+        "Snowball English stemming of BM25 terms, documents and queries alike (\"flights\" "
+        "matches \"flight\"); the saved postings are rebuilt at start when it changes.",
         restart=True))
     # Below it the thread hand-off costs more than it saves (bench/search_speed.py,
     # docs/decisions/0002-bm25-beside-the-embedding.md).

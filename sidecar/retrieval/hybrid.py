@@ -47,6 +47,7 @@ from sidecar.retrieval.graph.source import GraphSource
 from sidecar.retrieval.lexical import persist as lexical_persist
 from sidecar.retrieval.lexical.bm25 import BM25Index
 from sidecar.retrieval.lexical.source import LexicalSource
+from sidecar.retrieval.lexical.tokenize import Analyzer
 from sidecar.retrieval.mirror import LiveMemories
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.retrieval.stages import (
@@ -83,7 +84,8 @@ class HybridRetriever:
         c = self._config.get()
         self.live = LiveMemories()
         self.vectors: VectorIndex = vectors if vectors is not None else DenseVectors(embedder.dim)
-        self.lexical = BM25Index(c.bm25_k1, c.bm25_b, c.bm25_epsilon)
+        self.lexical = BM25Index(c.bm25_k1, c.bm25_b, c.bm25_epsilon,
+                                 analyzer=Analyzer(c.bm25_stemming))
         self.lexical_path = lexical_path
         self._lexical_saved = -1  # the BM25 version on disk
         self.graph = EdgeGraph()
@@ -151,7 +153,8 @@ class HybridRetriever:
     def _load_lexical(self, labels: list[int], texts: list[str]) -> None:
         checksum = lexical_persist.content_checksum(labels, texts) if self.lexical_path else ""
         if self.lexical_path is not None:
-            postings, reason = lexical_persist.load(self.lexical_path, checksum)
+            postings, reason = lexical_persist.load(self.lexical_path, checksum,
+                                                     self.lexical.analyzer.name)
             if postings is not None:
                 self.lexical.restore(postings)
                 self._lexical_saved = self.lexical.version

@@ -23,9 +23,12 @@ DEFAULT_NOISE_PHRASES: tuple[str, ...] = (
 @dataclass(frozen=True, slots=True)
 class VaultConfig:
     noise_gate: bool = field(default=True, metadata=knob(
-        "Reject tier=LOG writes and texts containing a noise phrase."))
+        "Reject tier=LOG writes and texts that are only noise (a noise phrase and no "
+        "content word)."))
     noise_phrases: tuple[str, ...] = field(default=DEFAULT_NOISE_PHRASES, metadata=knob(
-        "Journal-only chatter the noise gate rejects (case-insensitive, whole words)."))
+        "Journal-only chatter (case-insensitive, whole words): a text containing one is "
+        "rejected when, the phrases taken out, only stop words, status words and numbers "
+        "remain."))
     length_gate: bool = field(default=True, metadata=knob(
         "Reject texts longer than max_chars."))
     max_chars: int = field(default=1200, metadata=knob(

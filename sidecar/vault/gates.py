@@ -14,6 +14,7 @@ import numpy as np
 
 from sidecar.errors import FailedPrecondition
 from sidecar.records import Memory, MemoryDraft, Tier
+from sidecar.retrieval.lexical.tokenize import STOP_WORDS, tokenize
 from sidecar.vault import reasons
 from sidecar.vault.pii import find_pii
 
@@ -26,7 +27,14 @@ def _reject(reason: str, field: str, message: str) -> FailedPrecondition:
 
 
 class NoiseGate:
-    """Journal-only chatter never enters the vault: tier=LOG, or a configured noise phrase."""
+    """Journal-only chatter never enters the vault: tier=LOG, or a text that is only noise.
+
+    A text is noise when it contains a configured noise phrase and, once the phrases are taken
+    out, holds no content word: every remaining word is a stop word, a status word
+    (``STATUS_WORDS``: "ok", "all", "systems", "nominal", ...) or carries a digit (counters,
+    timestamps). "Heartbeat: all systems nominal" is noise; "No changes for me, still enjoying
+    my soda" carries facts and passes.
+    """
 
     def __init__(self, phrases: Iterable[str]) -> None:
         words = sorted({p.strip().lower() for p in phrases if p.strip()}, key=len, reverse=True)
@@ -42,13 +50,34 @@ class NoiseGate:
                 "memory vault; store durable facts as CANON or mutable state as REGISTER",
             )
         match = self._pattern.search(draft.content) if self._pattern else None
-        if match:
+        if match and self._only_noise(draft.content):
             raise _reject(
                 reasons.NOISE, f"{field}.content",
                 f"{field}.content reads as journal chatter (contains {match.group().lower()!r}, "
-                "one of vault.noise_phrases); store only what should be remembered",
+                "one of vault.noise_phrases, and nothing else worth remembering); store only "
+                "what should be remembered",
             )
         return None
+
+    def _only_noise(self, content: str) -> bool:
+        assert self._pattern is not None
+        rest = self._pattern.sub(" ", content)
+        return not any(_is_content_word(w) for w in tokenize(rest))
+
+
+# Words a status line is made of besides its noise phrase; they carry no fact on their own.
+STATUS_WORDS: frozenset[str] = frozenset(
+    """
+    ack acknowledged active alive again all alright burst check checked complete completed
+    done everything fine found good idle last marker nah nominal none normal nothing ok okay
+    pass passed ping pong received report routine run running same scan scheduled since so
+    still status system systems tick today unchanged update updates yep yes yesterday yet
+    """.split()
+)
+
+
+def _is_content_word(word: str) -> bool:
+    return not (word in STOP_WORDS or word in STATUS_WORDS or any(c.isdigit() for c in word))
 
 
 class LengthGate:

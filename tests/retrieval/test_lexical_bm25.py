@@ -5,23 +5,27 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from sidecar.retrieval.lexical.bm25 import BM25Index, top_k
-from sidecar.retrieval.lexical.tokenize import query_terms, tokenize
+from sidecar.retrieval.lexical.tokenize import PLAIN, Analyzer, query_terms, tokenize
 from tests import naive
 from tests.retrieval.corpus import QUERIES, corpus
 
 PARAMS = [(1.5, 0.75, 0.25), (1.2, 0.5, 0.1), (2.0, 1.0, 0.5)]
 
 
-def reference(docs: dict[int, str], k1: float, b: float, eps: float) -> tuple[list[int], BM25Okapi]:
+def reference(docs: dict[int, str], k1: float, b: float, eps: float,
+              analyzer: Analyzer = PLAIN) -> tuple[list[int], BM25Okapi]:
     labels = sorted(docs)
-    return labels, BM25Okapi([tokenize(docs[i]) for i in labels], k1=k1, b=b, epsilon=eps)
+    return labels, BM25Okapi([analyzer.terms(docs[i]) for i in labels], k1=k1, b=b, epsilon=eps)
 
 
 def assert_same(index: BM25Index, docs: dict[int, str], k1: float, b: float, eps: float) -> None:
-    labels, ref = reference(docs, k1, b, eps)
+    """``index`` scores like rank-bm25 over the same tokens (the index's analyser)."""
+    analyzer = index.analyzer
+    labels, ref = reference(docs, k1, b, eps, analyzer)
     for q in QUERIES:
+        terms = analyzer.query_terms(q)
         with np.errstate(invalid="ignore"):  # rank-bm25: 0/0 for the empty doc when b = 1
-            raw = ref.get_scores(query_terms(q)) if query_terms(q) else np.zeros(len(labels))
+            raw = ref.get_scores(terms) if terms else np.zeros(len(labels))
         expected = np.nan_to_num(raw, nan=0.0)  # an empty document contains no term: 0
         got_labels, got_scores = index.scores(q)
         got = dict(zip(got_labels.tolist(), got_scores.tolist(), strict=True))
@@ -34,10 +38,11 @@ def assert_same(index: BM25Index, docs: dict[int, str], k1: float, b: float, eps
         assert index.search(q, k)[0].tolist() == ref_top_labels, q
 
 
+@pytest.mark.parametrize("stemming", [False, True])
 @pytest.mark.parametrize("k1,b,eps", PARAMS)
-def test_scores_equal_rank_bm25(k1: float, b: float, eps: float) -> None:
+def test_scores_equal_rank_bm25(k1: float, b: float, eps: float, stemming: bool) -> None:
     docs = dict(enumerate(corpus(800), start=1))
-    index = BM25Index(k1, b, eps, background_merge=False)
+    index = BM25Index(k1, b, eps, background_merge=False, analyzer=Analyzer(stemming))
     index.add(list(docs), list(docs.values()))
     assert_same(index, docs, k1, b, eps)
 
@@ -135,3 +140,15 @@ def test_bulk_load_then_merge_and_duplicate_labels_in_a_batch() -> None:
     assert len(index) == len(docs)
     assert index.search("first", 5)[0].tolist() == []
     assert_same(index, docs, 1.5, 0.75, 0.25)
+
+
+def test_stemming_index_matches_inflected_queries_only_when_on() -> None:
+    texts = ["We booked two flights to Lisbon", "She enjoys running marathons", "flight"]
+    plain, stemmed = BM25Index(background_merge=False), BM25Index(
+        background_merge=False, analyzer=Analyzer(stemming=True))
+    for index in (plain, stemmed):
+        index.add([1, 2, 3], texts)
+    assert plain.search("flights", 5)[0].tolist() == [1]
+    assert sorted(stemmed.search("flights", 5)[0].tolist()) == [1, 3]
+    assert stemmed.search("she enjoyed a run", 5)[0].tolist() == [2]
+    assert plain.search("she enjoyed a run", 5)[0].tolist() == []

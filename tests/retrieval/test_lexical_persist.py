@@ -12,12 +12,17 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.lexical import persist
 from sidecar.retrieval.lexical.bm25 import BM25Index
+from sidecar.retrieval.lexical.tokenize import Analyzer
 from sidecar.store.db import Database
+from tests.conftest import settings_for
 from tests.retrieval.corpus import QUERIES, corpus
 from tests.retrieval.test_lexical_bm25 import assert_same
+
+DEFAULT_ANALYSER = Analyzer(RetrievalConfig().bm25_stemming).name
 
 
 def built(docs: dict[int, str]) -> BM25Index:
@@ -38,7 +43,7 @@ def test_restored_postings_score_like_a_fresh_build(tmp_path: Path) -> None:
     path = tmp_path / persist.POSTINGS_FILE
     checksum = persist.content_checksum(list(live), list(live.values()))
     persist.save(path, fresh.export(), checksum)
-    postings, reason = persist.load(path, checksum)
+    postings, reason = persist.load(path, checksum, "plain")
     assert postings is not None, reason
     restored = BM25Index(background_merge=False)
     restored.restore(postings)
@@ -56,14 +61,14 @@ def test_other_rows_or_damage_are_refused(tmp_path: Path) -> None:
     checksum = persist.content_checksum(list(docs), list(docs.values()))
     persist.save(path, built(docs).export(), checksum)
     docs[4] = "an edited text"
-    assert persist.load(path, persist.content_checksum(list(docs), list(docs.values())))[
-        1].startswith("stale")
+    assert persist.load(path, persist.content_checksum(list(docs), list(docs.values())),
+                        "plain")[1].startswith("stale")
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
     path.write_bytes(bytes(raw))
-    assert persist.load(path, checksum)[1].startswith("corrupt")
+    assert persist.load(path, checksum, "plain")[1].startswith("corrupt")
     path.unlink()
-    assert persist.load(path, checksum)[1].startswith("missing")
+    assert persist.load(path, checksum, "plain")[1].startswith("missing")
 
 
 def lexical_hits(app: App, text: str) -> list[str]:
@@ -106,4 +111,39 @@ def test_the_app_saves_postings_and_rebuilds_damaged_ones(
         [1, 2, 3, 4], [m for m in (
             "tomatoes grow in the garden", "the deploy pipeline failed",
             "garden pipeline garden" if damage == "stale" else "postgres tuning notes",
-            "garden tools in the shed")]))[0] is not None  # saved again after the rebuild
+            "garden tools in the shed")]), DEFAULT_ANALYSER)[0] is not None  # saved again
+
+
+def test_postings_of_another_analyser_are_refused(tmp_path: Path) -> None:
+    docs = dict(enumerate(corpus(50), start=1))
+    path = tmp_path / persist.POSTINGS_FILE
+    checksum = persist.content_checksum(list(docs), list(docs.values()))
+    persist.save(path, built(docs).export(), checksum)
+    postings, reason = persist.load(path, checksum, Analyzer(stemming=True).name)
+    assert postings is None and reason.startswith("stale") and "snowball-english" in reason
+    loaded = persist.load(path, checksum, "plain")[0]
+    assert loaded is not None
+    with pytest.raises(ValueError, match="analyser"):
+        BM25Index(analyzer=Analyzer(stemming=True)).restore(loaded)
+
+
+def test_turning_stemming_on_rebuilds_the_saved_postings(
+        config: ServerConfig, embedder: Embedder, caplog: pytest.LogCaptureFixture) -> None:
+    plain = settings_for(config, retrieval=RetrievalConfig(bm25_stemming=False))
+    app = App.open(config, embedder=embedder, settings=plain)
+    for text in ("we booked two flights to Lisbon", "the garden needs water"):
+        app.memories.upsert(MemoryDraft(content=text, type=MemoryType.FACT))
+    assert lexical_hits(app, "flight") == []  # plain: "flight" is not "flights"
+    app.close()
+    stemmed = settings_for(config, retrieval=RetrievalConfig(bm25_stemming=True))
+    with caplog.at_level(logging.INFO, logger="sidecar.retrieval.hybrid"):
+        again = App.open(config, embedder=embedder, settings=stemmed)
+    try:
+        assert any("snowball-english" in getattr(r, "reason", "") for r in caplog.records)
+        assert lexical_hits(again, "flight") == ["we booked two flights to Lisbon"]
+    finally:
+        again.close()
+    path = Path(config.data_dir) / persist.POSTINGS_FILE
+    checksum = persist.content_checksum(
+        [1, 2], ["we booked two flights to Lisbon", "the garden needs water"])
+    assert persist.load(path, checksum, "snowball-english")[0] is not None  # saved stemmed

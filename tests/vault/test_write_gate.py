@@ -57,6 +57,8 @@ def test_rejections_change_nothing(
     "We track the heart rate of the beta testers weekly",
     "Deploy commit 3f786850e387550fdab836ed7e6dc881de23001b to staging",
     "word " * 239,
+    "Nah, no changes for me. Still enjoying my soda and candy after dinner.",
+    "Heartbeat monitor showed 72 bpm during the run",
 ])
 def test_ordinary_text_passes(vault_live: Running, content: str) -> None:
     reply = upsert(vault_live, content, agent_id="gate-accept")
@@ -85,8 +87,9 @@ def test_each_step_can_be_switched_off(start_vault: StartVault) -> None:
 def test_custom_noise_phrases_and_length(start_vault: StartVault) -> None:
     live = start_vault(noise_phrases=("standup done",), max_chars=20)
     assert upsert(live, "heartbeat of a city").created  # default phrase no longer listed
-    err = rpc_error(lambda: upsert(live, "Standup done, moving on"))
+    err = rpc_error(lambda: upsert(live, "Standup done, all good"))
     assert trailers(err)["memsidecar-reason"] == "LOG_NOISE"
+    assert upsert(live, "Standup done; Bo ill").created  # carries a fact
     err = rpc_error(lambda: upsert(live, "twenty-one characters"))
     assert trailers(err)["memsidecar-reason"] == "TOO_LONG" and "20" in err.details()
 

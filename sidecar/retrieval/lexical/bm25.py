@@ -25,7 +25,7 @@ import numpy as np
 
 from kernels.bm25 import bm25_accumulate
 from sidecar.retrieval.contract import Accept
-from sidecar.retrieval.lexical.tokenize import STOP_WORDS, query_terms, tokenize
+from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ class Postings:
     """
 
     terms: list[str]
+    analyser: str  # Analyzer.name of the index that made them
     labels: np.ndarray  # int64
     lengths: np.ndarray  # int64
     offsets: np.ndarray  # int64, len(labels) + 1
@@ -76,9 +77,10 @@ class BM25Index:
     def __init__(
         self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, *,
         merge_ratio: int = 4, tail_fraction: int = 8, min_main_merge: int = 2048,
-        background_merge: bool = True,
+        background_merge: bool = True, analyzer: Analyzer = PLAIN,
     ) -> None:
         self.k1, self.b, self.epsilon = k1, b, epsilon
+        self.analyzer = analyzer
         self.merge_ratio, self.tail_fraction = merge_ratio, tail_fraction
         self.min_main_merge, self.background_merge = min_main_merge, background_merge
         self._lock = threading.RLock()
@@ -122,7 +124,7 @@ class BM25Index:
         latest = dict(zip((int(x) for x in labels), texts, strict=True))
         if not latest:
             return
-        tokenized = [tokenize(t) for t in latest.values()]
+        tokenized = [self.analyzer.terms(t) for t in latest.values()]
         with self._lock:
             self._remove_locked(list(latest))
             lo = len(self._doc_terms)
@@ -216,7 +218,8 @@ class BM25Index:
         np.cumsum(sizes, out=offsets[1:])
         flat = [e for e in entries if e is not None]
         return Postings(
-            terms=terms, labels=labels, lengths=lengths, offsets=offsets,
+            terms=terms, analyser=self.analyzer.name, labels=labels, lengths=lengths,
+            offsets=offsets,
             term_ids=(np.concatenate([e[0] for e in flat]).astype(np.int32)
                       if flat else np.zeros(0, np.int32)),
             tfs=np.concatenate([e[1] for e in flat]) if flat else np.zeros(0, np.float32))
@@ -227,6 +230,9 @@ class BM25Index:
         with self._lock:
             if self._doc_terms:
                 raise ValueError("restore needs an empty index")
+            if postings.analyser != self.analyzer.name:
+                raise ValueError(f"postings of analyser {postings.analyser!r}, index uses "
+                                 f"{self.analyzer.name!r}")
             for term in postings.terms:
                 self._term_id(term)
             ids = postings.term_ids.astype(np.int64)
@@ -331,7 +337,7 @@ class BM25Index:
 
     def scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """Every live document with a non-zero-contribution term: (labels, scores)."""
-        terms = query_terms(text)
+        terms = self.analyzer.query_terms(text)
         if not terms:
             return _EMPTY
         with self._lock:  # statistics and segments from the same instant

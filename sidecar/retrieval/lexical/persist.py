@@ -2,8 +2,9 @@
 
 Start-up spends most of its time tokenising every memory; the saved postings skip that. The
 meta holds a checksum of the live (label, text) rows the postings were built from, a
-checksum of the file and the format (the analyser's rules: a change bumps it). On start the
-rows read from SQLite are checked against it; any difference names a reason and the caller
+checksum of the file, the format (the analyser's rules: a change bumps it) and the analyser
+setting (``Analyzer.name``: stemming on or off). On start the rows read from SQLite and the
+configured analyser are checked against it; any difference names a reason and the caller
 tokenises afresh (and saves again).
 """
 
@@ -33,6 +34,7 @@ class PostingsMeta:
     count: int
     content_checksum: str  # blake2b of the live (label, text) rows, in label order
     file_checksum: str
+    analyser: str = "plain"  # Analyzer.name; metas written before the setting existed: plain
 
 
 def meta_path(path: Path) -> Path:
@@ -62,16 +64,16 @@ def save(path: Path, postings: Postings, checksum: str) -> None:
              lengths=postings.lengths, offsets=postings.offsets, term_ids=postings.term_ids,
              tfs=postings.tfs)
     meta = PostingsMeta(FORMAT, _stop_words(), len(postings.labels), checksum,
-                        file_checksum(tmp))
+                        file_checksum(tmp), postings.analyser)
     os.replace(tmp, path)
     tmp_meta = path.with_name(path.name + ".json.tmp")
     tmp_meta.write_text(json.dumps(asdict(meta), indent=1), encoding="utf-8")
     os.replace(tmp_meta, meta_path(path))
 
 
-def load(path: Path, checksum: str) -> tuple[Postings | None, str]:
-    """The saved postings if built from rows with ``content_checksum`` = checksum, else
-    (None, why not)."""
+def load(path: Path, checksum: str, analyser: str) -> tuple[Postings | None, str]:
+    """The saved postings if built from rows with ``content_checksum`` = checksum by the
+    analyser named ``analyser``, else (None, why not)."""
     if not path.exists() or not meta_path(path).exists():
         return None, f"missing: no {path.name} or its meta"
     try:
@@ -80,6 +82,8 @@ def load(path: Path, checksum: str) -> tuple[Postings | None, str]:
         return None, f"corrupt: unreadable meta ({exc})"
     if (meta.format, meta.stop_words) != (FORMAT, _stop_words()):
         return None, "stale: saved with another analyser"
+    if meta.analyser != analyser:
+        return None, f"stale: saved with analyser {meta.analyser}, configured {analyser}"
     if meta.content_checksum != checksum:
         return None, "stale: the memories in SQLite differ from the ones indexed"
     if file_checksum(path) != meta.file_checksum:
@@ -89,6 +93,7 @@ def load(path: Path, checksum: str) -> tuple[Postings | None, str]:
             raw = bytes(data["terms"])
             postings = Postings(
                 terms=raw.decode("utf-8", "surrogatepass").split("\x00") if raw else [],
+                analyser=meta.analyser,
                 labels=data["labels"], lengths=data["lengths"], offsets=data["offsets"],
                 term_ids=data["term_ids"], tfs=data["tfs"])
     except (OSError, ValueError, KeyError) as exc:

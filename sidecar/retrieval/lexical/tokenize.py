@@ -12,12 +12,19 @@ Rules (the same for documents and queries, so a term always matches itself):
    stop words in ``STOP_WORDS`` (a query of stop words only has no lexical terms). Stop words
    get no postings in the index, but still count in document length and document frequency,
    so scores equal textbook BM25 over the full token stream.
+4. With stemming on (``Analyzer(stemming=True)``, ``[retrieval] bm25_stemming``), every token
+   that is not a stop word becomes its Snowball English stem ("flights" -> "flight",
+   "enjoying" -> "enjoy"); a stem that would be a stop word ("others" -> "other") keeps the
+   token as it was, so stop words stay exactly the tokens of ``STOP_WORDS``.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
+
+from sidecar.retrieval.lexical.stem import stem_words
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -47,3 +54,32 @@ def query_terms(text: str) -> list[str]:
     """The tokens of a query with stop words dropped (rule 3). Duplicates are kept: BM25 Okapi
     (and rank-bm25) adds a term's contribution once per occurrence in the query."""
     return [t for t in tokenize(text) if t not in STOP_WORDS]
+
+
+@dataclass(frozen=True, slots=True)
+class Analyzer:
+    """Rules 1-4: the one analyser a BM25 index uses for its documents and its queries."""
+
+    stemming: bool = False
+
+    @property
+    def name(self) -> str:
+        """Saved with the postings: postings built by another analyser are rebuilt."""
+        return "snowball-english" if self.stemming else "plain"
+
+    def terms(self, text: str) -> list[str]:
+        """All terms of a document, in order."""
+        return self._stem(tokenize(text))
+
+    def query_terms(self, text: str) -> list[str]:
+        """The terms of a query, stop words dropped (duplicates kept)."""
+        return self._stem(query_terms(text))
+
+    def _stem(self, tokens: list[str]) -> list[str]:
+        if not self.stemming:
+            return tokens
+        return [t if t in STOP_WORDS or s in STOP_WORDS else s
+                for t, s in zip(tokens, stem_words(tokens), strict=True)]
+
+
+PLAIN = Analyzer()
