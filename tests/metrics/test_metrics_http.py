@@ -140,3 +140,14 @@ def test_auth_on_needs_the_operator_token(tmp_path: Path, embedder: Embedder) ->
         assert value(scrape(running, operator), "memsidecar_http_up") == 1
     finally:
         running.close()
+
+
+def test_config_reloads_counted_by_result(live: Running) -> None:
+    settings = live.server.app.settings
+    settings.path.write_text("[injection]\nsweep_interval_s = 30\n")
+    assert settings.reload()
+    settings.path.write_text("[injection]\nsweep_interval_s = -1\n")
+    assert not settings.reload()
+    after = scrape(live)
+    assert value(after, "memsidecar_config_reloads_total", result="ok") == 1
+    assert value(after, "memsidecar_config_reloads_total", result="failed") == 1
