@@ -65,7 +65,6 @@ class Server:
             interceptors.insert(0, AuthInterceptor(self.tokens, config.auth.shared_write))
         interceptors.insert(0, MetricsInterceptor(app.metrics))  # outermost: sees refusals
         app.metrics.sources.refusals = lambda: self.admission.refused
-        app.metrics.sources.http = lambda: self.http is not None
         self.http: MetricsHttp | None = None
         self.grpc = grpc.server(pool, options=opts, interceptors=interceptors)
         self.health = health.HealthServicer()

@@ -38,7 +38,6 @@ class Sources:
     reloads: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (applied, rejected)
     refusals: Callable[[], int] = lambda: 0  # RESOURCE_EXHAUSTED by admission
     open_channels: Callable[[], int] = lambda: 0
-    http: Callable[[], bool] = lambda: False  # the /metrics endpoint is listening
 
 
 @dataclass
@@ -97,7 +96,6 @@ class _State(Collector):
             f"{PREFIX}_rpc_refusals", "Calls answered RESOURCE_EXHAUSTED "
             "(server.max_concurrent_rpcs).", value=s.refusals())
         yield _gauge("open_channels", "Conversation channels with an owner.", s.open_channels())
-        yield _gauge("http_up", "1 when the metrics endpoint is listening.", int(s.http()))
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
