@@ -26,6 +26,7 @@ from sidecar.injection.sweep import ChannelSweeper
 from sidecar.live import Live
 from sidecar.memory.reembed import ReEmbed
 from sidecar.memory.service import MemoryService
+from sidecar.metrics.registry import Metrics, Sources
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.lexical.persist import POSTINGS_FILE
@@ -53,6 +54,7 @@ class App:
     owners: ChannelOwners
     sweeper: ChannelSweeper
     lock: DataDirLock
+    metrics: Metrics
     vectors: AdaptiveVectorIndex | None = None
     reembed: ReEmbed | None = None  # a switch to the configured model, in progress
 
@@ -111,11 +113,12 @@ class App:
         # Installs the write gate on `memories` (exact scans of the engine's vectors per scope);
         # reads [vault] on every write.
         vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault))
+        state_writes = WriteBehind(db, name="injection-state")
         injector = Injector(
             embedder=embedder, retriever=retriever, memories=repos.memories, edges=repos.edges,
             config=live,
             states=ChannelStates(StateRepo(db), repos.memories.get_many,
-                                 WriteBehind(db, name="injection-state")),
+                                 state_writes),
             signer=BlockSigner.open(Path(config.data_dir)),
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
         )
@@ -133,10 +136,15 @@ class App:
             extra={"db": str(config.db_path), "memories": memories.memories.count(),
                    "elapsed_ms": round((time.perf_counter() - start) * 1000, 1)},
         )
+        metrics = Metrics(Sources(
+            memories=retriever.live.snapshot, vector_index=vectors.stats,
+            queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
+            open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
+        ))
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
-            lock=lock, vectors=vectors, reembed=reembed,
+            lock=lock, metrics=metrics, vectors=vectors, reembed=reembed,
         )
 
     def warm_up(self) -> None:

@@ -21,6 +21,7 @@ from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
 from sidecar.embedding.models import model_files
+from sidecar.metrics.config import HttpConfig
 
 
 @pytest.fixture(scope="session")
@@ -33,7 +34,8 @@ def embedder() -> Embedder:
 
 @pytest.fixture
 def config(tmp_path: Path) -> ServerConfig:
-    return ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"))
+    return ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"),
+                        http=HttpConfig(listen=""))
 
 
 def settings_for(config: ServerConfig, **sections: Any) -> ConfigStore:

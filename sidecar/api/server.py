@@ -24,6 +24,7 @@ from sidecar.api.admission import AdmissionInterceptor, CountingExecutor
 from sidecar.api.auth_interceptor import AuthInterceptor
 from sidecar.api.exposure import check_exposure, reflection_enabled
 from sidecar.api.injection_servicer import MemoryInjectionServicer
+from sidecar.api.metrics_interceptor import MetricsInterceptor
 from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
 from sidecar.api.vault_servicer import VaultServicer
@@ -31,6 +32,7 @@ from sidecar.app import App
 from sidecar.auth.config import TlsConfig
 from sidecar.auth.tokens import TokenStore
 from sidecar.files import FILE_MODE
+from sidecar.metrics.http import MetricsHttp, start_http
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +60,12 @@ class Server:
         self.admission = AdmissionInterceptor(pool, config.max_concurrent_rpcs,
                                               config.max_workers)
         interceptors: list[grpc.ServerInterceptor] = [self.admission]
-        if config.auth.enabled:
-            tokens = TokenStore(config.data_dir)
-            interceptors.insert(0, AuthInterceptor(tokens, config.auth.shared_write))
+        self.tokens = TokenStore(config.data_dir) if config.auth.enabled else None
+        if self.tokens is not None:
+            interceptors.insert(0, AuthInterceptor(self.tokens, config.auth.shared_write))
+        interceptors.insert(0, MetricsInterceptor(app.metrics))  # outermost: sees refusals
+        app.metrics.sources.refusals = lambda: self.admission.refused
+        self.http: MetricsHttp | None = None
         self.grpc = grpc.server(pool, options=opts, interceptors=interceptors)
         self.health = health.HealthServicer()
         self._register(reflection_enabled(config, listen))
@@ -111,6 +116,8 @@ class Server:
     def start(self) -> None:
         """Start accepting calls, warm up, then report SERVING."""
         self.grpc.start()
+        self.http = start_http(self.app.config.http.listen, self.app.metrics.registry,
+                               self.tokens)
         self.app.settings.watch()
         self.app.warm_up()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
@@ -123,6 +130,8 @@ class Server:
         try:
             self.grpc.stop(grace).wait()
         finally:
+            if self.http is not None:
+                self.http.close()
             self.app.close()
         log.info("stopped")
 

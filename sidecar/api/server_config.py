@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sidecar.auth.config import AuthConfig, TlsConfig
 from sidecar.knobs import knob
+from sidecar.metrics.config import HttpConfig
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATA_DIR = "data"
@@ -39,6 +40,8 @@ class ServerConfig:
         "Bearer-token authentication.", restart=True))
     tls: TlsConfig = field(default_factory=TlsConfig, metadata=knob(
         "TLS and mutual TLS.", restart=True))
+    http: HttpConfig = field(default_factory=HttpConfig, metadata=knob(
+        "The HTTP endpoint (Prometheus metrics).", restart=True))
     shutdown_grace_s: float = field(default=5.0, metadata=knob(
         "Seconds in-flight calls get to finish on SIGTERM/SIGINT.", ge=0, le=3600,
         restart=True))

@@ -51,6 +51,7 @@ class ConfigStore:
         self._stat: tuple[int, int, int] | None = None
         self._lock = threading.Lock()
         self._reloader: Reloader | None = None
+        self.reloads = (0, 0)  # (applied, rejected) file edits since start
         self.generation = 0  # bumped by every swap
 
     @classmethod
@@ -131,9 +132,11 @@ class ConfigStore:
             config = load_text(text, str(self.path))
         except ConfigError as err:
             self._bad = err
+            self.reloads = (self.reloads[0], self.reloads[1] + 1)
             log.error("config reload rejected, keeping the last good config: %s", err.message)
             return False
         self._apply(config, text)
+        self.reloads = (self.reloads[0] + 1, self.reloads[1])
         log.info("config reloaded", extra={"path": str(self.path), "agents": len(config.agents)})
         return True
 

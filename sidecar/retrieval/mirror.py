@@ -69,6 +69,11 @@ class LiveMemories:
                     gone.append(seq)
         return gone
 
+    def snapshot(self) -> list[Memory]:
+        """Every live memory, copied under the lock (for counts read at scrape time)."""
+        with self._lock:
+            return list(self._by_seq.values())
+
     def get(self, seq: int) -> Memory | None:
         return self._by_seq.get(seq)
 

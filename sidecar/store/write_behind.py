@@ -69,6 +69,11 @@ class WriteBehind:
         self._thread.join()
         WriteThrough(self.db).submit(job)
 
+    @property
+    def depth(self) -> int:
+        """Jobs queued, not yet written."""
+        return self._queue.qsize()
+
     def flush(self) -> None:
         self._queue.join()
 

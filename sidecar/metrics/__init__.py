@@ -1,0 +1,1 @@
+"""Prometheus metrics: definitions (``registry``), the HTTP endpoint (``http``), its config."""

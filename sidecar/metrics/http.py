@@ -1,0 +1,97 @@
+"""The HTTP endpoint: ``GET /metrics`` in the Prometheus text format, on its own thread.
+
+With a token store (``[server.auth] enabled``), a request must carry the operator token
+(``Authorization: Bearer <token>``), else 401. A busy or invalid address is not fatal: the
+sidecar serves gRPC without metrics and logs one WARNING naming ``[server.http] listen``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from sidecar.api.auth_interceptor import bearer
+from sidecar.auth.tokens import TokenStore
+
+log = logging.getLogger(__name__)
+
+PATH = "/metrics"
+
+Allow = Callable[[str], bool]  # the Authorization header -> may scrape
+
+
+class MetricsHttp:
+    def __init__(self, server: ThreadingHTTPServer) -> None:
+        self.server = server
+        self.port = int(server.server_address[1])
+        self._thread = threading.Thread(target=server.serve_forever, name="metrics-http",
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join()
+
+
+def start_http(listen: str, registry: CollectorRegistry,
+               tokens: TokenStore | None) -> MetricsHttp | None:
+    """The endpoint listening on ``listen`` (HOST:PORT), or None when off ("") or busy."""
+    if not listen:
+        return None
+    host, _, port = listen.rpartition(":")
+    allow = _everyone if tokens is None else _operator(tokens)
+    try:
+        server = ThreadingHTTPServer((host.strip("[]"), int(port)), _handler(registry, allow))
+    except (OSError, ValueError) as err:
+        log.warning("metrics endpoint off: cannot listen on %s (%s); set [server.http] listen "
+                    "to a free HOST:PORT, or \"\" to turn it off", listen, err,
+                    extra={"key": "server.http.listen"})
+        return None
+    server.daemon_threads = True
+    http = MetricsHttp(server)
+    log.info("metrics endpoint listening", extra={"listen": listen, "port": http.port})
+    return http
+
+
+def _everyone(header: str) -> bool:
+    return True
+
+
+def _operator(tokens: TokenStore) -> Allow:
+    def allow(header: str) -> bool:
+        token = bearer((("authorization", header),))
+        who = tokens.verify(token) if token else None
+        return who is not None and who.operator
+
+    return allow
+
+
+def _handler(registry: CollectorRegistry, allow: Allow) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            if self.path.split("?", 1)[0] != PATH:
+                self._reply(404, b"not found: the metrics are at /metrics\n", "text/plain")
+            elif not allow(self.headers.get("Authorization", "")):
+                self._reply(401, b"the operator token is required: "
+                            b"'Authorization: Bearer <token>'\n", "text/plain")
+            else:
+                self._reply(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+
+        def _reply(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            if status == 401:
+                self.send_header("WWW-Authenticate", "Bearer")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            return  # scrapes are not logged
+
+    return Handler

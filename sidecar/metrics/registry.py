@@ -1,0 +1,122 @@
+"""Every metric the sidecar defines, in a registry owned by the App (never the global one).
+
+Events (RPCs, Inject stages, skips, write rejections) are counted as they happen; state
+(memories, vector index, queues, reloads, refusals, channels) is read from ``Sources`` at
+scrape time, so nothing on the request path updates a gauge.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+from sidecar.records import Memory
+
+PREFIX = "memsidecar"
+STAGES = ("embed", "pinned", "search", "dedup", "budget", "format", "persist")
+_LATENCY = (.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10)
+_STAGE = (.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1)
+_ITEMS = (0, 1, 2, 3, 5, 8, 13, 21, 34)
+_TOKENS = (0, 50, 100, 200, 400, 800, 1600, 3200)
+
+
+@dataclass
+class Sources:
+    """Readers of the running state, called at scrape time."""
+
+    memories: Callable[[], Iterable[Memory]] = lambda: ()
+    vector_index: Callable[[], Mapping[str, int | str | bool]] = dict
+    queue_depth: Callable[[], int] = lambda: 0
+    reloads: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (applied, rejected)
+    refusals: Callable[[], int] = lambda: 0  # RESOURCE_EXHAUSTED by admission
+    open_channels: Callable[[], int] = lambda: 0
+
+
+@dataclass
+class Metrics:
+    sources: Sources = field(default_factory=Sources)
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.rpc_seconds = Histogram(
+            f"{PREFIX}_rpc_duration_seconds", "gRPC calls by method and status code; "
+            "_count is the number of calls.", ("method", "code"), registry=r, buckets=_LATENCY)
+        self.stage_seconds = Histogram(
+            f"{PREFIX}_inject_stage_seconds", "Time of each Inject stage.", ("stage",),
+            registry=r, buckets=_STAGE)
+        self.block_items = Histogram(
+            f"{PREFIX}_inject_block_items", "Memories per injected block.", registry=r,
+            buckets=_ITEMS)
+        self.block_tokens = Histogram(
+            f"{PREFIX}_inject_block_tokens", "Tokens per injected block.", registry=r,
+            buckets=_TOKENS)
+        self.skips = Counter(
+            f"{PREFIX}_inject_skips", "Inject calls that injected nothing, by skip reason.",
+            ("reason",), registry=r)
+        self.rejections = Counter(
+            f"{PREFIX}_write_rejections", "Writes refused by the vault's write gates, "
+            "by reason.", ("reason",), registry=r)
+        r.register(_State(self.sources))
+        for standard in (ProcessCollector, PlatformCollector, GCCollector):
+            standard(registry=r)
+
+    def names(self) -> list[str]:
+        """The names of the metrics the sidecar defines (not the standard collectors')."""
+        return sorted({m.name + ("_total" if m.type == "counter" else "")
+                       for m in self.registry.collect() if m.name.startswith(PREFIX)})
+
+
+class _State(Collector):
+    """Gauges and counters read from the running state at scrape time."""
+
+    def __init__(self, sources: Sources) -> None:
+        self.sources = sources
+
+    def collect(self) -> Iterator[Metric]:
+        s = self.sources
+        yield _memories(s.memories())
+        yield from _vector_index(s.vector_index())
+        yield _gauge("write_behind_queue_depth", "Writes queued behind replies.", s.queue_depth())
+        ok, failed = s.reloads()
+        reloads = CounterMetricFamily(f"{PREFIX}_config_reloads", "Config file reloads by "
+                                      "result.", labels=("result",))
+        reloads.add_metric(("ok",), ok)
+        reloads.add_metric(("failed",), failed)
+        yield reloads
+        yield CounterMetricFamily(
+            f"{PREFIX}_rpc_refusals", "Calls answered RESOURCE_EXHAUSTED "
+            "(server.max_concurrent_rpcs).", value=s.refusals())
+        yield _gauge("open_channels", "Conversation channels with an owner.", s.open_channels())
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=value)
+
+
+def _memories(memories: Iterable[Memory]) -> GaugeMetricFamily:
+    gauge = GaugeMetricFamily(f"{PREFIX}_memories", "Live memories by agent ('' = shared), "
+                              "type and tier.", labels=("agent", "type", "tier"))
+    tally = Tally((m.agent_id, m.type.name.lower(), m.tier.name.lower()) for m in memories)
+    for labels, count in sorted(tally.items()):
+        gauge.add_metric(labels, count)
+    return gauge
+
+
+def _vector_index(stats: Mapping[str, int | str | bool]) -> Iterator[GaugeMetricFamily]:
+    engine = GaugeMetricFamily(f"{PREFIX}_vector_index_engine", "1 for the engine answering "
+                               "vector searches.", labels=("engine",))
+    for name in ("exact", "hnsw"):
+        engine.add_metric((name,), int(stats.get("engine") == name))
+    yield engine
+    yield _gauge("vector_index_vectors", "Live vectors in the index.", int(stats.get("live", 0)))
+    yield _gauge("vector_index_building", "1 while the hnsw index is being (re)built.",
+                 int(bool(stats.get("building", False))))
