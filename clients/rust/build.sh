@@ -11,6 +11,10 @@ PACKAGES=(librust-prost-dev librust-prost-build-dev librust-prost-types-dev libr
           librust-http-dev librust-bytes-dev librust-tokio-dev protobuf-compiler)
 source "$ROOT/clients/apt.sh"
 apt_ensure rust-client "${PACKAGES[@]}"
+# rustup installs cargo under ~/.cargo/bin, which a non-login shell may not have on PATH.
+command -v cargo >/dev/null || for dir in "${CARGO_HOME:-$HOME/.cargo}/bin" /root/.cargo/bin; do
+  [ -x "$dir/cargo" ] && { PATH="$dir:$PATH"; break; }
+done
 command -v cargo >/dev/null || { echo "rust-client: cargo is not on PATH" >&2; exit 42; }
 
 CARGO=(cargo --offline
