@@ -39,7 +39,7 @@ def test_loose_matches_do_not_fill_the_block(serve: Serve) -> None:
     loose = [f"{p} looked at {t} during sprint {n}." for n, (p, t) in
              enumerate(zip(people * 5, things * 8, strict=True))]
     question = "Which database does the billing service use, PostgreSQL?"
-    absolute = serve(max_total=25)  # the absolute floor only
+    absolute = serve(max_total=25, relative_floor=0.0, score_floor=0.0)  # absolute floor only
     put(absolute, "The billing service uses PostgreSQL 16 as its database.")
     for text in loose:
         put(absolute, text)
@@ -51,3 +51,7 @@ def test_loose_matches_do_not_fill_the_block(serve: Serve) -> None:
     assert 1 <= len(narrow.items) < len(wide.items) // 2
     assert "PostgreSQL 16" in narrow.items[0].content
     assert narrow.stats.below_min_score > wide.stats.below_min_score
+    # exactly the wide block's items at or above 0.85 x its best cosine survive the floor
+    best = max(item.cosine for item in wide.items)
+    kept = [item.id for item in wide.items if item.cosine >= 0.85 * best - 1e-6]
+    assert [item.id for item in narrow.items] == kept
