@@ -115,7 +115,7 @@ class App:
         vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault))
         state_writes = WriteBehind(db, name="injection-state")
         injector = Injector(
-            embedder=embedder, retriever=retriever, memories=repos.memories, edges=repos.edges,
+            embedder=embedder, retriever=retriever, memories=repos.memories,
             config=live,
             states=ChannelStates(StateRepo(db), repos.memories.get_many,
                                  state_writes),

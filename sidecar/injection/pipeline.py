@@ -37,7 +37,6 @@ from sidecar.injection.types import (
 from sidecar.live import Live
 from sidecar.redact import echo
 from sidecar.retrieval.contract import Retriever
-from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import now_ns, us_since
 
@@ -55,7 +54,6 @@ class Injector:
     embedder: Embedder
     retriever: Retriever
     memories: MemoryRepo
-    edges: EdgeRepo
     config: Live[Config]  # the running config file; each Inject reads its agent's section
     states: ChannelStates
     signer: BlockSigner
@@ -116,8 +114,8 @@ class Injector:
             t = now_ns()
             view = state.view(turn, _keep(config),
                               config.context_window_depth)
-            candidates = supersede.resolve(candidates, state.ids_in(view), self.edges,
-                                           self.memories.get_many, self._embedding_of,
+            candidates = supersede.resolve(candidates, state.ids_in(view),
+                                           self.retriever.pointing_to, self._embedding_of,
                                            request.agent_id, pool.query)
             deduped = dedup(candidates, state, view, config.semantic_threshold,
                             changed_since_injected)

@@ -10,28 +10,29 @@ candidate that supersedes a memory still in view in the channel is an update: it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from sidecar.injection.types import Candidate
 from sidecar.records import Memory, Relation
-from sidecar.store.edges import EdgeRepo
 
-SUPERSEDING = (Relation.UPDATES, Relation.CONTRADICTS)
+SUPERSEDING = frozenset((Relation.UPDATES, Relation.CONTRADICTS))
 # Successor chains followed at most this many edges deep.
 MAX_HOPS = 8
 
-Fetch = Callable[[Sequence[str]], Mapping[str, Memory]]
+# (live source memory, target id) of the edges of some relations into some memories: the
+# retrieval engine's in-memory graph and mirror (``Retriever.pointing_to``).
+PointingTo = Callable[[Sequence[str], Container[Relation]], list[tuple[Memory, str]]]
 EmbeddingOf = Callable[[str], np.ndarray | None]
 
 
-def resolve(candidates: list[Candidate], in_view: set[str], edges: EdgeRepo, fetch: Fetch,
+def resolve(candidates: list[Candidate], in_view: set[str], pointing_to: PointingTo,
             embedding_of: EmbeddingOf, agent_id: str, query: np.ndarray) -> list[Candidate]:
     """``candidates`` with superseded memories replaced and updates marked; ``in_view``: the
     ids the blocks in view carry."""
-    newest = successors([*(c.memory.id for c in candidates), *sorted(in_view)], edges, fetch,
+    newest = successors([*(c.memory.id for c in candidates), *sorted(in_view)], pointing_to,
                         agent_id)
     if not newest:
         return candidates
@@ -39,7 +40,7 @@ def resolve(candidates: list[Candidate], in_view: set[str], edges: EdgeRepo, fet
     return apply(candidates, in_view, newest, updates, embedding_of, query)
 
 
-def successors(ids: Sequence[str], edges: EdgeRepo, fetch: Fetch,
+def successors(ids: Sequence[str], pointing_to: PointingTo,
                agent_id: str) -> dict[str, Memory]:
     """For each of ``ids`` superseded by a live memory the agent may see: the newest memory at
     the end of its chain of successors (several successors: the most recently updated)."""
@@ -49,14 +50,12 @@ def successors(ids: Sequence[str], edges: EdgeRepo, fetch: Fetch,
     for _ in range(MAX_HOPS):
         if not frontier:
             break
-        found = edges.pointing_to(sorted(frontier), SUPERSEDING, -1)
-        sources = fetch(sorted({e.source_id for e in found}))
+        found = pointing_to(sorted(frontier), SUPERSEDING)
         frontier = set()
-        for edge in found:
-            source = sources.get(edge.source_id)
-            if source is None or source.forgotten or not source.visible_to(agent_id):
+        for source, target_id in found:
+            if not source.visible_to(agent_id):  # live memories only: forgotten are gone
                 continue
-            direct.setdefault(edge.target_id, []).append(source)
+            direct.setdefault(target_id, []).append(source)
             if source.id not in seen:
                 seen.add(source.id)
                 frontier.add(source.id)

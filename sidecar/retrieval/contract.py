@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
 import numpy as np
 
-from sidecar.records import Memory, MemoryType
+from sidecar.records import Memory, MemoryType, Relation
 
 # Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
 Accept = Callable[[np.ndarray], np.ndarray]
@@ -84,4 +84,10 @@ class Retriever(Protocol):
 
     def established(self, memory_ids: Sequence[str]) -> None:
         """These memories were just given to an agent."""
+        ...
+
+    def pointing_to(self, memory_ids: Sequence[str],
+                    relations: Container[Relation]) -> list[tuple[Memory, str]]:
+        """(live source memory, target id) of every edge of ``relations`` into
+        ``memory_ids``, from memory (no SQL)."""
         ...

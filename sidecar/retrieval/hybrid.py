@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -37,7 +37,7 @@ import numpy as np
 
 from sidecar.embedding import Embedder
 from sidecar.live import Live
-from sidecar.records import Edge, Memory, MemoryType
+from sidecar.records import Edge, Memory, MemoryType, Relation
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
 from sidecar.retrieval.fusion.contract import Source, SourceContext, no_labels
@@ -223,6 +223,17 @@ class HybridRetriever:
 
     def established(self, memory_ids: Sequence[str]) -> None:
         self.live.mark_established(memory_ids)
+
+    def pointing_to(self, memory_ids: Sequence[str],
+                    relations: Container[Relation]) -> list[tuple[Memory, str]]:
+        live = self.live
+        found = []
+        for source_id, target_id in self.graph.sources_into(memory_ids, relations):
+            seq = live.seq_of(source_id)
+            source = None if seq is None else live.get(seq)
+            if source is not None:
+                found.append((source, target_id))
+        return found
 
     def search(self, query: SearchQuery) -> SearchResult:
         with self._switch.read():  # query and memory vectors of one model

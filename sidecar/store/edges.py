@@ -64,17 +64,3 @@ class EdgeRepo:
     def count(self) -> int:
         row = self.db.query_one("SELECT count(*) FROM edges")
         return int(row[0]) if row else 0
-
-    def pointing_to(self, target_ids: Sequence[str], relations: Sequence[Relation],
-                    after_us: int) -> list[Edge]:
-        """Edges of ``relations`` into ``target_ids`` created after ``after_us``."""
-        if not target_ids or not relations:
-            return []
-        targets = ",".join("?" * len(target_ids))
-        kinds = ",".join("?" * len(relations))
-        rows = self.db.execute(
-            f"SELECT {COLUMNS} FROM edges WHERE target_id IN ({targets}) "
-            f"AND relation IN ({kinds}) AND created_at > ?",
-            (*target_ids, *(int(r) for r in relations), after_us),
-        )
-        return [row_to_edge(row) for row in rows]

@@ -60,3 +60,16 @@ def test_sync_and_forgotten(world: tuple[LiveMemories, EdgeGraph]) -> None:
     live.drop([mem(2, 0.6)])  # forgotten: neither listed nor walked through
     assert graph.expand([1], live, live.filter(""), MULT, 2, 10)[0].tolist() == []
 
+
+
+def test_sources_into_follows_direction_relation_and_removal() -> None:
+    graph = EdgeGraph()
+    updates, related = Relation.UPDATES, Relation.RELATED_TO
+    graph.changed([Edge("b", "a", updates, 1.0), Edge("c", "a", related, 1.0),
+                   Edge("a", "d", updates, 1.0), Edge("e", "b", updates, 1.0)], ())
+    wanted = {Relation.UPDATES, Relation.CONTRADICTS}
+    assert sorted(graph.sources_into(["a", "b", "d"], wanted)) == [("a", "d"), ("b", "a"),
+                                                                    ("e", "b")]
+    assert graph.sources_into(["b"], {related}) == []  # b -> a is not into b
+    graph.changed([], [Edge("b", "a", updates, 1.0)])
+    assert graph.sources_into(["a"], wanted) == []

@@ -13,7 +13,7 @@ not listed. The list is sorted by score descending, then seq ascending.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 
 import numpy as np
 
@@ -28,6 +28,7 @@ class EdgeGraph:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._adj: dict[str, dict[_Key, float]] = {}
+        self._into: dict[str, set[_Key]] = {}  # target -> (source, relation): the direction
         self._count = 0  # edges
 
     def __len__(self) -> int:
@@ -39,11 +40,20 @@ class EdgeGraph:
                 if self._adj.get(e.source_id, {}).pop((e.target_id, e.relation), None) is not None:
                     self._count -= 1
                 self._adj.get(e.target_id, {}).pop((e.source_id, e.relation), None)
+                self._into.get(e.target_id, set()).discard((e.source_id, e.relation))
             for e in added:
                 out = self._adj.setdefault(e.source_id, {})
                 self._count += (e.target_id, e.relation) not in out
                 out[(e.target_id, e.relation)] = e.weight
                 self._adj.setdefault(e.target_id, {})[(e.source_id, e.relation)] = e.weight
+                self._into.setdefault(e.target_id, set()).add((e.source_id, e.relation))
+
+    def sources_into(self, targets: Iterable[str],
+                     relations: Container[Relation]) -> list[tuple[str, str]]:
+        """(source, target) of every edge of ``relations`` that points into ``targets``."""
+        with self._lock:
+            return [(source, target) for target in targets
+                    for source, relation in self._into.get(target, ()) if relation in relations]
 
     def neighbours(self, memory_id: str) -> list[tuple[str, Relation, float]]:
         with self._lock:
