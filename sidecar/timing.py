@@ -1,4 +1,4 @@
-"""Wall-clock timing in whole microseconds: the one idiom for per-stage timings."""
+"""Time in whole microseconds: per-stage timings (monotonic) and stored timestamps (epoch)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ R = TypeVar("R")
 
 def now_ns() -> int:
     return time.perf_counter_ns()
+
+
+def now_us() -> int:
+    """The wall-clock time (Unix epoch) in microseconds, as timestamps are stored."""
+    return time.time_ns() // 1000
 
 
 def us_since(start_ns: int) -> int:

@@ -8,11 +8,11 @@ use is written at most once per ``TOUCH_EVERY_US`` per channel, so an Inject rar
 from __future__ import annotations
 
 import threading
-import time
 
 from sidecar.errors import PermissionDenied
 from sidecar.redact import echo
 from sidecar.store.db import Database
+from sidecar.timing import now_us
 
 TOUCH_EVERY_US = 60 * 1_000_000
 
@@ -25,9 +25,6 @@ CREATE TABLE IF NOT EXISTS channel_owners (
 CREATE INDEX IF NOT EXISTS channel_owners_idle ON channel_owners (last_used_us);
 """
 
-
-def now_us() -> int:
-    return time.time_ns() // 1000
 
 
 class ChannelOwners:

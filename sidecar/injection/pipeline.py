@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -38,7 +37,7 @@ from sidecar.live import Live
 from sidecar.redact import echo
 from sidecar.retrieval.contract import Retriever
 from sidecar.store.memories import MemoryRepo
-from sidecar.timing import now_ns, us_since
+from sidecar.timing import now_ns, now_us, us_since
 
 if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
     from sidecar.config.schema import Config
@@ -165,7 +164,7 @@ class Injector:
                      extra={"channel": state.channel_id, "turn": result.turn})
             raise Abandoned(f"turn {result.turn} of channel {echo(state.channel_id)} was not "
                             "recorded: the call ended (deadline or cancel) before its reply")
-        now = time.time_ns() // 1000
+        now = now_us()
         chosen_ids = [c.memory.id for c in chosen]
         entry = Committed(turn=result.turn, ids=chosen_ids,
                           versions=[c.memory.version for c in chosen],

@@ -6,9 +6,10 @@ import logging
 import threading
 from collections.abc import Callable
 
-from sidecar.injection.owners import ChannelOwners, now_us
+from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.state_config import ChannelStateConfig
 from sidecar.live import Live
+from sidecar.timing import now_us
 
 log = logging.getLogger(__name__)
 

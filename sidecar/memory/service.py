@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -29,12 +28,10 @@ from sidecar.redact import echo
 from sidecar.store.memories import ListQuery
 from sidecar.store.repos import Repositories
 from sidecar.store.versions import FORGET, PROMOTE, RESTORE, UPDATE
+from sidecar.timing import now_us
 
 log = logging.getLogger(__name__)
 
-
-def now_us() -> int:
-    return time.time_ns() // 1000
 
 
 @dataclass(frozen=True, slots=True)

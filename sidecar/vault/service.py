@@ -11,13 +11,14 @@ import numpy as np
 from sidecar.errors import DomainError, FailedPrecondition
 from sidecar.knobs import check_ranges
 from sidecar.live import Live
-from sidecar.memory.service import MemoryService, WriteGate, now_us
+from sidecar.memory.service import MemoryService, WriteGate
 from sidecar.memory.validation import check_unit
 from sidecar.records import Memory, MemoryDraft, Tier
 from sidecar.redact import echo
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.vault_repo import VaultRepo
 from sidecar.store.versions import MemoryVersion
+from sidecar.timing import now_us
 from sidecar.vault import reasons
 from sidecar.vault.capacity import CapacityGate
 from sidecar.vault.config import VaultConfig

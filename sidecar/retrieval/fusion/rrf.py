@@ -3,7 +3,6 @@ recency boost (the ``kernels.rrf`` kernel does the arithmetic)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ import numpy as np
 from kernels.rrf import fuse
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.mirror import LiveMemories
+from sidecar.timing import now_us
 
 US_PER_S = 1_000_000
 S_PER_DAY = 86_400.0
@@ -45,7 +45,7 @@ def fuse_ranked(
         if len(ranked.labels):
             ranks[np.searchsorted(labels, ranked.labels), column] = np.arange(
                 1, len(ranked.labels) + 1)
-    age_s = (time.time_ns() // 1000 - live.updated_at[labels]) / US_PER_S
+    age_s = (now_us() - live.updated_at[labels]) / US_PER_S
     scores, order = fuse(
         ranks, np.array([r.weight for r in lists], np.float64), config.rrf_k,
         live.importance[labels], age_s, config.alpha, config.beta,
