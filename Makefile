@@ -7,7 +7,7 @@ PROTOS := $(shell find proto -name '*.proto')
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: install proto serve test bench lint typecheck clean
+.PHONY: install proto serve test bench lint typecheck clean postgres
 
 install: $(STAMP)
 
@@ -31,8 +31,13 @@ proto: install
 serve: install
 	$(VENV)/bin/memsidecar serve $(ARGS)
 
-test: install lint typecheck
+test: install postgres lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Debian's PostgreSQL 15 server binaries: the store suites start a throwaway cluster
+# (tests/pg/cluster.py) and fail when they cannot.
+postgres:
+	bash -c '. clients/apt.sh && apt_ensure postgres postgresql-15'
 
 # Every benchmark, one after the other (long: builds 100k-memory stores; caches in bench/.cache/).
 # Each writes its results file under bench/results/ (docs/benchmarks.md lists them).

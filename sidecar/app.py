@@ -31,7 +31,8 @@ from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.lexical.persist import POSTINGS_FILE
 from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector_index
-from sidecar.store.db import Database
+from sidecar.store.backend import open_store
+from sidecar.store.contract import SqlStore
 from sidecar.store.lock import DataDirLock
 from sidecar.store.model_repo import MODEL_KEY
 from sidecar.store.repos import Repositories
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class App:
     config: ServerConfig
-    db: Database
+    db: SqlStore
     embedder: Embedder
     memories: MemoryService
     retriever: Retriever
@@ -86,7 +87,7 @@ class App:
             settings = ConfigStore.open(Path(config.data_dir) / CONFIG_FILENAME)
         settings.pin_server(config)
         live = settings.live()
-        db = Database(config.db_path)
+        db = open_store(settings.current.store, config.db_path)
         private_dir(config.data_dir)  # the new database file: its WAL and shm take its mode
         repos = Repositories.open(db)
         wanted = settings.current.embedding.model

@@ -12,7 +12,7 @@ cycle.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import Field, dataclass, fields, is_dataclass, replace
 from typing import Any, TypeVar
 
@@ -29,6 +29,7 @@ class Rule:
     le: float | None = None  # largest allowed value (numbers), inclusive
     choices: tuple[str, ...] = ()  # allowed strings (for arrays: allowed items)
     restart: bool = False  # True: a reload keeps the running value until a restart
+    secret: bool = False  # True: never printed or logged (may hold a password)
 
     def allowed(self) -> str:
         """Human description of the range, e.g. ``0..1`` or ``>= 1``; empty when unconstrained."""
@@ -54,9 +55,11 @@ class Rule:
 
 
 def knob(doc: str, *, ge: float | None = None, le: float | None = None,
-         choices: tuple[str, ...] = (), restart: bool = False) -> Mapping[str, Any]:
+         choices: tuple[str, ...] = (), restart: bool = False,
+         secret: bool = False) -> Mapping[str, Any]:
     """Field metadata carrying a Rule: ``x: int = field(default=3, metadata=knob("...", ge=1))``."""
-    return {RULE_KEY: Rule(doc=doc, ge=ge, le=le, choices=choices, restart=restart)}
+    return {RULE_KEY: Rule(doc=doc, ge=ge, le=le, choices=choices, restart=restart,
+                           secret=secret)}
 
 
 def unit(doc: str, *, restart: bool = False) -> Mapping[str, Any]:
@@ -72,12 +75,21 @@ def rule_of(item: Field[Any]) -> Rule:
 
 def restart_keys(cls: type, prefix: str = "") -> Iterator[str]:
     """Dotted names of the restart-only keys of a section dataclass, nested tables included."""
+    return _keys(cls, lambda rule: rule.restart, prefix)
+
+
+def secret_keys(cls: type, prefix: str = "") -> Iterator[str]:
+    """Dotted names of the keys whose values are never printed or logged."""
+    return _keys(cls, lambda rule: rule.secret, prefix)
+
+
+def _keys(cls: type, wanted: Callable[[Rule], bool], prefix: str) -> Iterator[str]:
     default = cls()
     for item in fields(cls):
         value = getattr(default, item.name)
         if is_dataclass(value):
-            yield from restart_keys(type(value), f"{prefix}{item.name}.")
-        elif rule_of(item).restart:
+            yield from _keys(type(value), wanted, f"{prefix}{item.name}.")
+        elif wanted(rule_of(item)):
             yield prefix + item.name
 
 

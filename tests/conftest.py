@@ -22,6 +22,10 @@ from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
 from sidecar.embedding.models import model_files
 from sidecar.metrics.config import HttpConfig
+from sidecar.store.contract import SqlStore
+from sidecar.store.db import Database
+from sidecar.store.postgres.db import PgDatabase
+from tests.pg.cluster import Cluster
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +34,35 @@ def embedder() -> Embedder:
     name = EmbeddingConfig().model
     return Embedder(model_files(name, verify=True),
                     **ServerConfig().embedder_options())  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL for the session; a failure to start fails the tests using it."""
+    cluster = Cluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture
+def pg_dsn(pg_cluster: Cluster) -> str:
+    """A fresh, empty database of the session's cluster."""
+    return pg_cluster.new_database()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlStore]:
+    """An empty, migrated store of each backend (the store contract's suites run on both)."""
+    db: SqlStore
+    if request.param == "postgres":
+        db = PgDatabase(request.getfixturevalue("pg_dsn"))
+    else:
+        db = Database(tmp_path / "store.sqlite3")
+    yield db
+    db.close()
 
 
 @pytest.fixture

@@ -75,5 +75,7 @@ def _values(obj: Any, overridden: set[str]) -> list[str]:
         if is_dataclass(getattr(obj, f.name)):
             continue  # a sub-table (_table)
         mark = "  # override" if f.name in overridden else ""
-        out.append(f"{f.name} = {literal(getattr(obj, f.name))}{mark}")
+        value = getattr(obj, f.name)
+        shown = literal("***") if rule_of(f).secret and value else literal(value)
+        out.append(f"{f.name} = {shown}{mark}")
     return out

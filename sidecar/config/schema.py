@@ -9,6 +9,7 @@ File shape::
     [vault]                       VaultConfig            sidecar/vault/config.py
     [injection]                   ChannelStateConfig     sidecar/injection/state_config.py
     [embedding]                   EmbeddingConfig        sidecar/embedding/config.py
+    [store]                       StoreConfig            sidecar/store/config.py
     [defaults.memory_injection]   MemoryInjectionConfig  sidecar/injection/config.py
     [[agents]]                    id = "..."
     [agents.memory_injection]     only the keys given override the defaults
@@ -34,6 +35,7 @@ from sidecar.embedding.config import EmbeddingConfig
 from sidecar.injection.config import MemoryInjectionConfig, pinned_budget
 from sidecar.injection.state_config import ChannelStateConfig
 from sidecar.retrieval.config import RetrievalConfig
+from sidecar.store.config import StoreConfig
 from sidecar.vault.config import VaultConfig, no_blank_phrases
 
 # A cross-field check: the section's object -> [(key, problem)].
@@ -55,6 +57,7 @@ SECTIONS: tuple[Section, ...] = (
             checks=(no_blank_phrases,)),
     Section("injection", ChannelStateConfig, "Per-channel injection state: idle expiry."),
     Section("embedding", EmbeddingConfig, "The embedding model (a change re-embeds the store)."),
+    Section("store", StoreConfig, "Where memories live: a SQLite file or a shared PostgreSQL."),
 )
 
 INJECTION = Section(
@@ -87,6 +90,7 @@ class Config:
     vault: VaultConfig = field(default_factory=VaultConfig)
     injection: ChannelStateConfig = field(default_factory=ChannelStateConfig)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
     defaults: MemoryInjectionConfig = field(default_factory=MemoryInjectionConfig)
     agents: Mapping[str, AgentConfig] = field(default_factory=lambda: MappingProxyType({}))
 

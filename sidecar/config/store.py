@@ -26,7 +26,7 @@ from sidecar.config.writer import edit_injection
 from sidecar.errors import FailedPrecondition, InvalidArgument
 from sidecar.files import write_atomic
 from sidecar.injection.config import MemoryInjectionConfig
-from sidecar.knobs import keep_restart_keys, restart_keys
+from sidecar.knobs import keep_restart_keys, restart_keys, secret_keys
 from sidecar.live import Live
 
 log = logging.getLogger(__name__)
@@ -204,11 +204,13 @@ class ConfigStore:
 
     def _apply(self, config: Config, text: str) -> None:
         """Swap in ``config``, keeping the running value of every restart-only key."""
+        secrets = set(secret_keys(Config))
         for key in restart_keys(Config):
             was, now = _get(self._loaded, key), _get(config, key)
             if was != now:
+                shown = ("***", "***") if key in secrets else (was, now)
                 log.warning("%s changed in the file (%r -> %r); restart to apply it",
-                            key, was, now)
+                            key, *shown)
         self._loaded = config
         self._text, self._good, self._bad = text, _digest(text), None
         self._swap(keep_restart_keys(self._config, config))

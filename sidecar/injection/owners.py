@@ -1,8 +1,9 @@
 """Channel ownership: a channel belongs to the agent of the first Inject on it.
 
-Kept in a table of its own (``channel_owners``), next to the injection state it guards, with
-the time of the channel's last use for the idle sweep (``sidecar.injection.sweep``). The last
-use is written at most once per ``TOUCH_EVERY_US`` per channel, so an Inject rarely writes here.
+Kept in a table of its own (``channel_owners``, from the store's migrations), next to the
+injection state it guards, with the time of the channel's last use for the idle sweep
+(``sidecar.injection.sweep``). The last use is written at most once per ``TOUCH_EVERY_US``
+per channel, so an Inject rarely writes here.
 """
 
 from __future__ import annotations
@@ -11,28 +12,14 @@ import threading
 
 from sidecar.errors import PermissionDenied
 from sidecar.redact import echo
-from sidecar.store.db import Database
+from sidecar.store.contract import SqlStore
 from sidecar.timing import now_us
 
 TOUCH_EVERY_US = 60 * 1_000_000
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS channel_owners (
-    channel_id   TEXT PRIMARY KEY,
-    agent_id     TEXT,
-    last_used_us INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS channel_owners_idle ON channel_owners (last_used_us);
-"""
-
-
-
 class ChannelOwners:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlStore) -> None:
         self.db = db
-        with db.transaction():
-            for statement in filter(str.strip, SCHEMA.split(";")):
-                db.execute(statement)
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[str, int]] = {}  # channel -> (owner, last touch written)
 
@@ -76,8 +63,9 @@ class ChannelOwners:
         A channel with state but no row here (state older than this table) is adopted,
         unowned, as used now: it expires one TTL later."""
         self.db.execute(
-            "INSERT OR IGNORE INTO channel_owners (channel_id, agent_id, last_used_us) "
-            "SELECT channel_id, NULL, ? FROM injection_channels", (now_us(),))
+            "INSERT INTO channel_owners (channel_id, agent_id, last_used_us) "
+            "SELECT channel_id, NULL, ? FROM injection_channels WHERE true "
+            "ON CONFLICT (channel_id) DO NOTHING", (now_us(),))
         rows = self.db.execute(
             "SELECT channel_id FROM channel_owners WHERE last_used_us < ? "
             "ORDER BY last_used_us LIMIT ?", (cutoff_us, limit))

@@ -1,9 +1,8 @@
-"""SQLite rows of the per-channel injection state.
+"""Store rows of the per-channel injection state (tables from the store's migrations).
 
-``injection_channels``, ``injection_ids`` and ``injection_buffer`` come from the store's
-migrations; ``injection_blocks`` (the blocks a channel's agent holds) and
-``injection_replies`` (the last committed reply, the keep a PruneHistory reported) are
-created here, if absent, when the repository opens.
+``injection_channels`` (the turn), ``injection_ids`` (the id cooldown), ``injection_buffer``
+(the semantic buffer), ``injection_blocks`` (the blocks a channel's agent holds) and
+``injection_replies`` (the last committed reply, the keep a PruneHistory reported).
 """
 
 from __future__ import annotations
@@ -14,22 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from sidecar.injection.state import BUFFER_MAX
-from sidecar.store.db import Database
+from sidecar.store.contract import SqlStore
 from sidecar.store.memories import blob_to_embedding, embedding_to_blob
 
-_TABLES = """
-CREATE TABLE IF NOT EXISTS injection_blocks (
-    channel_id TEXT NOT NULL,
-    turn       INTEGER NOT NULL,
-    digest     TEXT NOT NULL,
-    PRIMARY KEY (channel_id, turn)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS injection_replies (
-    channel_id TEXT PRIMARY KEY,
-    keep       INTEGER,
-    reply      TEXT NOT NULL
-) WITHOUT ROWID;
-"""
 _PER_TURN = ("injection_ids", "injection_buffer", "injection_blocks")
 
 
@@ -72,12 +58,8 @@ class Saved:
 
 
 class StateRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlStore) -> None:
         self.db = db
-        with db.transaction():
-            for statement in _TABLES.split(";"):
-                if statement.strip():
-                    db.execute(statement)
 
     def load(self, channel_id: str) -> SavedChannel | None:
         row = self.db.query_one(
@@ -150,26 +132,28 @@ class StateRepo:
             )
         if saved.block is not None:
             self.db.execute(
-                "INSERT OR REPLACE INTO injection_blocks (channel_id, turn, digest) "
-                "VALUES (?, ?, ?)", (channel_id, *saved.block))
+                "INSERT INTO injection_blocks (channel_id, turn, digest) VALUES (?, ?, ?) "
+                "ON CONFLICT (channel_id, turn) DO UPDATE SET digest = excluded.digest",
+                (channel_id, *saved.block))
 
     def _retain(self, channel_id: str, held: frozenset[int]) -> None:
         """Delete the per-turn rows of blocks no longer held (and re-point ids that an
         earlier held block also carried, as the memory copy does)."""
-        turns = json.dumps(sorted(held))
+        turns = tuple(sorted(held)) or (-1,)  # turns are >= 0: (-1,) holds none
+        held_in = f"IN ({','.join('?' * len(turns))})"
         self.db.execute(
             "UPDATE injection_ids SET turn = (SELECT max(b.turn) FROM injection_buffer b "
             "WHERE b.channel_id = injection_ids.channel_id AND b.memory_id = "
-            "injection_ids.memory_id AND b.turn IN (SELECT value FROM json_each(?))) "
-            "WHERE channel_id = ? AND turn NOT IN (SELECT value FROM json_each(?)) AND "
+            f"injection_ids.memory_id AND b.turn {held_in}) "
+            f"WHERE channel_id = ? AND turn NOT {held_in} AND "
             "EXISTS (SELECT 1 FROM injection_buffer b WHERE b.channel_id = "
             "injection_ids.channel_id AND b.memory_id = injection_ids.memory_id AND "
-            "b.turn IN (SELECT value FROM json_each(?)))",
-            (turns, channel_id, turns, turns))
+            f"b.turn {held_in})",
+            (*turns, channel_id, *turns, *turns))
         for table in _PER_TURN:
             self.db.execute(
-                f"DELETE FROM {table} WHERE channel_id = ? AND "
-                "turn NOT IN (SELECT value FROM json_each(?))", (channel_id, turns))
+                f"DELETE FROM {table} WHERE channel_id = ? AND turn NOT {held_in}",
+                (channel_id, *turns))
         self.db.execute(
             "DELETE FROM injection_buffer WHERE channel_id = ? AND seq NOT IN ("
             "SELECT seq FROM injection_buffer WHERE channel_id = ? ORDER BY seq DESC LIMIT ?)",

@@ -1,1 +1,2 @@
-"""SQLite persistence (apsw). apsw is imported only in ``sidecar.store.db``."""
+"""The store: the contract (``contract``), SQLite (``db``, the only apsw import) and
+PostgreSQL (``postgres/``, the only psycopg imports) backends, and the repositories."""

@@ -12,11 +12,10 @@ from typing import Any
 import apsw
 
 from sidecar.errors import FailedPrecondition
+from sidecar.store.contract import Dialect, Row
 from sidecar.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
-
-Row = tuple[Any, ...]
 
 # A commit that leaves at least this many pages in the WAL wakes the checkpointer thread.
 # (SQLite's own auto-checkpoint, same threshold, runs inside the commit that crosses it and
@@ -79,6 +78,8 @@ class _Checkpointer:
 
 class Database:
     """A serialised apsw connection. Every public method holds the lock for its duration."""
+
+    dialect: Dialect = "sqlite"
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)

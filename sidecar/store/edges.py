@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sidecar.records import Edge, Relation
-from sidecar.store.db import Database, Row
+from sidecar.store.contract import Row, SqlStore
 
 COLUMNS = "source_id, target_id, relation, weight, created_at"
 
@@ -18,7 +18,7 @@ def row_to_edge(row: Row) -> Edge:
 
 
 class EdgeRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlStore) -> None:
         self.db = db
 
     def upsert(self, edge: Edge) -> Edge:

@@ -12,7 +12,7 @@ import numpy as np
 
 from sidecar.errors import InvalidArgument
 from sidecar.records import Memory, MemoryType, Tier
-from sidecar.store.db import Database, Row
+from sidecar.store.contract import Row, SqlStore, unhinted
 from sidecar.store.versions import CREATE, UPDATE, VersionRepo
 
 COLUMNS = (
@@ -64,7 +64,7 @@ class ListQuery:
 class MemoryRepo:
     """Reads and writes memory rows. Callers group writes with ``db.transaction()``."""
 
-    def __init__(self, db: Database, versions: VersionRepo) -> None:
+    def __init__(self, db: SqlStore, versions: VersionRepo) -> None:
         self.db = db
         self.versions = versions  # written in the same transaction as each change
 
@@ -163,8 +163,8 @@ class MemoryRepo:
             # "+forgotten": keeps SQLite on the rowid range instead of an index on forgotten
             # (that plan re-sorts every live row per batch, quadratic in the store's size).
             rows = self.db.execute(
-                f"SELECT {COLUMNS}, embedding FROM memories WHERE +forgotten = 0 AND seq > ? "
-                "ORDER BY seq LIMIT ?",
+                f"SELECT {COLUMNS}, embedding FROM memories WHERE "
+                f"{unhinted(self.db, 'forgotten')} = 0 AND seq > ? ORDER BY seq LIMIT ?",
                 (last, batch),
             )
             if not rows:
@@ -183,8 +183,8 @@ class MemoryRepo:
         last = 0
         while True:
             rows = self.db.execute(
-                "SELECT seq, embedding FROM memories WHERE +forgotten = 0 AND seq > ? "
-                "ORDER BY seq LIMIT ?",
+                f"SELECT seq, embedding FROM memories WHERE {unhinted(self.db, 'forgotten')} = 0 "
+                "AND seq > ? ORDER BY seq LIMIT ?",
                 (last, batch),
             )
             if not rows:

@@ -110,6 +110,27 @@ MIGRATIONS: list[str] = [
         embedding BLOB NOT NULL
     );
     """,
+    # 5: the blocks a channel's agent holds, its last reply, and channel ownership (tables
+    # once created by their repositories on open: IF NOT EXISTS keeps those stores as they are).
+    """
+    CREATE TABLE IF NOT EXISTS injection_blocks (
+        channel_id TEXT NOT NULL,
+        turn       INTEGER NOT NULL,
+        digest     TEXT NOT NULL,
+        PRIMARY KEY (channel_id, turn)
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS injection_replies (
+        channel_id TEXT PRIMARY KEY,
+        keep       INTEGER,
+        reply      TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS channel_owners (
+        channel_id   TEXT PRIMARY KEY,
+        agent_id     TEXT,
+        last_used_us INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS channel_owners_idle ON channel_owners (last_used_us);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sidecar.store.db import Database
+from sidecar.store.contract import SqlStore
 from sidecar.store.memories import embedding_to_blob
 
 MODEL_KEY = "embedding.model"
@@ -17,7 +17,7 @@ TARGET_KEY = "embedding.target"
 
 
 class ModelRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlStore) -> None:
         self.db = db
 
     def get(self, key: str) -> str | None:
@@ -58,7 +58,8 @@ class ModelRepo:
     def stage(self, rows: list[tuple[int, int]], vectors: np.ndarray) -> None:
         with self.db.transaction():
             self.db.executemany(
-                "INSERT OR REPLACE INTO reembed (seq, version, embedding) VALUES (?, ?, ?)",
+                "INSERT INTO reembed (seq, version, embedding) VALUES (?, ?, ?) ON CONFLICT (seq) "
+                "DO UPDATE SET version = excluded.version, embedding = excluded.embedding",
                 [(seq, version, embedding_to_blob(v))
                  for (seq, version), v in zip(rows, vectors, strict=True)])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sidecar.store.db import Database
+from sidecar.store.contract import SqlStore
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.model_repo import ModelRepo
@@ -14,7 +14,7 @@ from sidecar.store.versions import VersionRepo
 
 @dataclass(frozen=True, slots=True)
 class Repositories:
-    db: Database
+    db: SqlStore
     memories: MemoryRepo
     edges: EdgeRepo
     versions: VersionRepo
@@ -22,7 +22,7 @@ class Repositories:
     models: ModelRepo
 
     @classmethod
-    def open(cls, db: Database) -> Repositories:
+    def open(cls, db: SqlStore) -> Repositories:
         versions = VersionRepo(db)
         return cls(db=db, memories=MemoryRepo(db, versions), edges=EdgeRepo(db),
                    versions=versions, vault=VaultRepo(db), models=ModelRepo(db))

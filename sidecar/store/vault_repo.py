@@ -7,12 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from sidecar.records import Memory, Tier
-from sidecar.store.db import Database
+from sidecar.store.contract import SqlStore, unhinted
 from sidecar.store.memories import COLUMNS, blob_to_embedding, row_to_memory
 
 
 class VaultRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlStore) -> None:
         self.db = db
 
     def live_register(self, agent_id: str, topic_id: str) -> Memory | None:
@@ -35,8 +35,8 @@ class VaultRepo:
         caller's index last heard of a commit, including this transaction's."""
         rows = self.db.execute(
             # Unary +: walk the rowid range (seq > ?), never a whole scope through an index.
-            "SELECT seq, id FROM memories WHERE seq > ? AND +agent_id = ? AND +forgotten = 0 "
-            "ORDER BY seq",
+            f"SELECT seq, id FROM memories WHERE seq > ? AND {unhinted(self.db, 'agent_id')} = ? "
+            f"AND {unhinted(self.db, 'forgotten')} = 0 ORDER BY seq",
             (seq, agent_id),
         )
         return [(int(r[0]), str(r[1])) for r in rows]
@@ -95,8 +95,8 @@ class VaultRepo:
 
     def register_topics(self) -> int:
         row = self.db.query_one(
-            "SELECT count(DISTINCT agent_id || char(0) || topic_id) FROM memories "
-            "WHERE tier = ? AND topic_id != '' AND forgotten = 0",
+            "SELECT count(*) FROM (SELECT DISTINCT agent_id, topic_id FROM memories "
+            "WHERE tier = ? AND topic_id != '' AND forgotten = 0) AS topics",
             (int(Tier.REGISTER),),
         )
         return int(row[0]) if row else 0

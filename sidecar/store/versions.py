@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sidecar.records import Memory, MemoryType, Tier
-from sidecar.store.db import Database, Row
+from sidecar.store.contract import Row, SqlStore
 
 # Event names recorded in memory_versions.event.
 CREATE, UPDATE, FORGET, PROMOTE, RESTORE, BASELINE = (
@@ -52,7 +52,7 @@ def row_to_version(row: Row) -> MemoryVersion:
 
 
 class VersionRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlStore) -> None:
         self.db = db
 
     def append(self, memory: Memory, event: str, actor: str, recorded_at: int) -> None:

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
-from sidecar.store.db import Database
+from sidecar.store.contract import SqlStore
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class Writer(Protocol):
 
 
 class WriteThrough:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: SqlStore) -> None:
         self.db = db
 
     def submit(self, job: Job) -> None:
@@ -51,7 +51,7 @@ class WriteThrough:
 
 
 class WriteBehind:
-    def __init__(self, db: Database, max_pending: int = 256, name: str = "write-behind") -> None:
+    def __init__(self, db: SqlStore, max_pending: int = 256, name: str = "write-behind") -> None:
         self.db = db
         self.failures = 0
         self._queue: queue.Queue[Job | None] = queue.Queue(max_pending)

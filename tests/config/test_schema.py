@@ -16,7 +16,8 @@ from sidecar.config.loader import _section
 from sidecar.config.report import all_sections, rows
 from sidecar.config.schema import INJECTION
 from sidecar.config.typed import Issue, check_supported, hints
-from sidecar.knobs import knob, restart_keys
+from sidecar.knobs import knob, restart_keys, secret_keys
+from sidecar.store.config import StoreConfig
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -64,7 +65,9 @@ def test_restart_keys_come_from_the_field_metadata() -> None:
         "retrieval.bm25_k1", "retrieval.bm25_b", "retrieval.bm25_epsilon",
         "retrieval.bm25_stemming",
         "retrieval.vector.exact_threshold", "retrieval.vector.hnsw_m",
-        "retrieval.vector.hnsw_ef_construction", "retrieval.vector.persist", "embedding.model"}
+        "retrieval.vector.hnsw_ef_construction", "retrieval.vector.persist", "embedding.model",
+        *(f"store.{f.name}" for f in fields(StoreConfig))}
+    assert set(secret_keys(Config)) == {"store.dsn"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,47 @@
+"""The store contract: the SQL connection every repository is written against.
+
+Two backends implement it: SQLite (``sidecar.store.db.Database``, one file per sidecar, the
+default) and PostgreSQL (``sidecar.store.postgres.db.PgDatabase``, one database shared by
+sidecars on many hosts). Repositories write portable SQL with ``?`` placeholders; the few
+statements that differ ask ``dialect``.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any, Literal, Protocol
+
+Row = tuple[Any, ...]
+Params = tuple[Any, ...] | dict[str, Any]
+Dialect = Literal["sqlite", "postgres"]
+
+
+class SqlStore(Protocol):
+    dialect: Dialect
+
+    @property
+    def schema_version(self) -> int: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """Commit on exit, roll back on an exception; nested calls are savepoints. Writers of
+        one process run one at a time."""
+        ...
+
+    def execute(self, sql: str, params: Params = ()) -> list[Row]: ...
+
+    def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None: ...
+
+    def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None: ...
+
+    def changes(self) -> int:
+        """Rows changed by this thread's last statement."""
+        ...
+
+    def size_bytes(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def unhinted(db: SqlStore, column: str) -> str:
+    """``column`` with SQLite's unary-plus hint (use no index on it) where the dialect has it."""
+    return f"+{column}" if db.dialect == "sqlite" else column

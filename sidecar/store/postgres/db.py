@@ -1,0 +1,162 @@
+"""The PostgreSQL connection pool behind the store contract (psycopg 3, psycopg-pool).
+
+Statements use the contract's ``?`` placeholders (rewritten to psycopg's ``%s``). A
+transaction pins one pooled connection to its thread (nested ones are savepoints) and, as
+with SQLite, the writers of one process run one at a time; reads outside a transaction take
+any pooled connection. A lost server surfaces as ``Unavailable`` naming the store without
+its password.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from sidecar.errors import FailedPrecondition, Unavailable
+from sidecar.store.contract import Dialect, Params, Row
+from sidecar.store.postgres.dsn import describe, scrub
+from sidecar.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+# One key for pg_advisory_xact_lock: sidecars starting together migrate one at a time.
+MIGRATION_LOCK = 0x6D656D73  # "mems"
+CONNECT_TIMEOUT_S = 10.0  # how long opening the store waits for a first connection
+
+
+class PgDatabase:
+    dialect: Dialect = "postgres"
+
+    def __init__(self, dsn: str, *, max_connections: int = 8) -> None:
+        timeout_s = CONNECT_TIMEOUT_S
+        self.where = describe(dsn)
+        self._dsn = dsn
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._closed = False
+        self._pool = ConnectionPool(
+            dsn, min_size=1, max_size=max_connections, open=False, timeout=timeout_s,
+            kwargs={"autocommit": True}, check=ConnectionPool.check_connection,
+            name="memsidecar-store")
+        try:
+            self._pool.open(wait=True, timeout=timeout_s)
+        except PoolTimeout:
+            self._pool.close()
+            raise Unavailable(f"cannot connect to the PostgreSQL store {self.where} within "
+                              f"{timeout_s:g} s; is it running and is the DSN right?") from None
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    @property
+    def schema_version(self) -> int:
+        rows = self.execute("SELECT to_regclass('schema_version') IS NOT NULL")
+        if not rows[0][0]:
+            return 0
+        row = self.query_one("SELECT version FROM schema_version")
+        return 0 if row is None else int(row[0])
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            self.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            self.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            current = self.schema_version
+            if current > SCHEMA_VERSION:
+                raise FailedPrecondition(
+                    f"the PostgreSQL store {self.where} has schema version {current}, newer "
+                    f"than this build's {SCHEMA_VERSION}; upgrade memsidecar")
+            for version in range(current, SCHEMA_VERSION):
+                self.execute(MIGRATIONS[version])
+                self.execute("DELETE FROM schema_version")
+                self.execute("INSERT INTO schema_version (version) VALUES (?)", (version + 1,))
+                log.info("schema migrated", extra={"db": self.where, "version": version + 1})
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            self._check_open()
+            conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+            if conn is not None:
+                with self._errors(), conn.transaction():
+                    yield
+                return
+            with self._errors(), self._pool.connection() as conn:
+                self._local.conn = conn
+                try:
+                    with conn.transaction():
+                        yield
+                finally:
+                    self._local.conn = None
+
+    def execute(self, sql: str, params: Params = ()) -> list[Row]:
+        with self._connection() as conn:
+            cur = conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
+            self._local.changes = cur.rowcount
+            return cur.fetchall() if cur.description is not None else []
+
+    def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        with self._connection() as conn, conn.cursor() as cur:
+            cur.executemany(_pg(sql), rows)
+            self._local.changes = cur.rowcount
+
+    def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
+        rows = self.execute(sql, params)
+        return rows[0] if rows else None
+
+    def changes(self) -> int:
+        return int(getattr(self._local, "changes", 0))
+
+    def size_bytes(self) -> int:
+        row = self.query_one("SELECT pg_database_size(current_database())")
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pool.close()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        self._check_open()
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+            return
+        with self._errors(), self._pool.connection() as fresh:
+            yield fresh
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """A lost or unreachable server -> Unavailable (no password in the message)."""
+        try:
+            yield
+        except (psycopg.OperationalError, PoolTimeout) as err:
+            if isinstance(err, psycopg.errors.QueryCanceled):
+                raise
+            raise Unavailable(
+                f"the PostgreSQL store {self.where} is unavailable "
+                f"({scrub(str(err).strip(), self._dsn)}); writes resume when it is back"
+            ) from None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise FailedPrecondition("the database is closed (the sidecar is shutting down)")
+
+
+@lru_cache(maxsize=1024)
+def _pg(sql: str) -> bytes:
+    """The contract's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s").encode()
