@@ -9,7 +9,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernels.warmup import warm_up_all
 from sidecar.api.server_config import ServerConfig
@@ -39,6 +39,9 @@ from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault
 
+if TYPE_CHECKING:
+    from sidecar.store.postgres.feed import ChangeFeed
+
 log = logging.getLogger(__name__)
 
 
@@ -58,6 +61,7 @@ class App:
     metrics: Metrics
     vectors: AdaptiveVectorIndex | None = None
     reembed: ReEmbed | None = None  # a switch to the configured model, in progress
+    feed: ChangeFeed | None = None  # PostgreSQL: other sidecars' writes, followed
 
     @property
     def live(self) -> Live[Config]:
@@ -109,8 +113,12 @@ class App:
                                       embedder.dim)
         retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors,
                                     Path(config.data_dir) / POSTINGS_FILE)
+        feed = _feed(db, memories, settings.current.store.feed_retention_days)
+        after = feed.watermark() if feed is not None else 0  # the load covers changes to here
         retriever.load(memories.memories, memories.edges)  # fills and starts `vectors`
         memories.listeners.add(retriever)
+        if feed is not None:
+            feed.start(after)
         # Installs the write gate on `memories` (exact scans of the engine's vectors per scope);
         # reads [vault] on every write.
         vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault))
@@ -145,7 +153,7 @@ class App:
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
-            lock=lock, metrics=metrics, vectors=vectors, reembed=reembed,
+            lock=lock, metrics=metrics, vectors=vectors, reembed=reembed, feed=feed,
         )
 
     def warm_up(self) -> None:
@@ -161,6 +169,8 @@ class App:
         """Close in reverse order of building: queued state writes first, the database last."""
         if self.reembed is not None:
             self.reembed.stop()  # after its batch in flight; the next start resumes
+        if self.feed is not None:
+            self.feed.close()
         self.sweeper.close()
         self.injector.close()  # the state and access writes queued behind replies
         self.settings.close()
@@ -179,6 +189,18 @@ def _stored_model(repos: Repositories) -> ModelIdentity | None:
         return None if recorded is None else ModelIdentity.from_json(recorded)
     except (ValueError, TypeError):
         return None  # unreadable: treated as another model (re-embedded)
+
+
+def _feed(db: SqlStore, memories: MemoryService, retention_days: float) -> ChangeFeed | None:
+    """PostgreSQL: the change feed that keeps this sidecar's indexes current with others'."""
+    if db.dialect != "postgres":
+        return None
+    from sidecar.memory.remote import RemoteWrites
+    from sidecar.store.postgres.db import PgDatabase
+    from sidecar.store.postgres.feed import ChangeFeed
+
+    assert isinstance(db, PgDatabase)
+    return ChangeFeed(db, RemoteWrites(memories), retention_days * 86_400)
 
 
 def _embedder(name: str, config: ServerConfig) -> Embedder:

@@ -22,3 +22,7 @@ class StoreConfig:
     max_connections: int = field(default=8, metadata=knob(
         "PostgreSQL connections this sidecar keeps at most (a pool).", ge=2, le=1000,
         restart=True))
+    feed_retention_days: float = field(default=7.0, metadata=knob(
+        "PostgreSQL: days the change feed keeps each change. A sidecar away for longer "
+        "reloads the whole store in the background (serving meanwhile) instead of catching "
+        "up change by change.", ge=0.01, le=3650, restart=True))

@@ -82,6 +82,20 @@ class MemoryRepo:
                 found[row[1]] = row_to_memory(row)
         return found
 
+    def with_embeddings(self, ids: Sequence[str]) -> list[tuple[Memory, np.ndarray]]:
+        """The rows of ``ids`` that exist (forgotten too) with their embeddings, in seq order."""
+        found: list[tuple[Memory, np.ndarray]] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.execute(
+                f"SELECT {COLUMNS}, embedding FROM memories WHERE id IN ({marks})", tuple(chunk))
+            found += [(row_to_memory(row), blob_to_embedding(row[-1])) for row in rows]
+        return sorted(found, key=lambda pair: pair[0].seq)
+
+    def forgotten_ids(self) -> list[str]:
+        return [str(r[0]) for r in self.db.execute("SELECT id FROM memories WHERE forgotten = 1")]
+
     def exists(self, memory_id: str) -> bool:
         return self.db.query_one("SELECT 1 FROM memories WHERE id = ?", (memory_id,)) is not None
 

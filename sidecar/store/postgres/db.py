@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -26,8 +27,11 @@ from sidecar.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
-# One key for pg_advisory_xact_lock: sidecars starting together migrate one at a time.
+# Keys of pg_advisory_xact_lock. MIGRATION_LOCK: sidecars starting together migrate one at a
+# time. FEED_LOCK: held by every transaction that changes memories or edges from its first
+# change to its commit (the change-feed trigger takes it; migration 2 spells the number).
 MIGRATION_LOCK = 0x6D656D73  # "mems"
+FEED_LOCK = 0x6D656D74
 CONNECT_TIMEOUT_S = 10.0  # how long opening the store waits for a first connection
 
 
@@ -37,6 +41,7 @@ class PgDatabase:
     def __init__(self, dsn: str, *, max_connections: int = 8) -> None:
         timeout_s = CONNECT_TIMEOUT_S
         self.where = describe(dsn)
+        self.origin = uuid.uuid4().hex  # tags this process's rows in the change feed
         self._dsn = dsn
         self._lock = threading.RLock()
         self._local = threading.local()
@@ -44,7 +49,7 @@ class PgDatabase:
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max_connections, open=False, timeout=timeout_s,
             kwargs={"autocommit": True}, check=ConnectionPool.check_connection,
-            name="memsidecar-store")
+            configure=self._configure, name="memsidecar-store")
         try:
             self._pool.open(wait=True, timeout=timeout_s)
         except PoolTimeout:
@@ -56,6 +61,14 @@ class PgDatabase:
         except BaseException:
             self._pool.close()
             raise
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SELECT set_config('memsidecar.origin', %s, false)", (self.origin,))
+
+    def listener(self) -> psycopg.Connection[Any]:
+        """A connection of its own (not pooled, autocommit) for LISTEN; the caller closes it."""
+        with self._errors():
+            return psycopg.connect(self._dsn, autocommit=True, connect_timeout=5)
 
     @property
     def schema_version(self) -> int:

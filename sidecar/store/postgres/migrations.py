@@ -108,6 +108,47 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX channel_owners_idle ON channel_owners (last_used_us);
     """,
+    # 2: the change feed. A trigger appends one ``changes`` row per committed change of a
+    # memory (not of its access counters) or an edge, tagged with the writing sidecar's
+    # ``memsidecar.origin``, and wakes the listeners (NOTIFY memsidecar_changes). The trigger
+    # takes a transaction-scoped advisory lock first, so change rows commit in ``seq`` order
+    # and a reader resuming after its last ``seq`` never skips one still in flight.
+    # ``meta['feed.pruned_through']``: the newest seq deleted by retention.
+    """
+    CREATE TABLE changes (
+        seq       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at        BIGINT NOT NULL,
+        origin    TEXT NOT NULL,
+        memory_id TEXT,
+        source_id TEXT,
+        target_id TEXT,
+        relation  INTEGER
+    );
+    CREATE INDEX changes_at ON changes (at);
+    CREATE FUNCTION memsidecar_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        origin TEXT := coalesce(current_setting('memsidecar.origin', true), '');
+        at BIGINT := (extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(1835363700);  -- FEED_LOCK
+        IF TG_TABLE_NAME = 'memories' THEN
+            INSERT INTO changes (at, origin, memory_id) VALUES (at, origin, NEW.id);
+        ELSIF TG_OP = 'DELETE' THEN
+            INSERT INTO changes (at, origin, source_id, target_id, relation)
+            VALUES (at, origin, OLD.source_id, OLD.target_id, OLD.relation);
+        ELSE
+            INSERT INTO changes (at, origin, source_id, target_id, relation)
+            VALUES (at, origin, NEW.source_id, NEW.target_id, NEW.relation);
+        END IF;
+        PERFORM pg_notify('memsidecar_changes', '');
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER memories_change AFTER INSERT OR UPDATE OF content, type, importance,
+        updated_at, source, channel_id, agent_id, forgotten, version, tier, topic_id,
+        embedding ON memories FOR EACH ROW EXECUTE FUNCTION memsidecar_change();
+    CREATE TRIGGER edges_change AFTER INSERT OR UPDATE OR DELETE ON edges
+        FOR EACH ROW EXECUTE FUNCTION memsidecar_change();
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,65 @@
+"""Writes committed by other sidecars on a shared store, applied to this one's listeners.
+
+The change feed (``sidecar.store.postgres.feed``) names what changed; ``RemoteWrites`` reads
+the rows as they are now and calls the same listeners a local write calls (vectors, BM25,
+graph, mirror), with local writes paused so the two never interleave.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from sidecar.memory.service import MemoryService
+from sidecar.records import Edge, Memory, Relation
+from sidecar.store.postgres.feed import Change
+
+log = logging.getLogger(__name__)
+
+
+class RemoteWrites:
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        ids = list(dict.fromkeys(c.memory_id for c in changes if c.memory_id is not None))
+        edges = list(dict.fromkeys(c.edge for c in changes if c.edge is not None))
+        with self.service.writes_paused():
+            if ids:
+                self._memories(self.service.memories.with_embeddings(ids))
+            if edges:
+                self._edges(edges)
+
+    def reload(self) -> None:
+        """Every live row, every forgotten id and every edge, re-applied batch by batch (the
+        indexes keep serving meanwhile)."""
+        memories = self.service.memories
+        for batch, vectors in memories.iter_live_embeddings():
+            with self.service.writes_paused():
+                self.service.listeners.stored(batch, vectors)
+        forgotten = memories.get_many(memories.forgotten_ids())
+        with self.service.writes_paused():
+            self.service.listeners.forgotten(list(forgotten.values()))
+            self.service.listeners.edges(self.service.edges.all(), [])
+        log.info("store reloaded from the shared database")
+
+    def _memories(self, rows: list[tuple[Memory, np.ndarray]]) -> None:
+        live = [(m, v) for m, v in rows if not m.forgotten]
+        gone = [m for m, _ in rows if m.forgotten]
+        if live:
+            self.service.listeners.stored([m for m, _ in live], np.vstack([v for _, v in live]))
+        if gone:
+            self.service.listeners.forgotten(gone)
+
+    def _edges(self, keys: list[tuple[str, str, int]]) -> None:
+        added: list[Edge] = []
+        removed: list[Edge] = []
+        for source, target, relation in keys:
+            edge = self.service.edges.get(source, target, Relation(relation))
+            if edge is not None:
+                added.append(edge)
+            else:
+                removed.append(Edge(source, target, Relation(relation)))
+        self.service.listeners.edges(added, removed)
