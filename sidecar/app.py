@@ -127,7 +127,7 @@ class App:
             embedder=embedder, retriever=retriever, memories=repos.memories,
             config=live,
             states=ChannelStates(StateRepo(db), repos.memories.get_many,
-                                 state_writes),
+                                 state_writes, shared=db.dialect == "postgres"),
             signer=BlockSigner.open(Path(config.data_dir)),
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
         )
@@ -200,7 +200,9 @@ def _feed(db: SqlStore, memories: MemoryService, retention_days: float) -> Chang
     from sidecar.store.postgres.feed import ChangeFeed
 
     assert isinstance(db, PgDatabase)
-    return ChangeFeed(db, RemoteWrites(memories), retention_days * 86_400)
+    feed = ChangeFeed(db, RemoteWrites(memories), retention_days * 86_400)
+    memories.serialize = feed.exclusive
+    return feed
 
 
 def _embedder(name: str, config: ServerConfig) -> Embedder:

@@ -42,6 +42,7 @@ SERVICE_NAMES = (
     settings_pb2.DESCRIPTOR.services_by_name["Settings"].full_name,
     vault_pb2.DESCRIPTOR.services_by_name["Vault"].full_name,
 )
+STORE_HEALTH = "memsidecar.store"  # a shared store's connection (PostgreSQL backend only)
 
 
 class Server:
@@ -121,7 +122,21 @@ class Server:
         self.app.settings.watch()
         self.app.warm_up()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)
+        self._watch_store()
         log.info("serving", extra={"listen": self.listen, "port": self.port})
+
+    def _watch_store(self) -> None:
+        """A shared store: ``memsidecar.store`` follows its connection (the rest keeps
+        serving from memory while it is away)."""
+        feed = self.app.feed
+        if feed is None:
+            return
+
+        def report(connected: bool) -> None:
+            self.health.set(STORE_HEALTH, health_pb2.HealthCheckResponse.SERVING if connected
+                            else health_pb2.HealthCheckResponse.NOT_SERVING)
+        feed.on_status = report
+        report(feed.connected)
 
     def stop(self, grace: float | None = None) -> None:
         """Stop taking calls, let in-flight calls finish within ``grace``, close the app."""

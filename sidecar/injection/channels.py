@@ -8,26 +8,44 @@ loaded, a reset) wait for that channel's queued writes. Never reset on compactio
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 
 import numpy as np
 
+from sidecar.errors import Unavailable
 from sidecar.injection import replies
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
-from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
+from sidecar.injection.state_repo import (
+    BufferRow,
+    ChannelMoved,
+    InjectedRow,
+    Saved,
+    SavedChannel,
+    StateRepo,
+)
 from sidecar.store.write_behind import Writer, WriteThrough
+
+log = logging.getLogger(__name__)
 
 # Channels kept in memory (least recently used beyond this are dropped; SQLite has them).
 MAX_CACHED_CHANNELS = 1024
+# Shared store away: commits kept here (oldest dropped beyond this) until it is back.
+MAX_DEFERRED = 10_000
 
 
 class ChannelStates:
     def __init__(self, repo: StateRepo, fetch: replies.Fetch, writer: Writer | None = None,
-                 max_cached: int = MAX_CACHED_CHANNELS) -> None:
+                 max_cached: int = MAX_CACHED_CHANNELS, shared: bool = False) -> None:
         """``fetch``: memories by id (the memory repository's ``get_many``), to restore a
-        channel's last reply from its saved ids."""
+        channel's last reply from its saved ids. ``shared``: other sidecars inject on the
+        same channels (a shared store): each commit is a compare-and-swap on the turn,
+        written before the reply; only the access records go through ``writer``."""
+        self.shared = shared
+        self._deferred: deque[tuple[str, Saved]] = deque(maxlen=MAX_DEFERRED)
+        self._deferred_lock = threading.Lock()
         self.repo = repo
         self.fetch = fetch
         self.writer = writer if writer is not None else WriteThrough(repo.db)
@@ -62,11 +80,31 @@ class ChannelStates:
             _restore(state, saved, self.fetch)
         return state
 
+    def refresh(self, state: ChannelState) -> None:
+        """Shared store, called holding ``state.lock``: ChannelMoved when another sidecar
+        committed a turn of the channel since this copy was read (``drop`` it and start
+        again). While the store is away the memory copy serves."""
+        if not self.shared:
+            return
+        try:
+            self._reconcile()
+            stored = self.repo.turn(state.channel_id)
+        except Unavailable:
+            return
+        if stored != state.turn:
+            raise ChannelMoved(state.channel_id)
+
+    def drop(self, channel_id: str) -> None:
+        """Forget the memory copy (the next ``get`` reads the store)."""
+        with self._lock:
+            self._channels.pop(channel_id, None)
+
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
                also: Callable[[], None] | None = None) -> None:
         """Record ``entry`` in memory now and in SQLite through the writer (with ``also``, in
         the same transaction). SQLite mirrors the memory rows (loaded from it, changed only
         here), so its prune runs only when the memory one dropped something."""
+        expect = state.turn
         pruned = state.record(entry, keep, depth)
         saved = Saved(
             turn=entry.turn,
@@ -79,6 +117,11 @@ class ChannelStates:
             held=frozenset(b.turn for b in state.blocks) if pruned else None,
         )
         channel_id = state.channel_id
+        if self.shared:
+            self._commit_shared(channel_id, saved, expect)
+            if also is not None:
+                self.writer.submit(also)
+            return
 
         def write() -> None:
             self.repo.save(channel_id, saved)
@@ -86,6 +129,24 @@ class ChannelStates:
                 also()
 
         self._submit(channel_id, write)
+
+    def _commit_shared(self, channel_id: str, saved: Saved, expect: int) -> None:
+        try:
+            self._reconcile()
+            self.repo.save(channel_id, saved, expect=expect)
+        except Unavailable:
+            with self._deferred_lock:
+                self._deferred.append((channel_id, saved))
+            log.warning("shared store away: channel state kept here until it is back",
+                        extra={"channel": channel_id, "deferred": len(self._deferred)})
+
+    def _reconcile(self) -> None:
+        """Write the commits made while the store was away (turn: the larger; ids: union)."""
+        with self._deferred_lock:
+            while self._deferred:
+                channel_id, saved = self._deferred[0]
+                self.repo.merge(channel_id, saved)
+                self._deferred.popleft()
 
     def observe(self, channel_id: str, digests: set[str], keep: int) -> list[int]:
         """A PruneHistory of the channel's history: the agent keeps ``keep`` blocks and holds
@@ -136,6 +197,12 @@ class ChannelStates:
     def close(self) -> None:
         """Write everything still queued."""
         self.writer.close()
+        if self._deferred:
+            try:
+                self._reconcile()
+            except Unavailable:
+                log.warning("shared store away at stop: channel state commits not written",
+                            extra={"deferred": len(self._deferred)})
 
 
 def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> None:

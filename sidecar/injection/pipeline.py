@@ -11,6 +11,7 @@ import numpy as np
 
 from sidecar import deadline
 from sidecar.embedding import Embedder
+from sidecar.errors import Unavailable
 from sidecar.injection import blocks, supersede
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.channels import ChannelStates
@@ -21,6 +22,7 @@ from sidecar.injection.history import Message
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
 from sidecar.injection.state import ChannelState, Committed
+from sidecar.injection.state_repo import ChannelMoved
 from sidecar.injection.tokens import TokenMemo
 from sidecar.injection.turns import next_turn
 from sidecar.injection.types import (
@@ -46,6 +48,8 @@ log = logging.getLogger(__name__)
 
 # Whether the caller still waits for the reply (checked at the commit point).
 Alive = Callable[[], bool]
+# Shared store: builds of one Inject when other sidecars keep committing the channel first.
+MOVED_ATTEMPTS = 5
 
 
 @dataclass
@@ -84,7 +88,17 @@ class Injector:
     def inject(self, request: InjectRequest, alive: Alive = deadline.alive) -> Injection:
         """Build the block of the channel's next turn and commit it, unless ``alive()`` is
         false at the commit point (then :class:`Abandoned` is raised and nothing is recorded).
-        """
+        On a shared store, another sidecar's commit of the channel first means building
+        again on its state."""
+        for _ in range(MOVED_ATTEMPTS):
+            try:
+                return self._inject(request, alive)
+            except ChannelMoved:
+                self.states.drop(request.channel_id)
+        raise Unavailable(f"channel_id {echo(request.channel_id)} is being injected by other "
+                          "sidecars at the same time; retry the call")
+
+    def _inject(self, request: InjectRequest, alive: Alive) -> Injection:
         start = now_ns()
         if request.source.strip().lower() == SYSTEM_SOURCE:
             return self._skip(request, start, "system_source", request.turn, InjectStats())
@@ -92,6 +106,7 @@ class Injector:
         state = self.states.get(request.channel_id)
         stats = InjectStats()
         with state.lock:
+            self.states.refresh(state)
             turn = next_turn(state.turn, request.turn)
             if turn is None:
                 return self._retry(request, state.last, state.turn)

@@ -19,6 +19,10 @@ from sidecar.store.memories import blob_to_embedding, embedding_to_blob
 _PER_TURN = ("injection_ids", "injection_buffer", "injection_blocks")
 
 
+class ChannelMoved(Exception):
+    """Another sidecar committed a turn of the channel since this one read its state."""
+
+
 @dataclass(frozen=True, slots=True)
 class InjectedRow:
     memory_id: str
@@ -90,14 +94,26 @@ class StateRepo:
                             keep=None if reply is None or reply[0] is None else int(reply[0]),
                             reply=None if reply is None else json.loads(reply[1]))
 
-    def save(self, channel_id: str, saved: Saved) -> None:
-        """Upsert the turn, the reply and the new rows in one transaction."""
+    def turn(self, channel_id: str) -> int:
+        """The channel's last committed turn (0: no state)."""
+        row = self.db.query_one(
+            "SELECT turn FROM injection_channels WHERE channel_id = ?", (channel_id,))
+        return 0 if row is None else int(row[0])
+
+    def save(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
+        """Upsert the turn, the reply and the new rows in one transaction.
+
+        ``expect``: compare-and-swap; the stored turn must still be ``expect`` (0: no
+        state), else ChannelMoved and nothing is written (another sidecar committed first)."""
         with self.db.transaction():
-            self.db.execute(
-                "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
-                "ON CONFLICT (channel_id) DO UPDATE SET turn = excluded.turn",
-                (channel_id, saved.turn),
-            )
+            if expect is None:
+                self.db.execute(
+                    "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
+                    "ON CONFLICT (channel_id) DO UPDATE SET turn = excluded.turn",
+                    (channel_id, saved.turn),
+                )
+            else:
+                self._swap_turn(channel_id, expect, saved.turn)
             self.db.execute(
                 "INSERT INTO injection_replies (channel_id, keep, reply) VALUES (?, ?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET keep = excluded.keep, "
@@ -106,6 +122,27 @@ class StateRepo:
             self._insert(channel_id, saved)
             if saved.held is not None:
                 self._retain(channel_id, saved.held)
+
+    def merge(self, channel_id: str, saved: Saved) -> None:
+        """A commit made while the store was away, reconciled: the turn takes the larger
+        value, ids and buffer rows are added to what is there (the cooldown is the union)."""
+        with self.db.transaction():
+            self.db.execute(
+                "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
+                "ON CONFLICT (channel_id) DO UPDATE SET turn = CASE WHEN excluded.turn > "
+                "injection_channels.turn THEN excluded.turn ELSE injection_channels.turn END",
+                (channel_id, saved.turn))
+            self._insert(channel_id, saved)
+
+    def _swap_turn(self, channel_id: str, expect: int, turn: int) -> None:
+        if expect == 0:
+            self.db.execute("INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
+                            "ON CONFLICT (channel_id) DO NOTHING", (channel_id, turn))
+        else:
+            self.db.execute("UPDATE injection_channels SET turn = ? WHERE channel_id = ? "
+                            "AND turn = ?", (turn, channel_id, expect))
+        if self.db.changes() == 0:
+            raise ChannelMoved(channel_id)
 
     def save_view(self, channel_id: str, keep: int, held: frozenset[int]) -> None:
         """What a PruneHistory reported: the blocks still held and the keep it used."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 
@@ -23,26 +24,27 @@ class RemoteWrites:
     def __init__(self, service: MemoryService) -> None:
         self.service = service
 
+    def paused(self) -> AbstractContextManager[None]:
+        return self.service.writes_paused()
+
     def apply(self, changes: Sequence[Change]) -> None:
+        """Called with writes paused."""
         ids = list(dict.fromkeys(c.memory_id for c in changes if c.memory_id is not None))
         edges = list(dict.fromkeys(c.edge for c in changes if c.edge is not None))
-        with self.service.writes_paused():
-            if ids:
-                self._memories(self.service.memories.with_embeddings(ids))
-            if edges:
-                self._edges(edges)
+        if ids:
+            self._memories(self.service.memories.with_embeddings(ids))
+        if edges:
+            self._edges(edges)
 
     def reload(self) -> None:
-        """Every live row, every forgotten id and every edge, re-applied batch by batch (the
-        indexes keep serving meanwhile)."""
+        """Every live row, every forgotten id and every edge, re-applied (searches keep
+        being served meanwhile; local writes wait). Called with writes paused."""
         memories = self.service.memories
         for batch, vectors in memories.iter_live_embeddings():
-            with self.service.writes_paused():
-                self.service.listeners.stored(batch, vectors)
+            self.service.listeners.stored(batch, vectors)
         forgotten = memories.get_many(memories.forgotten_ids())
-        with self.service.writes_paused():
-            self.service.listeners.forgotten(list(forgotten.values()))
-            self.service.listeners.edges(self.service.edges.all(), [])
+        self.service.listeners.forgotten(list(forgotten.values()))
+        self.service.listeners.edges(self.service.edges.all(), [])
         log.info("store reloaded from the shared database")
 
     def _memories(self, rows: list[tuple[Memory, np.ndarray]]) -> None:

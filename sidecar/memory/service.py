@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
@@ -91,6 +91,9 @@ class MemoryService:
         self.gates: list[WriteGate] = []
         self.resolvers: list[DraftResolver] = []
         self._write_lock = threading.RLock()
+        # Called first in every write transaction: on a shared store, waits for the other
+        # sidecars' writes in flight and applies them here, so the gates see every row.
+        self.serialize: Callable[[], None] = lambda: None
 
     # --- writes -------------------------------------------------------------------------
 
@@ -108,6 +111,7 @@ class MemoryService:
             if self.embedder.generation != generation:  # the model switched meanwhile
                 embedding = self.embedder.embed_one(draft.content)
             with self.db.transaction():
+                self.serialize()
                 result = self._write_one(draft, embedding, "memory")
                 ensure_alive()  # right before the commit: an expired call writes nothing
             if not result.deduplicated:
@@ -164,6 +168,7 @@ class MemoryService:
                 vectors = self.embedder.embed([d.content for _, d in valid],
                                               self.embed_batch_size)
             with self.db.transaction():
+                self.serialize()
                 for row, (index, draft) in enumerate(valid):
                     try:
                         with self.db.transaction():  # savepoint: one bad item rolls back alone
@@ -222,6 +227,7 @@ class MemoryService:
         check_id(memory_id, "id")
         with self._write_lock:
             with self.db.transaction():
+                self.serialize()
                 existing = self.writable(memory_id, agent_id, shared_ok)
                 if existing.forgotten:
                     return existing, False
@@ -253,6 +259,7 @@ class MemoryService:
         value = DEFAULT_EDGE_WEIGHT if weight is None else check_unit(weight, "edge.weight")
         with self._write_lock:
             with self.db.transaction():
+                self.serialize()
                 self.writable(source_id, agent_id, shared_ok, "edge.source_id")
                 self.writable(target_id, agent_id, shared_ok, "edge.target_id")
                 edge = self.edges.upsert(Edge(source_id, target_id, relation, value, now_us()))

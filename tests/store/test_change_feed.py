@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,24 +15,8 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType, Relation
-from sidecar.retrieval.contract import SearchQuery
-from sidecar.store.config import StoreConfig
-from tests.conftest import Running, settings_for, start_server
-
-WAIT_S = 10.0  # a bound for a loaded test machine; bench/pg_store.py measures the latency
-
-
-def wait_for(check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        assert time.monotonic() < deadline, "the change did not arrive"
-        time.sleep(0.02)
-
-
-def open_app(config: ServerConfig, name: str, embedder: Embedder, dsn: str) -> App:
-    mine = replace(config, data_dir=f"{config.data_dir}-{name}")
-    return App.open(mine, embedder=embedder,
-                    settings=settings_for(mine, store=StoreConfig(backend="postgres", dsn=dsn)))
+from tests.conftest import Running, start_server
+from tests.pg.sidecars import found, open_app, wait_for
 
 
 @pytest.fixture
@@ -42,11 +25,6 @@ def apps(config: ServerConfig, embedder: Embedder, pg_dsn: str) -> Iterator[list
     yield opened
     for app in opened:
         app.close()
-
-
-def found(app: App, text: str, memory_id: str) -> bool:
-    hits = app.retriever.search(SearchQuery(text=text, limit=3)).hits
-    return memory_id in [h.memory.id for h in hits]
 
 
 def test_writes_on_one_reach_the_others(apps: list[App]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 MIGRATION_LOCK = 0x6D656D73  # "mems"
 FEED_LOCK = 0x6D656D74
 CONNECT_TIMEOUT_S = 10.0  # how long opening the store waits for a first connection
+PROBE_EVERY_S = 1.0  # while the server is away: one call a second tries it, others fail fast
 
 
 class PgDatabase:
@@ -46,6 +48,7 @@ class PgDatabase:
         self._lock = threading.RLock()
         self._local = threading.local()
         self._closed = False
+        self._down_at: float | None = None  # monotonic time the server was last found away
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max_connections, open=False, timeout=timeout_s,
             kwargs={"autocommit": True}, check=ConnectionPool.check_connection,
@@ -102,6 +105,7 @@ class PgDatabase:
                 with self._errors(), conn.transaction():
                     yield
                 return
+            self._reachable()
             with self._errors(), self._pool.connection() as conn:
                 self._local.conn = conn
                 try:
@@ -148,8 +152,21 @@ class PgDatabase:
         if conn is not None:
             yield conn
             return
+        self._reachable()
         with self._errors(), self._pool.connection() as fresh:
             yield fresh
+
+    def _reachable(self) -> None:
+        """While the server is away, Unavailable at once, except one probe per
+        PROBE_EVERY_S; when a probe connects, connections broken by the outage are dropped."""
+        if self._down_at is None:
+            return
+        if time.monotonic() - self._down_at < PROBE_EVERY_S:
+            raise self._unavailable("unreachable")
+        with self._errors():
+            psycopg.connect(self._dsn, connect_timeout=2).close()
+        self._down_at = None
+        self._pool.check()
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -159,10 +176,13 @@ class PgDatabase:
         except (psycopg.OperationalError, PoolTimeout) as err:
             if isinstance(err, psycopg.errors.QueryCanceled):
                 raise
-            raise Unavailable(
-                f"the PostgreSQL store {self.where} is unavailable "
-                f"({scrub(str(err).strip(), self._dsn)}); writes resume when it is back"
-            ) from None
+            self._down_at = time.monotonic()
+            raise self._unavailable(scrub(str(err).strip(), self._dsn)) from None
+
+    def _unavailable(self, why: str) -> Unavailable:
+        return Unavailable(f"the PostgreSQL store {self.where} is unavailable ({why}); "
+                           "memory writes are refused until it is back, searches and "
+                           "injections are served from memory")
 
     def _check_open(self) -> None:
         if self._closed:

@@ -13,14 +13,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import psycopg
 
 from sidecar.errors import Unavailable
-from sidecar.store.postgres.db import PgDatabase
+from sidecar.store.postgres.db import FEED_LOCK, PgDatabase
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,10 @@ class Change:
 
 
 class Follower(Protocol):
+    def paused(self) -> AbstractContextManager[None]:
+        """No local write runs inside (taken before the feed's own lock, as writers do)."""
+        ...
+
     def apply(self, changes: Sequence[Change]) -> None:
         """Bring the indexes up to the store's current rows for these changes."""
         ...
@@ -57,6 +62,7 @@ class ChangeFeed:
         self.last = 0  # seq of the last change handed on (or covered by a load)
         self.reloads = 0
         self.connected = False  # the LISTEN connection is up
+        self.on_status: Callable[[bool], None] = lambda connected: None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -74,7 +80,7 @@ class ChangeFeed:
 
     def catch_up(self) -> int:
         """Hand on every change committed so far; the number handed on."""
-        with self._lock:
+        with self.follower.paused(), self._lock:
             if self.last < self._pruned_through():
                 self._reload()
             handed = 0
@@ -90,6 +96,13 @@ class ChangeFeed:
                     self.last = int(rows[-1][0])
                 if len(rows) < BATCH:
                     return handed
+
+    def exclusive(self) -> None:
+        """Inside a write transaction: wait for every other sidecar's write in flight (they
+        hold FEED_LOCK until they commit), then apply them, so write gates (near-duplicates,
+        topics) see every committed row and no other write lands before this one commits."""
+        self.db.execute("SELECT pg_advisory_xact_lock(?)", (FEED_LOCK,))
+        self.catch_up()
 
     def prune(self) -> None:
         """Delete changes older than the retention; record the newest seq deleted."""
@@ -124,7 +137,7 @@ class ChangeFeed:
                 if conn is None:
                     conn = self.db.listener()
                     conn.execute(f"LISTEN {CHANNEL}")
-                    self.connected = True
+                    self._connected(True)
                 self.catch_up()
                 if time.monotonic() - self._pruned_at > PRUNE_EVERY_S:
                     self._pruned_at = time.monotonic()
@@ -132,12 +145,20 @@ class ChangeFeed:
                 for _ in conn.notifies(timeout=self.poll_s, stop_after=1):
                     pass
             except (Unavailable, psycopg.Error) as err:
-                self.connected = False
-                log.warning("change feed interrupted; retrying", extra={"error": str(err)})
+                if self.connected:
+                    log.warning("change feed interrupted; retrying every second",
+                                extra={"error": str(err)})
+                self._connected(False)
                 _closed(conn)
                 conn = None
                 self._stop.wait(1.0)
         _closed(conn)
+
+
+    def _connected(self, connected: bool) -> None:
+        if connected != self.connected:
+            self.connected = connected
+            self.on_status(connected)
 
 
 def _change(row: tuple[Any, ...]) -> Change:

@@ -1,0 +1,72 @@
+"""Sidecars sharing one PostgreSQL: channel state, write gates and a store outage."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from sidecar.api.server_config import ServerConfig
+from sidecar.app import App
+from sidecar.embedding import Embedder
+from sidecar.injection.types import Injection, InjectRequest
+from sidecar.records import MemoryDraft, MemoryType
+from tests.pg.sidecars import open_app, wait_for
+
+TOPICS = ["the billing service", "the search cluster", "the mobile app", "the data lake",
+          "the auth gateway", "the CI runners", "the CDN edge", "the queue workers",
+          "the email relay", "the feature flags", "the metrics stack", "the backup vault"]
+
+
+@pytest.fixture
+def pair(config: ServerConfig, embedder: Embedder, pg_dsn: str) -> Iterator[tuple[App, App]]:
+    a, b = open_app(config, "a", embedder, pg_dsn), open_app(config, "b", embedder, pg_dsn)
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_concurrent_injects_on_one_channel_keep_turns_and_cooldown(
+        pair: tuple[App, App]) -> None:
+    a, b = pair
+    for topic in TOPICS:
+        a.memories.import_stream([MemoryDraft(f"Deploys of {topic} need a change ticket",
+                                              MemoryType.FACT)])
+    wait_for(lambda: len(b.retriever.live) == len(TOPICS))
+    results: list[Injection] = []
+    lock = threading.Lock()
+
+    def agent(app: App) -> None:
+        for _ in range(4):
+            got = app.injector.inject(InjectRequest("", "shared", "how do deploys work?"))
+            with lock:
+                results.append(got)
+
+    threads = [threading.Thread(target=agent, args=(app,)) for app in pair]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(r.turn for r in results) == list(range(1, 9))  # one commit per turn
+    injected = [item.memory.id for r in results for item in r.items]
+    assert injected and len(injected) == len(set(injected))  # never twice in the window
+
+
+def test_near_duplicates_written_at_once_on_two_sidecars_store_one(
+        pair: tuple[App, App]) -> None:
+    text = "The on-call rota changes every Monday at nine"
+    ids: list[str] = []
+    barrier = threading.Barrier(2)
+
+    def write(app: App) -> None:
+        barrier.wait()
+        ids.append(app.memories.upsert(MemoryDraft(text, MemoryType.FACT)).memory.id)
+
+    threads = [threading.Thread(target=write, args=(app,)) for app in pair]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(ids)) == 1  # one wins, the other gets its id
+    assert pair[0].memories.memories.count() == 1

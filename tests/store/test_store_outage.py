@@ -1,0 +1,82 @@
+"""PostgreSQL stopped and started again under two sidecars: memory keeps serving, writes are
+refused until it is back, channel state made meanwhile is reconciled, feeds catch up."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from memsidecar.v1 import injection_pb2 as i
+from memsidecar.v1 import memory_pb2 as m
+from memsidecar.v1 import store_pb2 as s
+
+from sidecar.api.server import STORE_HEALTH
+from sidecar.api.server_config import ServerConfig
+from sidecar.embedding import Embedder
+from sidecar.errors import Unavailable
+from sidecar.records import MemoryDraft, MemoryType
+from tests.conftest import Running, start_server
+from tests.pg.cluster import Cluster
+from tests.pg.sidecars import found, open_app, wait_for
+
+
+def health(server: Running, service: str) -> int:
+    stub = health_pb2_grpc.HealthStub(server.channel)
+    return int(stub.Check(health_pb2.HealthCheckRequest(service=service)).status)
+
+
+def ids(reply: i.InjectResponse) -> set[str]:
+    return {item.id for item in reply.items}
+
+
+def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
+    cluster = Cluster()
+    cluster.start()
+    a = server = None
+    try:
+        dsn = cluster.new_database()
+        a = open_app(config, "a", embedder, dsn)
+        mine = replace(config, data_dir=f"{config.data_dir}-b")
+        Path(mine.data_dir).mkdir(parents=True)
+        (Path(mine.data_dir) / "memsidecar.toml").write_text(
+            f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
+        server = start_server(mine, embedder)
+        for n in range(6):
+            a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
+                                          MemoryType.FACT))
+        wait_for(lambda: len(server.server.app.retriever.live) == 6)
+        inject = i.InjectRequest(channel_id="c", text="who gets paged on failure?")
+        before = server.injection.Inject(inject)
+        assert before.items
+        cluster.stop()
+        wait_for(lambda: health(server, STORE_HEALTH) == health_pb2.HealthCheckResponse.NOT_SERVING)
+        assert health(server, "") == health_pb2.HealthCheckResponse.SERVING
+        hits = server.store.Search(s.SearchRequest(query="who gets paged?"))
+        assert len(hits.hits) == 6  # served from memory
+        during = server.injection.Inject(inject)  # state kept here meanwhile
+        assert during.turn == before.turn + 1 and not ids(during) & ids(before)
+        with pytest.raises(grpc.RpcError) as refused:
+            server.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+                content="Written while the store is away", type=m.MEMORY_TYPE_FACT)))
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "PostgreSQL" in str(refused.value.details())
+        with pytest.raises(Unavailable):
+            a.memories.upsert(MemoryDraft("Also refused", MemoryType.FACT))
+        cluster.start(cluster.port)
+        wait_for(lambda: health(server, STORE_HEALTH) == health_pb2.HealthCheckResponse.SERVING)
+        after = a.memories.upsert(MemoryDraft("The database team owns the failover runbook",
+                                              MemoryType.FACT)).memory
+        wait_for(lambda: found(server.server.app, "failover runbook owner", after.id))
+        again = server.injection.Inject(inject)  # reconciled: the turn and the cooldown hold
+        assert again.turn == during.turn + 1
+        assert not ids(again) & (ids(before) | ids(during))
+        assert a.memories.memories.count() == 7  # every acknowledged write, nothing else
+    finally:
+        if server is not None:
+            server.close()
+        if a is not None:
+            a.close()
+        cluster.remove()
