@@ -1,6 +1,7 @@
 """Command line: ``memsidecar serve [--config FILE] [--listen ADDR] [--data-dir DIR]``,
 ``memsidecar config check FILE``, ``memsidecar config docs``,
-``memsidecar token add|list|revoke --data-dir DIR``."""
+``memsidecar token add|list|revoke --data-dir DIR``,
+``memsidecar migrate --from sqlite:PATH|postgres:DSN --to ... [--append]``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sidecar.auth.cli import token_command
 from sidecar.config.startup import check, docs, open_settings
 from sidecar.errors import DomainError
 from sidecar.redact import escape, loggable
+from sidecar.store import migrate_cli
 
 log = logging.getLogger("sidecar")
 
@@ -43,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
         "docs", help="print the configuration reference (Markdown, docs/configuration.md)")
     documenter.add_argument("--log-level", default="WARNING")
     _token_parser(sub)
+    migrate_cli.add_parser(sub)
     return parser
 
 
@@ -126,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             return check(args.file) if args.config_command == "check" else docs()
         if args.command == "token":
             return token_command(args)
+        if args.command == "migrate":
+            return migrate_cli.migrate_command(args)
     except DomainError as err:
         print(f"memsidecar: {err.message}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved
 from sidecar.records import Memory, MemoryType, Tier
 
 DIM = 8
@@ -21,3 +22,9 @@ def memory(memory_id: str, *, updated_at: int = 1, importance: float = 0.5,
 def vector(seed: int) -> np.ndarray:
     values = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
     return values / np.linalg.norm(values)
+
+
+def saved_turn(turn: int, ids: list[str], held: frozenset[int] | None = None) -> Saved:
+    return Saved(turn=turn, injected=[InjectedRow(i, turn, 1, turn * 10) for i in ids],
+                 buffer=[BufferRow(i, turn, vector(turn)) for i in ids],
+                 block=(turn, f"digest{turn}"), reply={"turn": turn}, keep=None, held=held)

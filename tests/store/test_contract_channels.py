@@ -7,22 +7,16 @@ import pytest
 
 from sidecar.errors import PermissionDenied
 from sidecar.injection.owners import ChannelOwners
-from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, StateRepo
+from sidecar.injection.state_repo import StateRepo
 from sidecar.store.contract import SqlStore
-from tests.store.contract_data import vector
-
-
-def _saved(turn: int, ids: list[str], held: frozenset[int] | None = None) -> Saved:
-    return Saved(turn=turn, injected=[InjectedRow(i, turn, 1, turn * 10) for i in ids],
-                 buffer=[BufferRow(i, turn, vector(turn)) for i in ids],
-                 block=(turn, f"digest{turn}"), reply={"turn": turn}, keep=None, held=held)
+from tests.store.contract_data import saved_turn, vector
 
 
 def test_state_save_load_retain_delete(store_db: SqlStore) -> None:
     repo = StateRepo(store_db)
     assert repo.load("c") is None
-    repo.save("c", _saved(1, ["a", "b"]))
-    repo.save("c", _saved(2, ["b", "c"]))
+    repo.save("c", saved_turn(1, ["a", "b"]))
+    repo.save("c", saved_turn(2, ["b", "c"]))
     loaded = repo.load("c")
     assert loaded is not None and loaded.turn == 2 and loaded.reply == {"turn": 2}
     assert {(r.memory_id, r.turn) for r in loaded.injected} == {("a", 1), ("b", 2), ("c", 2)}
@@ -33,7 +27,7 @@ def test_state_save_load_retain_delete(store_db: SqlStore) -> None:
     held = repo.load("c")
     assert held is not None and held.keep == 3 and held.blocks == [(1, "digest1")]
     assert {(r.memory_id, r.turn) for r in held.injected} == {("a", 1), ("b", 1)}
-    repo.save("c", _saved(3, ["d"], held=frozenset({3})))  # no earlier block held
+    repo.save("c", saved_turn(3, ["d"], held=frozenset({3})))  # no earlier block held
     only = repo.load("c")
     assert only is not None and [r.memory_id for r in only.injected] == ["d"]
     assert repo.delete("c") and not repo.delete("c") and repo.load("c") is None
@@ -48,7 +42,7 @@ def test_owners_claim_check_release_and_idle(store_db: SqlStore) -> None:
     with pytest.raises(PermissionDenied):
         owners.check("c", "")
     owners.check("free", "anyone")
-    StateRepo(store_db).save("orphan", _saved(1, ["a"]))  # state with no owner row
+    StateRepo(store_db).save("orphan", saved_turn(1, ["a"]))  # state with no owner row
     assert set(owners.idle_since(2**62)) == {"c", "orphan"}
     assert owners.idle_since(0) == []
     owners.release("c")
