@@ -20,7 +20,6 @@ from sidecar.injection import replies
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import (
     BufferRow,
-    ChannelMoved,
     InjectedRow,
     Saved,
     SavedChannel,
@@ -80,20 +79,6 @@ class ChannelStates:
             _restore(state, saved, self.fetch)
         return state
 
-    def refresh(self, state: ChannelState) -> None:
-        """Shared store, called holding ``state.lock``: ChannelMoved when another sidecar
-        committed a turn of the channel since this copy was read (``drop`` it and start
-        again). While the store is away the memory copy serves."""
-        if not self.shared:
-            return
-        try:
-            self._reconcile()
-            stored = self.repo.turn(state.channel_id)
-        except Unavailable:
-            return
-        if stored != state.turn:
-            raise ChannelMoved(state.channel_id)
-
     def drop(self, channel_id: str) -> None:
         """Forget the memory copy (the next ``get`` reads the store)."""
         with self._lock:
@@ -131,6 +116,9 @@ class ChannelStates:
         self._submit(channel_id, write)
 
     def _commit_shared(self, channel_id: str, saved: Saved, expect: int) -> None:
+        """ChannelMoved (nothing written) when another sidecar committed a turn of the
+        channel since this copy was read: ``drop`` it and build again. While the store is
+        away the memory copy serves and the commit waits here."""
         try:
             self._reconcile()
             self.repo.save(channel_id, saved, expect=expect)

@@ -106,7 +106,6 @@ class Injector:
         state = self.states.get(request.channel_id)
         stats = InjectStats()
         with state.lock:
-            self.states.refresh(state)
             turn = next_turn(state.turn, request.turn)
             if turn is None:
                 return self._retry(request, state.last, state.turn)

@@ -94,26 +94,13 @@ class StateRepo:
                             keep=None if reply is None or reply[0] is None else int(reply[0]),
                             reply=None if reply is None else json.loads(reply[1]))
 
-    def turn(self, channel_id: str) -> int:
-        """The channel's last committed turn (0: no state)."""
-        row = self.db.query_one(
-            "SELECT turn FROM injection_channels WHERE channel_id = ?", (channel_id,))
-        return 0 if row is None else int(row[0])
-
     def save(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
         """Upsert the turn, the reply and the new rows in one transaction.
 
         ``expect``: compare-and-swap; the stored turn must still be ``expect`` (0: no
-        state), else ChannelMoved and nothing is written (another sidecar committed first)."""
-        with self.db.transaction():
-            if expect is None:
-                self.db.execute(
-                    "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
-                    "ON CONFLICT (channel_id) DO UPDATE SET turn = excluded.turn",
-                    (channel_id, saved.turn),
-                )
-            else:
-                self._swap_turn(channel_id, expect, saved.turn)
+        state), else ChannelMoved and nothing is written (another sidecar committed first).
+        The rows go first and the turn last, so a shared store gets them in one batch."""
+        with self.db.transaction(), self.db.batched():
             self.db.execute(
                 "INSERT INTO injection_replies (channel_id, keep, reply) VALUES (?, ?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET keep = excluded.keep, "
@@ -122,6 +109,14 @@ class StateRepo:
             self._insert(channel_id, saved)
             if saved.held is not None:
                 self._retain(channel_id, saved.held)
+            if expect is None:
+                self.db.execute(
+                    "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
+                    "ON CONFLICT (channel_id) DO UPDATE SET turn = excluded.turn",
+                    (channel_id, saved.turn),
+                )
+            else:
+                self._swap_turn(channel_id, expect, saved.turn)
 
     def merge(self, channel_id: str, saved: Saved) -> None:
         """A commit made while the store was away, reconciled: the turn takes the larger

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,9 @@ class Database:
             if self._checkpointer.behind and not self._conn.in_transaction:
                 self._checkpointer.behind = False
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def batched(self) -> AbstractContextManager[None]:
+        return nullcontext()  # in-process: nothing to batch
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
         with self._lock:

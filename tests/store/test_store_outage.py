@@ -67,6 +67,7 @@ def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
             a.memories.upsert(MemoryDraft("Also refused", MemoryType.FACT))
         cluster.start(cluster.port)
         wait_for(lambda: health(server, STORE_HEALTH) == health_pb2.HealthCheckResponse.SERVING)
+        wait_for(lambda: a.feed is not None and a.feed.connected)
         after = a.memories.upsert(MemoryDraft("The database team owns the failover runbook",
                                               MemoryType.FACT)).memory
         wait_for(lambda: found(server.server.app, "failover runbook owner", after.id))

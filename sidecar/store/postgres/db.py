@@ -51,8 +51,7 @@ class PgDatabase:
         self._down_at: float | None = None  # monotonic time the server was last found away
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max_connections, open=False, timeout=timeout_s,
-            kwargs={"autocommit": True}, check=ConnectionPool.check_connection,
-            configure=self._configure, name="memsidecar-store")
+            kwargs={"autocommit": True}, configure=self._configure, name="memsidecar-store")
         try:
             self._pool.open(wait=True, timeout=timeout_s)
         except PoolTimeout:
@@ -114,25 +113,46 @@ class PgDatabase:
                 finally:
                     self._local.conn = None
 
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """psycopg's pipeline mode on the transaction's connection: statements are sent
+        without waiting for each result (only writes belong inside)."""
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
+        assert conn is not None, "batched() belongs inside a transaction"
+        with self._errors(), conn.pipeline() as pipeline:
+            self._local.pipeline = pipeline
+            try:
+                yield
+            finally:
+                self._local.pipeline = None
+
     def execute(self, sql: str, params: Params = ()) -> list[Row]:
         with self._connection() as conn:
             cur = conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
-            self._local.changes = cur.rowcount
+            self._local.cursor = cur
+            if getattr(self._local, "pipeline", None) is not None:
+                return []  # batched: a write, its result arrives with the next sync
             return cur.fetchall() if cur.description is not None else []
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
-        with self._connection() as conn, conn.cursor() as cur:
+        with self._connection() as conn:
+            cur = conn.cursor()
             cur.executemany(_pg(sql), rows)
-            self._local.changes = cur.rowcount
+            self._local.cursor = cur
 
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
         rows = self.execute(sql, params)
         return rows[0] if rows else None
 
     def changes(self) -> int:
-        return int(getattr(self._local, "changes", 0))
+        pipeline = getattr(self._local, "pipeline", None)
+        if pipeline is not None:
+            with self._errors():
+                pipeline.sync()
+        cur = getattr(self._local, "cursor", None)
+        return 0 if cur is None else max(0, int(cur.rowcount))
 
     def size_bytes(self) -> int:
         row = self.query_one("SELECT pg_database_size(current_database())")
@@ -165,6 +185,10 @@ class PgDatabase:
             raise self._unavailable("unreachable")
         with self._errors():
             psycopg.connect(self._dsn, connect_timeout=2).close()
+        self.recovered()
+
+    def recovered(self) -> None:
+        """The server answers again: drop the pooled connections the outage broke."""
         self._down_at = None
         self._pool.check()
 

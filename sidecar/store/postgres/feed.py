@@ -137,6 +137,8 @@ class ChangeFeed:
                 if conn is None:
                     conn = self.db.listener()
                     conn.execute(f"LISTEN {CHANNEL}")
+                    if not self.connected:
+                        self.db.recovered()
                     self._connected(True)
                 self.catch_up()
                 if time.monotonic() - self._pruned_at > PRUNE_EVERY_S:
