@@ -18,13 +18,7 @@ import numpy as np
 from sidecar.errors import Unavailable
 from sidecar.injection import replies
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
-from sidecar.injection.state_repo import (
-    BufferRow,
-    InjectedRow,
-    Saved,
-    SavedChannel,
-    StateRepo,
-)
+from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
 from sidecar.store.write_behind import Writer, WriteThrough
 
 log = logging.getLogger(__name__)
