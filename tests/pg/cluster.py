@@ -46,8 +46,10 @@ class Cluster:
     def start(self, port: int = 0) -> None:
         """Start on ``port`` (0: a free one; a restart passes the old one, so DSNs hold)."""
         self.port = port or _free_port()
+        # fsync off: a commit survives a crash of the server (stop -m immediate), not of the
+        # machine; synchronous_commit stays on, so an acknowledged commit is never lost.
         options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
-                   "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+                   "-c fsync=off -c full_page_writes=off "
                    "-c max_connections=200")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options,
                   "-w", "-t", "60", "start")

@@ -3,6 +3,8 @@ refused until it is back, channel state made meanwhile is reconciled, feeds catc
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -80,4 +82,50 @@ def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
             server.close()
         if a is not None:
             a.close()
+        cluster.remove()
+
+
+def test_restart_under_writes_loses_nothing_acknowledged(config: ServerConfig,
+                                                         embedder: Embedder) -> None:
+    cluster = Cluster()
+    cluster.start()
+    apps = []
+    try:
+        dsn = cluster.new_database()
+        a, b = open_app(config, "a", embedder, dsn), open_app(config, "b", embedder, dsn)
+        apps += [a, b]
+        acked: list[str] = []
+        refused = 0
+        stop = threading.Event()
+
+        def write() -> None:
+            nonlocal refused
+            n = 0
+            while not stop.is_set():
+                n += 1
+                try:
+                    acked.append(a.memories.upsert(MemoryDraft(
+                        f"Ticket {n} was filed against the {n % 7}th floor printer queue",
+                        MemoryType.EVENT)).memory.id)
+                except Unavailable:
+                    refused += 1
+                    time.sleep(0.05)
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        wait_for(lambda: len(acked) >= 3)
+        cluster.stop("immediate")  # a crash of the server, not a clean shutdown
+        wait_for(lambda: refused > 0)
+        cluster.start(cluster.port)
+        wait_for(lambda: a.feed is not None and a.feed.connected)
+        mark = len(acked)
+        wait_for(lambda: len(acked) >= mark + 3)
+        stop.set()
+        writer.join()
+        stored = set(a.memories.memories.get_many(acked))
+        assert stored == set(acked)
+        wait_for(lambda: all(b.retriever.live.seq_of(i) is not None for i in acked))
+    finally:
+        for app in apps:
+            app.close()
         cluster.remove()
