@@ -2,7 +2,9 @@
 
 ``WriteBehind`` runs them on one daemon thread, so a caller returns as soon as its job is
 queued (Inject's state and access records: their SQLite transaction leaves the reply path;
-docs/decisions/0003-write-behind-state.md).
+docs/decisions/0003-write-behind-state.md). Jobs that queued up meanwhile (at most
+``BATCH``) share one transaction, each in a savepoint of its own: under load the access
+records of many Injects cost one commit (one round trip batch on PostgreSQL).
 What it trades: a crash (kill -9, power loss) can lose the jobs still queued, i.e. the last
 call or two; a clean stop (``close``) runs all of them first. ``flush`` waits for every job
 queued so far, for readers that must see them. At most ``max_pending`` jobs wait; beyond
@@ -20,11 +22,13 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from sidecar.errors import Unavailable
 from sidecar.store.contract import SqlStore
 
 log = logging.getLogger(__name__)
 
 Job = Callable[[], None]
+BATCH = 64
 
 
 class Writer(Protocol):
@@ -88,16 +92,36 @@ class WriteBehind:
 
     def _run(self) -> None:
         while True:
-            job = self._queue.get()
+            jobs = [self._queue.get()]
+            while jobs[-1] is not None and len(jobs) < BATCH and not self._queue.empty():
+                jobs.append(self._queue.get_nowait())
             try:
-                if job is None:
-                    return
-                with self.db.transaction():
-                    job()
-            except Exception:
-                self.failures += 1
-                log.exception("a deferred write failed and was rolled back: SQLite misses it "
-                              "(the in-memory state has it) until a later write or a restart",
-                              extra={"failures": self.failures})
+                self._write([job for job in jobs if job is not None])
             finally:
-                self._queue.task_done()
+                for _ in jobs:
+                    self._queue.task_done()
+            if jobs[-1] is None:
+                return
+
+    def _write(self, jobs: list[Job]) -> None:
+        if not jobs:
+            return
+        try:
+            with self.db.transaction():
+                for job in jobs:
+                    try:
+                        with self.db.transaction():  # a savepoint: a failure costs this job
+                            job()
+                    except Unavailable:
+                        raise
+                    except Exception:
+                        self._failed(1, exc_info=True)
+        except Unavailable as err:
+            self._failed(len(jobs), exc_info=False, error=err.message)
+
+    def _failed(self, count: int, exc_info: bool, error: str = "") -> None:
+        self.failures += count
+        log.log(logging.ERROR if exc_info else logging.WARNING,
+                "a deferred write failed and was rolled back: the store misses it (the "
+                "in-memory state has it) until a later write or a restart",
+                exc_info=exc_info, extra={"failures": self.failures, "error": error})

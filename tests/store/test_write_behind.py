@@ -115,3 +115,25 @@ def test_a_job_after_close_is_written_at_once(db: Database) -> None:
     writer.close()
     writer.submit(lambda: insert(db, 7))
     assert rows(db) == [7]
+
+
+def test_jobs_queued_meanwhile_share_one_transaction(db: Database) -> None:
+    writer = WriteBehind(db)
+    started, release = threading.Event(), threading.Event()
+    writer.submit(lambda: (started.set(), release.wait(10)) and None)
+    assert started.wait(10)
+    for n in range(5):  # queued while the thread is busy
+        writer.submit(lambda n=n: insert(db, n))  # type: ignore[misc]
+    outer: list[bool] = []
+    original = db.transaction
+
+    def counted():  # type: ignore[no-untyped-def]
+        outer.append(not db._conn.in_transaction)  # False: a savepoint
+        return original()
+
+    db.transaction = counted  # type: ignore[method-assign]
+    release.set()
+    writer.flush()
+    writer.close()
+    assert rows(db) == [0, 1, 2, 3, 4]
+    assert outer == [True, False, False, False, False, False]  # one commit, five savepoints
