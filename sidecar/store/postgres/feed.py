@@ -154,6 +154,9 @@ class ChangeFeed:
                 _closed(conn)
                 conn = None
                 self._stop.wait(1.0)
+            except Exception:  # a bug must not stop the following for good
+                log.exception("change feed failed; retrying")
+                self._stop.wait(1.0)
         _closed(conn)
 
 
