@@ -4,7 +4,9 @@
 queued (Inject's state and access records: their SQLite transaction leaves the reply path;
 docs/decisions/0003-write-behind-state.md). Jobs that queued up meanwhile (at most
 ``BATCH``) share one transaction, each in a savepoint of its own: under load the access
-records of many Injects cost one commit (one round trip batch on PostgreSQL).
+records of many Injects cost one commit (one round trip batch on PostgreSQL). Jobs that
+met a store away (``Unavailable``) are kept, at most ``MAX_HELD``, and run again first with
+the next batch.
 What it trades: a crash (kill -9, power loss) can lose the jobs still queued, i.e. the last
 call or two; a clean stop (``close``) runs all of them first. ``flush`` waits for every job
 queued so far, for readers that must see them. At most ``max_pending`` jobs wait; beyond
@@ -19,6 +21,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
@@ -29,6 +32,7 @@ log = logging.getLogger(__name__)
 
 Job = Callable[[], None]
 BATCH = 64
+MAX_HELD = 10_000
 
 
 class Writer(Protocol):
@@ -58,6 +62,7 @@ class WriteBehind:
     def __init__(self, db: SqlStore, max_pending: int = 256, name: str = "write-behind") -> None:
         self.db = db
         self.failures = 0
+        self._held: deque[Job] = deque(maxlen=MAX_HELD)  # met a store away; run again
         self._queue: queue.Queue[Job | None] = queue.Queue(max_pending)
         self._closed = False
         self._close_lock = threading.Lock()
@@ -104,6 +109,8 @@ class WriteBehind:
                 return
 
     def _write(self, jobs: list[Job]) -> None:
+        jobs = [*self._held, *jobs]
+        self._held.clear()
         if not jobs:
             return
         try:
@@ -117,7 +124,9 @@ class WriteBehind:
                     except Exception:
                         self._failed(1, exc_info=True)
         except Unavailable as err:
-            self._failed(len(jobs), exc_info=False, error=err.message)
+            self._held.extend(jobs)
+            log.warning("store away: deferred writes held until it is back",
+                        extra={"held": len(self._held), "error": err.message})
 
     def _failed(self, count: int, exc_info: bool, error: str = "") -> None:
         self.failures += count

@@ -49,7 +49,9 @@ def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
         for n in range(6):
             a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
                                           MemoryType.FACT))
-        wait_for(lambda: len(server.server.app.retriever.live) == 6)
+            a.memories.upsert(MemoryDraft(f"Nightly backups of shard {n} go to cold storage",
+                                          MemoryType.FACT))
+        wait_for(lambda: len(server.server.app.retriever.live) == 12)
         inject = i.InjectRequest(channel_id="c", text="who gets paged on failure?")
         before = server.injection.Inject(inject)
         assert before.items
@@ -57,9 +59,11 @@ def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
         wait_for(lambda: health(server, STORE_HEALTH) == health_pb2.HealthCheckResponse.NOT_SERVING)
         assert health(server, "") == health_pb2.HealthCheckResponse.SERVING
         hits = server.store.Search(s.SearchRequest(query="who gets paged?"))
-        assert len(hits.hits) == 6  # served from memory
-        during = server.injection.Inject(inject)  # state kept here meanwhile
-        assert during.turn == before.turn + 1 and not ids(during) & ids(before)
+        assert len(hits.hits) == 10  # served from memory
+        during = server.injection.Inject(i.InjectRequest(  # state kept here meanwhile
+            channel_id="c", text="where do the nightly backups go?"))
+        assert during.items and during.turn == before.turn + 1
+        assert not ids(during) & ids(before)
         with pytest.raises(grpc.RpcError) as refused:
             server.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
                 content="Written while the store is away", type=m.MEMORY_TYPE_FACT)))
@@ -76,7 +80,10 @@ def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
         again = server.injection.Inject(inject)  # reconciled: the turn and the cooldown hold
         assert again.turn == during.turn + 1
         assert not ids(again) & (ids(before) | ids(during))
-        assert a.memories.memories.count() == 7  # every acknowledged write, nothing else
+        server.server.app.injector.states.writer.flush()  # held access records, then these
+        touched = a.memories.memories.get_many(list(ids(during)))
+        assert touched and all(m.access_count == 1 for m in touched.values())
+        assert a.memories.memories.count() == 13  # every acknowledged write, nothing else
     finally:
         if server is not None:
             server.close()
