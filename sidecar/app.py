@@ -23,6 +23,7 @@ from sidecar.injection.marker import BlockSigner
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.sweep import ChannelSweeper
+from sidecar.injection.trace import TraceRing
 from sidecar.live import Live
 from sidecar.memory.reembed import ReEmbed
 from sidecar.memory.service import MemoryService
@@ -121,6 +122,7 @@ class App:
                                  state_writes),
             signer=BlockSigner.open(Path(config.data_dir)),
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
+            trace=TraceRing(lambda: live.get().injection.trace_turns),
         )
         owners = ChannelOwners(db)
         sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))

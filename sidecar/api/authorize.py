@@ -20,7 +20,7 @@ CALLER_FIELDS = {
     "GetMemoryRequest", "ForgetMemoryRequest", "ListMemoriesRequest", "AddEdgeRequest",
     "RemoveEdgeRequest", "SearchRequest", "InjectRequest", "PruneHistoryRequest",
     "ResetChannelRequest", "GetConfigRequest", "PromoteToCanonRequest",
-    "GetMemoryHistoryRequest", "GetSnapshotRequest",
+    "GetMemoryHistoryRequest", "GetSnapshotRequest", "GetInjectionTraceRequest",
 }
 SCOPE_FIELDS = {"FindConsolidationCandidatesRequest": "scope", "ProposeDeletionsRequest": "scope"}
 OPERATOR_ONLY = {"VaultStatsRequest"}

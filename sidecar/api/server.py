@@ -20,6 +20,7 @@ from memsidecar.v1 import (
     vault_pb2_grpc,
 )
 
+from sidecar.admin.build import admin_site
 from sidecar.api.admission import AdmissionInterceptor, CountingExecutor
 from sidecar.api.auth_interceptor import AuthInterceptor
 from sidecar.api.exposure import check_exposure, reflection_enabled
@@ -116,8 +117,9 @@ class Server:
     def start(self) -> None:
         """Start accepting calls, warm up, then report SERVING."""
         self.grpc.start()
+        pages = admin_site(self.app, self.tokens) if self.app.config.http.admin else None
         self.http = start_http(self.app.config.http.listen, self.app.metrics.registry,
-                               self.tokens)
+                               self.tokens, pages)
         self.app.settings.watch()
         self.app.warm_up()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)

@@ -59,6 +59,7 @@ class ListQuery:
     page_size: int = 100
     page_token: str = ""
     include_forgotten: bool = False
+    tiers: tuple[Tier, ...] = ()
 
 
 class MemoryRepo:
@@ -236,6 +237,9 @@ def _filters(query: ListQuery) -> tuple[list[str], list[Any]]:
     if query.types:
         where.append(f"type IN ({','.join('?' * len(query.types))})")
         params.extend(int(t) for t in query.types)
+    if query.tiers:
+        where.append(f"tier IN ({','.join('?' * len(query.tiers))})")
+        params.extend(int(t) for t in query.tiers)
     if query.channel_id:
         where.append("channel_id = ?")
         params.append(query.channel_id)
