@@ -16,7 +16,7 @@ HEADERS = (
      "frame-ancestors 'none'; base-uri 'none'"),
     ("X-Content-Type-Options", "nosniff"),
     ("X-Frame-Options", "DENY"),
-    ("Referrer-Policy", "no-referrer"),
+    ("Referrer-Policy", "same-origin"),  # "no-referrer" makes the Origin of a POST "null"
     ("Cache-Control", "no-store"),
 )
 

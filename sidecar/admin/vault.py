@@ -34,12 +34,13 @@ def show(ctx: Ctx) -> Response:
                  if deletion_key(c.memory.id, c.reason) not in dismissed]
     body = (notice(ctx.request.arg("done")) + summary + counts
             + f"<h2>Scope: {e(scope or '(shared)')}</h2><p>Scopes: {scopes or 'none'}</p>"
-            + "<h3>Consolidation candidates</h3>"
+            + '<section id="pairs"><h3>Consolidation candidates</h3>'
             + table(("Older", "Newer", "Cosine", "Decide"), (_pair(ctx, scope, p) for p in pairs),
                     "No near-duplicate pairs.")
-            + "<h3>Deletion proposals</h3>"
+            + '</section><section id="proposals"><h3>Deletion proposals</h3>'
             + table(("Memory", "Reason", "Detail", "Decide"),
-                    (_proposal(ctx, scope, c) for c in proposals), "Nothing proposed."))
+                    (_proposal(ctx, scope, c) for c in proposals), "Nothing proposed.")
+            + "</section>")
     return page("Vault", body, here="/vault")
 
 
