@@ -14,6 +14,7 @@ from typing import Any
 from sidecar.admin.context import Ctx
 from sidecar.admin.html import button_form, e, hidden, link, notice, page, table
 from sidecar.admin.web import Response, redirect, url
+from sidecar.api.validate import check_name
 from sidecar.errors import InvalidArgument
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.knobs import RULE_KEY, Rule
@@ -39,6 +40,7 @@ def show(ctx: Ctx, error: str = "", status: int = 200) -> Response:
 
 def update(ctx: Ctx) -> Response:
     agent = ctx.request.arg("agent")
+    check_name(agent, "agent_id")
     current = ctx.services.settings.agent(agent).memory_injection
     try:
         changes = {f.name: parse(f.name, ctx.request.form[f.name]) for f in fields(current)
@@ -53,6 +55,7 @@ def update(ctx: Ctx) -> Response:
 
 def revert(ctx: Ctx) -> Response:
     agent = ctx.request.arg("agent")
+    check_name(agent, "agent_id")
     ctx.services.settings.update_injection(agent, {}, reset=True)
     return redirect(url("/settings", agent=agent, done="Reverted to the defaults."))
 

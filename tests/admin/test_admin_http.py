@@ -97,6 +97,9 @@ def test_bad_input_is_a_clear_page(site: Site) -> None:
     status, _, text = call(site, "POST", "/settings/update",
                            {"csrf": csrf, "agent": "ada", "max_total": "many"}, Cookie=cookie)
     assert status == 400 and "max_total" in text and "not a valid int" in text
+    status, _, text = call(site, "POST", "/settings/revert", {"csrf": csrf, "agent": "a\x01"},
+                           Cookie=cookie)
+    assert status == 400 and "control character" in text
 
 
 def test_metrics_beside_the_page(site: Site) -> None:
