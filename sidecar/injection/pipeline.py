@@ -190,6 +190,8 @@ class Injector:
                 chosen: list[Candidate], dropped: list[TracedDrop]) -> None:
         """Trace a committed turn (after the commit point: a retry or an abandoned call
         never gets here)."""
+        if not self.trace.enabled:
+            return
         self.trace.record(request.channel_id, trace_turn(
             request.agent_id, request.text, result.turn, result.skip_reason,
             us_since(start), chosen, dropped, now_us()))
