@@ -6,7 +6,10 @@ agent; ``--calls`` Injects on 20 channels per phase. The sidecar and the gRPC cl
 process; the page reader is a process of its own. Prints Inject p50 / p90 / p99 per
 phase and each page's p50, and writes ``bench/results/admin_load.md``.
 
-Run:  .venv/bin/python -m bench.admin_load [--memories 5000] [--calls 300]
+``--pause`` seconds between two page loads (0 = back to back, the worst case; a person reading
+pages loads one every few seconds).
+
+Run:  .venv/bin/python -m bench.admin_load [--memories 5000] [--calls 300] [--pause 0]
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ def injects(target: str, phase: str, queries: list[str]) -> np.ndarray:
     return np.array(took)
 
 
-def reader(base: str, stop: Event, out: Queue[dict[str, list[float]]]) -> None:
+def reader(base: str, pause: float, stop: Event, out: Queue[dict[str, list[float]]]) -> None:
     """Load the pages back to back until ``stop``; put each page's times (ms) on ``out``."""
     times: dict[str, list[float]] = {}
     while not stop.is_set():
@@ -63,6 +66,7 @@ def reader(base: str, stop: Event, out: Queue[dict[str, list[float]]]) -> None:
             with urllib.request.urlopen(base + page, timeout=60) as reply:
                 reply.read()
             times.setdefault(page, []).append((time.perf_counter() - start) * 1000)
+            stop.wait(pause)
     out.put(times)
 
 
@@ -75,6 +79,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=5000)
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--pause", type=float, default=0.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         config = ServerConfig(listen="127.0.0.1:0", data_dir=str(Path(folder) / "data"),
@@ -88,11 +93,12 @@ def main() -> None:
             fill(target, texts)
             queries = [t.split(" and noted")[0] + "?" for t in corpus(args.calls, seed=11)]
             with recorded("admin_load"):
-                print(f"{args.memories} memories, {args.calls} Injects per phase")
+                print(f"{args.memories} memories, {args.calls} Injects per phase, "
+                      f"{args.pause} s between page loads")
                 injects(target, "warm", queries[:20])
                 print(line("Inject, page idle", injects(target, "idle", queries)))
                 stop, out = multiprocessing.Event(), multiprocessing.Queue()
-                process = multiprocessing.Process(target=reader, args=(base, stop, out))
+                process = multiprocessing.Process(target=reader, args=(base, args.pause, stop, out))
                 process.start()
                 time.sleep(1.0)  # the reader is loading pages
                 busy = injects(target, "busy", queries)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sidecar.admin.dismissed import Dismissed
 from sidecar.admin.session import Session
+from sidecar.admin.suggestions import SuggestionCache
 from sidecar.admin.web import Request
 from sidecar.config.store import ConfigStore
 from sidecar.injection.pipeline import Injector
@@ -22,6 +23,7 @@ class Services:
     vault: Vault
     injector: Injector
     dismissed: Dismissed
+    suggestions: SuggestionCache
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,8 @@ Nothing here acts on its own."""
 
 from __future__ import annotations
 
+import time
+
 from sidecar.admin.context import Ctx
 from sidecar.admin.dismissed import deletion_key, pair_key
 from sidecar.admin.html import button_form, e, link, notice, page, table
@@ -12,8 +14,6 @@ from sidecar.admin.web import Response, redirect, url
 from sidecar.errors import InvalidArgument, NotFound
 from sidecar.redact import echo
 from sidecar.vault.hygiene import DeletionCandidate, SimilarPair
-
-PAIRS = 50
 
 
 def show(ctx: Ctx) -> Response:
@@ -27,13 +27,15 @@ def show(ctx: Ctx) -> Response:
     summary = (f"<p>{stats.live} live, {stats.forgotten} forgotten, {stats.history_rows} "
                f"history rows, database {stats.db_size_bytes / 1e6:.1f} MB.</p>")
     dismissed = ctx.services.dismissed.keys()
-    vault = ctx.services.vault
-    pairs = [p for p in vault.consolidation_candidates(scope, None, PAIRS)
-             if pair_key(p.first.id, p.second.id) not in dismissed]
-    proposals = [c for c in vault.propose_deletions(scope)
+    found = ctx.services.suggestions.get(scope, fresh=ctx.request.arg("fresh") == "1")
+    pairs = [p for p in found.pairs if pair_key(p.first.id, p.second.id) not in dismissed]
+    proposals = [c for c in found.proposals
                  if deletion_key(c.memory.id, c.reason) not in dismissed]
+    age = time.monotonic() - found.computed
     body = (notice(ctx.request.arg("done")) + summary + counts
             + f"<h2>Scope: {e(scope or '(shared)')}</h2><p>Scopes: {scopes or 'none'}</p>"
+            + f'<p class="muted">Suggestions computed {age:.0f} s ago. '
+            + link(url("/vault", scope=scope, fresh=1), "Recompute") + "</p>"
             + '<section id="pairs"><h3>Consolidation candidates</h3>'
             + table(("Older", "Newer", "Cosine", "Decide"), (_pair(ctx, scope, p) for p in pairs),
                     "No near-duplicate pairs.")
@@ -51,6 +53,7 @@ def accept(ctx: Ctx) -> Response:
     if found is None:
         raise NotFound(f"no memory with id {echo(memory_id)}", field="forget")
     ctx.services.memories.forget(found.id, ADMIN_SOURCE, found.agent_id)
+    ctx.services.suggestions.drop(ctx.request.arg("scope"))
     return redirect(url("/vault", scope=ctx.request.arg("scope"),
                         done=f"Forgot {found.id}."))
 
