@@ -114,3 +114,27 @@ def test_admin_switch_off(config: ServerConfig, embedder: Embedder) -> None:
         assert call(off, "GET", "/metrics")[0] == 200
     finally:
         off.live.close()
+
+
+def test_a_dismissal_outlives_a_restart(config: ServerConfig, embedder: Embedder) -> None:
+    site = start_site(config, embedder)
+    try:
+        for text in ("The deploy pipeline runs on GitHub Actions every night at 2am.",
+                     "Every night at 2am, the deploy pipeline runs on GitHub Actions."):
+            put(site.live, text, agent_id="ada")
+        cookie, csrf = session(site)
+        text = call(site, "GET", "/vault?scope=ada", Cookie=cookie)[2]
+        keys = re.findall(r'name="key" value="(pair:[^"]+)"', text)
+        assert len(keys) == 1
+        status, _, _ = call(site, "POST", "/vault/dismiss",
+                            {"csrf": csrf, "key": keys[0], "scope": "ada"}, Cookie=cookie)
+        assert status == 303
+    finally:
+        site.live.close()
+    site = start_site(config, embedder)
+    try:
+        text = call(site, "GET", "/vault?scope=ada")[2]
+        assert "No near-duplicate pairs." in text and keys[0] not in text
+        assert "NEAR_DUPLICATE" in text  # the deletion proposal is a suggestion of its own
+    finally:
+        site.live.close()
