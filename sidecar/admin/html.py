@@ -65,8 +65,10 @@ def button_form(action: str, label: str, csrf: str, **fields: object) -> str:
             f"{hidden(csrf=csrf, **fields)}<button>{e(label)}</button></form>")
 
 
-def select(name: str, options: Sequence[str], chosen: str, blank: str = "any") -> str:
-    opts = [f'<option value=""{" selected" if not chosen else ""}>{e(blank)}</option>']
+def select(name: str, options: Sequence[str], chosen: str, blank: str | None = "any") -> str:
+    """A drop-down of ``options``; ``blank`` labels an empty first choice (None: none)."""
+    opts = [] if blank is None else [
+        f'<option value=""{" selected" if not chosen else ""}>{e(blank)}</option>']
     opts += [f'<option value="{e(o)}"{" selected" if o == chosen else ""}>{e(o)}</option>'
              for o in options]
     return f'<select name="{e(name)}">{"".join(opts)}</select>'

@@ -26,7 +26,7 @@ def show(ctx: Ctx) -> Response:
         body += table(("Memory", "Scope", "Fused score", "Cosine", "Sources (rank × weight)"),
                       (_row(h) for h in result.hits), "No hits.")
         body += ('<p class="muted">Fused score: the sum over sources of weight / (rrf_k + '
-                 "rank); rank 0 = absent from that source's list.</p>")
+                 "rank); — = absent from that source's list.</p>")
     return page("Search", body, here="/search")
 
 
@@ -34,7 +34,7 @@ def _form(text: str, agent: str, mode: str) -> str:
     return (f'<form method="get" action="/search"><p>'
             f'<input type="text" name="q" value="{e(text)}" size=50 placeholder="search text"> '
             f'Agent <input type="text" name="agent" value="{e(agent)}" size=14> '
-            f"Mode {select('mode', MODES, mode, blank='hybrid')} <button>Search</button></p>"
+            f"Mode {select('mode', MODES, mode, blank=None)} <button>Search</button></p>"
             "</form>")
 
 
