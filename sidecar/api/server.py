@@ -117,9 +117,8 @@ class Server:
     def start(self) -> None:
         """Start accepting calls, warm up, then report SERVING."""
         self.grpc.start()
-        pages = admin_site(self.app, self.tokens) if self.app.config.http.admin else None
         self.http = start_http(self.app.config.http.listen, self.app.metrics.registry,
-                               self.tokens, pages)
+                               self.tokens, admin_site(self.app, self.tokens))
         self.app.settings.watch()
         self.app.warm_up()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)

@@ -37,9 +37,9 @@ class Site:
 
 
 def start_site(config: ServerConfig, embedder: Embedder,
-               settings: ConfigStore | None = None) -> Site:
+               settings: ConfigStore | None = None, http_listen: str = "127.0.0.1:0") -> Site:
     config = replace(config, listen="127.0.0.1:0",
-                     http=replace(config.http, listen="127.0.0.1:0"))
+                     http=replace(config.http, listen=http_listen))
     if settings is None:  # near-duplicates stay apart: the vault page proposes them
         settings = settings_for(config, vault=VaultConfig(duplicate_gate=False))
     server = create_server(App.open(config, embedder=embedder, settings=settings))

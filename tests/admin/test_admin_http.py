@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import http.client
+import logging
 import re
 from dataclasses import replace
 from urllib.parse import urlencode
+
+import pytest
 
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
@@ -105,6 +108,18 @@ def test_bad_input_is_a_clear_page(site: Site) -> None:
 def test_metrics_beside_the_page(site: Site) -> None:
     status, _, text = call(site, "GET", "/metrics")
     assert status == 200 and "memsidecar_" in text
+
+
+def test_no_open_admin_page_on_a_remote_address(config: ServerConfig, embedder: Embedder,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        site = start_site(config, embedder, http_listen="0.0.0.0:0")
+    try:
+        assert call(site, "GET", "/")[0] == 404
+        assert call(site, "GET", "/metrics")[0] == 200
+        assert any("admin page off" in r.getMessage() for r in caplog.records)
+    finally:
+        site.live.close()
 
 
 def test_admin_switch_off(config: ServerConfig, embedder: Embedder) -> None:
