@@ -13,7 +13,7 @@ from sidecar.admin.memory import ADMIN_SOURCE
 from sidecar.admin.web import Response, redirect, url
 from sidecar.errors import InvalidArgument, NotFound
 from sidecar.redact import echo
-from sidecar.vault.hygiene import DeletionCandidate, SimilarPair
+from sidecar.vault.hygiene import DeletionCandidate, SimilarPair, weaker
 
 
 def show(ctx: Ctx) -> Response:
@@ -67,8 +67,7 @@ def dismiss(ctx: Ctx) -> Response:
 
 
 def _pair(ctx: Ctx, scope: str, pair: SimilarPair) -> list[str]:
-    keep, drop = (pair.second, pair.first) if (pair.first.importance, pair.first.updated_at) < (
-        pair.second.importance, pair.second.updated_at) else (pair.first, pair.second)
+    drop, keep = weaker(pair.first, pair.second)  # the rule of the deletion proposals
     decide = (button_form("/vault/accept", "Accept: forget the weaker", ctx.csrf,
                           forget=drop.id, scope=scope) + " "
               + button_form("/vault/dismiss", "Dismiss", ctx.csrf,
