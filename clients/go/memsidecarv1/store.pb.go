@@ -562,7 +562,7 @@ type ImportBatchAck struct {
 	Rejected uint32 `protobuf:"varint,4,opt,name=rejected,proto3" json:"rejected,omitempty"`
 	// One entry per rejected item; `index` is its position in the batch.
 	Errors []*ImportError `protobuf:"bytes,5,rep,name=errors,proto3" json:"errors,omitempty"`
-	// Ids of the committed items, in batch order.
+	// Ids of the items committed or deduplicated (the memory each resolved to), in batch order.
 	Ids []string `protobuf:"bytes,6,rep,name=ids,proto3" json:"ids,omitempty"`
 }
 

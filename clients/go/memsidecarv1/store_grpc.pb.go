@@ -23,8 +23,8 @@ type MemoryStoreClient interface {
 	// Stream many upserts; embedded and committed in batches. Returns one summary.
 	ImportMemories(ctx context.Context, opts ...grpc.CallOption) (MemoryStore_ImportMemoriesClient, error)
 	// Import in acknowledged batches: each batch (at most 100 items) is validated, passes the
-	// write gate and is committed in one transaction, then acknowledged with its counts and the
-	// ids committed. An item whose id is already stored with the same fields commits nothing
+	// write gate and is committed in one transaction, then acknowledged with its counts and
+	// ids. An item whose id is already stored with the same fields commits nothing
 	// (it counts as deduplicated), so a client resends every unacknowledged batch after a
 	// broken stream. A batch that fails or whose call expires changes nothing.
 	ImportMemoriesStream(ctx context.Context, opts ...grpc.CallOption) (MemoryStore_ImportMemoriesStreamClient, error)
@@ -188,8 +188,8 @@ type MemoryStoreServer interface {
 	// Stream many upserts; embedded and committed in batches. Returns one summary.
 	ImportMemories(MemoryStore_ImportMemoriesServer) error
 	// Import in acknowledged batches: each batch (at most 100 items) is validated, passes the
-	// write gate and is committed in one transaction, then acknowledged with its counts and the
-	// ids committed. An item whose id is already stored with the same fields commits nothing
+	// write gate and is committed in one transaction, then acknowledged with its counts and
+	// ids. An item whose id is already stored with the same fields commits nothing
 	// (it counts as deduplicated), so a client resends every unacknowledged batch after a
 	// broken stream. A batch that fails or whose call expires changes nothing.
 	ImportMemoriesStream(MemoryStore_ImportMemoriesStreamServer) error
