@@ -83,31 +83,34 @@ class ImportCalls(StoreCalls):
         return total
 
     def import_stream(self, items: Sequence[store_pb2.ImportItem], *,
-                      batch_size: int = MAX_BATCH, timeout_s: float = 600.0,
+                      batch_size: int = MAX_BATCH, timeout_s: float | None = 600.0,
                       retry: RetryPolicy | None = None) -> Iterator[store_pb2.ImportBatchAck]:
         """One acknowledgement per batch of ``batch_size`` items (batch ``sequence`` n holds
         items ``n * batch_size`` onwards), in order. Items without an id get one
-        (``with_ids``). When the stream breaks (UNAVAILABLE), it is reopened (``retry``,
-        default the client's policy) and every batch not yet acknowledged is sent again; an
-        item already stored with the same fields commits nothing twice."""
+        (``with_ids``). When a stream that acknowledged a batch breaks (UNAVAILABLE), it is
+        reopened (``retry``, default the client's policy) and every batch not yet
+        acknowledged is sent again; an item already stored with the same fields commits
+        nothing twice. A sidecar that cannot be reached at all raises at once. ``timeout_s``: the
+        deadline of each stream (None: none)."""
         if not 1 <= batch_size <= MAX_BATCH:
             raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}, got {batch_size}")
         named = with_ids(items)
         batches = [store_pb2.ImportBatch(sequence=n, items=named[start:start + batch_size])
                    for n, start in enumerate(range(0, len(named), batch_size))]
         policy = retry or self.retry
-        acked, failures = 0, 0
+        acked, failures, connected = 0, 0, False
         while acked < len(batches):
             call = self.store.ImportMemoriesStream(iter(batches[acked:]), timeout=timeout_s,
                                                    metadata=self.metadata)
             try:
                 for ack in call:
-                    acked, failures = ack.sequence + 1, 0
+                    acked, failures, connected = ack.sequence + 1, 0, True
                     yield ack
             except grpc.RpcError as err:
                 error = from_rpc_error(err)
                 failures += 1
-                if not isinstance(error, UnavailableError) or failures >= policy.max_attempts:
+                if not (connected and isinstance(error, UnavailableError)) \
+                        or failures >= policy.max_attempts:
                     raise error from err
                 sleep = policy.backoff(failures)
                 log.info("import stream broken; resending", extra={"batch": acked,

@@ -62,7 +62,7 @@ def memory_to_dict(memory: memory_pb2.Memory) -> dict[str, Any]:
     """An exported line: every field that makes the memory what it is, names in lower case
     ("decision", "canon"), times in RFC 3339; ``item_from_dict`` restores it exactly."""
     record: dict[str, Any] = {k: getattr(memory, k) for k in ("id", "content")}
-    record["type"] = memory_pb2.MemoryType.Name(memory.type).removeprefix("MEMORY_TYPE_").lower()
+    record["type"] = type_label(memory.type)
     record["importance"] = short_float32(memory.importance)
     record["tier"] = memory_pb2.Tier.Name(memory.tier or memory_pb2.TIER_CANON) \
         .removeprefix("TIER_").lower()
@@ -72,6 +72,11 @@ def memory_to_dict(memory: memory_pb2.Memory) -> dict[str, Any]:
     record["updated_at"] = memory.updated_at.ToJsonString()
     record["forgotten"] = memory.forgotten
     return record
+
+
+def type_label(value: int) -> str:
+    """memory_pb2.MEMORY_TYPE_DECISION -> "decision"."""
+    return memory_pb2.MemoryType.Name(value).removeprefix("MEMORY_TYPE_").lower()
 
 
 def short_float32(value: float) -> float:
