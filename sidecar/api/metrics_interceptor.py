@@ -58,6 +58,9 @@ class MetricsInterceptor(grpc.ServerInterceptor):
             for reply in replies:
                 self._replied(reply)
                 yield reply
+        except GeneratorExit:  # the caller went away mid-stream
+            self._observe(method, start, grpc.StatusCode.CANCELLED)
+            raise
         except BaseException:
             self._failed(method, start, context)
             raise

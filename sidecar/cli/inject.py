@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     with remote.connect(args) as client:
         reply = client.inject(args.text, channel_id=args.channel, agent_id=args.agent,
                               source=args.source, turn=args.turn)
-    show(reply, sys.stdout)
+        show(reply, sys.stdout)
     return 0
 
 
