@@ -42,3 +42,6 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:
         print(f"memsidecar {args.command}: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"memsidecar {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -109,7 +109,10 @@ def read_items(path: str | Path) -> list[store_pb2.ImportItem]:
 
 def parse_line(line: str) -> dict[str, Any]:
     """One JSON object; ValueError otherwise."""
-    record = json.loads(line)
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
     if not isinstance(record, dict):
         raise ValueError("expected a JSON object")
     return record
