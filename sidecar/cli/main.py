@@ -1,12 +1,9 @@
-"""Command line.
+"""memsidecar: the sidecar and the tools around it.
 
-On this machine: ``memsidecar serve [--config FILE] [--listen ADDR] [--data-dir DIR]
-[--log-format text|json]``, ``memsidecar config check FILE``, ``memsidecar config docs``,
-``memsidecar token add|list|revoke --data-dir DIR``.
-
-Against a running sidecar (``--addr HOST:PORT|unix:PATH``, ``--token T``):
-``memsidecar import FILE.jsonl|-``, ``memsidecar export [--agent A]``,
-``memsidecar search TEXT``, ``memsidecar inject --channel C TEXT``, ``memsidecar stats``."""
+On this machine: serve, config check|docs, token add|list|revoke.
+Against a running sidecar (--addr HOST:PORT|unix:PATH, --token T after the command name):
+import FILE.jsonl|-, export [--agent A], search TEXT, inject --channel C TEXT, stats.
+"""
 
 from __future__ import annotations
 

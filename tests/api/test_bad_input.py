@@ -214,9 +214,9 @@ CASES = [*_name_cases(), *_other_cases()]
 def test_the_catalogue_is_large_and_covers_every_rpc() -> None:
     assert len(CASES) >= 60
     prefixes = {c.name.split(".")[0].split("-")[0] for c in CASES}
-    assert {"upsert", "import", "import_stream", "get", "forget", "list", "add_edge", "remove_edge", "search",
-            "inject", "prune", "reset", "get_config", "update_config", "promote", "history",
-            "snapshot", "consolidation", "deletions"} <= prefixes
+    assert {"upsert", "import", "import_stream", "get", "forget", "list", "add_edge",
+            "remove_edge", "search", "inject", "prune", "reset", "get_config", "update_config",
+            "promote", "history", "snapshot", "consolidation", "deletions"} <= prefixes
 
 
 @pytest.fixture(scope="module")

@@ -58,3 +58,9 @@ def test_stats_prints_plain_numbers(running: Running, capsys: pytest.CaptureFixt
     assert int(lines["db_size_bytes"]) > 0
     assert "scope - live 1 forgotten 0 canon 1 registers 0" in out
     assert "scope ada live 0 forgotten 1 canon 0 registers 0" in out
+
+
+def test_a_unix_socket_address(unix_target: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = unix_target.removeprefix("unix://")
+    assert main(["stats", "--addr", f"unix:{path}"]) == 0
+    assert capsys.readouterr().out.startswith("live 0\n")
