@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from memsidecar.v1 import store_pb2, vault_pb2
+from memsidecar.v1 import store_pb2
 from memsidecar_client import Client, MemsidecarError, memory_to_dict
 
 from sidecar.cli import remote
@@ -51,8 +51,5 @@ def _total(client: Client, agent: str | None) -> int | None:
         stats = client.vault_stats()
     except MemsidecarError:
         return None
-    return sum(_count(s) for s in stats.scopes if agent is None or s.agent_id in ("", agent))
-
-
-def _count(scope: vault_pb2.ScopeCount) -> int:
-    return int(scope.live + scope.forgotten)
+    return sum(int(s.live + s.forgotten) for s in stats.scopes
+               if agent is None or s.agent_id in ("", agent))

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             for ack in client.import_stream(parsed.items, batch_size=args.batch_size,
                                             timeout_s=None, retry=RESUME):
-                _count(summary, ack, parsed.numbers[ack.sequence * args.batch_size:])
+                _count(summary, ack, parsed.numbers, ack.sequence * args.batch_size)
                 bar.update(ack.committed + ack.deduplicated + ack.rejected)
         except MemsidecarError as err:
             bar.close()
@@ -93,13 +93,15 @@ def _read(name: str) -> Lines:
         return parse(lines)
 
 
-def _count(summary: Summary, ack: store_pb2.ImportBatchAck, numbers: list[int]) -> None:
+def _count(summary: Summary, ack: store_pb2.ImportBatchAck, numbers: list[int],
+           first: int) -> None:
+    """Add a batch's acknowledgement; ``numbers[first + i]`` is the line of its item i."""
     summary.stored += ack.committed
     summary.deduplicated += ack.deduplicated
     summary.acknowledged += ack.committed + ack.deduplicated + ack.rejected
     for error in ack.errors:
         message = error.message.replace(f"items[{error.index}].", "")
-        summary.rejected.append((numbers[error.index], f"{error.reason}: {message}"))
+        summary.rejected.append((numbers[first + error.index], f"{error.reason}: {message}"))
 
 
 def report(summary: Summary, out: TextIO) -> None:
