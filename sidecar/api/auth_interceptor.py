@@ -2,7 +2,7 @@
 
 No token, or one the tokens file does not hold, is UNAUTHENTICATED before any work is done.
 A valid token's identity is bound to the call's thread (``sidecar.auth.identity``) for the
-request rules (``sidecar.api.authorize``).
+request rules (``sidecar.api.authorize``); for a response stream, during each of its steps.
 """
 
 from __future__ import annotations
