@@ -2,33 +2,28 @@
 vs ImportMemoriesStream through the Python client (batches of 100 and of 20), every gate on.
 
 Run: .venv/bin/python -m bench.import_stream [--memories 2000] [--model minilm-int8]
-Same real server, model and corpus as bench_foundation; one fresh data dir per run.
+Same real server (``bench_foundation.serving``), model and corpus as bench_foundation; one
+fresh data dir per run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from memsidecar.v1 import memory_pb2, store_pb2
 from memsidecar_client import Client
 
-from bench.bench_foundation import bench_import
+from bench.bench_foundation import bench_import, serving
 from bench.corpus import corpus
-from sidecar.api.server import create_server
-from sidecar.api.server_config import ServerConfig
-from sidecar.app import App
-from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
+from sidecar.config import Config
 from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
 from sidecar.embedding.models import FP32, MODEL_NAMES, model_files
-from sidecar.metrics.config import HttpConfig
 
 Run = Callable[[str, list[str]], dict[str, float]]
 
@@ -64,18 +59,8 @@ def main() -> None:
     print(f"model {args.model}; {args.memories} memories; load average "
           f"{os.getloadavg()[0]:.2f}")
     for name, run in RUNS.items():
-        with tempfile.TemporaryDirectory() as tmp:
-            settings = ConfigStore(Path(tmp) / CONFIG_FILENAME,
-                                   Config(embedding=EmbeddingConfig(args.model)), None)
-            app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp,
-                                        http=HttpConfig(listen="")),
-                           embedder=embedder, settings=settings)
-            server = create_server(app)
-            server.start()
-            try:
-                result = run(f"127.0.0.1:{server.port}", texts)
-            finally:
-                server.stop(grace=1)
+        with serving(embedder, Config(embedding=EmbeddingConfig(args.model))) as target:
+            result = run(target, texts)
         print(f"{name}: {result['seconds']:.1f} s = {result['memories_per_s']:.1f} memories/s "
               f"(load average {os.getloadavg()[0]:.2f})")
 
