@@ -50,6 +50,7 @@ bench: install
 	$(PY) -m bench.replay_longmemeval
 	$(PY) -m bench.inject_breakdown
 	$(PY) -m bench.query_cut
+	$(PY) -m bench.import_stream
 	$(MAKE) bench-latency
 
 lint: install

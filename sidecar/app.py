@@ -140,6 +140,7 @@ class App:
         )
         metrics = Metrics(Sources(
             memories=retriever.live.snapshot, vector_index=vectors.stats,
+            bm25=lambda: (retriever.lexical.segment_count, len(retriever.lexical)),
             queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
         ))
