@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
 from lme_data import CACHE, Question, cached_embeddings, load_oracle, pooled_turns, questions  # noqa: E402
+from lme_fusion import tune_fusion  # noqa: E402
 from lme_metrics import Scores, mean, session_level, turn_level  # noqa: E402
 from memsidecar.v1 import store_pb2  # noqa: E402
 from store_build import Served, build_store  # noqa: E402
@@ -192,6 +193,8 @@ def main() -> None:
                         help="[retrieval] bm25_stemming of the report (both: off, then on)")
     parser.add_argument("--tune-bm25", action="store_true",
                         help="first the LEXICAL k1 x b grid on the tune half")
+    parser.add_argument("--tune-fusion", action="store_true",
+                        help="first the RRF vs score fusion grid on the tune half")
     args = parser.parse_args()
 
     data = load_oracle()
@@ -222,6 +225,11 @@ def main() -> None:
             return
     if args.tune_bm25:
         tune_bm25(data_dir, embedder, tune_half, evidence, STEMMING[args.stemming])
+    if args.tune_fusion:
+        tune_fusion(data_dir, embedder, args.model, tune_half, held,
+                    lambda ranked, part: evaluate(ranked, part, evidence))
+        if args.tune_only:
+            return
     for stem in STEMMING[args.stemming]:
         report(data_dir, embedder, qs, held, evidence, RetrievalConfig(bm25_stemming=stem))
 
