@@ -1,7 +1,8 @@
 """Search quality on LongMemEval (oracle set): recall@5/@10, MRR at turn and session level.
 
     .venv/bin/python bench/longmemeval_quality.py            # report (default settings, gRPC)
-    .venv/bin/python bench/longmemeval_quality.py --tune     # + the settings grid on the tune half
+    .venv/bin/python bench/longmemeval_quality.py --tune     # + the RRF grid on the tune half
+    .venv/bin/python bench/longmemeval_quality.py --tune-fusion  # RRF vs score fusion grid
     .venv/bin/python bench/longmemeval_quality.py --turns all  # pool assistant turns too
     .venv/bin/python bench/longmemeval_quality.py --model minilm-int8  # another [embedding] model
     .venv/bin/python bench/longmemeval_quality.py --stemming both  # bm25_stemming off vs on
@@ -35,7 +36,7 @@ from store_build import Served, build_store  # noqa: E402
 from sidecar.embedding import Embedder  # noqa: E402
 from sidecar.embedding.models import FP32, MODEL_NAMES, model_files  # noqa: E402
 from sidecar.live import Live  # noqa: E402
-from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
+from sidecar.retrieval.config import RRF, RetrievalConfig  # noqa: E402
 from sidecar.retrieval.contract import Mode, SearchQuery  # noqa: E402
 from sidecar.retrieval.hybrid import HybridRetriever  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
@@ -79,7 +80,7 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
     """
     vecs = cached_embeddings([q.text for q in qs], f"lme_q_{len(qs)}")
     db = Database(data_dir / "memsidecar.sqlite3")
-    base = RetrievalConfig()
+    base = RetrievalConfig(fusion=RRF)  # the RRF grid of docs/decisions/0005
 
     def run(engine: HybridRetriever, mode: Mode) -> tuple[Scores, Scores]:
         ranked = {q.id: [h.memory.id for h in engine.search(
