@@ -28,12 +28,8 @@ class Found(NamedTuple):
     scores: np.ndarray
 
 
-def no_labels() -> np.ndarray:
-    return np.zeros(0, np.int64)
-
-
 def nothing() -> Found:
-    return Found(no_labels(), np.zeros(0, np.float64))
+    return Found(np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,24 +9,17 @@ import numpy as np
 
 from kernels.rrf import fuse
 from sidecar.retrieval.config import RetrievalConfig
-from sidecar.retrieval.fusion.pool import S_PER_DAY, Fused, Pool, Ranked, age_s, pool_of, top
+from sidecar.retrieval.fusion.pool import S_PER_DAY, Fused, Ranked, age_s, pool_of, top
 from sidecar.retrieval.mirror import LiveMemories
 
-__all__ = ["Fused", "Ranked", "fuse_pool", "fuse_ranked"]
+__all__ = ["Fused", "Ranked", "fuse_ranked"]
 
 
 def fuse_ranked(
     lists: Sequence[Ranked], live: LiveMemories, config: RetrievalConfig, limit: int
 ) -> Fused:
     """Fuse ``lists`` (importance and age read from the mirror); keep the top ``limit``."""
-    return fuse_pool(pool_of(lists), lists, live, config, limit)
-
-
-def fuse_pool(
-    pool: Pool, lists: Sequence[Ranked], live: LiveMemories, config: RetrievalConfig,
-    limit: int,
-) -> Fused:
-    """``fuse_ranked`` over the pool of ``lists``."""
+    pool = pool_of(lists)
     labels = pool.labels
     scores, order = fuse(
         pool.ranks, np.array([r.weight for r in lists], np.float64), config.rrf_k,

@@ -3,12 +3,13 @@ the candidate pool, plus the importance / recency boost (``kernels.score_fusion`
 
 The vector source's column is the exact query cosine of every candidate (not only of those
 it listed), so a BM25 or graph find is weighed by its real similarity. The other sources
-score what they listed; a candidate they did not list gets their worst normalised score.
+score what they listed; a candidate they did not list gets 0 from them under ``max``, their
+worst normalised score under ``minmax`` and ``zscore``.
 
-The fused score's meaning (what a threshold on it compares): with ``minmax`` normalisation
-each source contributes its share x a value in [0, 1], 1 for the source's best candidate of
-this query, so the fused score lies in [0, shares' sum] plus the small boost, and a candidate
-that is best in every source scores the full sum. It is relative to the query's own
+The fused score's meaning (what a threshold on it compares): under ``max`` (the default)
+each source contributes its share x its score as a fraction of its best score for this
+query, so a candidate that is best in every source scores the full sum of the shares, and a
+hit scoring half the best is half as well supported. It is relative to the query's own
 candidates: compare it with the best hit's score, not across queries (``Hit.cosine`` is the
 absolute measure).
 """
