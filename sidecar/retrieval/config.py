@@ -112,6 +112,12 @@ class RetrievalConfig:
         "Snowball English stemming of BM25 terms, documents and queries alike (\"flights\" "
         "matches \"flight\"); the saved postings are rebuilt at start when it changes.",
         restart=True))
+    # Off by default: on the LongMemEval questions a cap of 12 is quality-neutral, but the long
+    # conversation turns where it pays (7.3 -> 0.4 ms p50 at 100k) have no quality measure yet
+    # (docs/decisions/0010-score-fusion.md).
+    bm25_query_max_terms: int = field(default=0, metadata=knob(
+        "BM25 scores only this many distinct query terms, the rarest (highest idf); 0 = all. "
+        "Speeds up long queries (conversation turns).", ge=0, le=10_000))
     # Below it the thread hand-off costs more than it saves (bench/search_speed.py,
     # docs/decisions/0002-bm25-beside-the-embedding.md).
     parallel_min_memories: int = field(default=50_000, metadata=knob(

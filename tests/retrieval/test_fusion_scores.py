@@ -99,3 +99,13 @@ def test_scope_and_forgetting_hold_under_each_fusion(
     retriever.memories_forgotten([memory(0, TEXTS[0])])
     for mode in Mode:
         assert "m0" not in {i for i, _, _ in search(retriever, limit=10, mode=mode)}
+
+
+def test_query_term_cap_reaches_the_lexical_source(
+        engine: tuple[HybridRetriever, list[RetrievalConfig]]) -> None:
+    retriever, current = engine
+    current[0] = replace(NO_BOOST, bm25_query_max_terms=1)
+    capped = retriever.search(SearchQuery("grandma API", mode=Mode.LEXICAL)).hits
+    assert [h.memory.content for h in capped] == [TEXTS[2]]  # only "grandma", the rarer term
+    current[0] = NO_BOOST
+    assert len(retriever.search(SearchQuery("grandma API", mode=Mode.LEXICAL)).hits) > 1

@@ -21,4 +21,5 @@ class LexicalSource:
         return config.lexical_share
 
     def search(self, ctx: SourceContext) -> Found:
-        return Found(*self.index.search(ctx.query.text, ctx.query.search_limit, ctx.accept))
+        return Found(*self.index.search(ctx.query.text, ctx.query.search_limit, ctx.accept,
+                                        ctx.config.bm25_query_max_terms))
