@@ -21,7 +21,7 @@ from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 
 Evaluate = Callable[[dict[str, list[str]], list[Question]], tuple[Scores, Scores]]
-SHARES = (0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
+SHARES = (0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 LIMITS = (20, 40)
 
 
