@@ -1272,7 +1272,9 @@ type SearchHit struct {
 
 	// The memory found.
 	Memory *Memory `protobuf:"bytes,1,opt,name=memory,proto3" json:"memory,omitempty"`
-	// Final fused score (RRF + importance/recency tie-break).
+	// Final fused score (`[retrieval] fusion`: normalised score fusion, a fraction of the
+	// query's best per source, or RRF; + importance/recency tie-break): compare it with the
+	// best hit of the same search, not across searches.
 	Score float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
 	// Cosine similarity between the query and the memory, in [-1, 1]: thresholdable.
 	Cosine float32 `protobuf:"fixed32,3,opt,name=cosine,proto3" json:"cosine,omitempty"`
@@ -1369,7 +1371,8 @@ func (x *SearchHit) GetSources() []*SourceRank {
 	return nil
 }
 
-// One retrieval source's part in a hit's fused score: weight / (rrf_k + rank).
+// One retrieval source's part in a hit's fused score: share x its normalised score (score
+// fusion) or weight / (rrf_k + rank) (RRF).
 type SourceRank struct {
 	state         protoimpl.MessageState
 	sizeCache     protoimpl.SizeCache
@@ -1379,7 +1382,8 @@ type SourceRank struct {
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// 1-based rank of the hit in that source's list; 0 when absent from it.
 	Rank uint32 `protobuf:"varint,2,opt,name=rank,proto3" json:"rank,omitempty"`
-	// The source's fusion weight for this search (`[retrieval] <name>_weight`).
+	// The source's weight in this search's fusion (`[retrieval]` lexical_share, graph_share
+	// and 1 - lexical_share for the vector source; under RRF `<name>_weight`).
 	Weight float64 `protobuf:"fixed64,3,opt,name=weight,proto3" json:"weight,omitempty"`
 }
 
