@@ -55,6 +55,7 @@ bench: install
 	$(PY) -m bench.replay_longmemeval
 	$(PY) -m bench.inject_breakdown
 	$(PY) -m bench.query_cut
+	$(PY) -m bench.import_stream
 	$(MAKE) bench-latency
 
 lint: install
@@ -69,6 +70,11 @@ clean:
 # Go module (clients/go), built offline from Debian's Go packages: build/go/agent-loop,
 # build/go/selftest and build/go-client (the latency suite's client). Fails when the committed
 # generated code (clients/go/memsidecarv1) differs from proto/; `clients/go/build.sh generate`.
+# Debian's chromium for the admin page's browser tests (tests/admin; Playwright, no download).
+.PHONY: chromium
+chromium:
+	bash tests/admin/chromium.sh
+
 .PHONY: go-client
 GO_SOURCES := $(shell find clients/go clients/apt.sh -type f 2>/dev/null)
 go-client: build/go-client

@@ -12,6 +12,9 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -23,6 +26,9 @@ from bench.corpus import corpus
 from sidecar.api.server import create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
+from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
+from sidecar.embedding import Embedder
+from sidecar.metrics.config import HttpConfig
 
 QUERIES = ["what did we decide about JWT refresh tokens?", "who is on call this week",
            "latency of the search index", "Alice prefers to review the GraphQL schema",
@@ -37,6 +43,23 @@ def bench_embedding(app: App, n: int) -> dict[str, float]:
         times.append(time.perf_counter() - start)
     ms = np.array(times) * 1000
     return {"p50_ms": float(np.percentile(ms, 50)), "p95_ms": float(np.percentile(ms, 95))}
+
+
+@contextmanager
+def serving(embedder: Embedder, config: Config) -> Iterator[str]:
+    """A real sidecar with ``config`` on a fresh data dir and a free port (metrics off): its
+    address, until the block ends."""
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = ConfigStore(Path(tmp) / CONFIG_FILENAME, config, None)
+        app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=tmp,
+                                    http=HttpConfig(listen="")),
+                       embedder=embedder, settings=settings)
+        server = create_server(app)
+        server.start()
+        try:
+            yield f"127.0.0.1:{server.port}"
+        finally:
+            server.stop(grace=1)
 
 
 def bench_import(target: str, texts: list[str]) -> dict[str, float]:

@@ -1,7 +1,8 @@
 """Search quality on LongMemEval (oracle set): recall@5/@10, MRR at turn and session level.
 
     .venv/bin/python bench/longmemeval_quality.py            # report (default settings, gRPC)
-    .venv/bin/python bench/longmemeval_quality.py --tune     # + the settings grid on the tune half
+    .venv/bin/python bench/longmemeval_quality.py --tune     # + the RRF grid on the tune half
+    .venv/bin/python bench/longmemeval_quality.py --tune-fusion  # RRF vs score fusion grid
     .venv/bin/python bench/longmemeval_quality.py --turns all  # pool assistant turns too
     .venv/bin/python bench/longmemeval_quality.py --model minilm-int8  # another [embedding] model
     .venv/bin/python bench/longmemeval_quality.py --stemming both  # bm25_stemming off vs on
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
 from lme_data import CACHE, Question, cached_embeddings, load_oracle, pooled_turns, questions  # noqa: E402
+from lme_fusion import tune_fusion  # noqa: E402
 from lme_metrics import Scores, mean, session_level, turn_level  # noqa: E402
 from memsidecar.v1 import store_pb2  # noqa: E402
 from store_build import Served, build_store  # noqa: E402
@@ -34,7 +36,7 @@ from store_build import Served, build_store  # noqa: E402
 from sidecar.embedding import Embedder  # noqa: E402
 from sidecar.embedding.models import FP32, MODEL_NAMES, model_files  # noqa: E402
 from sidecar.live import Live  # noqa: E402
-from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
+from sidecar.retrieval.config import RRF, RetrievalConfig  # noqa: E402
 from sidecar.retrieval.contract import Mode, SearchQuery  # noqa: E402
 from sidecar.retrieval.hybrid import HybridRetriever  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
@@ -78,7 +80,7 @@ def tune(data_dir: Path, embedder: Embedder, qs: list[Question],
     """
     vecs = cached_embeddings([q.text for q in qs], f"lme_q_{len(qs)}")
     db = Database(data_dir / "memsidecar.sqlite3")
-    base = RetrievalConfig()
+    base = RetrievalConfig(fusion=RRF)  # the RRF grid of docs/decisions/0005
 
     def run(engine: HybridRetriever, mode: Mode) -> tuple[Scores, Scores]:
         ranked = {q.id: [h.memory.id for h in engine.search(
@@ -192,6 +194,8 @@ def main() -> None:
                         help="[retrieval] bm25_stemming of the report (both: off, then on)")
     parser.add_argument("--tune-bm25", action="store_true",
                         help="first the LEXICAL k1 x b grid on the tune half")
+    parser.add_argument("--tune-fusion", action="store_true",
+                        help="first the RRF vs score fusion grid on the tune half")
     args = parser.parse_args()
 
     data = load_oracle()
@@ -222,6 +226,11 @@ def main() -> None:
             return
     if args.tune_bm25:
         tune_bm25(data_dir, embedder, tune_half, evidence, STEMMING[args.stemming])
+    if args.tune_fusion:
+        tune_fusion(data_dir, embedder, args.model, tune_half, held,
+                    lambda ranked, part: evaluate(ranked, part, evidence))
+        if args.tune_only:
+            return
     for stem in STEMMING[args.stemming]:
         report(data_dir, embedder, qs, held, evidence, RetrievalConfig(bm25_stemming=stem))
 

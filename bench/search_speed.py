@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/search_speed.py                 # both sizes
     .venv/bin/python bench/search_speed.py --sizes 100000 --queries 300
+    .venv/bin/python bench/search_speed.py --fusion both   # score fusion and RRF side by side
 
 Corpus: the LongMemEval turns (10,866 real texts, real MiniLM embeddings, cached) and, above
 that, synthetic memories: the first half of one turn joined to the second half of another,
@@ -33,7 +34,7 @@ from store_build import Served, build_store  # noqa: E402
 from sidecar.api.server_config import ServerConfig  # noqa: E402
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
 from sidecar.records import Edge, MemoryType, Relation  # noqa: E402
-from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
+from sidecar.retrieval.config import FUSIONS, RetrievalConfig  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
 from sidecar.store.edges import EdgeRepo  # noqa: E402
 
@@ -103,7 +104,8 @@ def run(n: int, queries: list[str], embedder: Embedder, cfg: RetrievalConfig) ->
             stage["after_embed_us"].append((d.total_us - d.embed_us) / 1000)
     finally:
         served.close()
-    row = {"memories": f"{n:,}", "parallel": "on" if cfg.parallel_min_memories <= n else "off",
+    row = {"memories": f"{n:,}", "fusion": cfg.fusion,
+           "parallel": "on" if cfg.parallel_min_memories <= n else "off",
            "vectors": str(served.vector_stats.get("engine", "?")),
            "open / ready s": f"{served.open_s:.1f} / {served.ready_s:.1f}",
            "client p50/p95 ms": f"{pct(client, 50):.2f} / {pct(client, 95):.2f}"}
@@ -117,13 +119,16 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=470)
     parser.add_argument("--parallel", choices=("off", "on", "both"), default="both")
+    parser.add_argument("--fusion", choices=("default", *FUSIONS, "both"), default="default")
     args = parser.parse_args()
     queries = [q.text for q in questions(load_oracle())][: args.queries]
     embedder = Embedder(bundled_model_files(), **ServerConfig().embedder_options())
     modes = {"off": [False], "on": [True], "both": [False, True]}[args.parallel]
-    rows = [run(n, queries, embedder,
-                replace(RetrievalConfig(), parallel_min_memories=0 if p else 10**12))
-            for n in args.sizes for p in modes]
+    fusions = {"default": [RetrievalConfig().fusion], "both": list(FUSIONS)}.get(
+        args.fusion, [args.fusion])
+    rows = [run(n, queries, embedder, replace(
+                RetrievalConfig(), parallel_min_memories=0 if p else 10**12, fusion=f))
+            for n in args.sizes for p in modes for f in fusions]
     cols = list(rows[0])
     print(f"\n{len(queries)} queries each, times in ms (server stages from Search debug)\n")
     print("| " + " | ".join(cols) + " |")

@@ -1,7 +1,7 @@
 """In-process micro-benchmarks of the retrieval fast paths (``make bench``).
 
 BM25 top-20 over 100,000 synthetic Zipf documents (the kernel + top-k), against rank-bm25 on
-10,000 of them; the RRF fusion kernel on a 60-candidate union.
+10,000 of them; the RRF and score fusion kernels on a 60-candidate union.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from kernels.rrf import fuse
+from kernels.score_fusion import fuse_scores
 from sidecar.retrieval.lexical.bm25 import BM25Index
 from sidecar.retrieval.lexical.tokenize import query_terms, tokenize
 
@@ -60,3 +61,14 @@ def test_rrf_fuse_60(benchmark) -> None:  # type: ignore[no-untyped-def]
             0.005, 0.005, 2.6e6, np.arange(n))
     fuse(*args)
     benchmark(lambda: fuse(*args))
+
+
+def test_score_fusion_60(benchmark) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    n = 60
+    present = rng.random((n, 3)) < 0.5
+    present[:, 0] = True  # the cosine of every candidate
+    args = (rng.random((n, 3)), present, np.array([0.3, 0.7, 0.1]), "max", rng.random(n),
+            rng.random(n) * 1e6, 0.005, 0.005, 2.6e6, np.arange(n))
+    fuse_scores(*args)
+    benchmark(lambda: fuse_scores(*args))

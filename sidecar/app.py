@@ -23,6 +23,7 @@ from sidecar.injection.marker import BlockSigner
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.sweep import ChannelSweeper
+from sidecar.injection.trace import TraceRing
 from sidecar.live import Live
 from sidecar.memory.reembed import ReEmbed
 from sidecar.memory.service import MemoryService
@@ -130,6 +131,7 @@ class App:
                                  state_writes, shared=db.dialect == "postgres"),
             signer=BlockSigner.open(Path(config.data_dir)),
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
+            trace=TraceRing(lambda: live.get().injection.trace_turns),
         )
         owners = ChannelOwners(db)
         sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))
@@ -147,6 +149,7 @@ class App:
         )
         metrics = Metrics(Sources(
             memories=retriever.live.snapshot, vector_index=vectors.stats,
+            bm25=lambda: (retriever.lexical.segment_count, len(retriever.lexical)),
             queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
         ))

@@ -57,8 +57,19 @@ DEFAULT_EDGE_WEIGHT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
+class Restored:
+    """The server-owned fields of a memory restored from an export, kept as given."""
+
+    created_at: int
+    updated_at: int
+    version: int
+    forgotten: bool
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryDraft:
-    """What a caller asks to store. ``id`` empty = new; ``importance`` None = type default."""
+    """What a caller asks to store. ``id`` empty = new; ``importance`` None = type default;
+    ``restored``: the server-owned fields to keep (an import of an exported memory)."""
 
     content: str
     type: MemoryType
@@ -69,6 +80,7 @@ class MemoryDraft:
     agent_id: str = ""
     tier: Tier = Tier.CANON
     topic_id: str = ""
+    restored: Restored | None = None
 
 
 @dataclass(frozen=True, slots=True)

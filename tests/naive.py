@@ -42,3 +42,35 @@ def rrf(
         scores.append(s)
     order = sorted(range(len(labels)), key=lambda i: (-scores[i], labels[i]))
     return scores, order
+
+
+def score_fusion(
+    values: np.ndarray, present: np.ndarray, weights: np.ndarray, normalisation: str,
+    importance: np.ndarray, age_s: np.ndarray, alpha: float, beta: float, half_life_s: float,
+    labels: np.ndarray,
+) -> tuple[list[float], list[int]]:
+    n, sources = values.shape
+    scores = [0.0] * n
+    for s in range(sources):
+        seen = [float(values[i][s]) for i in range(n) if present[i][s]]
+        if not seen or (normalisation == "max" and max(seen) <= 0):
+            continue
+        if normalisation == "max":
+            column = [float(values[i][s]) / max(seen) if present[i][s] else 0.0
+                      for i in range(n)]
+        elif max(seen) == min(seen):
+            column = [1.0 if present[i][s] else 0.0 for i in range(n)]
+        else:
+            if normalisation == "minmax":
+                centre, spread = min(seen), max(seen) - min(seen)
+            else:
+                centre = sum(seen) / len(seen)
+                spread = math.sqrt(sum((x - centre) ** 2 for x in seen) / len(seen))
+            column = [(float(values[i][s]) if present[i][s] else min(seen)) for i in range(n)]
+            column = [(x - centre) / spread for x in column]
+        for i in range(n):
+            scores[i] += weights[s] * column[i]
+    for i in range(n):
+        scores[i] += alpha * importance[i] + beta * 0.5 ** (max(age_s[i], 0.0) / half_life_s)
+    order = sorted(range(n), key=lambda i: (-scores[i], labels[i]))
+    return scores, order

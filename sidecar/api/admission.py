@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
 
 from sidecar import deadline
-from sidecar.api.handlers import Behavior, is_health, wrap_handler
+from sidecar.api.handlers import Behavior, in_steps, is_health, wrap_handler
 
 log = logging.getLogger(__name__)
 
@@ -90,25 +91,37 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         def guarded(request: Any, context: grpc.ServicerContext) -> Any:
             with self._lock:
                 self._running += 1
+            if not self._wait_for_worker(context):
+                self._leave(worker=False)
+                context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                              "deadline passed while queued; nothing was done")
+            with self._lock:
+                self.working += 1
             try:
-                if not self._wait_for_worker(context):
-                    context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
-                                  "deadline passed while queued; nothing was done")
-                bound = deadline.bind(lambda: live(context))
-                with self._lock:
-                    self.working += 1
-                try:
-                    return behavior(request, context)
-                finally:
-                    with self._lock:
-                        self.working -= 1
-                    deadline.unbind(bound)
-                    self._workers.release()
-            finally:
-                with self._lock:
-                    self._running -= 1
+                with _deadline_of(context):
+                    result = behavior(request, context)
+            except BaseException:
+                self._leave()
+                raise
+            if isinstance(result, Iterator):  # a response stream keeps its worker to the end
+                return self._streaming(result, context)
+            self._leave()
+            return result
 
         return guarded
+
+    def _streaming(self, results: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            yield from in_steps(results, lambda: _deadline_of(context))
+        finally:
+            self._leave()
+
+    def _leave(self, worker: bool = True) -> None:
+        with self._lock:
+            if worker:
+                self.working -= 1
+                self._workers.release()
+            self._running -= 1
 
     def _wait_for_worker(self, context: grpc.ServicerContext) -> bool:
         """Take a worker slot unless the call expires or is cancelled first."""
@@ -121,6 +134,16 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                 self._workers.release()
                 return False
         return False
+
+
+@contextmanager
+def _deadline_of(context: grpc.ServicerContext) -> Iterator[None]:
+    """``sidecar.deadline`` answers for this call while the block runs."""
+    bound = deadline.bind(lambda: live(context))
+    try:
+        yield
+    finally:
+        deadline.unbind(bound)
 
 
 def live(context: grpc.ServicerContext) -> bool:

@@ -2,12 +2,14 @@
 
 No token, or one the tokens file does not hold, is UNAUTHENTICATED before any work is done.
 A valid token's identity is bound to the call's thread (``sidecar.auth.identity``) for the
-request rules (``sidecar.api.authorize``).
+request rules (``sidecar.api.authorize``); for a response stream, during each of its steps.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -15,7 +17,7 @@ import grpc
 from google.protobuf.message import Message
 
 from sidecar.api.authorize import authorize
-from sidecar.api.handlers import Behavior, is_health, wrap_handler
+from sidecar.api.handlers import Behavior, in_steps, is_health, wrap_handler
 from sidecar.api.status import abort_with
 from sidecar.auth import identity
 from sidecar.auth.identity import Identity
@@ -63,15 +65,24 @@ def _refuse(behavior: Behavior) -> Behavior:
 
 def _as(who: Identity, behavior: Behavior) -> Behavior:
     def bound(request: Any, context: grpc.ServicerContext) -> Any:
-        token = identity.bind(who)
-        try:
+        with _acting(who):
             if isinstance(request, Message):
                 try:
                     authorize(request)
                 except DomainError as err:
                     abort_with(context, err)
-            return behavior(request, context)
-        finally:
-            identity.unbind(token)
+            result = behavior(request, context)
+        if isinstance(result, Iterator):  # a response stream: each step runs as ``who``
+            return in_steps(result, lambda: _acting(who))
+        return result
 
     return bound
+
+
+@contextmanager
+def _acting(who: Identity) -> Iterator[None]:
+    token = identity.bind(who)
+    try:
+        yield
+    finally:
+        identity.unbind(token)

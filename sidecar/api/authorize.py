@@ -20,7 +20,7 @@ CALLER_FIELDS = {
     "GetMemoryRequest", "ForgetMemoryRequest", "ListMemoriesRequest", "AddEdgeRequest",
     "RemoveEdgeRequest", "SearchRequest", "InjectRequest", "PruneHistoryRequest",
     "ResetChannelRequest", "GetConfigRequest", "PromoteToCanonRequest",
-    "GetMemoryHistoryRequest", "GetSnapshotRequest",
+    "GetMemoryHistoryRequest", "GetSnapshotRequest", "GetInjectionTraceRequest",
 }
 SCOPE_FIELDS = {"FindConsolidationCandidatesRequest": "scope", "ProposeDeletionsRequest": "scope"}
 OPERATOR_ONLY = {"VaultStatsRequest"}
@@ -40,6 +40,10 @@ def authorize(request: Message) -> None:
     name = request.DESCRIPTOR.name
     if name in OPERATOR_ONLY:
         raise PermissionDenied(f"{name[:-7]} needs the operator token", reason="OPERATOR_ONLY")
+    if name == "ListMemoriesRequest" and request.all_agents:
+        raise PermissionDenied("ListMemories with all_agents needs the operator token; an "
+                               "agent token lists its own and the shared memories",
+                               field="all_agents", reason="OPERATOR_ONLY")
     if name in CALLER_FIELDS:
         _caller(request, "agent_id", who)
     elif name in SCOPE_FIELDS:

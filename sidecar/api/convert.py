@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from enum import IntEnum
 from typing import Any, TypeVar
 
@@ -9,7 +10,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from memsidecar.v1 import memory_pb2, store_pb2
 
 from sidecar.errors import InvalidArgument
-from sidecar.records import Edge, Memory, MemoryDraft, MemoryType, Relation, Tier
+from sidecar.records import Edge, Memory, MemoryDraft, MemoryType, Relation, Restored, Tier
 from sidecar.store.memories import ListQuery
 
 
@@ -61,6 +62,17 @@ def draft_from_pb(msg: memory_pb2.Memory, prefix: str = "memory") -> MemoryDraft
     )
 
 
+def import_item_from_pb(item: store_pb2.ImportItem, prefix: str) -> MemoryDraft:
+    """An ImportItem's draft; a restore keeps the memory's server-owned fields."""
+    draft = draft_from_pb(item.memory, prefix)
+    if not item.restore:
+        return draft
+    m = item.memory
+    return replace(draft, restored=Restored(
+        created_at=m.created_at.ToMicroseconds(), updated_at=m.updated_at.ToMicroseconds(),
+        version=m.version, forgotten=m.forgotten))
+
+
 def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
     return memory_pb2.Memory(
         id=memory.id,
@@ -91,10 +103,18 @@ def edge_to_pb(edge: Edge) -> memory_pb2.Edge:
     )
 
 
+SORTS = {store_pb2.SORT_ORDER_UNSPECIFIED: "recent", store_pb2.SORT_ORDER_RECENT: "recent",
+         store_pb2.SORT_ORDER_IMPORTANCE: "importance", store_pb2.SORT_ORDER_STORED: "stored"}
+
+
 def list_query_from_pb(req: store_pb2.ListMemoriesRequest) -> ListQuery:
-    sort = "importance" if req.sort == store_pb2.SORT_ORDER_IMPORTANCE else "recent"
-    if req.sort not in store_pb2.SortOrder.values():
-        raise InvalidArgument(f"sort must be RECENT or IMPORTANCE (got {req.sort})", field="sort")
+    sort = SORTS.get(req.sort)
+    if sort is None:
+        raise InvalidArgument(f"sort must be RECENT, IMPORTANCE or STORED (got {req.sort})",
+                              field="sort")
+    if req.all_agents and req.agent_id:
+        raise InvalidArgument("all_agents lists every scope: leave agent_id empty, or unset "
+                              "all_agents to list one agent's memories", field="agent_id")
     return ListQuery(
         types=tuple(memory_type(t, "types") for t in req.types),
         channel_id=req.channel_id,
@@ -103,4 +123,5 @@ def list_query_from_pb(req: store_pb2.ListMemoriesRequest) -> ListQuery:
         page_size=req.page_size or 100,
         page_token=req.page_token,
         include_forgotten=req.include_forgotten,
+        all_agents=req.all_agents,
     )

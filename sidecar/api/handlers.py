@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
 
 import grpc
 
@@ -24,3 +25,20 @@ def wrap_handler(handler: grpc.RpcMethodHandler, wrap: Wrap) -> grpc.RpcMethodHa
 
 def is_health(method: str) -> bool:
     return method.startswith("/grpc.health.v1.Health/")
+
+
+T = TypeVar("T")
+
+
+def in_steps(results: Iterator[T], scope: Callable[[], AbstractContextManager[Any]]
+             ) -> Iterator[T]:
+    """A response stream whose every step (the servicer's code up to its next reply) runs
+    inside a fresh ``scope()``: context variables bound for a call hold while its stream runs
+    and never leak into another call served by the same thread between steps."""
+    while True:
+        with scope():
+            try:
+                item = next(results)
+            except StopIteration:
+                return
+        yield item

@@ -7,6 +7,8 @@ from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 
 from sidecar.api import injection_convert as convert
 from sidecar.api.status import grpc_errors
+from sidecar.api.trace_convert import trace_request, trace_response
+from sidecar.auth import identity
 from sidecar.errors import InvalidArgument
 from sidecar.injection.history import prune_history, render_transcript
 from sidecar.injection.owners import ChannelOwners
@@ -76,3 +78,13 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         existed = self.injector.reset(request.channel_id)
         self.owners.release(request.channel_id)
         return injection_pb2.ResetChannelResponse(existed=existed)
+
+    @grpc_errors
+    def GetInjectionTrace(
+        self, request: injection_pb2.GetInjectionTraceRequest, context: grpc.ServicerContext
+    ) -> injection_pb2.GetInjectionTraceResponse:
+        channel_id, last_n = trace_request(request)
+        who = identity.current()
+        if who is None or not who.operator:  # the operator reads any channel's trace
+            self.owners.check(channel_id, request.agent_id)
+        return trace_response(channel_id, self.injector.trace.last(channel_id, last_n))

@@ -2,16 +2,19 @@
 
 Outermost interceptor: calls refused by authentication or admission are counted with their
 status (UNAUTHENTICATED, RESOURCE_EXHAUSTED). An aborted call reports the code it was aborted
-with; an unexpected exception counts as UNKNOWN. Health checks are not counted.
+with; an unexpected exception counts as UNKNOWN. Health checks are not counted. A response
+stream is timed to its end. A write refused by the write gate counts as a rejection, and so
+does each item of an import the gate refused.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
-from memsidecar.v1 import injection_pb2
+from memsidecar.v1 import injection_pb2, store_pb2
 
 from sidecar.api.handlers import Behavior, is_health, wrap_handler
 from sidecar.metrics.registry import STAGES, Metrics
@@ -19,6 +22,7 @@ from sidecar.vault import reasons
 
 GATE_REASONS = frozenset({reasons.LOG_TIER, reasons.NOISE, reasons.TOO_LONG, reasons.PII,
                           reasons.CAPACITY})
+IMPORT_REPLIES = (store_pb2.ImportMemoriesResponse, store_pb2.ImportBatchAck)
 
 
 class MetricsInterceptor(grpc.ServerInterceptor):
@@ -35,22 +39,48 @@ class MetricsInterceptor(grpc.ServerInterceptor):
     def _timed(self, method: str, behavior: Behavior) -> Behavior:
         def timed(request: Any, context: grpc.ServicerContext) -> Any:
             start = time.perf_counter()
-            code = grpc.StatusCode.UNKNOWN
             try:
                 reply = behavior(request, context)
-                code = context.code() or grpc.StatusCode.OK
-                if isinstance(reply, injection_pb2.InjectResponse):
-                    self._inject(reply)
-                return reply
             except BaseException:
-                code = context.code() or grpc.StatusCode.UNKNOWN
-                self._rejected(code, context)
+                self._failed(method, start, context)
                 raise
-            finally:
-                self.metrics.rpc_seconds.labels(method, code.name).observe(
-                    time.perf_counter() - start)
+            if isinstance(reply, Iterator):  # a response stream: timed to its end
+                return self._streamed(method, start, reply, context)
+            self._replied(reply)
+            self._observe(method, start, context.code() or grpc.StatusCode.OK)
+            return reply
 
         return timed
+
+    def _streamed(self, method: str, start: float, replies: Iterator[Any],
+                  context: grpc.ServicerContext) -> Iterator[Any]:
+        try:
+            for reply in replies:
+                self._replied(reply)
+                yield reply
+        except GeneratorExit:  # the caller went away mid-stream
+            self._observe(method, start, grpc.StatusCode.CANCELLED)
+            raise
+        except BaseException:
+            self._failed(method, start, context)
+            raise
+        self._observe(method, start, context.code() or grpc.StatusCode.OK)
+
+    def _failed(self, method: str, start: float, context: grpc.ServicerContext) -> None:
+        code = context.code() or grpc.StatusCode.UNKNOWN
+        self._rejected(context)
+        self._observe(method, start, code)
+
+    def _observe(self, method: str, start: float, code: grpc.StatusCode) -> None:
+        self.metrics.rpc_seconds.labels(method, code.name).observe(time.perf_counter() - start)
+
+    def _replied(self, reply: Any) -> None:
+        if isinstance(reply, injection_pb2.InjectResponse):
+            self._inject(reply)
+        elif isinstance(reply, IMPORT_REPLIES):  # items the write gate refused
+            for error in reply.errors:
+                if error.reason in GATE_REASONS:
+                    self.metrics.rejections.labels(error.reason).inc()
 
     def _inject(self, reply: injection_pb2.InjectResponse) -> None:
         m = self.metrics
@@ -62,9 +92,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
             m.block_items.observe(len(reply.items))
             m.block_tokens.observe(reply.stats.block_tokens)
 
-    def _rejected(self, code: grpc.StatusCode, context: grpc.ServicerContext) -> None:
-        if code != grpc.StatusCode.FAILED_PRECONDITION:
-            return
+    def _rejected(self, context: grpc.ServicerContext) -> None:
         reason = dict(context.trailing_metadata() or ()).get("memsidecar-reason", "")
         if reason in GATE_REASONS:
             self.metrics.rejections.labels(reason).inc()

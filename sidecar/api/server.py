@@ -20,6 +20,7 @@ from memsidecar.v1 import (
     vault_pb2_grpc,
 )
 
+from sidecar.admin.build import admin_site
 from sidecar.api.admission import AdmissionInterceptor, CountingExecutor
 from sidecar.api.auth_interceptor import AuthInterceptor
 from sidecar.api.exposure import check_exposure, reflection_enabled
@@ -36,6 +37,7 @@ from sidecar.metrics.http import MetricsHttp, start_http
 
 log = logging.getLogger(__name__)
 
+HTTP_HEALTH = "memsidecar.http"  # SERVING while the metrics endpoint listens
 SERVICE_NAMES = (
     store_pb2.DESCRIPTOR.services_by_name["MemoryStore"].full_name,
     injection_pb2.DESCRIPTOR.services_by_name["MemoryInjection"].full_name,
@@ -109,6 +111,7 @@ class Server:
                 (*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc
             )
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.health.set(HTTP_HEALTH, health_pb2.HealthCheckResponse.NOT_SERVING)
 
     def _set_health(self, status: int) -> None:
         for name in ("", *SERVICE_NAMES):
@@ -118,7 +121,9 @@ class Server:
         """Start accepting calls, warm up, then report SERVING."""
         self.grpc.start()
         self.http = start_http(self.app.config.http.listen, self.app.metrics.registry,
-                               self.tokens)
+                               self.tokens, admin_site(self.app, self.tokens))
+        if self.http is not None:  # off ("") or its port busy: stays NOT_SERVING
+            self.health.set(HTTP_HEALTH, health_pb2.HealthCheckResponse.SERVING)
         self.app.settings.watch()
         self.app.warm_up()
         self._set_health(health_pb2.HealthCheckResponse.SERVING)

@@ -9,8 +9,9 @@ from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
 
 from sidecar.api import convert
 from sidecar.api.authorize import check_memory_scope, may_write_shared
+from sidecar.api.import_stream import acknowledge, import_error
 from sidecar.api.search_convert import search_query_from_pb, search_response_to_pb
-from sidecar.api.status import code_for, grpc_errors
+from sidecar.api.status import grpc_errors
 from sidecar.api.validate import check_request
 from sidecar.errors import DomainError, InvalidArgument
 from sidecar.live import Live
@@ -70,7 +71,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
             context.abort(grpc.StatusCode.CANCELLED,
                           f"import interrupted: {summary.stored} items committed before the "
                           "stream ended; re-send the rest (ids make it idempotent)")
-        errors = [_import_error(i, memory_id, err) for i, memory_id, err in summary.errors]
+        errors = [import_error(i, memory_id, err) for i, memory_id, err in summary.errors]
         return store_pb2.ImportMemoriesResponse(
             received=summary.received,
             stored=summary.stored,
@@ -79,6 +80,11 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
             ids=summary.ids,
             deduplicated=summary.deduplicated,
         )
+
+    def ImportMemoriesStream(
+        self, request_iterator: Iterator[store_pb2.ImportBatch], context: grpc.ServicerContext,
+    ) -> Iterator[store_pb2.ImportBatchAck]:
+        return acknowledge(self.memories, request_iterator, context)
 
     @grpc_errors
     def GetMemory(
@@ -133,9 +139,3 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         query = search_query_from_pb(request, self._search_limit.get())
         result = self.retriever.search(query)
         return search_response_to_pb(result, request.debug)
-
-
-def _import_error(index: int, memory_id: str, err: DomainError) -> store_pb2.ImportError:
-    return store_pb2.ImportError(
-        index=index, id=memory_id, code=code_for(err).name, message=err.message, reason=err.reason
-    )

@@ -48,6 +48,13 @@ def check_text(value: str, field: str, max_chars: int) -> None:
             reason="TOO_LONG")
 
 
+def check_count(value: int, field: str, max_value: int) -> None:
+    """A count a request may leave at 0 (the default) but not above ``max_value``."""
+    if value > max_value:
+        raise InvalidArgument(f"{field} must be between 0 and {max_value} (got {value})",
+                              field=field, reason="OUT_OF_RANGE")
+
+
 def check_request(request: Message, prefix: str = "") -> None:
     """Check every name-like and capped string field of ``request`` and its sub-messages."""
     for desc, value in request.ListFields():

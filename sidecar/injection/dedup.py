@@ -11,6 +11,7 @@ import numpy as np
 
 from kernels.dedup import buffer_max, greedy_unique
 from sidecar.injection.state import ChannelState, Injected
+from sidecar.injection.trace import DropReason
 from sidecar.injection.types import Candidate
 from sidecar.records import Memory
 
@@ -22,6 +23,7 @@ class Deduped:
     kept: list[Candidate]
     by_id: int
     semantic: int
+    dropped: list[tuple[Candidate, DropReason]]
 
 
 def dedup(candidates: list[Candidate], state: ChannelState, view: frozenset[int],
@@ -34,23 +36,27 @@ def dedup(candidates: list[Candidate], state: ChannelState, view: frozenset[int]
         if seen is not None:
             cooling[c.memory.id] = (c.memory, seen)
     updated = fresh(cooling) if cooling else set()
-    by_id = 0
+    dropped: list[tuple[Candidate, DropReason]] = []
     taken: set[str] = set()
     survivors: list[Candidate] = []
     for c in candidates:
         mid = c.memory.id
         if mid in cooling and mid not in updated:  # (a)
-            by_id += 1
+            dropped.append((c, DropReason.COOLDOWN))
         elif mid in taken:  # (b)
-            by_id += 1
+            dropped.append((c, DropReason.DUPLICATE))
         else:
             taken.add(mid)
             survivors.append(replace(c, is_update=True) if mid in updated else c)
+    by_id = len(dropped)
     if not survivors:
-        return Deduped(kept=[], by_id=by_id, semantic=0)
+        return Deduped(kept=[], by_id=by_id, semantic=0, dropped=dropped)
     keep = _semantic_keep(survivors, state.view_buffer(view), threshold)
     kept = [c for c, k in zip(survivors, keep, strict=True) if k]
-    return Deduped(kept=kept, by_id=by_id, semantic=len(survivors) - len(kept))
+    dropped.extend((c, DropReason.SEMANTIC) for c, k in zip(survivors, keep, strict=True)
+                   if not k)
+    return Deduped(kept=kept, by_id=by_id, semantic=len(survivors) - len(kept),
+                   dropped=dropped)
 
 
 def _semantic_keep(survivors: list[Candidate], buffer: np.ndarray,

@@ -24,6 +24,7 @@ from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import ChannelMoved
 from sidecar.injection.tokens import TokenMemo
+from sidecar.injection.trace import DropReason, TracedDrop, TraceRing, trace_turn, traced_drop
 from sidecar.injection.turns import next_turn
 from sidecar.injection.types import (
     SYSTEM_SOURCE,
@@ -37,7 +38,7 @@ from sidecar.injection.types import (
 )
 from sidecar.live import Live
 from sidecar.redact import echo
-from sidecar.retrieval.contract import Retriever
+from sidecar.retrieval.contract import Hit, Retriever
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import now_ns, now_us, us_since
 
@@ -61,6 +62,7 @@ class Injector:
     states: ChannelStates
     signer: BlockSigner
     snapshot: SnapshotSource | None = None
+    trace: TraceRing = field(default_factory=lambda: TraceRing(lambda: 0))  # 0 turns: off
     tokens: TokenMemo = field(init=False)
 
     def __post_init__(self) -> None:
@@ -72,6 +74,7 @@ class Injector:
 
     def reset(self, channel_id: str) -> bool:
         existed = self.states.reset(channel_id)
+        self.trace.forget(channel_id)
         log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
         return existed
 
@@ -112,6 +115,7 @@ class Injector:
             if not config.enabled:
                 result = self._skip(request, start, "disabled", turn, stats)
                 self._commit(state, config, result, [], alive)
+                self._record(request, result, start, [], [])
                 return result
             t = now_ns()
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever)
@@ -162,8 +166,12 @@ class Injector:
             else:
                 result = self._skip(request, start, _why_empty(stats), turn, stats)
             t = now_ns()
-            self._commit(state, config, result, [c for c, _ in budgeted.selected], alive)
+            chosen = [c for c, _ in budgeted.selected]
+            self._commit(state, config, result, chosen, alive)
             stats.stages_us["persist"] = us_since(t)
+            if self.trace.enabled:
+                dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
+                self._record(request, result, start, chosen, dropped)
         stats.elapsed_us = us_since(start)
         if items:
             self._trace(request, items, stats)
@@ -191,6 +199,16 @@ class Injector:
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
                            else None)
+
+    def _record(self, request: InjectRequest, result: Injection, start: int,
+                chosen: list[Candidate], dropped: list[TracedDrop]) -> None:
+        """Trace a committed turn (after the commit point: a retry or an abandoned call
+        never gets here)."""
+        if not self.trace.enabled:
+            return
+        self.trace.record(request.channel_id, trace_turn(
+            request.agent_id, request.text, result.turn, result.skip_reason,
+            us_since(start), chosen, dropped, now_us()))
 
     def _embedding_of(self, memory_id: str) -> np.ndarray | None:
         found = self.retriever.embedding_of(memory_id)
@@ -251,6 +269,16 @@ def _item(candidate: Candidate, content: str) -> InjectedItem:
     return InjectedItem(memory=candidate.memory, section=candidate.section, content=content,
                         score=candidate.score, cosine=candidate.cosine,
                         is_update=candidate.is_update)
+
+
+def _drops(floored: list[Hit], deduped: list[tuple[Candidate, DropReason]],
+           kept: list[Candidate], chosen: list[Candidate]) -> list[TracedDrop]:
+    """What the turn left out, in pipeline order: floor, dedup, then budget."""
+    out = [TracedDrop(h.memory.id, DropReason.FLOOR, h.cosine, h.score) for h in floored]
+    out.extend(traced_drop(c, reason) for c, reason in deduped)
+    selected = {id(c) for c in chosen}
+    out.extend(traced_drop(c, DropReason.BUDGET) for c in kept if id(c) not in selected)
+    return out
 
 
 def _rows(chosen: list[Candidate], dim: int) -> np.ndarray:

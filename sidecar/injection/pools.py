@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from sidecar.injection.pinned import pinned_of_type
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval import stages
-from sidecar.retrieval.contract import Retriever, SearchQuery
+from sidecar.retrieval.contract import Hit, Retriever, SearchQuery
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import timed
 
@@ -63,6 +63,7 @@ class ContextualPool:
     below_min_score: int  # hits under the cosine floor
     query: np.ndarray  # the text's embedding (computed by the search)
     embed_us: int  # of which the embedding
+    floored: list[Hit] = field(default_factory=list)  # the hits under the floor
 
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
@@ -80,11 +81,11 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
         search_limit=config.search_limit,
     ))
     pool: list[Candidate] = []
-    below = 0
+    floored: list[Hit] = []
     floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor)
     for hit, keep in zip(result.hits, passes(result.hits, floor), strict=True):
         if not keep:
-            below += 1
+            floored.append(hit)
             continue
         embedding = hit.embedding
         if embedding is None:  # changed between fusion and reading its row
@@ -92,6 +93,6 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
         if embedding is None:  # forgotten between search and now
             continue
         pool.append(Candidate(memory=hit.memory, section=Section.CONTEXTUAL, score=hit.score,
-                              cosine=hit.cosine, embedding=embedding))
+                              cosine=hit.cosine, embedding=embedding, ranks=hit.ranks))
     embed_us = result.timings_us.get(stages.EMBED, 0)
-    return ContextualPool(pool, below, result.query_embedding, embed_us)
+    return ContextualPool(pool, len(floored), result.query_embedding, embed_us, floored)

@@ -16,3 +16,6 @@ class ChannelStateConfig:
         "state and owner; 0 = keep channel state forever.", ge=0))
     sweep_interval_s: float = field(default=3600.0, metadata=knob(
         "Seconds between two sweeps for idle channels.", ge=1, le=7 * DAY_S, restart=True))
+    trace_turns: int = field(default=50, metadata=knob(
+        "Committed turns kept per channel in the injection trace (GetInjectionTrace, the "
+        "admin page); in memory only, empty after a restart; 0 = no trace.", ge=0, le=1000))

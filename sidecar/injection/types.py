@@ -8,6 +8,7 @@ from enum import IntEnum
 import numpy as np
 
 from sidecar.records import Memory
+from sidecar.retrieval.contract import SourceRank
 
 SYSTEM_SOURCE = "system"
 
@@ -34,6 +35,7 @@ class Candidate:
     cosine: float  # turn text vs memory
     embedding: np.ndarray
     is_update: bool = False  # in cooldown but changed since it was injected
+    ranks: tuple[SourceRank, ...] = ()  # per source (contextual: from the search hit)
 
 
 @dataclass(frozen=True, slots=True)

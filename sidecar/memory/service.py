@@ -14,8 +14,15 @@ import numpy as np
 
 from sidecar.deadline import alive, ensure_alive
 from sidecar.embedding import Embedder
-from sidecar.errors import DomainError, InvalidArgument, NotFound, PermissionDenied
+from sidecar.errors import (
+    AlreadyExists,
+    DomainError,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
 from sidecar.memory.events import Listeners
+from sidecar.memory.restore import new_memory, unchanged
 from sidecar.memory.validation import (
     check_draft,
     check_id,
@@ -31,7 +38,6 @@ from sidecar.store.versions import FORGET, PROMOTE, RESTORE, UPDATE
 from sidecar.timing import now_us
 
 log = logging.getLogger(__name__)
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,16 +136,7 @@ class MemoryService:
         summary = ImportSummary()
         for batch in _batches(enumerate(items), batch_size):
             summary.received += len(batch)
-            valid: list[tuple[int, MemoryDraft]] = []
-            for index, draft in batch:
-                if isinstance(draft, DomainError):
-                    summary.errors.append((index, "", draft))
-                    continue
-                try:
-                    check_draft(draft, self.max_content_chars, prefix=f"items[{index}]")
-                    valid.append((index, draft))
-                except DomainError as err:
-                    summary.errors.append((index, draft.id, err))
+            valid = self._validated(batch, summary)
             if valid:
                 if not self._commit_import_batch(valid, summary):
                     summary.interrupted = True
@@ -153,10 +150,40 @@ class MemoryService:
         )
         return summary
 
+    def import_batch(self, items: list[MemoryDraft | DomainError]) -> ImportSummary:
+        """One acknowledged batch: every valid item in one transaction, committed only while
+        the caller still waits (else DeadlineExceeded and nothing is written). An item whose
+        id is stored with the same fields writes nothing and counts as deduplicated."""
+        summary = ImportSummary(received=len(items))
+        valid = self._validated(list(enumerate(items)), summary)
+        if valid and not self._commit_import_batch(valid, summary, idempotent=True):
+            ensure_alive()
+        summary.errors.sort(key=lambda e: e[0])
+        return summary
+
+    def _validated(self, batch: list[tuple[int, MemoryDraft | DomainError]],
+                   summary: ImportSummary) -> list[tuple[int, MemoryDraft]]:
+        """The batch's items that pass the input checks; the others go to ``summary``."""
+        valid: list[tuple[int, MemoryDraft]] = []
+        for index, draft in batch:
+            if isinstance(draft, DomainError):
+                summary.errors.append((index, "", draft))
+                continue
+            try:
+                check_draft(draft, self.max_content_chars, prefix=f"items[{index}]")
+                valid.append((index, draft))
+            except DomainError as err:
+                summary.errors.append((index, draft.id, err))
+        return valid
+
     def _commit_import_batch(
-        self, valid: list[tuple[int, MemoryDraft]], summary: ImportSummary
+        self, valid: list[tuple[int, MemoryDraft]], summary: ImportSummary,
+        idempotent: bool = False,
     ) -> bool:
-        """Embed and commit one batch; False (nothing written) when the caller left meanwhile."""
+        """Embed and commit one batch; False (nothing written) when the caller left meanwhile.
+
+        ``idempotent``: items already stored with the same fields write nothing, and the
+        caller is checked once more right before the commit (DeadlineExceeded rolls back)."""
         stored: list[Memory] = []
         stored_rows: list[int] = []
         generation = self.embedder.generation
@@ -172,7 +199,8 @@ class MemoryService:
                 for row, (index, draft) in enumerate(valid):
                     try:
                         with self.db.transaction():  # savepoint: one bad item rolls back alone
-                            result = self._write_one(draft, vectors[row], f"items[{index}]")
+                            result = self._write_one(draft, vectors[row], f"items[{index}]",
+                                                     idempotent)
                     except DomainError as err:
                         summary.errors.append((index, draft.id, err))
                         continue
@@ -181,16 +209,24 @@ class MemoryService:
                         summary.deduplicated += 1
                         continue
                     summary.stored += 1
-                    stored.append(result.memory)
-                    stored_rows.append(row)
+                    if not result.memory.forgotten:  # a restored forgotten one is never served
+                        stored.append(result.memory)
+                        stored_rows.append(row)
+                if idempotent:
+                    ensure_alive()  # right before the commit: an expired call writes nothing
             if stored:
                 self.listeners.stored(stored, vectors[stored_rows])
         return True
 
-    def _write_one(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> UpsertResult:
+    def _write_one(self, draft: MemoryDraft, embedding: np.ndarray, field: str,
+                   idempotent: bool = False) -> UpsertResult:
         with self.db.transaction():
             for resolver in self.resolvers:
                 draft = resolver.resolve(draft, field)
+            if idempotent or draft.restored is not None:
+                resent = self._already_stored(draft, field)
+                if resent is not None:
+                    return UpsertResult(resent, created=False, deduplicated=True)
             for gate in self.gates:
                 existing_match = gate.check(draft, embedding, field)
                 if existing_match is not None:
@@ -203,13 +239,7 @@ class MemoryService:
                     f"{field}.id names a memory of another scope; a memory keeps its agent_id "
                     "(choose another id, or write as its owner)", field=f"{field}.id")
             if existing is None:
-                memory = Memory(
-                    id=draft.id or str(uuid.uuid4()), content=draft.content, type=draft.type,
-                    importance=importance, created_at=ts, updated_at=ts, last_accessed_at=0,
-                    access_count=0, source=draft.source, channel_id=draft.channel_id,
-                    agent_id=draft.agent_id, forgotten=False, version=1, tier=draft.tier,
-                    topic_id=draft.topic_id,
-                )
+                memory = new_memory(draft, draft.id or str(uuid.uuid4()), importance, ts)
                 return UpsertResult(self.memories.insert(memory, embedding), created=True)
             updated = replace(
                 existing, content=draft.content, type=draft.type, importance=importance,
@@ -219,6 +249,22 @@ class MemoryService:
             )
             stored = self.memories.update(updated, embedding, event=_update_event(existing, draft))
             return UpsertResult(stored, created=False)
+
+    def _already_stored(self, draft: MemoryDraft, field: str) -> Memory | None:
+        """The stored memory when ``draft`` would change nothing; a restore of an id stored
+        with other fields is refused (it never overwrites)."""
+        existing = self.memories.get(draft.id) if draft.id else None
+        if existing is None:
+            return None
+        if unchanged(existing, draft):
+            return existing
+        if draft.restored is not None:
+            raise AlreadyExists(
+                f"{field}.id {echo(draft.id)} is already stored with other fields (version "
+                f"{existing.version}); a restore never overwrites: import into an empty store, "
+                "or drop the server-owned fields (version, created_at, updated_at, forgotten) "
+                "to update it in place", field=f"{field}.id", reason="ALREADY_STORED")
+        return None
 
     def forget(self, memory_id: str, source: str = "", agent_id: str = "",
                shared_ok: bool = True) -> tuple[Memory, bool]:

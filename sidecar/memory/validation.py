@@ -76,6 +76,22 @@ def check_draft(draft: MemoryDraft, max_content_chars: int, prefix: str = "memor
             reason="BAD_ENUM",
         )
     resolve_importance(draft, f"{prefix}.importance")
+    if draft.restored is not None:
+        check_restored(draft, prefix)
+
+
+def check_restored(draft: MemoryDraft, prefix: str) -> None:
+    """A restore names its memory and carries a version and both timestamps."""
+    restored = draft.restored
+    assert restored is not None
+    check_id(draft.id, f"{prefix}.id")
+    if restored.version < 1:
+        raise InvalidArgument(f"{prefix}.version must be >= 1 to restore a memory",
+                              field=f"{prefix}.version", reason="BAD_RESTORE")
+    if not 0 < restored.created_at <= restored.updated_at:
+        raise InvalidArgument(
+            f"{prefix}.created_at and updated_at must both be set, created_at first, to "
+            "restore a memory", field=f"{prefix}.created_at", reason="BAD_RESTORE")
 
 
 def check_relation(relation: object, field: str = "edge.relation") -> Relation:

@@ -15,3 +15,6 @@ class HttpConfig:
         "HOST:PORT of the HTTP endpoint serving Prometheus metrics at /metrics (with "
         "[server.auth] on, the operator token is required); \"\" turns it off. When the port "
         "is busy the sidecar serves gRPC without it and logs a WARNING.", restart=True))
+    admin: bool = field(default=True, metadata=knob(
+        "Serve the admin web page at / on the same port (with [server.auth] on, it asks for "
+        "the operator token).", restart=True))

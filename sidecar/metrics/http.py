@@ -1,4 +1,5 @@
-"""The HTTP endpoint: ``GET /metrics`` in the Prometheus text format, on its own thread.
+"""The HTTP endpoint: ``GET /metrics`` in the Prometheus text format, on its own thread, and
+the admin page (``sidecar.admin``) at every other path when given.
 
 With a token store (``[server.auth] enabled``), a request must carry the operator token
 (``Authorization: Bearer <token>``), else 401. A busy or invalid address is not fatal: the
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 PATH = "/metrics"
 
 Allow = Callable[[str], bool]  # the Authorization header -> may scrape
+Pages = Callable[[BaseHTTPRequestHandler, str], None]  # answers a GET or POST (the admin page)
 
 
 class MetricsHttp:
@@ -39,14 +41,15 @@ class MetricsHttp:
 
 
 def start_http(listen: str, registry: CollectorRegistry,
-               tokens: TokenStore | None) -> MetricsHttp | None:
+               tokens: TokenStore | None, pages: Pages | None = None) -> MetricsHttp | None:
     """The endpoint listening on ``listen`` (HOST:PORT), or None when off ("") or busy."""
     if not listen:
         return None
     host, _, port = listen.rpartition(":")
     allow = _everyone if tokens is None else _operator(tokens)
     try:
-        server = ThreadingHTTPServer((host.strip("[]"), int(port)), _handler(registry, allow))
+        server = ThreadingHTTPServer((host.strip("[]"), int(port)),
+                                     _handler(registry, allow, pages))
     except (OSError, ValueError) as err:
         log.warning("metrics endpoint off: cannot listen on %s (%s); set [server.http] listen "
                     "to a free HOST:PORT, or \"\" to turn it off", listen, err,
@@ -71,16 +74,26 @@ def _operator(tokens: TokenStore) -> Allow:
     return allow
 
 
-def _handler(registry: CollectorRegistry, allow: Allow) -> type[BaseHTTPRequestHandler]:
+def _handler(registry: CollectorRegistry, allow: Allow,
+             pages: Pages | None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if self.path.split("?", 1)[0] != PATH:
-                self._reply(404, b"not found: the metrics are at /metrics\n", "text/plain")
+                if pages is not None:
+                    pages(self, "GET")
+                else:
+                    self._reply(404, b"not found: the metrics are at /metrics\n", "text/plain")
             elif not allow(self.headers.get("Authorization", "")):
                 self._reply(401, b"the operator token is required: "
                             b"'Authorization: Bearer <token>'\n", "text/plain")
             else:
                 self._reply(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+
+        def do_POST(self) -> None:  # noqa: N802
+            if pages is not None and self.path.split("?", 1)[0] != PATH:
+                pages(self, "POST")
+            else:
+                self._reply(405, b"only the admin page takes POST\n", "text/plain")
 
         def _reply(self, status: int, body: bytes, content_type: str) -> None:
             self.send_response(status)

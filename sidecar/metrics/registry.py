@@ -34,6 +34,7 @@ class Sources:
 
     memories: Callable[[], Iterable[Memory]] = lambda: ()
     vector_index: Callable[[], Mapping[str, int | str | bool]] = dict
+    bm25: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (segments, documents)
     queue_depth: Callable[[], int] = lambda: 0
     reloads: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (applied, rejected)
     refusals: Callable[[], int] = lambda: 0  # RESOURCE_EXHAUSTED by admission
@@ -85,6 +86,10 @@ class _State(Collector):
         s = self.sources
         yield _memories(s.memories())
         yield from _vector_index(s.vector_index())
+        segments, documents = s.bm25()
+        yield _gauge("bm25_segments", "Segments of the BM25 index: each write adds a small one, "
+                     "background merges fold them (1 when fully merged).", segments)
+        yield _gauge("bm25_documents", "Documents in the BM25 index.", documents)
         yield _gauge("write_behind_queue_depth", "Writes queued behind replies.", s.queue_depth())
         ok, failed = s.reloads()
         reloads = CounterMetricFamily(f"{PREFIX}_config_reloads", "Config file reloads by "

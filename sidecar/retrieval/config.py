@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from sidecar.knobs import knob
+from sidecar.knobs import knob, unit
 from sidecar.records import Relation
 from sidecar.retrieval.vector.config import VectorConfig
 
 WEIGHT_MAX = 100.0
+RRF = "rrf"  # reciprocal rank fusion (fusion.rrf)
+SCORES = "scores"  # normalised score fusion (fusion.scores)
+FUSIONS = (RRF, SCORES)
+NORMALISATIONS = ("max", "minmax", "zscore")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,22 @@ class RetrievalConfig:
         "RRF weight of the lexical (BM25) list.", ge=0.0, le=WEIGHT_MAX))
     graph_weight: float = field(default=1.0, metadata=knob(
         "RRF weight of the graph-expansion list.", ge=0.0, le=WEIGHT_MAX))
+    fusion: str = field(default=SCORES, metadata=knob(
+        "How the sources' lists become one ranking: \"scores\" (a weighted sum of each "
+        "source's score normalised per query: lexical_share, graph_share) or \"rrf\" "
+        "(reciprocal rank fusion: rrf_k and the *_weight knobs).", choices=FUSIONS))
+    # Score fusion: fused = (1 - lexical_share) x cosine' + lexical_share x BM25'
+    # + graph_share x graph' (x' = x normalised per query over the candidates); chosen on the
+    # tune half of LongMemEval (docs/decisions/0010-score-fusion.md).
+    score_normalisation: str = field(default="max", metadata=knob(
+        "Score fusion: per-query normalisation of each source's scores over the candidates "
+        "(\"max\": a fraction of the source's best; \"minmax\": 0..1 from worst to best; "
+        "\"zscore\": standard scores).", choices=NORMALISATIONS))
+    lexical_share: float = field(default=0.7, metadata=unit(
+        "Score fusion: weight of the normalised BM25 score; the query cosine (computed for "
+        "every candidate) gets 1 - this."))
+    graph_share: float = field(default=0.1, metadata=unit(
+        "Score fusion: weight of the normalised graph-expansion score, added on top."))
     # Tie-break boost: + alpha * importance + beta * 0.5 ** (age / half-life).
     alpha: float = field(default=0.005, metadata=knob(
         "Importance boost: + alpha x importance on the fused score.", ge=0.0, le=1.0))
@@ -92,6 +112,11 @@ class RetrievalConfig:
         "Snowball English stemming of BM25 terms, documents and queries alike (\"flights\" "
         "matches \"flight\"); the saved postings are rebuilt at start when it changes.",
         restart=True))
+    # Off by default: it speeds up long turns at 100k (BM25 p50 7.3 -> 1.2 ms at 24 terms) but
+    # changes what they retrieve (docs/decisions/0010-score-fusion.md).
+    bm25_query_max_terms: int = field(default=0, metadata=knob(
+        "BM25 scores only this many distinct query terms, the rarest (highest idf); 0 = all. "
+        "Speeds up long queries (conversation turns).", ge=0, le=10_000))
     # Below it the thread hand-off costs more than it saves (bench/search_speed.py,
     # docs/decisions/0002-bm25-beside-the-embedding.md).
     parallel_min_memories: int = field(default=50_000, metadata=knob(

@@ -1,4 +1,4 @@
-"""The hybrid engine: a list of sources (vector, BM25, graph), fused by weighted RRF.
+"""The hybrid engine: a list of sources (vector, BM25, graph), fused into one ranking.
 
 Serves ``Search`` and ``Inject`` (the ``Retriever`` contract) and listens to the write path
 (``MemoryListener``) so every index follows commits at once: a forgotten or replaced memory
@@ -12,12 +12,15 @@ Pipeline of one query (each stage timed in ``SearchResult.timings_us``, names in
                during 1 (or beside 2 for a long query; see ``_first_stage``);
 4. then each later source in order (``graph``: expansion from the candidates of 2-3), seeing
    the labels found before it;
-5. ``fusion``  weighted RRF over every source's list + importance/recency boost, top ``limit``;
-6. ``cosine``  the exact query cosine of every returned hit (thresholdable by callers).
+5. ``cosine``  the exact query cosine of every candidate (score fusion) or of every returned
+               hit (RRF, after 6): ``Hit.cosine``, thresholdable by callers;
+6. ``fusion``  ``[retrieval] fusion``: normalised score fusion (``fusion.scores``: the
+               cosines of 5, BM25 and graph scores) or weighted RRF (``fusion.rrf``), plus the
+               importance/recency boost, top ``limit``.
 
 Modes: VECTOR and LEXICAL run only their source (fusion then only adds the boost); HYBRID
 runs all. A new source is a ``Source`` (``fusion.contract``) added to ``later_sources`` with a
-``<name>_weight`` knob in ``RetrievalConfig``.
+``<name>_weight`` (RRF) and a share (score fusion) knob in ``RetrievalConfig``.
 
 Config: a ``Live[RetrievalConfig]`` (the App passes the config file's live ``[retrieval]``).
 Each search reads it once, so fusion, boost, graph and ``vector`` hot knobs apply from the next
@@ -38,10 +41,18 @@ import numpy as np
 from sidecar.embedding import Embedder
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation
-from sidecar.retrieval.config import RetrievalConfig
+from sidecar.retrieval.config import RRF, RetrievalConfig
 from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
-from sidecar.retrieval.fusion.contract import Source, SourceContext, no_labels
-from sidecar.retrieval.fusion.rrf import Fused, Ranked, fuse_ranked
+from sidecar.retrieval.fusion.contract import (
+    Found,
+    Source,
+    SourceContext,
+    fusion_weight,
+    nothing,
+)
+from sidecar.retrieval.fusion.pool import Fused, Ranked, pool_of
+from sidecar.retrieval.fusion.rrf import fuse_ranked
+from sidecar.retrieval.fusion.scores import fuse_pool_scores
 from sidecar.retrieval.graph.expansion import EdgeGraph
 from sidecar.retrieval.graph.source import GraphSource
 from sidecar.retrieval.lexical import persist as lexical_persist
@@ -245,16 +256,14 @@ class HybridRetriever:
         ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
         ctx, found = self._first_stage(ctx, clock)
         for source in self.later_sources:
-            found[source.name] = (source.search(replace(ctx, found=dict(found)))
-                                  if query.mode.uses(source.name) else no_labels())
+            labels = {name: f.labels for name, f in found.items()}
+            found[source.name] = (source.search(replace(ctx, found=labels))
+                                  if query.mode.uses(source.name) else nothing())
             clock.lap(source.name)
-        fused = fuse_ranked([Ranked(s.name, s.weight(c), found.get(s.name, no_labels()))
-                             for s in self.sources], self.live, c, query.limit)
-        clock.lap(FUSION)
+        lists = [Ranked(s.name, fusion_weight(s, c), *found.get(s.name, nothing()))
+                 for s in self.sources]
+        fused, rows, cosines = self._fuse(lists, ctx, clock)
         assert ctx.embedding is not None
-        rows = self.vectors.rows_of(fused.labels)
-        cosines = rows @ ctx.embedding
-        clock.lap(COSINE)
         hits = self._hits(fused, rows, cosines, query, c)
         clock.lap(HITS)
         timings = clock.done()
@@ -263,11 +272,35 @@ class HybridRetriever:
                                        **{f"{k}_us": v for k, v in timings.items()}})
         return SearchResult(hits=hits, query_embedding=ctx.embedding, timings_us=timings)
 
+    def _fuse(
+        self, lists: list[Ranked], ctx: SourceContext, clock: Clock
+    ) -> tuple[Fused, np.ndarray, np.ndarray]:
+        """The top ``limit`` fused candidates, their rows and their query cosines. Score
+        fusion weighs every candidate by its cosine, so it computes them first (for the
+        whole pool, a few dozen rows); RRF only for the winners."""
+        c, query, embedding = ctx.config, ctx.query, ctx.embedding
+        assert embedding is not None
+        if c.fusion == RRF:
+            fused = fuse_ranked(lists, self.live, c, query.limit)
+            clock.lap(FUSION)
+            rows = self.vectors.rows_of(fused.labels)
+            cosines = rows @ embedding
+            clock.lap(COSINE)
+            return fused, rows, cosines
+        pool = pool_of(lists)
+        rows = self.vectors.rows_of(pool.labels)
+        cosines = rows @ embedding
+        clock.lap(COSINE)
+        fused = fuse_pool_scores(pool, lists, cosines if query.mode.uses(VECTOR) else None,
+                                 self.live, c, query.limit)
+        clock.lap(FUSION)
+        return fused, rows[fused.picked], cosines[fused.picked]
+
     def _hits(
         self, fused: Fused, rows: np.ndarray, cosines: np.ndarray, query: SearchQuery,
         c: RetrievalConfig,
     ) -> list[Hit]:
-        names = [(s.name, s.weight(c)) for s in self.sources]
+        names = [(s.name, fusion_weight(s, c)) for s in self.sources]
         hits = []
         for i, label in enumerate(fused.labels.tolist()):
             memory = self.live.get(label)
@@ -281,7 +314,7 @@ class HybridRetriever:
 
     def _first_stage(
         self, ctx: SourceContext, clock: Clock
-    ) -> tuple[SourceContext, dict[str, np.ndarray]]:
+    ) -> tuple[SourceContext, dict[str, Found]]:
         """The query embedding (in the returned context) and the vector and lexical lists.
 
         BM25 needs only the text, so it runs on the pool thread while this one embeds the query
@@ -315,7 +348,7 @@ class HybridRetriever:
             clock.record(VECTOR, vec_us)
             clock.record(LEXICAL, lex_us)
             return ctx, {VECTOR: vec, LEXICAL: lex}
-        vec = vec_source.search(ctx) if want_vec else no_labels()
+        vec = vec_source.search(ctx) if want_vec else nothing()
         clock.lap(VECTOR)
         if with_embed and future.cancel():  # the pool was busy with another search's BM25
             with_embed = False
@@ -324,7 +357,7 @@ class HybridRetriever:
             clock.lap(LEXICAL_WAIT)  # what the lexical search added after the others
             clock.record(LEXICAL, lex_us)
         else:
-            lex = lex_source.search(ctx) if want_lex else no_labels()
+            lex = lex_source.search(ctx) if want_lex else nothing()
             clock.lap(LEXICAL)
         return ctx, {VECTOR: vec, LEXICAL: lex}
 

@@ -1,5 +1,6 @@
 """Copy a whole store between backends (``memsidecar migrate``): memories with their
-history, edges, the embedding model's record, channel state and ownership.
+history, edges, the embedding model's record, channel state and ownership, and the admin
+page's dismissed suggestions.
 
 Into an empty target every row keeps its keys (``seq`` included); with ``append`` the target
 keeps what it has: memories whose id it already holds are skipped (with their history), the
@@ -49,6 +50,7 @@ CHANNEL_TABLES = (
     Table("channel_owners", ("channel_id", "agent_id", "last_used_us"), "channel_id",
           "channel_id"),
 )
+DISMISSED = Table("admin_dismissed", ("key", "dismissed_us"), "key", "key")
 SEQUENCED = ("memories", "memory_versions", "injection_buffer")
 
 
@@ -64,6 +66,7 @@ def copy_store(source: SqlStore, target: SqlStore, *, append: bool,
     known = _ids(target, CHANNELS) if append else set()
     for table in CHANNEL_TABLES:
         written[table.name] = _copy(source, target, table, append, known, progress)
+    written[DISMISSED.name] = _copy(source, target, DISMISSED, append, set(), progress)
     model = source.query_one("SELECT value FROM meta WHERE key = ?", (MODEL_KEY,))
     if model is not None:
         target.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO "

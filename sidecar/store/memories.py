@@ -55,10 +55,12 @@ class ListQuery:
     types: tuple[MemoryType, ...] = ()
     channel_id: str = ""
     agent_id: str = ""
-    sort: str = "recent"  # "recent" | "importance"
+    sort: str = "recent"  # "recent" | "importance" | "stored" (seq ascending)
     page_size: int = 100
     page_token: str = ""
     include_forgotten: bool = False
+    tiers: tuple[Tier, ...] = ()
+    all_agents: bool = False  # every scope; agent_id must then be ''
 
 
 class MemoryRepo:
@@ -219,14 +221,17 @@ class MemoryRepo:
         keys: tuple[str, ...] = ("updated_at", "seq")
         if query.sort == "importance":
             keys = ("importance", "updated_at", "seq")
+        elif query.sort == "stored":
+            keys = ("seq",)
+        order = "ASC" if query.sort == "stored" else "DESC"
         if query.page_token:
             after = _decode_token(query.page_token, query.sort, len(keys))
-            where.append(_keyset_clause(keys))
+            where.append(_keyset_clause(keys, ">" if order == "ASC" else "<"))
             params.extend(_keyset_params(after))
         sql = (
             f"SELECT {COLUMNS} FROM memories"
             + (" WHERE " + " AND ".join(where) if where else "")
-            + " ORDER BY " + ", ".join(f"{k} DESC" for k in keys)
+            + " ORDER BY " + ", ".join(f"{k} {order}" for k in keys)
             + " LIMIT ?"
         )
         rows = self.db.execute(sql, (*params, query.page_size + 1))
@@ -250,20 +255,25 @@ def _filters(query: ListQuery) -> tuple[list[str], list[Any]]:
     if query.types:
         where.append(f"type IN ({','.join('?' * len(query.types))})")
         params.extend(int(t) for t in query.types)
+    if query.tiers:
+        where.append(f"tier IN ({','.join('?' * len(query.tiers))})")
+        params.extend(int(t) for t in query.tiers)
     if query.channel_id:
         where.append("channel_id = ?")
         params.append(query.channel_id)
-    where.append("agent_id IN ('', ?)")  # shared + the agent's own; '' = shared only
-    params.append(query.agent_id)
+    if not query.all_agents:
+        where.append("agent_id IN ('', ?)")  # shared + the agent's own; '' = shared only
+        params.append(query.agent_id)
     return where, params
 
 
-def _keyset_clause(keys: tuple[str, ...]) -> str:
-    """Rows strictly after the token's row in descending lexicographic order of ``keys``."""
+def _keyset_clause(keys: tuple[str, ...], after: str = "<") -> str:
+    """Rows strictly after the token's row in the lexicographic order of ``keys``
+    (``after``: "<" descending, ">" ascending)."""
     ors = []
     for i, key in enumerate(keys):
         eqs = [f"{k} = ?" for k in keys[:i]]
-        ors.append("(" + " AND ".join([*eqs, f"{key} < ?"]) + ")")
+        ors.append("(" + " AND ".join([*eqs, f"{key} {after} ?"]) + ")")
     return "(" + " OR ".join(ors) + ")"
 
 

@@ -131,6 +131,14 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS channel_owners_idle ON channel_owners (last_used_us);
     """,
+    # 6: vault suggestions dismissed on the admin page (a table once created by the page on
+    # open: IF NOT EXISTS keeps those stores as they are).
+    """
+    CREATE TABLE IF NOT EXISTS admin_dismissed (
+        key          TEXT PRIMARY KEY,
+        dismissed_us INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -30,7 +30,10 @@ def numbers_of(text: str) -> frozenset[str]:
 
 
 def is_new(repo: MemoryRepo, draft: MemoryDraft) -> bool:
-    """True when the write adds a live memory (no id, an unknown id, or a forgotten one)."""
+    """True when the write adds a live memory (no id, an unknown id, or a forgotten one); a
+    restored forgotten memory adds none."""
+    if draft.restored is not None and draft.restored.forgotten:
+        return False
     if not draft.id:
         return True
     existing = repo.get(draft.id)

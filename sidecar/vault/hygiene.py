@@ -80,7 +80,7 @@ def propose_deletions(
                                        "a live memory UPDATES it (edge)", source))
     for pair in consolidation_candidates(index, memories, agent_id,
                                          config.duplicate_threshold, len(live) + 1):
-        drop, keep = _weaker(pair.first, pair.second)
+        drop, keep = weaker(pair.first, pair.second)
         found.append(DeletionCandidate(
             drop, NEAR_DUPLICATE, f"cosine {pair.cosine:.3f} to a memory that is kept", keep.id))
     cutoff = now_us - int(config.stale_after_days * US_PER_DAY)
@@ -94,7 +94,7 @@ def propose_deletions(
     return found
 
 
-def _weaker(a: Memory, b: Memory) -> tuple[Memory, Memory]:
+def weaker(a: Memory, b: Memory) -> tuple[Memory, Memory]:
     """(the one to drop, the one to keep): lower importance goes, then the older one."""
     if (a.importance, a.updated_at, a.seq) < (b.importance, b.updated_at, b.seq):
         return a, b

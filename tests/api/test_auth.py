@@ -9,6 +9,7 @@ from pathlib import Path
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from memsidecar.v1 import injection_pb2 as inj
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import settings_pb2 as st
 from memsidecar.v1 import store_pb2 as s
@@ -168,3 +169,20 @@ def test_remote_listen_without_auth_is_refused(tmp_path: Path, embedder: Embedde
         channel.close()
     finally:
         server.stop(grace=0)
+
+
+def test_injection_trace_reads_own_channels_or_any_with_the_operator(authed: Authed) -> None:
+    upsert(authed, "alice", "Alice keeps the spare key under the mat", "alice")
+    authed.live.injection.Inject(inj.InjectRequest(channel_id="alice-chat",
+                                                   text="where is the spare key?"),
+                                 metadata=authed.as_("alice"))
+    request = inj.GetInjectionTraceRequest(channel_id="alice-chat")
+    trace = authed.live.injection.GetInjectionTrace
+    assert len(trace(request, metadata=authed.as_("alice")).turns) == 1
+    assert len(trace(request, metadata=authed.as_("op")).turns) == 1
+    assert code(lambda: trace(request, metadata=authed.as_("bob"))) == \
+        grpc.StatusCode.PERMISSION_DENIED
+    assert code(lambda: trace(inj.GetInjectionTraceRequest(channel_id="alice-chat",
+                                                           agent_id="alice"),
+                              metadata=authed.as_("bob"))) == grpc.StatusCode.PERMISSION_DENIED
+    assert code(lambda: trace(request)) == grpc.StatusCode.UNAUTHENTICATED

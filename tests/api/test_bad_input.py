@@ -178,6 +178,16 @@ def _other_cases() -> Iterator[Case]:
         r, _memory(source="a\nb")), "items[0].source")
     yield Case("import.item-pii-source", lambda r: _import_error(
         r, _memory(source=CARD)), "items[0].source", CARD, grpc.StatusCode.FAILED_PRECONDITION)
+    yield Case("import_stream.item-agent_id", lambda r: _stream_error(
+        r, s.ImportItem(memory=_memory(agent_id=LONG))), "items[0].agent_id")
+    yield Case("import_stream.item-pii-content", lambda r: _stream_error(
+        r, s.ImportItem(memory=_memory(content=CARD))), "items[0].content", CARD,
+        grpc.StatusCode.FAILED_PRECONDITION)
+    yield Case("import_stream.restore-no-times", lambda r: _stream_error(
+        r, s.ImportItem(memory=_memory(id="restored", version=3), restore=True)),
+        "items[0].created_at")
+    yield Case("import_stream.batch-too-big", lambda r: list(r.store.ImportMemoriesStream(iter([
+        s.ImportBatch(items=[s.ImportItem(memory=_memory())] * 101)]))), "items")
 
 
 class ImportRejected(Exception):
@@ -192,15 +202,21 @@ def _import_error(r: Running, memory: m.Memory) -> None:
     raise ImportRejected(reply.errors[0])
 
 
+def _stream_error(r: Running, item: s.ImportItem) -> None:
+    (ack,) = r.store.ImportMemoriesStream(iter([s.ImportBatch(items=[item])]))
+    assert ack.rejected == 1 and ack.committed == 0
+    raise ImportRejected(ack.errors[0])
+
+
 CASES = [*_name_cases(), *_other_cases()]
 
 
 def test_the_catalogue_is_large_and_covers_every_rpc() -> None:
     assert len(CASES) >= 60
     prefixes = {c.name.split(".")[0].split("-")[0] for c in CASES}
-    assert {"upsert", "import", "get", "forget", "list", "add_edge", "remove_edge", "search",
-            "inject", "prune", "reset", "get_config", "update_config", "promote", "history",
-            "snapshot", "consolidation", "deletions"} <= prefixes
+    assert {"upsert", "import", "import_stream", "get", "forget", "list", "add_edge",
+            "remove_edge", "search", "inject", "prune", "reset", "get_config", "update_config",
+            "promote", "history", "snapshot", "consolidation", "deletions"} <= prefixes
 
 
 @pytest.fixture(scope="module")

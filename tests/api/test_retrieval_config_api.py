@@ -18,9 +18,10 @@ from tests.api.test_search_api import NOTES
 from tests.api.test_settings_api import wait_for
 from tests.conftest import Running, start_server
 
-# No boosts: a hit's score is then exactly sum_s weight_s / (rrf_k + rank_s).
+# RRF, no boosts: a hit's score is then exactly sum_s weight_s / (rrf_k + rank_s).
 FILE = """\
 [retrieval]
+fusion = "rrf"
 rrf_k = {k}
 vector_weight = {vw}
 lexical_weight = {lw}

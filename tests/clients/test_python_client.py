@@ -192,6 +192,8 @@ def test_channel_turn_loop(running: Running) -> None:
         history = list(client.prune_history(history, max_keep=2).messages)
         assert sum(m.content.startswith(BLOCK_PREFIX) for m in history) == 1
         transcript = client.render_transcript(history)
+        (last,) = client.get_injection_trace("py-loop", last_n=1).turns
+    assert last.turn == 2 and deploy.id in [item.id for item in last.injected]
     assert BLOCK_PREFIX not in transcript.transcript and transcript.blocks_skipped == 1
 
 

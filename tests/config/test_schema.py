@@ -58,7 +58,7 @@ def test_restart_keys_come_from_the_field_metadata() -> None:
     assert set(restart_keys(Config)) == {
         *(f"server.{f.name}" for f in fields(ServerConfig)
           if f.name not in ("auth", "tls", "http")),
-        "server.http.listen",
+        "server.http.listen", "server.http.admin",
         *(f"server.auth.{f.name}" for f in fields(AuthConfig)),
         *(f"server.tls.{f.name}" for f in fields(TlsConfig)),
         "injection.sweep_interval_s",

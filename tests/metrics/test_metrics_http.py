@@ -17,7 +17,7 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from prometheus_client.parser import text_string_to_metric_families
 
-from sidecar.api.server import create_server
+from sidecar.api.server import HTTP_HEALTH, create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.auth.config import AuthConfig
@@ -100,6 +100,38 @@ def test_counters_move_by_the_calls_made(live: Running) -> None:
     assert value(after, "process_resident_memory_bytes") > 0
 
 
+def http_health(live: Running) -> int:
+    check = health_pb2_grpc.HealthStub(live.channel).Check(
+        health_pb2.HealthCheckRequest(service=HTTP_HEALTH))
+    return int(check.status)
+
+
+def test_health_reports_whether_the_http_endpoint_is_up(live: Running, config: ServerConfig,
+                                                        embedder: Embedder) -> None:
+    assert http_health(live) == health_pb2.HealthCheckResponse.SERVING
+    off = serve(replace(config, data_dir=f"{config.data_dir}-off"), embedder, "")
+    try:
+        assert off.server.http is None
+        assert http_health(off) == health_pb2.HealthCheckResponse.NOT_SERVING
+    finally:
+        off.close()
+
+
+def test_bm25_segments_follow_writes_and_merges(live: Running) -> None:
+    lexical = live.server.app.retriever.lexical  # type: ignore[attr-defined]
+    lexical.merge()
+    before = scrape(live)
+    assert value(before, "memsidecar_bm25_segments") == lexical.segment_count
+    for i in range(3):
+        put(live, f"segment test note number {i} about the lexical index")
+    after = scrape(live)
+    assert value(after, "memsidecar_bm25_documents") == value(before,
+                                                              "memsidecar_bm25_documents") + 3
+    assert value(after, "memsidecar_bm25_segments") == lexical.segment_count > 1
+    lexical.merge()
+    assert value(scrape(live), "memsidecar_bm25_segments") == 1
+
+
 def test_operations_doc_lists_every_metric(live: Running) -> None:
     doc = (Path(__file__).parents[2] / "docs" / "operations.md").read_text()
     names = live.server.app.metrics.names()
@@ -117,6 +149,7 @@ def test_busy_port_keeps_grpc_and_warns_once(config: ServerConfig, embedder: Emb
             running = serve(config, embedder, busy)
         try:
             assert running.server.http is None
+            assert http_health(running) == health_pb2.HealthCheckResponse.NOT_SERVING
             put(running, "still served over gRPC")
             warnings = [r for r in caplog.records if r.levelno == logging.WARNING
                         and "server.http" in r.getMessage()]

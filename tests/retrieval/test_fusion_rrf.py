@@ -8,9 +8,9 @@ import pytest
 
 from sidecar.live import Live
 from sidecar.records import Memory, MemoryType
-from sidecar.retrieval.config import RetrievalConfig
+from sidecar.retrieval.config import FUSIONS, RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
-from sidecar.retrieval.fusion.contract import SourceContext
+from sidecar.retrieval.fusion.contract import Found, SourceContext
 from sidecar.retrieval.fusion.rrf import Ranked, fuse_ranked
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.mirror import LiveMemories
@@ -57,17 +57,23 @@ class LastWritten:
     def weight(self, config: RetrievalConfig) -> float:
         return 50.0
 
-    def search(self, ctx: SourceContext) -> np.ndarray:
+    def share(self, config: RetrievalConfig) -> float:
+        return 50.0
+
+    def search(self, ctx: SourceContext) -> Found:
         assert set(ctx.found) == {"vector", "lexical", "graph"}  # earlier sources' lists
         seqs = np.flatnonzero(ctx.live.alive)
         order = np.argsort(-ctx.live.updated_at[seqs], kind="stable")
-        return seqs[order][: ctx.query.search_limit].astype(np.int64)
+        best = seqs[order][: ctx.query.search_limit].astype(np.int64)
+        return Found(best, 1.0 / np.arange(1, len(best) + 1))  # newest scores best
 
 
-def test_an_added_source_is_fused_and_explained() -> None:
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_an_added_source_is_fused_and_explained(fusion: str) -> None:
     rng = np.random.default_rng(0)
+    config = RetrievalConfig(alpha=0.0, beta=0.0, fusion=fusion)
     engine = HybridRetriever(embedder=None,  # type: ignore[arg-type]
-                             config=Live.fixed(RetrievalConfig(alpha=0.0, beta=0.0)),
+                             config=Live.fixed(config),
                              vectors=DenseVectors(DIM))
     memories = [memory(s, 0.5, updated_at=NOW_US + s) for s in range(1, 21)]
     vectors = rng.standard_normal((20, DIM)).astype(np.float32)

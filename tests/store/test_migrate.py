@@ -1,5 +1,6 @@
 """``memsidecar migrate``: SQLite -> PostgreSQL -> SQLite keeps every row, refuses a full
-target unless --append, takes the DSN from the environment."""
+target unless --append, takes the DSN from the environment, carries the admin page's
+dismissals."""
 
 from __future__ import annotations
 
@@ -8,19 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.admin.dismissed import Dismissed, pair_key
 from sidecar.cli import main
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.state_repo import StateRepo
 from sidecar.records import Edge, Relation
 from sidecar.store.contract import SqlStore
-from sidecar.store.copy import CHANNEL_TABLES, EDGES, MEMORIES, VERSIONS
+from sidecar.store.copy import CHANNEL_TABLES, DISMISSED, EDGES, MEMORIES, VERSIONS
 from sidecar.store.db import Database
 from sidecar.store.postgres.db import PgDatabase
 from sidecar.store.postgres.dsn import DSN_ENV
 from sidecar.store.repos import Repositories
 from tests.store.contract_data import memory, saved_turn, vector
 
-TABLES = (MEMORIES, VERSIONS, EDGES, *CHANNEL_TABLES)
+TABLES = (MEMORIES, VERSIONS, EDGES, *CHANNEL_TABLES, DISMISSED)
 
 
 def fill(db: SqlStore, count: int) -> None:
@@ -32,6 +34,7 @@ def fill(db: SqlStore, count: int) -> None:
     repos.edges.upsert(Edge("m1", "m0", Relation.UPDATES, 0.7, 5))
     StateRepo(db).save("chan", saved_turn(1, ["m0", "m1"]))
     ChannelOwners(db).claim("chan", "agent")
+    Dismissed(db).add(pair_key("m1", "m0"))
 
 
 def rows(db: SqlStore) -> dict[str, list[tuple[object, ...]]]:
@@ -59,6 +62,7 @@ def test_round_trip_keeps_every_row(tmp_path: Path, pg_dsn: str,
     assert again["memories"][:-1] == expected["memories"] and len(again["memories"]) == 1204
     assert again["edges"] == expected["edges"] and again["channel_owners"] == \
         expected["channel_owners"]
+    assert again["admin_dismissed"] == expected["admin_dismissed"] != []
     back.close()
 
 

@@ -25,6 +25,8 @@ type MemoryInjectionClient interface {
 	RenderTranscript(ctx context.Context, in *RenderTranscriptRequest, opts ...grpc.CallOption) (*RenderTranscriptResponse, error)
 	// Forget one channel's injection state (new conversation).
 	ResetChannel(ctx context.Context, in *ResetChannelRequest, opts ...grpc.CallOption) (*ResetChannelResponse, error)
+	// A channel's last committed turns: what each injected and what it dropped, and why.
+	GetInjectionTrace(ctx context.Context, in *GetInjectionTraceRequest, opts ...grpc.CallOption) (*GetInjectionTraceResponse, error)
 }
 
 type memoryInjectionClient struct {
@@ -71,6 +73,15 @@ func (c *memoryInjectionClient) ResetChannel(ctx context.Context, in *ResetChann
 	return out, nil
 }
 
+func (c *memoryInjectionClient) GetInjectionTrace(ctx context.Context, in *GetInjectionTraceRequest, opts ...grpc.CallOption) (*GetInjectionTraceResponse, error) {
+	out := new(GetInjectionTraceResponse)
+	err := c.cc.Invoke(ctx, "/memsidecar.v1.MemoryInjection/GetInjectionTrace", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryInjectionServer is the server API for MemoryInjection service.
 // All implementations must embed UnimplementedMemoryInjectionServer
 // for forward compatibility
@@ -83,6 +94,8 @@ type MemoryInjectionServer interface {
 	RenderTranscript(context.Context, *RenderTranscriptRequest) (*RenderTranscriptResponse, error)
 	// Forget one channel's injection state (new conversation).
 	ResetChannel(context.Context, *ResetChannelRequest) (*ResetChannelResponse, error)
+	// A channel's last committed turns: what each injected and what it dropped, and why.
+	GetInjectionTrace(context.Context, *GetInjectionTraceRequest) (*GetInjectionTraceResponse, error)
 	mustEmbedUnimplementedMemoryInjectionServer()
 }
 
@@ -101,6 +114,9 @@ func (UnimplementedMemoryInjectionServer) RenderTranscript(context.Context, *Ren
 }
 func (UnimplementedMemoryInjectionServer) ResetChannel(context.Context, *ResetChannelRequest) (*ResetChannelResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ResetChannel not implemented")
+}
+func (UnimplementedMemoryInjectionServer) GetInjectionTrace(context.Context, *GetInjectionTraceRequest) (*GetInjectionTraceResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetInjectionTrace not implemented")
 }
 func (UnimplementedMemoryInjectionServer) mustEmbedUnimplementedMemoryInjectionServer() {}
 
@@ -187,6 +203,24 @@ func _MemoryInjection_ResetChannel_Handler(srv interface{}, ctx context.Context,
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryInjection_GetInjectionTrace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetInjectionTraceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryInjectionServer).GetInjectionTrace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/memsidecar.v1.MemoryInjection/GetInjectionTrace",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryInjectionServer).GetInjectionTrace(ctx, req.(*GetInjectionTraceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _MemoryInjection_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "memsidecar.v1.MemoryInjection",
 	HandlerType: (*MemoryInjectionServer)(nil),
@@ -206,6 +240,10 @@ var _MemoryInjection_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResetChannel",
 			Handler:    _MemoryInjection_ResetChannel_Handler,
+		},
+		{
+			MethodName: "GetInjectionTrace",
+			Handler:    _MemoryInjection_GetInjectionTrace_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -22,6 +22,12 @@ type MemoryStoreClient interface {
 	UpsertMemory(ctx context.Context, in *UpsertMemoryRequest, opts ...grpc.CallOption) (*UpsertMemoryResponse, error)
 	// Stream many upserts; embedded and committed in batches. Returns one summary.
 	ImportMemories(ctx context.Context, opts ...grpc.CallOption) (MemoryStore_ImportMemoriesClient, error)
+	// Import in acknowledged batches: each batch (at most 100 items) is validated, passes the
+	// write gate and is committed in one transaction, then acknowledged with its counts and
+	// ids. An item whose id is already stored with the same fields commits nothing
+	// (it counts as deduplicated), so a client resends every unacknowledged batch after a
+	// broken stream. A batch that fails or whose call expires changes nothing.
+	ImportMemoriesStream(ctx context.Context, opts ...grpc.CallOption) (MemoryStore_ImportMemoriesStreamClient, error)
 	// Fetch one memory by id (forgotten ones too, flagged). NOT_FOUND when absent.
 	GetMemory(ctx context.Context, in *GetMemoryRequest, opts ...grpc.CallOption) (*Memory, error)
 	// Soft-delete: the memory stays stored but is never searched or injected again.
@@ -81,6 +87,37 @@ func (x *memoryStoreImportMemoriesClient) CloseAndRecv() (*ImportMemoriesRespons
 		return nil, err
 	}
 	m := new(ImportMemoriesResponse)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (c *memoryStoreClient) ImportMemoriesStream(ctx context.Context, opts ...grpc.CallOption) (MemoryStore_ImportMemoriesStreamClient, error) {
+	stream, err := c.cc.NewStream(ctx, &_MemoryStore_serviceDesc.Streams[1], "/memsidecar.v1.MemoryStore/ImportMemoriesStream", opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &memoryStoreImportMemoriesStreamClient{stream}
+	return x, nil
+}
+
+type MemoryStore_ImportMemoriesStreamClient interface {
+	Send(*ImportBatch) error
+	Recv() (*ImportBatchAck, error)
+	grpc.ClientStream
+}
+
+type memoryStoreImportMemoriesStreamClient struct {
+	grpc.ClientStream
+}
+
+func (x *memoryStoreImportMemoriesStreamClient) Send(m *ImportBatch) error {
+	return x.ClientStream.SendMsg(m)
+}
+
+func (x *memoryStoreImportMemoriesStreamClient) Recv() (*ImportBatchAck, error) {
+	m := new(ImportBatchAck)
 	if err := x.ClientStream.RecvMsg(m); err != nil {
 		return nil, err
 	}
@@ -150,6 +187,12 @@ type MemoryStoreServer interface {
 	UpsertMemory(context.Context, *UpsertMemoryRequest) (*UpsertMemoryResponse, error)
 	// Stream many upserts; embedded and committed in batches. Returns one summary.
 	ImportMemories(MemoryStore_ImportMemoriesServer) error
+	// Import in acknowledged batches: each batch (at most 100 items) is validated, passes the
+	// write gate and is committed in one transaction, then acknowledged with its counts and
+	// ids. An item whose id is already stored with the same fields commits nothing
+	// (it counts as deduplicated), so a client resends every unacknowledged batch after a
+	// broken stream. A batch that fails or whose call expires changes nothing.
+	ImportMemoriesStream(MemoryStore_ImportMemoriesStreamServer) error
 	// Fetch one memory by id (forgotten ones too, flagged). NOT_FOUND when absent.
 	GetMemory(context.Context, *GetMemoryRequest) (*Memory, error)
 	// Soft-delete: the memory stays stored but is never searched or injected again.
@@ -174,6 +217,9 @@ func (UnimplementedMemoryStoreServer) UpsertMemory(context.Context, *UpsertMemor
 }
 func (UnimplementedMemoryStoreServer) ImportMemories(MemoryStore_ImportMemoriesServer) error {
 	return status.Errorf(codes.Unimplemented, "method ImportMemories not implemented")
+}
+func (UnimplementedMemoryStoreServer) ImportMemoriesStream(MemoryStore_ImportMemoriesStreamServer) error {
+	return status.Errorf(codes.Unimplemented, "method ImportMemoriesStream not implemented")
 }
 func (UnimplementedMemoryStoreServer) GetMemory(context.Context, *GetMemoryRequest) (*Memory, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetMemory not implemented")
@@ -244,6 +290,32 @@ func (x *memoryStoreImportMemoriesServer) SendAndClose(m *ImportMemoriesResponse
 
 func (x *memoryStoreImportMemoriesServer) Recv() (*UpsertMemoryRequest, error) {
 	m := new(UpsertMemoryRequest)
+	if err := x.ServerStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func _MemoryStore_ImportMemoriesStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(MemoryStoreServer).ImportMemoriesStream(&memoryStoreImportMemoriesStreamServer{stream})
+}
+
+type MemoryStore_ImportMemoriesStreamServer interface {
+	Send(*ImportBatchAck) error
+	Recv() (*ImportBatch, error)
+	grpc.ServerStream
+}
+
+type memoryStoreImportMemoriesStreamServer struct {
+	grpc.ServerStream
+}
+
+func (x *memoryStoreImportMemoriesStreamServer) Send(m *ImportBatchAck) error {
+	return x.ServerStream.SendMsg(m)
+}
+
+func (x *memoryStoreImportMemoriesStreamServer) Recv() (*ImportBatch, error) {
+	m := new(ImportBatch)
 	if err := x.ServerStream.RecvMsg(m); err != nil {
 		return nil, err
 	}
@@ -395,6 +467,12 @@ var _MemoryStore_serviceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ImportMemories",
 			Handler:       _MemoryStore_ImportMemories_Handler,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "ImportMemoriesStream",
+			Handler:       _MemoryStore_ImportMemoriesStream_Handler,
+			ServerStreams: true,
 			ClientStreams: true,
 		},
 	},

@@ -53,3 +53,9 @@ func (c *Client) RenderTranscript(ctx context.Context, history []*pb.Message) (*
 func (c *Client) ResetChannel(ctx context.Context, channel string) (*pb.ResetChannelResponse, error) {
 	return unary(c, ctx, &pb.ResetChannelRequest{ChannelId: channel, AgentId: c.Agent}, c.Injection.ResetChannel)
 }
+
+// GetInjectionTrace returns a channel's last committed turns (lastN 0 = every turn held):
+// what each injected and what it dropped, and why.
+func (c *Client) GetInjectionTrace(ctx context.Context, channel string, lastN uint32) (*pb.GetInjectionTraceResponse, error) {
+	return unary(c, ctx, &pb.GetInjectionTraceRequest{ChannelId: channel, AgentId: c.Agent, LastN: lastN}, c.Injection.GetInjectionTrace)
+}

@@ -19,7 +19,14 @@ from memsidecar_client.errors import (
 )
 from memsidecar_client.importing import Progress
 from memsidecar_client.messages import BLOCK_PREFIX, is_block, memory_type, message
-from memsidecar_client.records import memory_from_dict, read_jsonl, tier
+from memsidecar_client.records import (
+    item_from_dict,
+    memory_from_dict,
+    memory_to_dict,
+    read_items,
+    read_jsonl,
+    tier,
+)
 from memsidecar_client.retry import NO_RETRY, RetryPolicy
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
@@ -41,9 +48,12 @@ __all__ = [
     "UnavailableError",
     "UnimplementedError",
     "is_block",
+    "item_from_dict",
     "memory_from_dict",
+    "memory_to_dict",
     "memory_type",
     "message",
+    "read_items",
     "read_jsonl",
     "tier",
 ]

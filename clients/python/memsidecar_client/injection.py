@@ -46,3 +46,12 @@ class InjectionCalls(Transport):
                                                              agent_id=agent_id),
                            idempotent=False)
         return bool(reply.existed)
+
+    def get_injection_trace(self, channel_id: str, *, last_n: int = 0, agent_id: str = "",
+                            ) -> injection_pb2.GetInjectionTraceResponse:
+        """The channel's last ``last_n`` committed turns (0 = all held), oldest first: the
+        query, what was injected and what was dropped, and why."""
+        request = injection_pb2.GetInjectionTraceRequest(channel_id=channel_id, last_n=last_n,
+                                                         agent_id=agent_id)
+        return self._call("GetInjectionTrace", self.injection.GetInjectionTrace, request,
+                          idempotent=True)

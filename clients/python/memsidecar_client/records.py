@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memsidecar.v1 import memory_pb2
+from memsidecar.v1 import memory_pb2, store_pb2
 
 from memsidecar_client.messages import memory_type
 
 STRING_KEYS = ("id", "content", "agent_id", "channel_id", "source", "topic_id")
-KEYS = frozenset((*STRING_KEYS, "type", "importance", "tier"))
+# The server-owned fields an exported line carries; a line with any of them restores them.
+RESTORE_KEYS = ("version", "created_at", "updated_at", "forgotten")
+KEYS = frozenset((*STRING_KEYS, "type", "importance", "tier", *RESTORE_KEYS))
 
 
 def tier(value: str | int) -> memory_pb2.Tier.ValueType:
@@ -37,21 +40,79 @@ def memory_from_dict(record: Mapping[str, Any]) -> memory_pb2.Memory:
         memory.tier = tier(record["tier"])
     if record.get("importance") is not None:
         memory.importance = float(record["importance"])
+    if record.get("version") is not None:
+        memory.version = int(record["version"])
+    for key in ("created_at", "updated_at"):
+        if record.get(key):
+            getattr(memory, key).FromJsonString(str(record[key]))
+    if record.get("forgotten") is not None:
+        if not isinstance(record["forgotten"], bool):
+            raise ValueError(f"forgotten must be true or false, got {record['forgotten']!r}")
+        memory.forgotten = record["forgotten"]
     return memory
+
+
+def item_from_dict(record: Mapping[str, Any]) -> store_pb2.ImportItem:
+    """An ImportItem; a record with any of ``RESTORE_KEYS`` (an exported line) restores them."""
+    return store_pb2.ImportItem(memory=memory_from_dict(record),
+                                restore=any(k in record for k in RESTORE_KEYS))
+
+
+def memory_to_dict(memory: memory_pb2.Memory) -> dict[str, Any]:
+    """An exported line: every field that makes the memory what it is, names in lower case
+    ("decision", "canon"), times in RFC 3339; ``item_from_dict`` restores it exactly."""
+    record: dict[str, Any] = {k: getattr(memory, k) for k in ("id", "content")}
+    record["type"] = type_label(memory.type)
+    record["importance"] = short_float32(memory.importance)
+    record["tier"] = memory_pb2.Tier.Name(memory.tier or memory_pb2.TIER_CANON) \
+        .removeprefix("TIER_").lower()
+    record.update({k: getattr(memory, k) for k in STRING_KEYS[2:]})
+    record["version"] = memory.version
+    record["created_at"] = memory.created_at.ToJsonString()
+    record["updated_at"] = memory.updated_at.ToJsonString()
+    record["forgotten"] = memory.forgotten
+    return record
+
+
+def type_label(value: int) -> str:
+    """memory_pb2.MEMORY_TYPE_DECISION -> "decision"."""
+    return memory_pb2.MemoryType.Name(value).removeprefix("MEMORY_TYPE_").lower()
+
+
+def short_float32(value: float) -> float:
+    """The shortest decimal that reads back as the same float32 (0.8, not 0.800000011920929)."""
+    for digits in range(1, 10):
+        short = float(f"{value:.{digits}g}")
+        if struct.unpack("f", struct.pack("f", short))[0] == value:
+            return short
+    return value
 
 
 def read_jsonl(path: str | Path) -> list[memory_pb2.Memory]:
     """One memory per non-blank line; a bad line raises ValueError naming its number."""
-    memories = []
+    return [item.memory for item in read_items(path)]
+
+
+def read_items(path: str | Path) -> list[store_pb2.ImportItem]:
+    """One ImportItem per non-blank line; a bad line raises ValueError naming its number."""
+    items = []
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise ValueError("expected a JSON object")
-                memories.append(memory_from_dict(record))
+                items.append(item_from_dict(parse_line(line)))
             except ValueError as err:
                 raise ValueError(f"{path}:{number}: {err}") from None
-    return memories
+    return items
+
+
+def parse_line(line: str) -> dict[str, Any]:
+    """One JSON object; ValueError otherwise."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
+    if not isinstance(record, dict):
+        raise ValueError("expected a JSON object")
+    return record

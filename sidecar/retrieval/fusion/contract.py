@@ -1,25 +1,35 @@
-"""What a retrieval source is: a named, weighted list of candidate labels, best first.
+"""What a retrieval source is: a named, weighted list of candidate labels with the source's own
+scores, best first.
 
-The engine runs its sources for a query and fuses their lists (``fusion.rrf``). A source reads
-what it needs from the ``SourceContext``; sources that run after the first stage (vector and
-lexical) also see the labels the earlier ones found (``found``), e.g. as seeds.
+The engine runs its sources for a query and fuses their lists (``fusion.rrf`` by rank,
+``fusion.scores`` by normalised score, ``[retrieval] fusion``). A source reads what it needs
+from the ``SourceContext``; sources that run after the first stage (vector and lexical) also
+see the labels the earlier ones found (``found``), e.g. as seeds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from sidecar.retrieval.config import RetrievalConfig
+from sidecar.retrieval.config import SCORES, RetrievalConfig
 from sidecar.retrieval.contract import Accept, SearchQuery
 from sidecar.retrieval.mirror import LiveMemories
 
 
-def no_labels() -> np.ndarray:
-    return np.zeros(0, np.int64)
+class Found(NamedTuple):
+    """A source's answer: labels (int64) best first, and its score of each (float64,
+    descending; any scale: the score fusion normalises it per query)."""
+
+    labels: np.ndarray
+    scores: np.ndarray
+
+
+def nothing() -> Found:
+    return Found(np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +48,18 @@ class Source(Protocol):
     name: str  # also the name of its timing stage and of its rank in a hit
 
     def weight(self, config: RetrievalConfig) -> float:
-        """Its weight in the fusion (a ``[retrieval]`` knob)."""
+        """Its weight in reciprocal rank fusion (a ``[retrieval]`` knob)."""
         ...
 
-    def search(self, ctx: SourceContext) -> np.ndarray:
-        """Candidate labels (int64), best first, at most ``ctx.query.search_limit``."""
+    def share(self, config: RetrievalConfig) -> float:
+        """Its weight in score fusion (a ``[retrieval]`` knob)."""
         ...
+
+    def search(self, ctx: SourceContext) -> Found:
+        """Candidates, best first, at most ``ctx.query.search_limit``."""
+        ...
+
+
+def fusion_weight(source: Source, config: RetrievalConfig) -> float:
+    """The source's weight in the fusion ``config`` selects."""
+    return source.share(config) if config.fusion == SCORES else source.weight(config)

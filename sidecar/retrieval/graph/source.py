@@ -7,10 +7,8 @@ up to ``max_graph_depth`` (``EdgeGraph.expand``).
 
 from __future__ import annotations
 
-import numpy as np
-
 from sidecar.retrieval.config import RetrievalConfig
-from sidecar.retrieval.fusion.contract import SourceContext, no_labels
+from sidecar.retrieval.fusion.contract import Found, SourceContext, nothing
 from sidecar.retrieval.graph.expansion import EdgeGraph
 from sidecar.retrieval.stages import GRAPH
 
@@ -24,10 +22,13 @@ class GraphSource:
     def weight(self, config: RetrievalConfig) -> float:
         return config.graph_weight
 
-    def search(self, ctx: SourceContext) -> np.ndarray:
+    def share(self, config: RetrievalConfig) -> float:
+        return config.graph_share
+
+    def search(self, ctx: SourceContext) -> Found:
         c = ctx.config
         if c.graph_seed_limit == 0 or c.max_graph_depth == 0 or not len(self.graph):
-            return no_labels()
+            return nothing()
         best: dict[int, int] = {}
         for labels in ctx.found.values():
             for rank, label in enumerate(labels.tolist()):
@@ -36,8 +37,7 @@ class GraphSource:
         seeds = [s for s in sorted(best, key=lambda s: (best[s], s))
                  if ctx.live.importance[s] >= c.graph_seed_threshold][: c.graph_seed_limit]
         if not seeds:
-            return no_labels()
+            return nothing()
         accept = ctx.live.filter(ctx.query.agent_id, ctx.query.types)
-        labels, _ = self.graph.expand(seeds, ctx.live, accept, c.multipliers,
-                                      c.max_graph_depth, ctx.query.search_limit)
-        return labels
+        return Found(*self.graph.expand(seeds, ctx.live, accept, c.multipliers,
+                                        c.max_graph_depth, ctx.query.search_limit))

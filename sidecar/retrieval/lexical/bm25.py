@@ -25,6 +25,7 @@ import numpy as np
 
 from kernels.bm25 import bm25_accumulate
 from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.lexical.query import rarest
 from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
 
 log = logging.getLogger(__name__)
@@ -335,14 +336,16 @@ class BM25Index:
             self._total_len / n_live if n_live else 0.0,
         )
 
-    def scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """Every live document with a non-zero-contribution term: (labels, scores)."""
+    def scores(self, text: str, max_terms: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Every live document with a non-zero-contribution term: (labels, scores).
+        ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``)."""
         terms = self.analyzer.query_terms(text)
         if not terms:
             return _EMPTY
         with self._lock:  # statistics and segments from the same instant
             ids, idf = self._idf_locked(terms)
             snap = self._view()
+        ids, idf = rarest(terms, ids, idf, max_terms)
         if snap.n_live == 0 or snap.avgdl <= 0:
             return _EMPTY
         scores, seen, touched = self._buffers(snap.n_docs)
@@ -367,10 +370,10 @@ class BM25Index:
         return held[0][:n], held[1][:n], held[2][:n]
 
     def search(
-        self, text: str, k: int, accept: Accept | None = None
+        self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k accepted labels by BM25, descending; ties by label ascending."""
-        labels, scores = self.scores(text)
+        labels, scores = self.scores(text, max_terms)
         if accept is not None and len(labels):
             keep = accept(labels)
             labels, scores = labels[keep], scores[keep]

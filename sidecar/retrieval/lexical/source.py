@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from sidecar.retrieval.config import RetrievalConfig
-from sidecar.retrieval.fusion.contract import SourceContext
+from sidecar.retrieval.fusion.contract import Found, SourceContext
 from sidecar.retrieval.lexical.bm25 import BM25Index
 from sidecar.retrieval.stages import LEXICAL
 
@@ -19,6 +17,9 @@ class LexicalSource:
     def weight(self, config: RetrievalConfig) -> float:
         return config.lexical_weight
 
-    def search(self, ctx: SourceContext) -> np.ndarray:
-        labels, _ = self.index.search(ctx.query.text, ctx.query.search_limit, ctx.accept)
-        return labels
+    def share(self, config: RetrievalConfig) -> float:
+        return config.lexical_share
+
+    def search(self, ctx: SourceContext) -> Found:
+        return Found(*self.index.search(ctx.query.text, ctx.query.search_limit, ctx.accept,
+                                        ctx.config.bm25_query_max_terms))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from sidecar.retrieval.config import RetrievalConfig
-from sidecar.retrieval.fusion.contract import SourceContext
+from sidecar.retrieval.fusion.contract import Found, SourceContext
 from sidecar.retrieval.stages import VECTOR
 from sidecar.retrieval.vector.contract import VectorIndex
 
@@ -19,12 +17,16 @@ class VectorSource:
     def weight(self, config: RetrievalConfig) -> float:
         return config.vector_weight
 
-    def search(self, ctx: SourceContext) -> np.ndarray:
+    def share(self, config: RetrievalConfig) -> float:
+        return 1.0 - config.lexical_share
+
+    def search(self, ctx: SourceContext) -> Found:
         if ctx.embedding is None:
             raise ValueError("the vector source needs the query embedding")
-        labels, _ = self.index.search(ctx.embedding, ctx.query.search_limit, ctx.accept)
+        labels, scores = self.index.search(ctx.embedding, ctx.query.search_limit, ctx.accept)
         if ctx.accept is None or not len(labels):
-            return labels
+            return Found(labels, scores)
         # Filtered again (k labels: cheap): scope is a privacy rule and must not depend on
         # every index backend honouring ``accept`` under concurrent writes.
-        return labels[ctx.accept(labels)]
+        keep = ctx.accept(labels)
+        return Found(labels[keep], scores[keep])

@@ -149,6 +149,13 @@ MIGRATIONS: list[str] = [
     CREATE TRIGGER edges_change AFTER INSERT OR UPDATE OR DELETE ON edges
         FOR EACH ROW EXECUTE FUNCTION memsidecar_change();
     """,
+    # 3: vault suggestions dismissed on the admin page.
+    """
+    CREATE TABLE admin_dismissed (
+        key          TEXT PRIMARY KEY,
+        dismissed_us BIGINT NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -32,6 +32,7 @@ func (s *session) runStore() {
 	s.checkReads()
 	s.checkEdges()
 	s.checkImport()
+	s.checkImportStream()
 	s.checkErrors()
 	s.checkForget()
 	s.checkSearch()
@@ -97,6 +98,30 @@ func (s *session) checkImport() {
 		s.check("ImportMemories stores valid items, rejects the blank one", sum.Received == 3 && sum.Stored == 2 &&
 			sum.Rejected == 1 && len(sum.Errors) == 1 && sum.Errors[0].Index == 1 &&
 			sum.Errors[0].Code == "INVALID_ARGUMENT" && len(sum.Ids) == 2, "summary %v", sum)
+	}
+}
+
+func (s *session) checkImportStream() {
+	var items []*pb.ImportItem
+	for i := 0; i < 3; i++ {
+		items = append(items, &pb.ImportItem{Memory: &pb.Memory{Id: s.id("streamed-" + string(rune('a'+i))),
+			Type: pb.MemoryType_MEMORY_TYPE_FACT, AgentId: s.agent,
+			Content: "Streamed import fact " + string(rune('A'+i)) + ": the staging cluster is in zone " + string(rune('a'+i)) + "."}})
+	}
+	acks, err := s.c.ImportStream(s.ctx, items, 2, 1)
+	if !s.called("ImportMemoriesStream", err) {
+		return
+	}
+	for _, ack := range acks {
+		s.written = append(s.written, ack.Ids...)
+	}
+	s.check("ImportMemoriesStream acknowledges each batch", len(acks) == 2 && acks[0].Sequence == 0 &&
+		acks[1].Sequence == 1 && acks[0].Committed+acks[0].Deduplicated == 2 &&
+		acks[1].Committed+acks[1].Deduplicated == 1, "acks %v", acks)
+	again, err := s.c.ImportStream(s.ctx, items, 100, 0)
+	if s.called("ImportMemoriesStream resend", err) {
+		s.check("ImportMemoriesStream resend commits nothing twice", len(again) == 1 &&
+			again[0].Committed == 0 && again[0].Deduplicated == 3, "acks %v", again)
 	}
 }
 

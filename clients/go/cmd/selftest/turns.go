@@ -40,7 +40,22 @@ func (s *session) runTurns() {
 	}
 	s.checkSystemSource()
 	s.render(history)
+	s.trace()
 	s.reset()
+}
+
+// trace: the channel's trace holds the last two of the three turns just injected.
+func (s *session) trace() {
+	reply, err := s.c.GetInjectionTrace(s.ctx, s.channel, 2)
+	if !s.called("GetInjectionTrace", err) {
+		return
+	}
+	got := []uint64{}
+	for _, t := range reply.Turns {
+		got = append(got, t.Turn)
+	}
+	s.check("GetInjectionTrace returns the last 2 turns", len(got) == 2 && got[0] == 2 && got[1] == 3,
+		"turns=%v", got)
 }
 
 // expectedPrune is the reference: indices of the oldest blocks beyond maxKeep-1, and the rest.

@@ -22,8 +22,7 @@ from sidecar.store.lock import DataDirLock
 DB_FILE = "memsidecar.sqlite3"
 
 
-def add_parser(sub: Any) -> None:
-    """The ``migrate`` subcommand, on the CLI's subparsers."""
+def add(sub: Any) -> None:
     migrate = sub.add_parser("migrate", help="copy a store: sqlite:PATH <-> postgres:DSN")
     migrate.add_argument("--from", dest="source", required=True,
                          help="sqlite:PATH (data dir or file) or postgres:DSN")
@@ -33,9 +32,10 @@ def add_parser(sub: Any) -> None:
     migrate.add_argument("--append", action="store_true",
                          help="add to a target that already holds memories")
     migrate.add_argument("--log-level", default="WARNING")
+    migrate.set_defaults(run=run)
 
 
-def migrate_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         source = _open(args.source, stack, lock=False)
         target = _open(args.target, stack, lock=True)

@@ -1,0 +1,35 @@
+"""The admin site of an App: its services, sessions and dismissals."""
+
+from __future__ import annotations
+
+import logging
+
+from sidecar.admin.context import Services
+from sidecar.admin.dismissed import Dismissed
+from sidecar.admin.http import Serve, serve_with
+from sidecar.admin.session import Sessions
+from sidecar.admin.site import AdminSite
+from sidecar.admin.suggestions import SuggestionCache
+from sidecar.api.exposure import is_local
+from sidecar.app import App
+from sidecar.auth.tokens import TokenStore
+
+log = logging.getLogger(__name__)
+
+
+def admin_site(app: App, tokens: TokenStore | None) -> Serve | None:
+    """The page's request handler; None when it is off, or when it would be reachable from
+    other hosts without authentication (the rule of the gRPC listen address)."""
+    config = app.config
+    listen = config.http.listen
+    if not config.http.admin:
+        return None
+    if tokens is None and not is_local(listen) and not config.auth.allow_insecure_remote:
+        log.warning("admin page off: [server.http] listen %s is not a loopback address and "
+                    "[server.auth] is off; turn auth on, listen on 127.0.0.1, or set "
+                    "[server.http] admin = false", listen, extra={"key": "server.http.admin"})
+        return None
+    services = Services(memories=app.memories, retriever=app.retriever, settings=app.settings,
+                        vault=app.vault, injector=app.injector, dismissed=Dismissed(app.db),
+                        suggestions=SuggestionCache(app.vault))
+    return serve_with(AdminSite(services, Sessions(tokens), listen.rpartition(":")[0]))

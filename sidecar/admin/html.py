@@ -1,0 +1,89 @@
+"""HTML building: every value from the store or the request goes through ``e`` (escaped).
+
+Stored memories are hostile text: nothing here emits a value unescaped. Pages return
+``Response`` objects built with ``page``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+
+from sidecar.admin.web import Response
+
+NAV = (("/", "Home"), ("/memories", "Memories"), ("/search", "Search"),
+       ("/injections", "Injections"), ("/settings", "Settings"), ("/vault", "Vault"))
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;padding:.6em 1.2em}header a{color:#e8ecf3;margin-right:1.2em;
+text-decoration:none}header a.here{font-weight:700;border-bottom:2px solid #7fb0ff}
+main{padding:1em 1.4em;max-width:78em}table{border-collapse:collapse;width:100%;
+background:#fff;margin:.6em 0}th,td{border:1px solid #dde1e8;padding:.3em .5em;
+text-align:left;vertical-align:top}th{background:#eef1f5}.num{text-align:right}
+.muted{color:#6b7382}.err{background:#fde8e8;border:1px solid #e0a0a0;padding:.5em}
+.ok{background:#e6f6ea;border:1px solid #9fd0ab;padding:.5em}form.inline{display:inline}
+.tag{display:inline-block;padding:0 .4em;border-radius:3px;background:#eef1f5}
+.over{font-weight:700;color:#9a4b00}.turn{background:#fff;border:1px solid #dde1e8;
+padding:.5em .8em;margin:.8em 0}input[type=text],select{padding:.2em}
+"""
+
+
+def e(value: object) -> str:
+    """The value as escaped HTML text (quotes too: safe inside attributes)."""
+    return html.escape(str(value), quote=True)
+
+
+def link(href: str, text: object) -> str:
+    return f'<a href="{e(href)}">{e(text)}</a>'
+
+
+def when(us: int) -> str:
+    if not us:
+        return "-"
+    return datetime.fromtimestamp(us / 1e6, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], empty: str = "none") -> str:
+    """A table; ``rows`` cells are HTML already (escape values with ``e``)."""
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    if not body:
+        return f'<p class="muted">{e(empty)}</p>'
+    heads = "".join(f"<th>{e(h)}</th>" for h in head)
+    return f"<table><tr>{heads}</tr>{body}</table>"
+
+
+def hidden(**fields: object) -> str:
+    return "".join(f'<input type="hidden" name="{e(k)}" value="{e(v)}">'
+                   for k, v in fields.items())
+
+
+def button_form(action: str, label: str, csrf: str, **fields: object) -> str:
+    """A POST form of one button (an action that changes something)."""
+    return (f'<form class="inline" method="post" action="{e(action)}">'
+            f"{hidden(csrf=csrf, **fields)}<button>{e(label)}</button></form>")
+
+
+def select(name: str, options: Sequence[str], chosen: str, blank: str | None = "any") -> str:
+    """A drop-down of ``options``; ``blank`` labels an empty first choice (None: none)."""
+    opts = [] if blank is None else [
+        f'<option value=""{" selected" if not chosen else ""}>{e(blank)}</option>']
+    opts += [f'<option value="{e(o)}"{" selected" if o == chosen else ""}>{e(o)}</option>'
+             for o in options]
+    return f'<select name="{e(name)}">{"".join(opts)}</select>'
+
+
+def notice(text: str, error: bool = False) -> str:
+    return f'<p class="{"err" if error else "ok"}">{e(text)}</p>' if text else ""
+
+
+def page(title: str, body: str, here: str = "/", status: int = 200) -> Response:
+    nav = "".join(f'<a href="{href}"{" class=here" if href == here else ""}>{e(label)}</a>'
+                  for href, label in NAV)
+    text = (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+            f"<meta name=viewport content='width=device-width'>"
+            f"<title>{e(title)} · memsidecar</title><style>{STYLE}</style></head>"
+            f"<body><header>{nav}<a href=\"/logout\">Log out</a></header>"
+            f"<main><h1>{e(title)}</h1>{body}</main></body></html>")
+    return Response(status, text)

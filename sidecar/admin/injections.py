@@ -1,0 +1,72 @@
+"""/injections: the channels with a trace, and one channel's timeline (?channel=)."""
+
+from __future__ import annotations
+
+from sidecar.admin.context import Ctx
+from sidecar.admin.html import e, link, page, table, when
+from sidecar.admin.web import Response, url
+from sidecar.injection.trace import TracedDrop, TracedItem, TraceTurn
+from sidecar.records import Memory
+
+
+def show(ctx: Ctx) -> Response:
+    channel = ctx.request.arg("channel")
+    form = (f'<form method="get" action="/injections"><p>Channel <input type="text" '
+            f'name="channel" value="{e(channel)}" size=30> <button>Show timeline</button>'
+            "</p></form>")
+    if not channel:
+        return page("Injections", form + _channels(ctx), here="/injections")
+    turns = ctx.services.injector.trace.last(channel)
+    ids = {i.memory_id for t in turns for i in t.injected} | {
+        d.memory_id for t in turns for d in t.dropped}
+    memories = ctx.services.memories.memories.get_many(sorted(ids))
+    body = form + (f"<p>{len(turns)} turns of channel <b>{e(channel)}</b>, newest first.</p>"
+                   if turns else '<p class="muted">No turns traced for this channel.</p>')
+    body += "".join(_turn(t, memories) for t in reversed(turns))
+    return page(f"Injections: {channel}", body, here="/injections")
+
+
+def _channels(ctx: Ctx) -> str:
+    rows = ([link(url("/injections", channel=c), c), e(t.agent_id or "(shared)"), str(t.turn),
+             e(when(t.at_us))] for c, t in ctx.services.injector.trace.channels())
+    note = ('<p class="muted">The trace is kept in memory ([injection] trace_turns per '
+            "channel): empty after a restart.</p>")
+    return note + table(("Channel", "Agent", "Last turn", "At"), rows,
+                        "No channel has injected since the sidecar started.")
+
+
+def _turn(turn: TraceTurn, memories: dict[str, Memory]) -> str:
+    cut = f" (first {len(turn.query)} of {turn.query_chars} characters)" \
+        if turn.query_chars > len(turn.query) else ""
+    skip = f' · nothing injected: <span class="tag">{e(turn.skip_reason)}</span>' \
+        if turn.skip_reason else ""
+    more = f'<p class="muted">{turn.dropped_omitted} more dropped.</p>' \
+        if turn.dropped_omitted else ""
+    return (f'<div class="turn" id="turn-{turn.turn}"><h3>Turn {turn.turn}</h3>'
+            f'<p class="muted">{e(when(turn.at_us))} · agent {e(turn.agent_id or "(shared)")}'
+            f" · {turn.elapsed_us / 1000:.1f} ms{skip}</p>"
+            f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p><h4>Injected</h4>"
+            + table(("Memory", "Section", "Cosine", "Fused score", "Source ranks"),
+                    (_item(i, memories) for i in turn.injected), "Nothing injected.")
+            + "<h4>Dropped</h4>"
+            + table(("Memory", "Reason", "Cosine", "Fused score"),
+                    (_drop(d, memories) for d in turn.dropped), "Nothing dropped.")
+            + more + "</div>")
+
+
+def _content(memory_id: str, memories: dict[str, Memory]) -> str:
+    found = memories.get(memory_id)
+    text = found.content if found is not None else memory_id
+    return link(url("/memory", id=memory_id), text[:100])
+
+
+def _item(item: TracedItem, memories: dict[str, Memory]) -> list[str]:
+    ranks = ", ".join(f"{e(r.name)} #{r.rank}" if r.rank else f"{e(r.name)} —"
+                      for r in item.ranks) or "—"
+    return [_content(item.memory_id, memories), e(item.section.name.lower()),
+            f"{item.cosine:.3f}", f"{item.score:.4f}", ranks]
+
+
+def _drop(drop: TracedDrop, memories: dict[str, Memory]) -> list[str]:
+    return [_content(drop.memory_id, memories), f'<span class="tag">{e(drop.reason.value)}'
+            "</span>", f"{drop.cosine:.3f}", f"{drop.score:.4f}"]

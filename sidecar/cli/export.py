@@ -1,0 +1,55 @@
+"""``memsidecar export [--agent A] > FILE.jsonl``: every memory, forgotten ones included, one
+JSON object per line in the order they were first stored; ``memsidecar import`` of the file
+into an empty store reproduces them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from memsidecar.v1 import store_pb2
+from memsidecar_client import Client, MemsidecarError, memory_to_dict
+
+from sidecar.cli import remote
+
+PAGE = 1000
+
+
+def add(sub: Any) -> None:
+    parser = remote.add_parser(sub, "export", "write memories as JSON Lines to stdout")
+    parser.add_argument("--agent", default=None,
+                        help="only what agent A sees (its own memories and the shared ones); "
+                        "default every agent's and the shared ones (with [server.auth] on, "
+                        "that needs the operator token)")
+    remote.add_progress_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    every = args.agent is None
+    with remote.connect(args) as client:
+        with remote.progress(_total(client, args.agent), "mem", args.progress) as bar:
+            written = forgotten = 0
+            for memory in client.iter_memories(
+                    agent_id=args.agent or "", all_agents=every, include_forgotten=True,
+                    sort=store_pb2.SORT_ORDER_STORED, page_size=PAGE):
+                sys.stdout.write(json.dumps(memory_to_dict(memory), ensure_ascii=False) + "\n")
+                written += 1
+                forgotten += memory.forgotten
+                bar.update(1)
+    sys.stdout.flush()
+    print(f"{written} memories exported ({forgotten} forgotten)", file=sys.stderr)
+    return 0
+
+
+def _total(client: Client, agent: str | None) -> int | None:
+    """How many memories the export will write, for the ETA; None when VaultStats is not
+    allowed (an agent token)."""
+    try:
+        stats = client.vault_stats()
+    except MemsidecarError:
+        return None
+    return sum(int(s.live + s.forgotten) for s in stats.scopes
+               if agent is None or s.agent_id in ("", agent))

@@ -1,0 +1,43 @@
+"""Tools on local files: ``memsidecar config check FILE``, ``memsidecar config docs``,
+``memsidecar token add|list|revoke --data-dir DIR``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sidecar.api.server_config import DEFAULT_DATA_DIR
+from sidecar.auth.cli import token_command
+from sidecar.config.startup import check, docs
+
+
+def add_config(sub: Any) -> None:
+    config = sub.add_parser("config", help="config file tools")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    checker = config_sub.add_parser("check", help="validate FILE, print the effective config")
+    checker.add_argument("file")
+    checker.add_argument("--log-level", default="WARNING")
+    documenter = config_sub.add_parser(
+        "docs", help="print the configuration reference (Markdown, docs/configuration.md)")
+    documenter.add_argument("--log-level", default="WARNING")
+    config.set_defaults(run=_config)
+
+
+def _config(args: argparse.Namespace) -> int:
+    return check(args.file) if args.config_command == "check" else docs()
+
+
+def add_token(sub: Any) -> None:
+    token = sub.add_parser("token", help="bearer tokens for [server.auth]")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    add = token_sub.add_parser("add", help="create a token; prints it once, on the last line")
+    who = add.add_mutually_exclusive_group(required=True)
+    who.add_argument("--agent", help="the agent the token acts for")
+    who.add_argument("--operator", action="store_true", help="a token for every agent")
+    listing = token_sub.add_parser("list", help="token ids, roles and agents (never tokens)")
+    revoke = token_sub.add_parser("revoke", help="delete a token by id")
+    revoke.add_argument("id")
+    for command in (add, listing, revoke):
+        command.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+        command.add_argument("--log-level", default="WARNING")
+    token.set_defaults(run=token_command)

@@ -1,0 +1,49 @@
+"""``memsidecar search "text" [--agent A] [--mode hybrid|vector|lexical]``: the hits, best
+first, each with its fused score, cosine and rank in every retrieval source."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+from memsidecar.v1 import store_pb2
+from memsidecar_client.records import type_label
+
+from sidecar.cli import remote
+
+MODES = {name.removeprefix("SEARCH_MODE_").lower(): value
+         for name, value in store_pb2.SearchMode.items() if value}
+
+
+def add(sub: Any) -> None:
+    parser = remote.add_parser(sub, "search", "search the memories a sidecar holds")
+    parser.add_argument("text")
+    parser.add_argument("--agent", default="", help="search as agent A (its own memories and "
+                        "the shared ones; default shared only)")
+    parser.add_argument("--mode", choices=sorted(MODES), default="hybrid")
+    parser.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with remote.connect(args) as client:
+        reply = client.search(args.text, agent_id=args.agent, limit=args.limit,
+                              mode=MODES[args.mode])
+    show(reply, sys.stdout)
+    return 0
+
+
+def show(reply: store_pb2.SearchResponse, out: TextIO) -> None:
+    if not reply.hits:
+        print("no hits", file=out)
+    for number, hit in enumerate(reply.hits, start=1):
+        m = hit.memory
+        print(f"{number}. [{type_label(m.type)}] {m.content}", file=out)
+        print(f"   id {m.id}  score {hit.score:.4f}  cosine {hit.cosine:.3f}  "
+              f"{source_ranks(hit.sources)}", file=out)
+
+
+def source_ranks(sources: Any) -> str:
+    """``vector #1, lexical #4, graph -``: each source's rank (``-`` when it did not list it)."""
+    return ", ".join(f"{s.name} #{s.rank}" if s.rank else f"{s.name} -" for s in sources)

@@ -1,0 +1,60 @@
+"""``memsidecar serve``: run the gRPC sidecar until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+from sidecar.cli.logs import FORMATS
+
+log = logging.getLogger("sidecar")
+
+
+def add(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="run the gRPC sidecar")
+    serve.add_argument("--config", help="TOML config file (default: DATA_DIR/memsidecar.toml "
+                       "if it exists, else built-in defaults)")
+    serve.add_argument(
+        "--listen", help="HOST:PORT or unix:///path/to.sock (default 127.0.0.1:50051)"
+    )
+    serve.add_argument(
+        "--data-dir", help="directory of the SQLite file and indexes (default ./data)"
+    )
+    serve.add_argument("--log-level", default=os.environ.get("MEMSIDECAR_LOG", "INFO"))
+    serve.add_argument("--log-format", choices=FORMATS, default="text",
+                       help="text: one line per record with key=value fields; json: one JSON "
+                       "object per line (time, level, logger, message, fields)")
+    serve.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sidecar.api.exposure import check_exposure
+    from sidecar.api.server import create_server
+    from sidecar.app import App
+    from sidecar.config.startup import open_settings
+
+    os.umask(0o077)  # every file and socket the server creates is owner-only
+    config, settings = open_settings(args.config, args.listen, args.data_dir)
+    check_exposure(config, config.listen, warn=False)  # refuse before the slow start-up
+    app = App.open(config, settings=settings)
+    try:
+        server = create_server(app)
+    except Exception:
+        app.close()
+        raise
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir)
+    # A signal may be delivered to one of gRPC's threads; the main thread only runs the
+    # Python handler when it wakes, so wait in short slices rather than forever.
+    while not stop.wait(0.2):
+        pass
+    log.info("shutting down")
+    server.stop()
+    return 0

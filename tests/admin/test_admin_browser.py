@@ -1,0 +1,168 @@
+"""The admin page in a real browser (chromium, scripts off) against a real sidecar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memsidecar.v1 import memory_pb2 as m
+from memsidecar.v1 import settings_pb2 as st
+from memsidecar.v1 import store_pb2 as s
+from playwright.sync_api import BrowserContext, Page, expect
+
+from sidecar.api.server_config import ServerConfig
+from sidecar.auth.config import AuthConfig
+from sidecar.auth.identity import AGENT, OPERATOR
+from sidecar.auth.tokens import TokenStore
+from sidecar.embedding import Embedder
+from tests.admin.conftest import SCREENSHOT, Site, start_site
+from tests.injection.helpers import inject, put
+
+DB = "We chose PostgreSQL 16 as the main database for the billing service."
+CAT = "The office cat sleeps on the windowsill every afternoon."
+HOSTILE = "Deploys run nightly <img src=x onerror=alert(1)> & \"quoted\" <b>bold</b>"
+
+
+def test_browse_and_search_memories(site: Site, tab: Page) -> None:
+    db = put(site.live, DB, agent_id="ada")
+    put(site.live, CAT, agent_id="ada")
+    put(site.live, HOSTILE, agent_id="ada")
+    put(site.live, "A shared note about the coffee machine.")
+    tab.goto(site.url("/"))
+    tab.click("main >> text=Memories")
+    tab.click("main >> a:text-is('ada')")
+    expect(tab.locator("table tr")).to_have_count(5)  # header + 3 of ada + 1 shared
+    assert HOSTILE in tab.inner_text("main")  # shown as text, never as markup
+    assert tab.locator("main img, main b:text('bold')").count() == 0
+    tab.select_option("select[name=type]", "fact")
+    tab.fill("input[name=channel]", "no-such-channel")
+    tab.click("text=Filter")
+    assert "channel=no-such-channel" in tab.url
+    expect(tab.locator("main")).to_contain_text("No memories match.")
+    tab.click("header >> text=Search")
+    tab.fill("input[name=q]", "which database does billing use")
+    tab.fill("input[name=agent]", "ada")
+    tab.click("main >> button:text('Search')")
+    first = tab.locator("table tr").nth(1)
+    expect(first).to_contain_text(DB)
+    expect(first).to_contain_text("vector #1")
+    expect(first).to_contain_text("lexical #1")
+    first.locator("a").click()
+    expect(tab.locator("main")).to_contain_text(db.id)
+
+
+def test_memory_history_forget_and_restore(site: Site, tab: Page) -> None:
+    memory = put(site.live, DB, agent_id="ada")
+    site.live.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+        id=memory.id, content=DB.replace("16", "17"), type=m.MEMORY_TYPE_FACT, agent_id="ada")))
+    tab.goto(site.url("/memories?agent=ada"))
+    tab.click(f"text={DB.replace('16', '17')}")
+    history = tab.locator("table").nth(1)
+    expect(history.locator("tr")).to_have_count(3)  # header + create + update
+    expect(history).to_contain_text("PostgreSQL 16")
+    tab.click("button:text('Forget')")
+    expect(tab.locator(".ok")).to_have_text("Forgotten.")
+    reply = site.live.store.GetMemory(s.GetMemoryRequest(id=memory.id, agent_id="ada"))
+    assert reply.forgotten
+    tab.click("button:text('Restore')")
+    expect(tab.locator(".ok")).to_have_text("Restored.")
+    assert not site.live.store.GetMemory(s.GetMemoryRequest(id=memory.id,
+                                                             agent_id="ada")).forgotten
+    expect(tab.locator("table").nth(1).locator("tr")).to_have_count(5)
+
+
+def test_timeline_after_three_injects(site: Site, tab: Page) -> None:
+    db = put(site.live, DB, agent_id="ada")
+    put(site.live, CAT, agent_id="ada")
+    questions = ["Which database does the billing service use?",
+                 "Where does the office cat sleep?",
+                 "Which database does the billing service use again?"]
+    for text in questions:
+        inject(site.live, text, channel="support-42", agent_id="ada")
+    tab.goto(site.url("/"))
+    tab.click("header >> text=Injections")
+    tab.click("text=support-42")
+    turns = tab.locator(".turn")
+    expect(turns).to_have_count(3)
+    expect(turns.nth(2)).to_contain_text(questions[0])  # newest first
+    expect(turns.nth(2)).to_contain_text(DB)
+    expect(turns.nth(2)).to_contain_text("vector #1")
+    expect(turns.nth(0)).to_contain_text("cooldown")  # turn 3: the database fact is in view
+    expect(turns.nth(0).locator(f"a[href='/memory?id={db.id}']")).to_have_count(1)
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    tab.screenshot(path=str(SCREENSHOT), full_page=False)
+    assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_settings_edit_shows_in_get_config_and_reverts(site: Site, tab: Page) -> None:
+    def get_config() -> st.GetConfigResponse:
+        return site.live.settings.GetConfig(st.GetConfigRequest(agent_id="ada"))
+
+    tab.goto(site.url("/settings"))
+    tab.fill("input[name=agent]", "ada")
+    tab.click("main >> button:text('Show')")
+    tab.fill("input[name=max_total]", "7")
+    tab.select_option("select[name=ambient_enabled]", "true")
+    tab.fill("input[name=pinned_types]", "todo, goal")
+    tab.click("button:text('Save')")
+    expect(tab.locator(".ok")).to_contain_text("max_total")
+    reply = get_config()
+    assert reply.memory_injection_overridden and reply.memory_injection.max_total == 7
+    assert list(reply.memory_injection.pinned_types) == ["todo", "goal"]
+    expect(tab.locator("tr:has(code:text-is('max_total')) .over")).to_have_count(1)
+    expect(tab.locator("tr:has(code:text-is('search_limit')) .over")).to_have_count(0)
+    tab.fill("input[name=max_total]", "0")  # out of range: refused as UpdateConfig refuses it
+    tab.click("button:text('Save')")
+    expect(tab.locator(".err")).to_contain_text("max_total")
+    assert get_config().memory_injection.max_total == 7
+    tab.click("button:text('Revert to the defaults')")
+    expect(tab.locator(".ok")).to_contain_text("Reverted")
+    reply = get_config()
+    assert not reply.memory_injection_overridden and reply.memory_injection.max_total == 25
+
+
+def test_vault_accept_and_dismiss(site: Site, tab: Page) -> None:
+    a = put(site.live, "The deploy pipeline runs on GitHub Actions every night at 2am.",
+            agent_id="ada", importance=0.9)
+    b = put(site.live, "Every night at 2am, the deploy pipeline runs on GitHub Actions.",
+            agent_id="ada", importance=0.5)
+    tab.goto(site.url("/vault"))
+    tab.click("main >> a:text-is('ada')")
+    pairs, proposals = tab.locator("#pairs"), tab.locator("#proposals")
+    expect(pairs.locator("tr")).to_have_count(2)
+    pairs.locator("button:text('Dismiss')").click()
+    expect(tab.locator(".ok")).to_have_text("Dismissed.")
+    expect(tab.locator("main")).to_contain_text("No near-duplicate pairs.")
+    proposal = proposals.locator("tr", has_text="NEAR_DUPLICATE")
+    expect(proposal).to_contain_text(b.content)  # the less important one goes
+    proposal.locator("button:text('Accept: forget it')").click()
+    expect(tab.locator(".ok")).to_have_text(f"Forgot {b.id}.")
+    assert site.live.store.GetMemory(s.GetMemoryRequest(id=b.id, agent_id="ada")).forgotten
+    assert not site.live.store.GetMemory(s.GetMemoryRequest(id=a.id,
+                                                             agent_id="ada")).forgotten
+
+
+def test_login_with_auth_on(tmp_path: Path, embedder: Embedder, config: ServerConfig,
+                            browser: BrowserContext, tab: Page) -> None:
+    tokens = TokenStore(Path(config.data_dir))
+    operator, agent = tokens.add(OPERATOR)[0], tokens.add(AGENT, "ada")[0]
+    site = start_site(ServerConfig(data_dir=config.data_dir, auth=AuthConfig(enabled=True)),
+                      embedder)
+    try:
+        tab.goto(site.url("/memories"))
+        assert tab.url.endswith("/login")
+        for wrong in (agent, "msk_00000000_wrong"):
+            tab.fill("input[name=token]", wrong)
+            tab.click("button:text('Log in')")
+            expect(tab.locator(".err")).to_contain_text("not an operator token")
+        tab.fill("input[name=token]", operator)
+        tab.click("button:text('Log in')")
+        expect(tab.locator("h1")).to_have_text("memsidecar")
+        (cookie,) = browser.cookies()
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert operator not in cookie["value"]
+        tab.click("header >> text=Log out")
+        tab.goto(site.url("/vault"))
+        assert tab.url.endswith("/login")
+    finally:
+        site.live.close()
+

@@ -1,0 +1,165 @@
+"""The admin page over plain HTTP: CSRF, Host and Origin checks, escaping, the admin knob."""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import re
+from dataclasses import replace
+from urllib.parse import urlencode
+
+import pytest
+
+from sidecar.api.server_config import ServerConfig
+from sidecar.embedding import Embedder
+from sidecar.metrics.config import HttpConfig
+from tests.admin.conftest import Site, start_site, vault_settings
+from tests.injection.helpers import inject, put
+from tests.pg.sidecars import on_postgres
+
+HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
+
+Reply = tuple[int, dict[str, str], str]
+
+
+def call(site: Site, method: str, path: str, body: dict[str, str] | None = None,
+         **headers: str) -> Reply:
+    port = int(site.base.rsplit(":", 1)[1])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    data = urlencode(body) if body is not None else None
+    sent = {k.replace("_", "-"): v for k, v in headers.items()}
+    if data is not None:
+        sent["Content-Type"] = "application/x-www-form-urlencoded"
+    conn.request(method, path, body=data, headers=sent)
+    reply = conn.getresponse()
+    out = (reply.status, {k.lower(): v for k, v in reply.getheaders()}, reply.read().decode())
+    conn.close()
+    return out
+
+
+def session(site: Site) -> tuple[str, str]:
+    """(cookie header, csrf token) of a fresh session."""
+    status, headers, text = call(site, "GET", "/settings")
+    assert status == 200
+    cookie = headers["set-cookie"].split(";", 1)[0]
+    csrf = re.search(r'name="csrf" value="([^"]+)"', text)
+    assert csrf is not None
+    return cookie, csrf.group(1)
+
+
+def test_posts_need_the_session_csrf_token_and_origin(site: Site) -> None:
+    cookie, csrf = session(site)
+    form = {"agent": "ada", "max_total": "9"}
+    assert call(site, "POST", "/settings/update", form)[0] == 403  # no session
+    assert call(site, "POST", "/settings/update", form, Cookie=cookie)[0] == 403  # no token
+    assert call(site, "POST", "/settings/update", {**form, "csrf": "forged"},
+                Cookie=cookie)[0] == 403
+    assert call(site, "POST", "/settings/update", {**form, "csrf": csrf}, Cookie=cookie,
+                Origin="http://evil.example")[0] == 403
+    assert site.live.server.app.settings.agent("ada").overrides is None  # nothing written
+    status, headers, _ = call(site, "POST", "/settings/update", {**form, "csrf": csrf},
+                              Cookie=cookie, Origin=site.base)
+    assert status == 303 and headers["location"].startswith("/settings?agent=ada")
+    assert site.live.server.app.settings.agent("ada").memory_injection.max_total == 9
+
+
+def test_cookie_and_headers(site: Site) -> None:
+    status, headers, _ = call(site, "GET", "/")
+    assert status == 200
+    assert "HttpOnly" in headers["set-cookie"] and "SameSite=Strict" in headers["set-cookie"]
+    assert "default-src 'none'" in headers["content-security-policy"]
+    assert headers["x-frame-options"] == "DENY"
+
+
+def test_another_host_name_is_refused_without_auth(site: Site) -> None:
+    assert call(site, "GET", "/", Host="attacker.example:9464")[0] == 421
+    assert call(site, "GET", "/", Host="localhost")[0] == 200
+
+
+def test_stored_and_request_text_is_escaped(site: Site) -> None:
+    memory = put(site.live, f"a note {HOSTILE}", agent_id="ada")
+    inject(site.live, f"note {HOSTILE}", channel=HOSTILE, agent_id="ada")
+    pages = ["/memories?agent=ada", f"/memory?id={memory.id}",
+             f"/search?{urlencode({'q': 'note ' + HOSTILE, 'agent': 'ada'})}",
+             f"/injections?{urlencode({'channel': HOSTILE})}", "/injections", "/",
+             f"/settings?{urlencode({'agent': HOSTILE})}"]
+    for path in pages:
+        status, _, text = call(site, "GET", path)
+        assert status == 200, path
+        assert "<script>" not in text and "<img" not in text, path
+        assert "&lt;script&gt;" in text, path
+
+
+def test_bad_input_is_a_clear_page(site: Site) -> None:
+    status, _, text = call(site, "GET", "/memories?type=bogus")
+    assert status == 400 and "type must be one of" in text
+    assert call(site, "GET", "/memory?id=missing")[0] == 400
+    assert call(site, "GET", "/no-such-page")[0] == 404
+    cookie, csrf = session(site)
+    big = {"csrf": csrf, "agent": "x" * 70_000}
+    assert call(site, "POST", "/settings/update", big, Cookie=cookie)[0] == 413
+    status, _, text = call(site, "POST", "/settings/update",
+                           {"csrf": csrf, "agent": "ada", "max_total": "many"}, Cookie=cookie)
+    assert status == 400 and "max_total" in text and "not a valid int" in text
+    status, _, text = call(site, "POST", "/settings/revert", {"csrf": csrf, "agent": "a\x01"},
+                           Cookie=cookie)
+    assert status == 400 and "control character" in text
+
+
+def test_metrics_beside_the_page(site: Site) -> None:
+    status, _, text = call(site, "GET", "/metrics")
+    assert status == 200 and "memsidecar_" in text
+
+
+def test_no_open_admin_page_on_a_remote_address(config: ServerConfig, embedder: Embedder,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        site = start_site(config, embedder, http_listen="0.0.0.0:0")
+    try:
+        assert call(site, "GET", "/")[0] == 404
+        assert call(site, "GET", "/metrics")[0] == 200
+        assert any("admin page off" in r.getMessage() for r in caplog.records)
+    finally:
+        site.live.close()
+
+
+def test_admin_switch_off(config: ServerConfig, embedder: Embedder) -> None:
+    off = start_site(replace(config, http=HttpConfig(admin=False)), embedder)
+    try:
+        assert call(off, "GET", "/")[0] == 404
+        assert call(off, "GET", "/metrics")[0] == 200
+    finally:
+        off.live.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_dismissal_outlives_a_restart(config: ServerConfig, embedder: Embedder,
+                                        backend: str, request: pytest.FixtureRequest) -> None:
+    """On PostgreSQL the page is served again by another sidecar (its own data dir) sharing
+    the store: the memories and the dismissal come from the database."""
+    again = config
+    if backend == "postgres":
+        dsn = request.getfixturevalue("pg_dsn")
+        config = on_postgres(config, dsn)
+        again = on_postgres(replace(config, data_dir=config.data_dir + "-other"), dsn)
+    site = start_site(config, embedder, settings=vault_settings(config))
+    try:
+        for text in ("The deploy pipeline runs on GitHub Actions every night at 2am.",
+                     "Every night at 2am, the deploy pipeline runs on GitHub Actions."):
+            put(site.live, text, agent_id="ada")
+        cookie, csrf = session(site)
+        text = call(site, "GET", "/vault?scope=ada", Cookie=cookie)[2]
+        keys = re.findall(r'name="key" value="(pair:[^"]+)"', text)
+        assert len(keys) == 1
+        status, _, _ = call(site, "POST", "/vault/dismiss",
+                            {"csrf": csrf, "key": keys[0], "scope": "ada"}, Cookie=cookie)
+        assert status == 303
+    finally:
+        site.live.close()
+    site = start_site(again, embedder, settings=vault_settings(again))
+    try:
+        text = call(site, "GET", "/vault?scope=ada")[2]
+        assert "No near-duplicate pairs." in text and keys[0] not in text
+        assert "NEAR_DUPLICATE" in text  # the deletion proposal is a suggestion of its own
+    finally:
+        site.live.close()

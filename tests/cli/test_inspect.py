@@ -1,0 +1,68 @@
+"""`memsidecar search`, `inject` and `stats` against a real server."""
+
+from __future__ import annotations
+
+import pytest
+from memsidecar.v1 import memory_pb2 as m
+from memsidecar.v1 import store_pb2 as s
+
+from sidecar.cli import main
+from tests.conftest import Running
+
+
+def put(live: Running, content: str, agent: str = "", type_: int = m.MEMORY_TYPE_FACT) -> str:
+    return str(live.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+        content=content, type=type_, agent_id=agent))).memory.id)
+
+
+def run(capsys: pytest.CaptureFixture[str], live: Running, *args: str) -> tuple[int, str]:
+    code = main([args[0], "--addr", live.target, *args[1:]])
+    return code, capsys.readouterr().out
+
+
+def test_search_shows_each_hit_with_its_source_ranks(running: Running,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    tea = put(running, "Ada drinks green tea every morning", "ada")
+    put(running, "The billing service runs on port 8080")
+    code, out = run(capsys, running, "search", "green tea", "--agent", "ada", "--limit", "1")
+    assert code == 0
+    first, why = out.splitlines()
+    assert first == "1. [fact] Ada drinks green tea every morning"
+    assert f"id {tea}" in why and "lexical #1" in why and "vector #1" in why
+    code, out = run(capsys, running, "search", "green tea", "--mode", "lexical")
+    assert code == 0 and out == "no hits\n"  # shared only: Ada's memory is not visible
+
+
+def test_inject_prints_the_block_and_why_each_memory_is_in_it(
+        running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    port = put(running, "The billing service runs on port 8080", "ada", m.MEMORY_TYPE_DECISION)
+    code, out = run(capsys, running, "inject", "--channel", "c1", "--agent", "ada",
+                    "which port does billing use?")
+    assert code == 0
+    block, _, why = out.partition("\n\nturn 1: ")
+    assert block.startswith("[Context from memory]") and "[Decision] The billing" in block
+    assert why.startswith("1 injected")
+    assert f"  {port}  contextual  cosine 0." in why
+    assert f"  {port}  ranks vector=1 lexical=1" in why
+    code, out = run(capsys, running, "inject", "--channel", "c1", "--agent", "ada",
+                    "which port does billing use?")
+    assert code == 0 and out.startswith("turn 2: nothing injected (")
+    assert f"  dropped {port}  cooldown  cosine 0." in out
+
+
+def test_stats_prints_plain_numbers(running: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    put(running, "shared fact one")
+    forgotten = put(running, "Ada's private fact", "ada")
+    running.store.ForgetMemory(s.ForgetMemoryRequest(id=forgotten, agent_id="ada"))
+    code, out = run(capsys, running, "stats")
+    lines = dict(line.split(" ", 1) for line in out.splitlines() if not line.startswith("scope"))
+    assert code == 0 and lines["live"] == "1" and lines["forgotten"] == "1"
+    assert int(lines["db_size_bytes"]) > 0
+    assert "scope - live 1 forgotten 0 canon 1 registers 0" in out
+    assert "scope ada live 0 forgotten 1 canon 0 registers 0" in out
+
+
+def test_a_unix_socket_address(unix_target: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = unix_target.removeprefix("unix://")
+    assert main(["stats", "--addr", f"unix:{path}"]) == 0
+    assert capsys.readouterr().out.startswith("live 0\n")
