@@ -112,3 +112,22 @@ def running(config: ServerConfig, embedder: Embedder) -> Iterator[Running]:
     live = start_server(config, embedder)
     yield live
     live.close()
+
+
+def on_postgres(config: ServerConfig, dsn: str) -> ServerConfig:
+    """``config`` with a config file in its data dir naming the PostgreSQL store ``dsn``."""
+    Path(config.data_dir).mkdir(parents=True, exist_ok=True)
+    (Path(config.data_dir) / CONFIG_FILENAME).write_text(
+        f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
+    return config
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def running_on_each(request: pytest.FixtureRequest, config: ServerConfig,
+                    embedder: Embedder) -> Iterator[Running]:
+    """A server on a SQLite store, then on a PostgreSQL one."""
+    if request.param == "postgres":
+        config = on_postgres(config, request.getfixturevalue("pg_dsn"))
+    live = start_server(config, embedder)
+    yield live
+    live.close()

@@ -14,8 +14,8 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.metrics.config import HttpConfig
 from tests.admin.conftest import Site, start_site, vault_settings
+from tests.conftest import on_postgres
 from tests.injection.helpers import inject, put
-from tests.pg.sidecars import on_postgres
 
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
 

@@ -13,20 +13,12 @@ import pytest
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
-from sidecar.api.server_config import ServerConfig
-from sidecar.embedding import Embedder
-from tests.conftest import Running, start_server
-from tests.pg.sidecars import on_postgres
+from tests.conftest import Running
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def running(request: pytest.FixtureRequest, config: ServerConfig,
-            embedder: Embedder) -> Iterator[Running]:
-    if request.param == "postgres":
-        config = on_postgres(config, request.getfixturevalue("pg_dsn"))
-    live = start_server(config, embedder)
-    yield live
-    live.close()
+@pytest.fixture
+def running(running_on_each: Running) -> Running:
+    return running_on_each
 
 
 def item(i: int, **kw: object) -> s.ImportItem:

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from sidecar.cli import main
 from sidecar.embedding import Embedder
 from tests.api.test_auth import Authed
 from tests.conftest import Running, start_server
-from tests.pg.sidecars import on_postgres
 
 RECORDS: list[dict[str, object]] = [
     {"id": "m-ada-1", "content": "Ada deploys the billing service on Fridays", "type": "decision",
@@ -54,21 +52,10 @@ def stored(live: Running) -> list[tuple[object, ...]]:
     return [tuple(getattr(mem, f) for f in FIELDS) for mem in memories.memories]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def served(request: pytest.FixtureRequest, config: ServerConfig,
-           embedder: Embedder) -> Iterator[Running]:
-    """A sidecar on either store; the fresh one an export goes into is always SQLite."""
-    if request.param == "postgres":
-        config = on_postgres(config, request.getfixturevalue("pg_dsn"))
-    live = start_server(config, embedder)
-    yield live
-    live.close()
-
-
 def test_export_then_import_into_a_fresh_store_reproduces_every_field(
-        served: Running, config: ServerConfig, embedder: Embedder, tmp_path: Path,
+        running_on_each: Running, config: ServerConfig, embedder: Embedder, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
-    running = served
+    running = running_on_each
     assert cli(capsys, running, "import", str(write(tmp_path / "in.jsonl", RECORDS)))[0] == 0
     running.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
         id="m-ada-1", content="Ada deploys the billing service on Thursdays",

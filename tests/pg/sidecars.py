@@ -5,11 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.config import CONFIG_FILENAME
 from sidecar.embedding import Embedder
 from sidecar.retrieval.contract import SearchQuery
 from sidecar.store.config import StoreConfig
@@ -35,10 +33,3 @@ def found(app: App, text: str, memory_id: str) -> bool:
     hits = app.retriever.search(SearchQuery(text=text, limit=3)).hits
     return memory_id in [h.memory.id for h in hits]
 
-
-def on_postgres(config: ServerConfig, dsn: str) -> ServerConfig:
-    """``config`` with a config file in its data dir naming the PostgreSQL store ``dsn``."""
-    Path(config.data_dir).mkdir(parents=True, exist_ok=True)
-    (Path(config.data_dir) / CONFIG_FILENAME).write_text(
-        f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
-    return config

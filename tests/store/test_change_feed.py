@@ -14,7 +14,7 @@ from memsidecar.v1 import store_pb2 as s
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
-from sidecar.records import MemoryDraft, MemoryType, Relation
+from sidecar.records import MemoryDraft, MemoryType, Relation, Restored
 from tests.conftest import Running, start_server
 from tests.pg.sidecars import found, open_app, wait_for
 
@@ -40,6 +40,27 @@ def test_writes_on_one_reach_the_others(apps: list[App]) -> None:
     wait_for(lambda: not found(a, "when does staging restart?", first.id)
              and not found(b, "when does staging restart?", first.id))
     assert a.retriever.live.seq_of(first.id) is None
+
+
+def test_an_import_batch_reaches_the_others(apps: list[App]) -> None:
+    """ImportMemoriesStream's batches (restores included) are feed events like any write."""
+    a, b, _ = apps
+    kept = Restored(created_at=1_000, updated_at=2_000, version=3, forgotten=False)
+    gone = replace(kept, forgotten=True)
+    summary = a.memories.import_batch([
+        MemoryDraft("The billing export runs at dawn", MemoryType.FACT, id="r-live",
+                    restored=kept),
+        MemoryDraft("The billing export ran at midnight", MemoryType.FACT, id="r-gone",
+                    restored=gone),
+        MemoryDraft("Invoices are archived for ten years", MemoryType.FACT)])
+    assert (summary.stored, summary.rejected) == (3, 0)
+    wait_for(lambda: found(b, "when does the billing export run?", "r-live")
+             and b.retriever.live.seq_of(summary.ids[2]) is not None)
+    assert b.retriever.live.seq_of("r-gone") is None
+    resent = b.memories.import_batch([
+        MemoryDraft("The billing export runs at dawn", MemoryType.FACT, id="r-live",
+                    restored=kept)])
+    assert (resent.stored, resent.deduplicated) == (0, 1)
 
 
 def test_feed_resumes_after_its_connection_is_cut(apps: list[App], pg_dsn: str) -> None:
