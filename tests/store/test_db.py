@@ -6,6 +6,7 @@ import apsw
 import numpy as np
 import pytest
 
+from sidecar.admin.dismissed import Dismissed
 from sidecar.errors import FailedPrecondition
 from sidecar.records import Memory, MemoryType
 from sidecar.store.db import Database
@@ -30,6 +31,23 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     conn.close()
     with pytest.raises(FailedPrecondition, match="newer"):
         Database(path)
+
+
+def test_a_dismissals_table_made_by_the_admin_page_is_kept(tmp_path: Path) -> None:
+    """Schema 6 adds ``admin_dismissed``; a store at 5 whose admin page already created it
+    keeps its rows."""
+    path = tmp_path / "m.sqlite3"
+    Database(path).close()
+    conn = apsw.Connection(str(path))
+    conn.execute("DROP TABLE admin_dismissed")
+    conn.execute("CREATE TABLE admin_dismissed (key TEXT PRIMARY KEY, dismissed_us INTEGER "
+                 "NOT NULL) WITHOUT ROWID; INSERT INTO admin_dismissed VALUES ('pair:a:b', 1)")
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION - 1}")
+    conn.close()
+    db = Database(path)
+    assert db.schema_version == SCHEMA_VERSION == 6
+    assert Dismissed(db).keys() == {"pair:a:b"}
+    db.close()
 
 
 def _memory(memory_id: str) -> Memory:
