@@ -6,11 +6,12 @@ docs/decisions/0003-write-behind-state.md). Jobs that queued up meanwhile (at mo
 ``BATCH``) share one transaction, each in a savepoint of its own: under load the access
 records of many Injects cost one commit (one round trip batch on PostgreSQL). Jobs that
 met a store away (``Unavailable``) are kept, at most ``MAX_HELD``, and run again first with
-the next batch.
+the next batch, or alone every ``RETRY_S`` seconds while no job comes.
 What it trades: a crash (kill -9, power loss) can lose the jobs still queued, i.e. the last
 call or two; a clean stop (``close``) runs all of them first. ``flush`` waits for every job
-queued so far, for readers that must see them. At most ``max_pending`` jobs wait; beyond
-that ``submit`` blocks (back-pressure instead of unbounded memory if the disk stalls).
+queued so far (and tries the held ones again), for readers that must see them. At most
+``max_pending`` jobs wait; beyond that ``submit`` blocks (back-pressure instead of unbounded
+memory if the disk stalls).
 
 ``WriteThrough`` runs each job at once in the caller's thread (same interface, for tests and
 tools that want the row written when the call returns).
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 Job = Callable[[], None]
 BATCH = 64
 MAX_HELD = 10_000
+RETRY_S = 1.0
 
 
 class Writer(Protocol):
@@ -85,6 +87,9 @@ class WriteBehind:
 
     def flush(self) -> None:
         self._queue.join()
+        if self._held:  # a job of no work of its own runs them again
+            self.submit(_no_job)
+            self._queue.join()
 
     def close(self) -> None:
         """Run every queued job, then stop the thread. Idempotent."""
@@ -97,7 +102,11 @@ class WriteBehind:
 
     def _run(self) -> None:
         while True:
-            jobs = [self._queue.get()]
+            try:
+                jobs = [self._queue.get(timeout=RETRY_S if self._held else None)]
+            except queue.Empty:
+                self._write([], quiet=True)  # the held jobs again
+                continue
             while jobs[-1] is not None and len(jobs) < BATCH and not self._queue.empty():
                 jobs.append(self._queue.get_nowait())
             try:
@@ -108,7 +117,8 @@ class WriteBehind:
             if jobs[-1] is None:
                 return
 
-    def _write(self, jobs: list[Job]) -> None:
+    def _write(self, jobs: list[Job], quiet: bool = False) -> None:
+        """``quiet``: a retry of held jobs only (said when they were first held)."""
         jobs = [*self._held, *jobs]
         self._held.clear()
         if not jobs:
@@ -125,6 +135,8 @@ class WriteBehind:
                         self._failed(1, exc_info=True)
         except Unavailable as err:
             self._held.extend(jobs)
+            if quiet:
+                return
             log.warning("store away: deferred writes held until it is back",
                         extra={"held": len(self._held), "error": err.message})
 
@@ -134,3 +146,7 @@ class WriteBehind:
                 "a deferred write failed and was rolled back: the store misses it (the "
                 "in-memory state has it) until a later write or a restart",
                 exc_info=exc_info, extra={"failures": self.failures, "error": error})
+
+
+def _no_job() -> None:
+    """Submitted by ``flush`` so the held jobs run again."""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sidecar.errors import Unavailable
 from sidecar.store.db import Database
 from sidecar.store.write_behind import WriteBehind
 
@@ -137,3 +138,34 @@ def test_jobs_queued_meanwhile_share_one_transaction(db: Database) -> None:
     writer.close()
     assert rows(db) == [0, 1, 2, 3, 4]
     assert outer == [True, False, False, False, False, False]  # one commit, five savepoints
+
+
+def test_held_jobs_run_again_when_the_store_is_back_without_a_new_job(db: Database) -> None:
+    """A job that met a store away is retried alone (each RETRY_S), and by ``flush``."""
+    away = threading.Event()
+    away.set()
+    original = db.transaction
+
+    def transaction():  # type: ignore[no-untyped-def]
+        if away.is_set():
+            raise Unavailable("the store is away")
+        return original()
+
+    db.transaction = transaction  # type: ignore[method-assign]
+    writer = WriteBehind(db)
+    writer.submit(lambda: insert(db, 1))
+    writer.flush()
+    assert rows(db) == []  # held
+    away.clear()
+    deadline = time.monotonic() + 10
+    while rows(db) != [1]:  # no new job: the periodic retry writes it
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    away.set()
+    writer.submit(lambda: insert(db, 2))
+    writer.flush()
+    assert rows(db) == [1]
+    away.clear()
+    writer.flush()  # retries the held job at once
+    assert rows(db) == [1, 2]
+    writer.close()
