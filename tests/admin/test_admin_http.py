@@ -13,7 +13,7 @@ import pytest
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.metrics.config import HttpConfig
-from tests.admin.conftest import Site, start_site, vault_settings
+from tests.admin.conftest import Site, start_site
 from tests.conftest import on_postgres
 from tests.injection.helpers import inject, put
 
@@ -142,7 +142,7 @@ def test_a_dismissal_outlives_a_restart(config: ServerConfig, embedder: Embedder
         dsn = request.getfixturevalue("pg_dsn")
         config = on_postgres(config, dsn)
         again = on_postgres(replace(config, data_dir=config.data_dir + "-other"), dsn)
-    site = start_site(config, embedder, settings=vault_settings(config))
+    site = start_site(config, embedder)
     try:
         for text in ("The deploy pipeline runs on GitHub Actions every night at 2am.",
                      "Every night at 2am, the deploy pipeline runs on GitHub Actions."):
@@ -156,7 +156,7 @@ def test_a_dismissal_outlives_a_restart(config: ServerConfig, embedder: Embedder
         assert status == 303
     finally:
         site.live.close()
-    site = start_site(again, embedder, settings=vault_settings(again))
+    site = start_site(again, embedder)
     try:
         text = call(site, "GET", "/vault?scope=ada")[2]
         assert "No near-duplicate pairs." in text and keys[0] not in text
