@@ -145,8 +145,17 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def sidecar(data_dir: Path) -> Iterator[grpc.Channel]:
-    target = f"127.0.0.1:{free_port()}"
+def sidecar(data_dir: Path, target: str = "") -> Iterator[grpc.Channel]:
+    with sidecar_process(data_dir, target) as (channel, _proc):
+        yield channel
+
+
+@contextlib.contextmanager
+def sidecar_process(data_dir: Path, target: str = "",
+                    ) -> Iterator[tuple[grpc.Channel, subprocess.Popen[bytes]]]:
+    """``memsidecar serve`` over ``data_dir`` on ``target`` (default: a free loopback port),
+    once SERVING: a channel to it and its process."""
+    target = target or f"127.0.0.1:{free_port()}"
     log = open(data_dir / "sidecar.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "sidecar", "serve", "--listen", target, "--data-dir",
@@ -166,7 +175,7 @@ def sidecar(data_dir: Path) -> Iterator[grpc.Channel]:
             if time.monotonic() > deadline:
                 raise TimeoutError("sidecar never became SERVING")
             time.sleep(0.5)
-        yield channel
+        yield channel, proc
     finally:
         channel.close()
         proc.terminate()
