@@ -268,15 +268,19 @@ class HybridRetriever:
         c: RetrievalConfig,
     ) -> list[Hit]:
         names = [(s.name, s.weight(c)) for s in self.sources]
+        get = self.live.get
+        known = (~np.isnan(rows[:, 0])).tolist() if len(rows) else []
         hits = []
-        for i, label in enumerate(fused.labels.tolist()):
-            memory = self.live.get(label)
+        for i, (label, ranks, score, cosine) in enumerate(zip(
+                fused.labels.tolist(), fused.ranks.tolist(), fused.scores.tolist(),
+                cosines.tolist(), strict=True)):
+            memory = get(label)
             if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
                 continue
-            ranks = tuple(SourceRank(name, int(fused.ranks[i, s]), weight)
-                          for s, (name, weight) in enumerate(names))
-            row = rows[i] if not np.isnan(rows[i, 0]) else None
-            hits.append(Hit(memory, float(fused.scores[i]), float(cosines[i]), ranks, row))
+            hits.append(Hit(memory, score, cosine,
+                            tuple(SourceRank(name, rank, weight)
+                                  for (name, weight), rank in zip(names, ranks, strict=True)),
+                            rows[i] if known[i] else None))
         return hits
 
     def _first_stage(
