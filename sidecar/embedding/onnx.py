@@ -154,6 +154,8 @@ class Embedder:
         takes the cores: work meant to overlap it should wait)."""
         if self._long is None:
             return False
+        if len(text) + 2 < self.long_text_tokens:  # a token spans at least one character
+            return False
         return min(self.count_tokens(text) + 2, self._cap(max_tokens)) >= self.long_text_tokens
 
     def _cap(self, max_tokens: int) -> int:
