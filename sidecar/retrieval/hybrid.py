@@ -291,7 +291,7 @@ class HybridRetriever:
         BM25 needs only the text, so it runs on the pool thread while this one embeds the query
         (the model and the BM25 kernel both release the GIL): the lexical search costs no wall
         time next to the embedding. Not when the embedding itself runs on every core
-        (a long text, ``Embedder.is_parallel``): its threads spin-wait on each other, and a
+        (a long text, ``Embedder.is_long``): its threads spin-wait on each other, and a
         third thread on 2 cores stalls them for longer than BM25 takes. Then, and with a
         precomputed embedding, BM25 overlaps the vector search from ``parallel_min_memories``
         live memories on (below, the hand-off costs more than it saves).
@@ -300,14 +300,16 @@ class HybridRetriever:
         vec_source, lex_source = self._vector_source, self._lexical_source
         want_vec, want_lex = query.mode.uses(VECTOR), query.mode.uses(LEXICAL)
         vector = query.embedding
-        with_embed = (want_lex and vector is None
-                      and not self.embedder.is_parallel(query.text, c.query_max_tokens))
+        # Tokenised once: for the decision below and for the model.
+        tokens = (self.embedder.tokenize_query(query.text, c.query_max_tokens)
+                  if vector is None else None)
+        with_embed = want_lex and tokens is not None and not self.embedder.is_long(tokens)
         with_vector = (want_lex and not with_embed and want_vec
                        and len(self.live) >= c.parallel_min_memories)
         if with_embed:
             future = self._pool.submit(timed, lex_source.search, ctx)
-        if vector is None:
-            vector = self.embedder.embed_query(query.text, c.query_max_tokens)
+        if tokens is not None:
+            vector = self.embedder.embed_tokens(tokens)
         clock.lap(EMBED)
         ctx = replace(ctx, embedding=vector)
         if with_vector:  # the shorter search goes to the pool thread: its hand-off is hidden
