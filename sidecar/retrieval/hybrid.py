@@ -103,8 +103,13 @@ class HybridRetriever:
         queries with ``target`` from then on; no search runs in between. Call with writes
         paused, after the store's vectors were swapped."""
         with self._switch.write():
+            labels, rows = [], []
             for batch, vectors in memories.iter_live_embeddings():
-                self.vectors.add(np.array([m.seq for m in batch], np.int64), vectors)
+                labels.append(np.array([m.seq for m in batch], np.int64))
+                rows.append(vectors)
+            if labels:
+                replace_all = getattr(self.vectors, "replace_all", self.vectors.add)
+                replace_all(np.concatenate(labels), np.vstack(rows))
             self.embedder.adopt(target)
 
     @property
