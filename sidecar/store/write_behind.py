@@ -2,7 +2,8 @@
 
 ``WriteBehind`` runs them on one daemon thread, so a caller returns as soon as its job is
 queued (Inject's state and access records: their SQLite transaction leaves the reply path;
-docs/decisions/0003-write-behind-state.md).
+docs/decisions/0003-write-behind-state.md). Jobs queued while it writes share its next
+transaction (one commit for many calls under load), each in a savepoint of its own.
 What it trades: a crash (kill -9, power loss) can lose the jobs still queued, i.e. the last
 call or two; a clean stop (``close``) runs all of them first. ``flush`` waits for every job
 queued so far, for readers that must see them. At most ``max_pending`` jobs wait; beyond
@@ -25,6 +26,9 @@ from sidecar.store.db import Database
 log = logging.getLogger(__name__)
 
 Job = Callable[[], None]
+
+# Jobs queued at once are written in one transaction (one commit) of at most this many.
+MAX_GROUP = 64
 
 
 class Writer(Protocol):
@@ -88,16 +92,45 @@ class WriteBehind:
 
     def _run(self) -> None:
         while True:
-            job = self._queue.get()
+            jobs = self._take()
+            stop = jobs[-1] is None
+            work = [job for job in jobs if job is not None]
             try:
-                if job is None:
-                    return
-                with self.db.transaction():
-                    job()
-            except Exception:
-                self.failures += 1
-                log.exception("a deferred write failed and was rolled back: SQLite misses it "
-                              "(the in-memory state has it) until a later write or a restart",
-                              extra={"failures": self.failures})
+                if work:
+                    self._write(work)
             finally:
-                self._queue.task_done()
+                for _ in jobs:
+                    self._queue.task_done()
+            if stop:
+                return
+
+    def _take(self) -> list[Job | None]:
+        """The next job, with those queued behind it (up to ``MAX_GROUP``; the stop marker
+        ends a group)."""
+        jobs = [self._queue.get()]
+        while jobs[-1] is not None and len(jobs) < MAX_GROUP:
+            try:
+                jobs.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return jobs
+
+    def _write(self, jobs: list[Job]) -> None:
+        """One commit for the group; each job in a savepoint of its own, so a failing job is
+        rolled back alone."""
+        try:
+            with self.db.transaction():
+                for job in jobs:
+                    try:
+                        with self.db.transaction():
+                            job()
+                    except Exception:
+                        self._failed(1)
+        except Exception:  # the commit itself
+            self._failed(len(jobs))
+
+    def _failed(self, jobs: int) -> None:
+        self.failures += jobs
+        log.exception("a deferred write failed and was rolled back: SQLite misses it (the "
+                      "in-memory state has it) until a later write or a restart",
+                      extra={"failures": self.failures})

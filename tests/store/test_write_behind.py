@@ -1,4 +1,5 @@
-"""WriteBehind: order, flush, rollback of a failed job, close, back-pressure, late jobs."""
+"""WriteBehind: order, flush, rollback of a failed job, group commit, close, back-pressure,
+late jobs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 
 from sidecar.store.db import Database
@@ -67,6 +69,32 @@ def test_a_failed_job_is_rolled_back_alone(db: Database,
         writer.flush()
     assert rows(db) == [2] and writer.failures == 1
     assert "a deferred write failed and was rolled back" in caplog.text
+    writer.close()
+
+
+def test_jobs_queued_together_share_one_commit_and_fail_alone(db: Database) -> None:
+    writer = WriteBehind(db, max_pending=8)
+    started, release = threading.Event(), threading.Event()
+    writer.submit(lambda: (started.set(), release.wait(10)) and None)
+    assert started.wait(10)
+    other = apsw.Connection(str(db.path))  # sees committed rows only
+    seen: list[list[int]] = []
+
+    def fail() -> None:
+        insert(db, 2)
+        raise RuntimeError("disk said no")
+
+    def look() -> None:
+        insert(db, 3)
+        seen.append([r[0] for r in other.execute("SELECT n FROM t")])
+
+    for job in (lambda: insert(db, 1), fail, look):
+        writer.submit(job)
+    release.set()
+    writer.flush()
+    assert seen == [[]]  # 1 was written in the same, still open, transaction
+    assert rows(db) == [1, 3] and writer.failures == 1
+    other.close()
     writer.close()
 
 
