@@ -9,7 +9,7 @@ hop (client minus server) and the server's other stages. No imports between turn
 replay has them), so it isolates the call itself.
 
 Run:  .venv/bin/python -m bench.inject_breakdown [--size 100000] [--turns 400] [--passes 2]
-      [--long-text-tokens N]
+      [--long-text-tokens N] [--model minilm-int8] [--short]
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 
 from bench.inject_overhead import user_turns
+from bench.lme_data import load_oracle, questions
 from bench.replay_longmemeval import cached_store, sidecar, variant, working_copy
+from sidecar.embedding.models import FP32, MODEL_NAMES
 
 STAGES = ("search", "dedup", "budget", "format", "persist")
 
@@ -38,10 +40,15 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--long-text-tokens", type=int, default=0,
                         help="[server] onnx_long_text_tokens, here and in the sidecar")
+    parser.add_argument("--model", choices=MODEL_NAMES, default=FP32,
+                        help="[embedding] model, here and in the sidecar")
+    parser.add_argument("--short", action="store_true",
+                        help="the LongMemEval questions (short) instead of the user turns")
     args = parser.parse_args()
-    store = cached_store(args.size)
-    toml, embedder = variant(args.long_text_tokens)
-    turns = user_turns(args.turns)
+    store = cached_store(args.size, args.model)
+    toml, embedder = variant(args.long_text_tokens, model=args.model)
+    turns = ([(q.id, q.text) for q in questions(load_oracle())][: args.turns] if args.short
+             else user_turns(args.turns))
     with working_copy(store, toml) as data_dir:
         with sidecar(data_dir) as channel:
             health = health_pb2_grpc.HealthStub(channel)

@@ -20,6 +20,7 @@ import numpy as np
 
 from bench.lme import CACHE
 from sidecar.embedding import Embedder
+from sidecar.embedding.models import FP32
 
 REAL = 10_000
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -39,7 +40,9 @@ def sentences(questions: Iterable[dict[str, Any]]) -> list[str]:
 
 def real(questions: list[dict[str, Any]], embedder: Embedder) -> tuple[list[str], np.ndarray]:
     """``REAL`` sentences and their embeddings (cached)."""
-    texts_path, vectors_path = CACHE / "padding_texts.json", CACHE / "padding_vectors.npy"
+    suffix = "" if embedder.name == FP32 else f"_{embedder.name}"
+    texts_path = CACHE / "padding_texts.json"
+    vectors_path = CACHE / f"padding_vectors{suffix}.npy"
     if texts_path.exists() and vectors_path.exists():
         return json.loads(texts_path.read_text()), np.load(vectors_path)
     pool = sentences(questions)

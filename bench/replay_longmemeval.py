@@ -38,11 +38,13 @@ from bench.lme import CACHE, oracle
 from bench.padding import approximation, padding, real
 from bench.results import write_results
 from sidecar.api.server_config import ServerConfig
-from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.embedding import Embedder
+from sidecar.embedding.models import FP32, MODEL_NAMES, identity, model_files
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.retrieval.vector.adaptive import open_vector_index
 from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.store.db import Database
+from sidecar.store.model_repo import MODEL_KEY, ModelRepo
 from sidecar.store.repos import Repositories
 
 PAD_TYPES = (6, 8, 7)  # fact, observation, event
@@ -67,20 +69,20 @@ class Replay:
     stored: int = 0
 
 
-def padded_store(size: int, texts: list[str], vectors: np.ndarray) -> Path:
+def padded_store(size: int, texts: list[str], vectors: np.ndarray, model: str = FP32) -> Path:
     """A cached directory holding the padded store and its saved hnsw index.
 
     The index is built here, once, so the sidecar loads it at start and the replay measures
     the steady state (a fresh data dir would be searched exactly while the index builds in
     the background, with the build competing for the 2 cores).
     """
-    done = CACHE / f"replay_store_{size}"
+    done = store_dir(size, model)
     if (done / "ready").exists():
         return done
     shutil.rmtree(done, ignore_errors=True)
     done.mkdir(parents=True)
     pad_texts, pad_vectors = padding(texts, vectors, size)
-    build_store(done, pad_texts, pad_vectors)
+    build_store(done, pad_texts, pad_vectors, model)
     db = Database(done / "memsidecar.sqlite3")
     index = open_vector_index(done, Repositories.open(db).memories, VectorConfig(),
                               vectors.shape[1], wait=True)
@@ -90,11 +92,16 @@ def padded_store(size: int, texts: list[str], vectors: np.ndarray) -> Path:
     return done
 
 
-def cached_store(size: int) -> Path:
+def store_dir(size: int, model: str = FP32) -> Path:
+    return CACHE / (f"replay_store_{size}" + ("" if model == FP32 else f"_{model}"))
+
+
+def cached_store(size: int, model: str = FP32) -> Path:
     """The padded store this benchmark cached for ``size`` (other benchmarks reuse it)."""
-    store = CACHE / f"replay_store_{size}"
+    store = store_dir(size, model)
     if not (store / "ready").exists():
-        raise SystemExit(f"{store} missing: run bench.replay_longmemeval --sizes {size}")
+        raise SystemExit(f"{store} missing: run bench.replay_longmemeval --sizes {size} "
+                         f"--model {model}")
     return store
 
 
@@ -110,21 +117,24 @@ def working_copy(store: Path, toml: str = "") -> Iterator[Path]:
         yield Path(tmp)
 
 
-def variant(long_text_tokens: int = 0, query_max_tokens: int = 0) -> tuple[str, Embedder]:
+def variant(long_text_tokens: int = 0, query_max_tokens: int = 0,
+            model: str = FP32) -> tuple[str, Embedder]:
     """The sidecar's config file for a variant (0 = default) and an embedder whose query
     embedding runs on the same sessions as the sidecar's (for the bare embedding)."""
     server = ServerConfig()
-    toml = ""
+    toml = f'[embedding]\nmodel = "{model}"\n'
     if long_text_tokens:
         server = replace(server, onnx_long_text_tokens=long_text_tokens)
         toml += f"[server]\nonnx_long_text_tokens = {long_text_tokens}\n"
     if query_max_tokens:
         toml += f"[retrieval]\nquery_max_tokens = {query_max_tokens}\n"
-    return toml, Embedder(bundled_model_files(), **server.embedder_options())
+    return toml, Embedder(model_files(model), **server.embedder_options())
 
 
-def build_store(data_dir: Path, texts: list[str], vectors: np.ndarray) -> None:
+def build_store(data_dir: Path, texts: list[str], vectors: np.ndarray, model: str) -> None:
+    """The padding memories, made by embedding model ``model`` (recorded in the store)."""
     db = Database(data_dir / "memsidecar.sqlite3")
+    ModelRepo(db).set(MODEL_KEY, identity(model).to_json())
     now = time.time_ns() // 1000
     rows = [
         (f"pad-{i}", text, PAD_TYPES[i % 3], 0.5, now, now, "bench", vectors[i].tobytes())
@@ -145,8 +155,17 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def sidecar(data_dir: Path) -> Iterator[grpc.Channel]:
-    target = f"127.0.0.1:{free_port()}"
+def sidecar(data_dir: Path, target: str = "") -> Iterator[grpc.Channel]:
+    with sidecar_process(data_dir, target) as (channel, _proc):
+        yield channel
+
+
+@contextlib.contextmanager
+def sidecar_process(data_dir: Path, target: str = "",
+                    ) -> Iterator[tuple[grpc.Channel, subprocess.Popen[bytes]]]:
+    """``memsidecar serve`` over ``data_dir`` on ``target`` (default: a free loopback port),
+    once SERVING: a channel to it and its process."""
+    target = target or f"127.0.0.1:{free_port()}"
     log = open(data_dir / "sidecar.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "sidecar", "serve", "--listen", target, "--data-dir",
@@ -166,7 +185,7 @@ def sidecar(data_dir: Path) -> Iterator[grpc.Channel]:
             if time.monotonic() > deadline:
                 raise TimeoutError("sidecar never became SERVING")
             time.sleep(0.5)
-        yield channel
+        yield channel, proc
     finally:
         channel.close()
         proc.terminate()
@@ -279,8 +298,11 @@ def main() -> None:
     parser.add_argument("--long-text-tokens", type=int, default=0,
                         help="[server] onnx_long_text_tokens for the sidecar and the bare "
                              "embedding (0: the default, 96)")
+    parser.add_argument("--model", choices=MODEL_NAMES, default=FP32,
+                        help="[embedding] model of the sidecar, the padding and the bare "
+                             "embedding")
     args = parser.parse_args()
-    toml, embedder = variant(args.long_text_tokens, args.query_max_tokens)
+    toml, embedder = variant(args.long_text_tokens, args.query_max_tokens, args.model)
     if args.score_floor >= 0:
         toml += f"[defaults.memory_injection]\nscore_floor = {args.score_floor}\n"
     data = oracle()
@@ -289,7 +311,7 @@ def main() -> None:
     keep = MemoryInjectionConfig().max_injected_blocks_in_history
     lines = [HEADER]
     for size in (int(s) for s in args.sizes.split(",")):
-        with working_copy(padded_store(size, texts, vectors), toml) as data_dir, \
+        with working_copy(padded_store(size, texts, vectors, args.model), toml) as data_dir, \
                 sidecar(data_dir) as channel:
             result = replay(channel, chosen, embedder, keep, args.query_max_tokens)
         lines.append(row(size, result))
@@ -302,7 +324,8 @@ def main() -> None:
              f"{approximation(texts, vectors, embedder):.3f}")
     if toml:
         notes += "; config: " + " ".join(toml.split())
-    suffix = (f"_q{args.query_max_tokens}" if args.query_max_tokens else "") + (
+    suffix = ("" if args.model == FP32 else f"_{args.model}") + (
+        f"_q{args.query_max_tokens}" if args.query_max_tokens else "") + (
         f"_lt{args.long_text_tokens}" if args.long_text_tokens else "") + (
         f"_sf{args.score_floor}" if args.score_floor >= 0 else "")
     write_results(f"replay_longmemeval{suffix}", "\n".join(lines) + "\n" + notes)

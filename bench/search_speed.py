@@ -11,7 +11,8 @@ vector stage cost does not depend on where a vector came from). Every 10th memor
 DECISION (importance 0.8: a graph seed) and there is one random edge per 5 memories, so graph
 expansion runs as well. Queries: the 470 LongMemEval questions, as agent "bench" (scope
 filter on), limit 10, default search_limit. Latency is measured at the client; the server's
-debug timings give the query embedding and each stage after it.
+debug timings give the query embedding and each stage after it. Beside them: the recall@20 of
+the vector index the server searched (hnsw from ``exact_threshold`` on) against an exact scan.
 """
 
 from __future__ import annotations
@@ -86,6 +87,21 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
+def vector_recall(served: Served, queries: list[np.ndarray], k: int = 20) -> float:
+    """Mean recall@k of the served vector index (hnsw above its threshold) against an exact
+    scan of every live vector."""
+    index = served.vectors
+    assert index is not None
+    everything = lambda labels: np.ones(len(labels), bool)  # noqa: E731
+    found = 0
+    for q in queries:
+        labels, _ = index.search(q, k)
+        all_labels, scores = index.scan(q, everything)
+        exact = all_labels[np.argsort(-scores, kind="stable")[:k]]
+        found += len(set(labels.tolist()) & set(exact.tolist()))
+    return found / (k * len(queries))
+
+
 def run(n: int, queries: list[str], embedder: Embedder, cfg: RetrievalConfig) -> dict[str, str]:
     served = Served(build(n), embedder, cfg)
     try:
@@ -102,12 +118,14 @@ def run(n: int, queries: list[str], embedder: Embedder, cfg: RetrievalConfig) ->
                 stage[s].append(getattr(d, s) / 1000)
             stage["total_us"].append(d.total_us / 1000)
             stage["after_embed_us"].append((d.total_us - d.embed_us) / 1000)
+        recall = vector_recall(served, [embedder.embed_query(q) for q in queries])
     finally:
         served.close()
     row = {"memories": f"{n:,}", "fusion": cfg.fusion,
            "parallel": "on" if cfg.parallel_min_memories <= n else "off",
            "vectors": str(served.vector_stats.get("engine", "?")),
            "open / ready s": f"{served.open_s:.1f} / {served.ready_s:.1f}",
+           "vector recall@20": f"{recall:.3f}",
            "client p50/p95 ms": f"{pct(client, 50):.2f} / {pct(client, 95):.2f}"}
     for s, values in stage.items():
         row[s.removesuffix("_us") + " p50/p95"] = f"{pct(values, 50):.2f} / {pct(values, 95):.2f}"

@@ -71,6 +71,7 @@ class Served:
         if app.vectors is not None and not app.vectors.wait_ready(1800):
             raise RuntimeError("vector index not ready after 30 min")
         self.ready_s = time.perf_counter() - start
+        self.vectors = app.vectors
         self.vector_stats = app.vectors.stats() if app.vectors is not None else {}
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.server.port}")
         self.store = store_pb2_grpc.MemoryStoreStub(self.channel)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernels.warmup import warm_up_all
+from sidecar import heap
 from sidecar.api.server_config import ServerConfig
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder
@@ -152,6 +153,7 @@ class App:
             bm25=lambda: (retriever.lexical.segment_count, len(retriever.lexical)),
             queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
+            reembed=reembed.progress if reembed is not None else lambda: (0, 0),
         ))
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
@@ -164,6 +166,7 @@ class App:
         spent = warm_up_all()
         self.embedder.embed_one("warm up")
         self.embedder.embed_query("warm up " * 128)  # the long-query session, if any
+        heap.freeze_start_up()  # the loaded indexes: out of every later garbage collection
         log.info("warm-up done", extra={"kernels_s": spent})
         if self.reembed is not None:
             self.reembed.start()
@@ -184,6 +187,7 @@ class App:
             self.vectors.close()  # saves the hnsw index when it changed
         self.db.close()
         self.lock.release()
+        heap.unfreeze()
 
 
 def _stored_model(repos: Repositories) -> ModelIdentity | None:

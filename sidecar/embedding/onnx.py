@@ -69,6 +69,18 @@ def _output_dim(session: ort.InferenceSession) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class QueryTokens:
+    """A query's model input (one row): token ids and attention mask, already cut."""
+
+    ids: np.ndarray
+    mask: np.ndarray
+
+    @property
+    def length(self) -> int:
+        return int(self.ids.shape[1])
+
+
+@dataclass(frozen=True, slots=True)
 class _Graph:
     """One model's sessions, swapped as a whole (``Embedder.adopt``)."""
 
@@ -146,15 +158,30 @@ class Embedder:
     def embed_query(self, text: str, max_tokens: int = 0) -> np.ndarray:
         """A query: cut at ``max_tokens`` model tokens (with [CLS] and [SEP]; 0 = the model's
         cap), on the long-text session from ``long_text_tokens`` on."""
-        vector: np.ndarray = self._embed_batch([text], max_tokens, query=True)[0]
+        return self.embed_tokens(self.tokenize_query(text, max_tokens))
+
+    def tokenize_query(self, text: str, max_tokens: int = 0) -> QueryTokens:
+        """``text`` as ``embed_query`` feeds it to the model (tokenised once: ``is_long`` and
+        ``embed_tokens`` take the result)."""
+        ids, mask = self._encode([text], max_tokens)
+        return QueryTokens(ids, mask)
+
+    def embed_tokens(self, tokens: QueryTokens) -> np.ndarray:
+        """``embed_query`` of the text ``tokens`` came from."""
+        vector: np.ndarray = self._run(tokens.ids, tokens.mask, query=True)[0]
         return vector
 
+    def is_long(self, tokens: QueryTokens) -> bool:
+        """Whether ``embed_tokens(tokens)`` runs on the multi-thread session (it then takes
+        the cores: work meant to overlap it should wait)."""
+        return self._long is not None and tokens.length >= self.long_text_tokens
+
     def is_parallel(self, text: str, max_tokens: int = 0) -> bool:
-        """Whether ``embed_query(text, max_tokens)`` runs on the multi-thread session (it then
-        takes the cores: work meant to overlap it should wait)."""
-        if self._long is None:
+        """``is_long`` of ``text`` (not tokenised when shorter in characters than
+        ``long_text_tokens``: a token spans at least one character)."""
+        if self._long is None or len(text) + 2 < self.long_text_tokens:
             return False
-        return min(self.count_tokens(text) + 2, self._cap(max_tokens)) >= self.long_text_tokens
+        return self.is_long(self.tokenize_query(text, max_tokens))
 
     def _cap(self, max_tokens: int) -> int:
         return min(max_tokens, self.max_tokens) if max_tokens > 0 else self.max_tokens
@@ -163,8 +190,13 @@ class Embedder:
         """Tokens of ``text`` without special tokens or truncation (for budgets)."""
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
-    def _embed_batch(self, texts: list[str], max_tokens: int = 0,
-                     query: bool = False) -> np.ndarray:
+    def _embed_batch(self, texts: list[str], max_tokens: int = 0) -> np.ndarray:
+        ids, mask = self._encode(texts, max_tokens)
+        return self._run(ids, mask)
+
+    def _encode(self, texts: list[str], max_tokens: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, attention mask) of ``texts``, padded to the longest; a single text is cut at
+        ``max_tokens`` (0 = the model's cap)."""
         with self._lock:
             encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
@@ -173,6 +205,9 @@ class Embedder:
         if len(texts) == 1 and ids.shape[1] > cap:  # keep [CLS] + the first tokens + [SEP]
             ids = np.concatenate([ids[:, : cap - 1], ids[:, -1:]], axis=1)
             mask = mask[:, :cap]
+        return ids, mask
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray, query: bool = False) -> np.ndarray:
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         graph = self._graph  # one model for the whole call, even across an adopt()
         session = graph.session

@@ -68,6 +68,10 @@ class ReEmbed:
         self.done.set()
         return True
 
+    def progress(self) -> tuple[int, int]:
+        """(rows staged, rows in the store) while re-embedding; (0, 0) once switched."""
+        return (0, 0) if self.done.is_set() else self.repo.progress()
+
     def stage_batch(self) -> bool:
         """Embed and stage one batch of pending rows; False when nothing was pending."""
         rows = self.repo.pending(self.batch_size)

@@ -39,6 +39,7 @@ class Sources:
     reloads: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (applied, rejected)
     refusals: Callable[[], int] = lambda: 0  # RESOURCE_EXHAUSTED by admission
     open_channels: Callable[[], int] = lambda: 0
+    reembed: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (staged, total); 0, 0 = none
 
 
 @dataclass
@@ -101,6 +102,11 @@ class _State(Collector):
             f"{PREFIX}_rpc_refusals", "Calls answered RESOURCE_EXHAUSTED "
             "(server.max_concurrent_rpcs).", value=s.refusals())
         yield _gauge("open_channels", "Conversation channels with an owner.", s.open_channels())
+        staged, total = s.reembed()
+        yield _gauge("reembed_staged_rows", "Rows re-embedded by the configured model so far "
+                     "(0 when no re-embed runs).", staged)
+        yield _gauge("reembed_total_rows", "Rows the running re-embed covers (0 when none "
+                     "runs).", total)
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:

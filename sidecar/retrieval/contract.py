@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -36,9 +36,9 @@ class SearchQuery:
     embedding: np.ndarray | None = None  # precomputed query embedding, if the caller has it
 
 
-@dataclass(frozen=True, slots=True)
-class SourceRank:
-    """Where one source ranked a hit, and that source's weight in the fusion."""
+class SourceRank(NamedTuple):
+    """Where one source ranked a hit, and that source's weight in the fusion (a named tuple:
+    a search builds one per hit and source)."""
 
     name: str  # "vector", "lexical", "graph", ... (``sidecar.retrieval.stages``)
     rank: int  # 1-based; 0 = absent from that source's list

@@ -114,8 +114,13 @@ class HybridRetriever:
         queries with ``target`` from then on; no search runs in between. Call with writes
         paused, after the store's vectors were swapped."""
         with self._switch.write():
+            labels, rows = [], []
             for batch, vectors in memories.iter_live_embeddings():
-                self.vectors.add(np.array([m.seq for m in batch], np.int64), vectors)
+                labels.append(np.array([m.seq for m in batch], np.int64))
+                rows.append(vectors)
+            if labels:
+                replace_all = getattr(self.vectors, "replace_all", self.vectors.add)
+                replace_all(np.concatenate(labels), np.vstack(rows))
             self.embedder.adopt(target)
 
     @property
@@ -301,15 +306,19 @@ class HybridRetriever:
         c: RetrievalConfig,
     ) -> list[Hit]:
         names = [(s.name, fusion_weight(s, c)) for s in self.sources]
+        get = self.live.get
+        known = (~np.isnan(rows[:, 0])).tolist() if len(rows) else []
         hits = []
-        for i, label in enumerate(fused.labels.tolist()):
-            memory = self.live.get(label)
+        for i, (label, ranks, score, cosine) in enumerate(zip(
+                fused.labels.tolist(), fused.ranks.tolist(), fused.scores.tolist(),
+                cosines.tolist(), strict=True)):
+            memory = get(label)
             if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
                 continue
-            ranks = tuple(SourceRank(name, int(fused.ranks[i, s]), weight)
-                          for s, (name, weight) in enumerate(names))
-            row = rows[i] if not np.isnan(rows[i, 0]) else None
-            hits.append(Hit(memory, float(fused.scores[i]), float(cosines[i]), ranks, row))
+            hits.append(Hit(memory, score, cosine,
+                            tuple(SourceRank(name, rank, weight)
+                                  for (name, weight), rank in zip(names, ranks, strict=True)),
+                            rows[i] if known[i] else None))
         return hits
 
     def _first_stage(
@@ -320,7 +329,7 @@ class HybridRetriever:
         BM25 needs only the text, so it runs on the pool thread while this one embeds the query
         (the model and the BM25 kernel both release the GIL): the lexical search costs no wall
         time next to the embedding. Not when the embedding itself runs on every core
-        (a long text, ``Embedder.is_parallel``): its threads spin-wait on each other, and a
+        (a long text, ``Embedder.is_long``): its threads spin-wait on each other, and a
         third thread on 2 cores stalls them for longer than BM25 takes. Then, and with a
         precomputed embedding, BM25 overlaps the vector search from ``parallel_min_memories``
         live memories on (below, the hand-off costs more than it saves).
@@ -329,14 +338,16 @@ class HybridRetriever:
         vec_source, lex_source = self._vector_source, self._lexical_source
         want_vec, want_lex = query.mode.uses(VECTOR), query.mode.uses(LEXICAL)
         vector = query.embedding
-        with_embed = (want_lex and vector is None
-                      and not self.embedder.is_parallel(query.text, c.query_max_tokens))
+        # Tokenised once: for the decision below and for the model.
+        tokens = (self.embedder.tokenize_query(query.text, c.query_max_tokens)
+                  if vector is None else None)
+        with_embed = want_lex and tokens is not None and not self.embedder.is_long(tokens)
         with_vector = (want_lex and not with_embed and want_vec
                        and len(self.live) >= c.parallel_min_memories)
         if with_embed:
             future = self._pool.submit(timed, lex_source.search, ctx)
-        if vector is None:
-            vector = self.embedder.embed_query(query.text, c.query_max_tokens)
+        if tokens is not None:
+            vector = self.embedder.embed_tokens(tokens)
         clock.lap(EMBED)
         ctx = replace(ctx, embedding=vector)
         if with_vector:  # the shorter search goes to the pool thread: its hand-off is hidden

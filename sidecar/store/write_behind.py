@@ -2,11 +2,11 @@
 
 ``WriteBehind`` runs them on one daemon thread, so a caller returns as soon as its job is
 queued (Inject's state and access records: their SQLite transaction leaves the reply path;
-docs/decisions/0003-write-behind-state.md). Jobs that queued up meanwhile (at most
-``BATCH``) share one transaction, each in a savepoint of its own: under load the access
-records of many Injects cost one commit (one round trip batch on PostgreSQL). Jobs that
-met a store away (``Unavailable``) are kept, at most ``MAX_HELD``, and run again first with
-the next batch, or alone every ``RETRY_S`` seconds while no job comes.
+docs/decisions/0003-write-behind-state.md). Jobs queued while it writes (at most
+``MAX_GROUP``) share its next transaction, each in a savepoint of its own: under load the
+access records of many Injects cost one commit (one round trip batch on PostgreSQL). Jobs
+that met a store away (``Unavailable``) are kept, at most ``MAX_HELD``, and run again first
+with the next group, or alone every ``RETRY_S`` seconds while no job comes.
 What it trades: a crash (kill -9, power loss) can lose the jobs still queued, i.e. the last
 call or two; a clean stop (``close``) runs all of them first. ``flush`` waits for every job
 queued so far (and tries the held ones again), for readers that must see them. At most
@@ -32,7 +32,9 @@ from sidecar.store.contract import SqlStore
 log = logging.getLogger(__name__)
 
 Job = Callable[[], None]
-BATCH = 64
+
+# Jobs queued at once are written in one transaction (one commit) of at most this many.
+MAX_GROUP = 64
 MAX_HELD = 10_000
 RETRY_S = 1.0
 
@@ -103,22 +105,34 @@ class WriteBehind:
     def _run(self) -> None:
         while True:
             try:
-                jobs = [self._queue.get(timeout=RETRY_S if self._held else None)]
+                jobs = self._take()
             except queue.Empty:
                 self._write([], quiet=True)  # the held jobs again
                 continue
-            while jobs[-1] is not None and len(jobs) < BATCH and not self._queue.empty():
-                jobs.append(self._queue.get_nowait())
+            stop = jobs[-1] is None
             try:
                 self._write([job for job in jobs if job is not None])
             finally:
                 for _ in jobs:
                     self._queue.task_done()
-            if jobs[-1] is None:
+            if stop:
                 return
 
+    def _take(self) -> list[Job | None]:
+        """The next job, with those queued behind it (up to ``MAX_GROUP``; the stop marker
+        ends a group). queue.Empty after ``RETRY_S`` when held jobs wait."""
+        jobs = [self._queue.get(timeout=RETRY_S if self._held else None)]
+        while jobs[-1] is not None and len(jobs) < MAX_GROUP:
+            try:
+                jobs.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return jobs
+
     def _write(self, jobs: list[Job], quiet: bool = False) -> None:
-        """``quiet``: a retry of held jobs only (said when they were first held)."""
+        """The held jobs, then ``jobs``: one commit, each job in a savepoint of its own, so a
+        failing job is rolled back alone. ``quiet``: a retry of held jobs only (said when
+        they were first held)."""
         jobs = [*self._held, *jobs]
         self._held.clear()
         if not jobs:
@@ -127,25 +141,25 @@ class WriteBehind:
             with self.db.transaction():
                 for job in jobs:
                     try:
-                        with self.db.transaction():  # a savepoint: a failure costs this job
+                        with self.db.transaction():
                             job()
                     except Unavailable:
                         raise
                     except Exception:
-                        self._failed(1, exc_info=True)
+                        self._failed(1)
         except Unavailable as err:
             self._held.extend(jobs)
-            if quiet:
-                return
-            log.warning("store away: deferred writes held until it is back",
-                        extra={"held": len(self._held), "error": err.message})
+            if not quiet:
+                log.warning("store away: deferred writes held until it is back",
+                            extra={"held": len(self._held), "error": err.message})
+        except Exception:  # the commit itself
+            self._failed(len(jobs))
 
-    def _failed(self, count: int, exc_info: bool, error: str = "") -> None:
-        self.failures += count
-        log.log(logging.ERROR if exc_info else logging.WARNING,
-                "a deferred write failed and was rolled back: the store misses it (the "
-                "in-memory state has it) until a later write or a restart",
-                exc_info=exc_info, extra={"failures": self.failures, "error": error})
+    def _failed(self, jobs: int) -> None:
+        self.failures += jobs
+        log.exception("a deferred write failed and was rolled back: the store misses it (the "
+                      "in-memory state has it) until a later write or a restart",
+                      extra={"failures": self.failures})
 
 
 def _no_job() -> None:

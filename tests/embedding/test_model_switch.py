@@ -47,6 +47,12 @@ def fill(config: ServerConfig, texts: list[str]) -> None:
     app.close()
 
 
+def progress(app: App) -> tuple[float | None, float | None]:
+    """The re-embed gauges as exported."""
+    sample = app.metrics.registry.get_sample_value
+    return sample("memsidecar_reembed_staged_rows"), sample("memsidecar_reembed_total_rows")
+
+
 def assert_all_vectors_of(app: App, reference: Embedder) -> None:
     """Every stored row and every indexed live row holds ``reference``'s vector of its text."""
     rows = app.db.execute("SELECT id, content, embedding FROM memories ORDER BY seq")
@@ -67,6 +73,7 @@ def test_switching_the_model_re_embeds_and_swaps(
     try:
         assert app.reembed is not None and app.embedder.name == FP32  # serving the old vectors
         assert not app.reembed.run(max_batches=1)
+        assert progress(app) == (BATCH, len(texts))  # the metrics a scrape reads
         written = app.memories.upsert(MemoryDraft(content="a memory written mid re-embed",
                                                   type=MemoryType.FACT))
         assert_all_vectors_of(app, references[FP32])  # still one model: the old one
@@ -74,6 +81,7 @@ def test_switching_the_model_re_embeds_and_swaps(
         assert hit.memory.content == texts[3]
         assert app.reembed.run()
         assert app.embedder.name == INT8 and app.reembed.done.is_set()
+        assert progress(app) == (0, 0)
         assert_all_vectors_of(app, references[INT8])
         assert app.retriever.embedding_of(written.memory.id) is not None
         np.testing.assert_allclose(app.retriever.embed_query(texts[3]),

@@ -71,6 +71,10 @@ def test_long_queries_run_on_more_threads_with_the_same_vectors(embedder: Embedd
     assert embedder.count_tokens(short) + 2 < 96 <= embedder.count_tokens(long) + 2
     assert routed.is_parallel(long) and not routed.is_parallel(short)
     assert not routed.is_parallel(long, 64) and not serial.is_parallel(long)
+    for n in range(88, 100):  # one token per character: the length shortcut's worst case
+        text = "!" * n
+        exact = min(embedder.count_tokens(text) + 2, routed.max_tokens) >= 96
+        assert routed.is_parallel(text) is exact and exact is (n + 2 >= 96)
     for text in (short, long):
         np.testing.assert_allclose(routed.embed_query(text), serial.embed_query(text),
                                    atol=1e-5)

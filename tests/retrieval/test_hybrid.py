@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
 from sidecar.app import App
+from sidecar.embedding import Embedder
 from sidecar.live import Live
 from sidecar.records import MemoryDraft, MemoryType, Relation
 from sidecar.retrieval.config import RetrievalConfig
@@ -178,12 +180,34 @@ def test_every_source_schedule_gives_the_same_hits(filled: App) -> None:
     # vector search (from parallel_min_memories) or after it.
     long = replace(q, text="which auth tokens does the API accept and refresh? " * 12)
     assert filled.embedder.is_parallel(long.text)
-    alone, beside = filled.retriever.search(long), par.search(long)
+    encoded = CountingTokenizer(filled.embedder)
+    try:
+        alone = filled.retriever.search(long)
+    finally:
+        encoded.restore()
+    assert encoded.calls == [[long.text]]  # tokenised once, for the decision and the model
+    beside = par.search(long)
     assert not {"lexical_wait", "sources"} & alone.timings_us.keys()
     assert "sources" in beside.timings_us
     assert [h.memory.id for h in alone.hits] == [h.memory.id for h in beside.hits]
     assert any(h.rank("lexical") for h in alone.hits)
     par.close()
+
+
+class CountingTokenizer:
+    """Stands in for an embedder's tokenizer and records the texts it encodes."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder, self.inner = embedder, embedder._tokenizer
+        self.calls: list[list[str]] = []
+        embedder._tokenizer = self  # type: ignore[assignment]
+
+    def encode_batch(self, texts: list[str]) -> Any:
+        self.calls.append(list(texts))
+        return self.inner.encode_batch(texts)
+
+    def restore(self) -> None:
+        self.embedder._tokenizer = self.inner
 
 
 def test_query_max_tokens_cuts_what_is_embedded_not_what_bm25_sees(filled: App) -> None:

@@ -32,6 +32,19 @@ def same_as_exact(index: AdaptiveVectorIndex, exact: DenseVectors, query: np.nda
     np.testing.assert_allclose(scores, want_scores, atol=1e-6)
 
 
+def held_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """hnsw builds from now on wait until the returned event is set."""
+    release = threading.Event()
+    real_build = adaptive_module.build_hnsw
+
+    def slow_build(*args: object, **kwargs: object) -> HnswVectors | None:
+        release.wait(30)
+        return real_build(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(adaptive_module, "build_hnsw", slow_build)
+    return release
+
+
 def test_below_the_threshold_search_is_exact() -> None:
     vectors = clustered(500, DIM, seed=1)
     labels = np.arange(1, 501, dtype=np.int64)
@@ -54,14 +67,7 @@ def test_below_the_threshold_search_is_exact() -> None:
 def test_crossing_the_threshold_builds_in_background_and_replays_writes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    release = threading.Event()
-    real_build = adaptive_module.build_hnsw
-
-    def slow_build(*args: object, **kwargs: object) -> HnswVectors | None:
-        release.wait(30)
-        return real_build(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(adaptive_module, "build_hnsw", slow_build)
+    release = held_builds(monkeypatch)
     vectors = clustered(700, DIM, seed=3)
     labels = np.arange(1, 701, dtype=np.int64)
     index, exact = adaptive(400), DenseVectors(DIM)
@@ -265,4 +271,30 @@ def test_journal_is_replayed_mostly_without_blocking_writes(
     hnsw = index.hnsw
     assert hnsw is not None and len(hnsw) == len(exact) == 880
     assert set(hnsw.search(vectors[0], 1000)[0].tolist()) == set(labels[20:].tolist())
+    index.close()
+
+
+def test_replacing_every_vector_rebuilds_hnsw_with_exact_search_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    vectors = clustered(600, DIM, seed=11)
+    labels = np.arange(1, 601, dtype=np.int64)
+    index = adaptive(400)
+    index.add(labels, vectors)
+    index.start(wait=True)
+    assert index.hnsw is not None
+    release = held_builds(monkeypatch)
+    replaced = clustered(600, DIM, seed=12)  # another model's vectors of the same rows
+    exact = DenseVectors(DIM)
+    exact.add(labels, replaced)
+    index.replace_all(labels, replaced)
+    assert index.hnsw is None and index.building  # the old graph is gone at once
+    for q in replaced[:5]:
+        same_as_exact(index, exact, q, 20)
+    release.set()
+    assert index.wait_ready(30)
+    hnsw = index.hnsw
+    assert hnsw is not None and len(hnsw) == 600
+    for label, vector in zip(labels[:20], replaced[:20], strict=True):
+        assert hnsw.search(vector, 1)[0].tolist() == [label]
     index.close()

@@ -1,4 +1,5 @@
-"""WriteBehind: order, flush, rollback of a failed job, close, back-pressure, late jobs."""
+"""WriteBehind: order, flush, rollback of a failed job, group commit, close, back-pressure,
+late jobs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import apsw
 import pytest
 
 from sidecar.errors import Unavailable
@@ -71,6 +73,32 @@ def test_a_failed_job_is_rolled_back_alone(db: Database,
     writer.close()
 
 
+def test_jobs_queued_together_share_one_commit_and_fail_alone(db: Database) -> None:
+    writer = WriteBehind(db, max_pending=8)
+    started, release = threading.Event(), threading.Event()
+    writer.submit(lambda: (started.set(), release.wait(10)) and None)
+    assert started.wait(10)
+    other = apsw.Connection(str(db.path))  # sees committed rows only
+    seen: list[list[int]] = []
+
+    def fail() -> None:
+        insert(db, 2)
+        raise RuntimeError("disk said no")
+
+    def look() -> None:
+        insert(db, 3)
+        seen.append([r[0] for r in other.execute("SELECT n FROM t")])
+
+    for job in (lambda: insert(db, 1), fail, look):
+        writer.submit(job)
+    release.set()
+    writer.flush()
+    assert seen == [[]]  # 1 was written in the same, still open, transaction
+    assert rows(db) == [1, 3] and writer.failures == 1
+    other.close()
+    writer.close()
+
+
 def test_close_writes_everything_queued(db: Database) -> None:
     writer, _, release = gate(db)
     writer.submit(lambda: insert(db, 1))
@@ -116,28 +144,6 @@ def test_a_job_after_close_is_written_at_once(db: Database) -> None:
     writer.close()
     writer.submit(lambda: insert(db, 7))
     assert rows(db) == [7]
-
-
-def test_jobs_queued_meanwhile_share_one_transaction(db: Database) -> None:
-    writer = WriteBehind(db)
-    started, release = threading.Event(), threading.Event()
-    writer.submit(lambda: (started.set(), release.wait(10)) and None)
-    assert started.wait(10)
-    for n in range(5):  # queued while the thread is busy
-        writer.submit(lambda n=n: insert(db, n))  # type: ignore[misc]
-    outer: list[bool] = []
-    original = db.transaction
-
-    def counted():  # type: ignore[no-untyped-def]
-        outer.append(not db._conn.in_transaction)  # False: a savepoint
-        return original()
-
-    db.transaction = counted  # type: ignore[method-assign]
-    release.set()
-    writer.flush()
-    writer.close()
-    assert rows(db) == [0, 1, 2, 3, 4]
-    assert outer == [True, False, False, False, False, False]  # one commit, five savepoints
 
 
 def test_held_jobs_run_again_when_the_store_is_back_without_a_new_job(db: Database) -> None:

@@ -55,10 +55,6 @@ class EdgeGraph:
             return [(source, target) for target in targets
                     for source, relation in self._into.get(target, ()) if relation in relations]
 
-    def neighbours(self, memory_id: str) -> list[tuple[str, Relation, float]]:
-        with self._lock:
-            return [(o, r, w) for (o, r), w in self._adj.get(memory_id, {}).items()]
-
     def expand(
         self, seeds: Sequence[int], live: LiveMemories, accept: Accept,
         multipliers: dict[Relation, float], max_depth: int, limit: int,
@@ -70,14 +66,7 @@ class EdgeGraph:
         frontier = {i: 1.0 for i in seed_ids}
         best: dict[int, float] = {}
         for _ in range(max_depth):
-            reached: dict[str, float] = {}
-            for node, factor in frontier.items():
-                for other, relation, weight in self.neighbours(node):
-                    if other in seed_ids:
-                        continue
-                    f = factor * weight * multipliers.get(relation, 1.0)
-                    if f > reached.get(other, -1.0):
-                        reached[other] = f
+            reached = self._step(frontier, seed_ids, multipliers)
             frontier = {}
             ok = _accepted(reached, live, accept)
             for other, (seq, f) in ok.items():
@@ -94,6 +83,23 @@ class EdgeGraph:
         scores = np.fromiter(best.values(), np.float64, len(best))
         order = np.lexsort((seqs, -scores))[:limit]
         return seqs[order], scores[order]
+
+
+    def _step(self, frontier: dict[str, float], seeds: set[str],
+              multipliers: dict[Relation, float]) -> dict[str, float]:
+        """One edge further from ``frontier``: each node reached (not a seed) with its best
+        factor (one lock for the whole step)."""
+        reached: dict[str, float] = {}
+        empty: dict[_Key, float] = {}
+        with self._lock:
+            for node, factor in frontier.items():
+                for (other, relation), weight in self._adj.get(node, empty).items():
+                    if other in seeds:
+                        continue
+                    f = factor * weight * multipliers.get(relation, 1.0)
+                    if f > reached.get(other, -1.0):
+                        reached[other] = f
+        return reached
 
 
 def _accepted(

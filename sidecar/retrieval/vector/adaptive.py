@@ -95,6 +95,23 @@ class AdaptiveVectorIndex:
             self._changed(len(labels))
         self._maybe_save()
 
+    def replace_all(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        """New vectors for many rows at once (another embedding model). The dense rows change
+        now; an hnsw index in use is dropped and rebuilt in the background, exact search
+        answering meanwhile: updating its graph in place would take minutes at 100k rows."""
+        labels = np.asarray(labels, dtype=np.int64).ravel()
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
+        with self._write:
+            self._dense.add(labels, vectors)
+            self._unsaved += len(labels)
+            if self._journal is not None:  # a build is running: it replays these rows
+                self._journal.append((labels.copy(), vectors.copy()))
+            elif self._hnsw is not None:
+                self._hnsw = None
+                self._start_build("vectors replaced by another model")
+            else:
+                self._changed(0)
+
     def remove(self, labels: np.ndarray) -> None:
         labels = np.asarray(labels, dtype=np.int64).ravel()
         with self._write:
