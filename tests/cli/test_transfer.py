@@ -126,7 +126,7 @@ def test_an_import_resumes_when_the_sidecar_restarts(
     port = free_port()
     at = replace(config, listen=f"127.0.0.1:{port}")
     records = [{"content": f"Line {i}: the nightly job {i} writes report {i * 7}",
-                "type": "event"} for i in range(600)]
+                "type": "event"} for i in range(2000)]  # more than a stop's grace second stores
     path = write(tmp_path / "many.jsonl", records)
     first = start_at(at, embedder)
     result: list[int] = []
@@ -140,8 +140,8 @@ def test_an_import_resumes_when_the_sidecar_restarts(
     try:
         worker.join(120)
         assert result == [0], capsys.readouterr().err
-        assert "600 lines:" in capsys.readouterr().err
-        assert second.server.app.memories.memories.count() == 600
+        assert "2000 lines:" in capsys.readouterr().err
+        assert second.server.app.memories.memories.count() == 2000
         resumed = second.server.app.metrics.registry.get_sample_value(
             "memsidecar_rpc_duration_seconds_count",
             {"method": "ImportMemoriesStream", "code": "OK"})
