@@ -30,6 +30,10 @@ class MemoryInjectionConfig:
     score_floor: float = field(default=0.3, metadata=unit(
         "Keep a contextual hit whose fused score is at least this x the turn's best fused "
         "score (or that passes relative_floor); 0 = off."))
+    background_floor: float = field(default=0.0, metadata=knob(
+        "Keep a contextual hit whose cosine is at least this many standard deviations above "
+        "the store's mean cosine to the turn text (or that passes relative_floor or "
+        "score_floor); 0 = off.", ge=0.0, le=100.0))
     semantic_threshold: float = field(default=0.85, metadata=unit(
         "Cosine at or above which a candidate duplicates something recently injected."))
     context_window_depth: int = field(default=10, metadata=knob(

@@ -38,6 +38,7 @@ import numpy as np
 from sidecar.embedding import Embedder
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation
+from sidecar.retrieval.background import SimilarityBackground
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
 from sidecar.retrieval.fusion.contract import Source, SourceContext, no_labels
@@ -90,6 +91,7 @@ class HybridRetriever:
         self._lexical_saved = -1  # the BM25 version on disk
         self.graph = EdgeGraph()
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
+        self.background = SimilarityBackground(embedder.dim)  # of every live vector
         self._vector_source = VectorSource(self.vectors)
         self._lexical_source = LexicalSource(self.lexical)
         # Sources run after the first stage (vector + lexical), in order: add new ones here.
@@ -104,7 +106,7 @@ class HybridRetriever:
         paused, after the store's vectors were swapped."""
         with self._switch.write():
             for batch, vectors in memories.iter_live_embeddings():
-                self.vectors.add(np.array([m.seq for m in batch], np.int64), vectors)
+                self._add_vectors(np.array([m.seq for m in batch], np.int64), vectors)
             self.embedder.adopt(target)
 
     @property
@@ -137,7 +139,7 @@ class HybridRetriever:
         for batch, vectors in memories.iter_live_embeddings():
             batch_labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
-            self.vectors.add(batch_labels, vectors)
+            self._add_vectors(batch_labels, vectors)
             labels += batch_labels.tolist()
             texts += [m.content for m in batch]
             self.scopes.heard(batch[-1].seq)
@@ -195,7 +197,7 @@ class HybridRetriever:
             return
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
-        self.vectors.add(labels, embeddings)
+        self._add_vectors(labels, embeddings)
         self.lexical.add(labels.tolist(), [m.content for m in memories])
         self.scopes.heard(int(labels.max()))
 
@@ -203,7 +205,19 @@ class HybridRetriever:
         gone = np.array(self.live.drop(memories), np.int64)
         if len(gone):
             self.lexical.remove(gone.tolist())
-            self.vectors.remove(gone)
+            self._remove_vectors(gone)
+
+    def _add_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        """Upsert rows in the vector index and the similarity background."""
+        old = self.vectors.rows_of(labels)
+        self.background.remove(old[~np.isnan(old[:, 0])])
+        self.vectors.add(labels, vectors)
+        self.background.add(vectors)
+
+    def _remove_vectors(self, labels: np.ndarray) -> None:
+        old = self.vectors.rows_of(labels)
+        self.vectors.remove(labels)
+        self.background.remove(old[~np.isnan(old[:, 0])])
 
     def edges_changed(self, added: Sequence[Edge], removed: Sequence[Edge]) -> None:
         self.graph.changed(added, removed)
@@ -217,6 +231,9 @@ class HybridRetriever:
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
+
+    def similarity_background(self, query: np.ndarray) -> tuple[float, float]:
+        return self.background.of(query)
 
     def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
         return self.live.members(self.live.filter(agent_id, (memory_type,)))
