@@ -46,6 +46,7 @@ from store_build import build_store  # noqa: E402
 
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
 from sidecar.injection.config import MemoryInjectionConfig  # noqa: E402
+from sidecar.injection.floor import Floor, passes  # noqa: E402
 from sidecar.live import Live  # noqa: E402
 from sidecar.retrieval.background import SimilarityBackground  # noqa: E402
 from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
@@ -327,7 +328,7 @@ def background(vectors: np.ndarray) -> SimilarityBackground:
 def zscore(bg: SimilarityBackground, z: float) -> Rule:
     """cosine >= background mean + z x background spread."""
     def rule(t: Turn) -> np.ndarray:
-        m, sd = bg.of(t.query)
+        m, sd, _ = bg.of(t.query)
         return t.cosine >= m + z * sd
     return rule
 
@@ -335,7 +336,7 @@ def zscore(bg: SimilarityBackground, z: float) -> Rule:
 def above_background(bg: SimilarityBackground, f: float) -> Rule:
     """cosine - background >= f x (best - background)."""
     def rule(t: Turn) -> np.ndarray:
-        m, _ = bg.of(t.query)
+        m, _, _ = bg.of(t.query)
         return t.cosine - m >= f * (t.cosine.max() - m)
     return rule
 
@@ -348,8 +349,30 @@ def both(a: Rule, b: Rule) -> Rule:
     return lambda t: a(t) & b(t)
 
 
+def configured(bg: SimilarityBackground, config: MemoryInjectionConfig) -> Rule:
+    """The floor Inject runs (``sidecar.injection.floor``) with ``config``'s knobs."""
+    floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor,
+                  config.background_floor)
+
+    def rule(t: Turn) -> np.ndarray:
+        hits = [_Hit(c, s) for c, s in zip(t.cosine.tolist(), t.score.tolist(), strict=True)]
+        return np.array(passes(hits, floor, bg.of(t.query)), bool)
+    return rule
+
+
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    cosine: float
+    score: float
+
+
+OLD = MemoryInjectionConfig(score_floor=0.3, background_floor=0.0)
+
+
 def grid(bg: SimilarityBackground) -> dict[str, Rule]:
-    rules: dict[str, Rule] = {"absolute only": relative(0, 0)}
+    rules: dict[str, Rule] = {"absolute only": relative(0, 0),
+                              "old defaults": configured(bg, OLD),
+                              "defaults": configured(bg, CONFIG)}
     for z in (1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0):
         rules[f"z {z}"] = zscore(bg, z)
         for s in (0.3, 0.35, 0.4, 0.5, 0.6):
@@ -424,7 +447,7 @@ def main() -> None:
         print(fmt(name, rows[name]))
     print("\nheld-out half:\n")
     print(HEADER)
-    for name in dict.fromkeys(("absolute only", "cos 0.0 OR score 0.3", *ranked[:5])):
+    for name in dict.fromkeys(("absolute only", "old defaults", "defaults", *ranked[:5])):
         print(fmt(name, measure(store, held, rules[name])))
 
 

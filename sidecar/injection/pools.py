@@ -84,7 +84,7 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor,
                   config.background_floor)
     background = (retriever.similarity_background(result.query_embedding)
-                  if floor.background > 0 else (0.0, 0.0))
+                  if floor.background > 0 else (0.0, 0.0, 0))
     for hit, keep in zip(result.hits, passes(result.hits, floor, background), strict=True):
         if not keep:
             below += 1

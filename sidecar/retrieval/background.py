@@ -45,13 +45,13 @@ class SimilarityBackground:
             self._sum += sign * total
             self._outer += sign * outer
 
-    def of(self, query: np.ndarray) -> tuple[float, float]:
-        """(mean, standard deviation) of the query's cosine to the counted vectors; (0, 0)
-        with none counted."""
+    def of(self, query: np.ndarray) -> tuple[float, float, int]:
+        """(mean, standard deviation) of the query's cosine to the counted vectors, and their
+        number; (0, 0, 0) with none counted."""
         q = np.asarray(query, np.float64)
         with self._lock:
             n, total, outer = self._n, self._sum @ q, q @ self._outer @ q
         if n <= 0:
-            return 0.0, 0.0
+            return 0.0, 0.0, 0
         mean = float(total) / n
-        return mean, math.sqrt(max(float(outer) / n - mean * mean, 0.0))
+        return mean, math.sqrt(max(float(outer) / n - mean * mean, 0.0)), n

@@ -77,8 +77,9 @@ class Retriever(Protocol):
         """The stored embedding of a live memory (for semantic dedup)."""
         ...
 
-    def similarity_background(self, query: np.ndarray) -> tuple[float, float]:
-        """(mean, standard deviation) of the query's cosine to every stored memory."""
+    def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
+        """(mean, standard deviation) of the query's cosine to every stored memory, and
+        their number."""
         ...
 
     def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:

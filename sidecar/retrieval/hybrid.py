@@ -232,7 +232,7 @@ class HybridRetriever:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
 
-    def similarity_background(self, query: np.ndarray) -> tuple[float, float]:
+    def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
         return self.background.of(query)
 
     def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:

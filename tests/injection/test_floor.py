@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+from memsidecar.v1 import memory_pb2, store_pb2
+
 from sidecar.embedding import Embedder
-from sidecar.injection.floor import Floor, passes
+from sidecar.injection.floor import BACKGROUND_MIN_MEMORIES, Floor, passes
 from sidecar.retrieval.config import RetrievalConfig
 from tests.injection.conftest import Serve
 from tests.injection.helpers import inject, put
@@ -40,17 +43,19 @@ THINGS = ("a spreadsheet of invoices", "the service dashboard", "an old data exp
 LOOSE = [f"{p} looked at {t} during sprint {n}." for n, (p, t) in
          enumerate(zip(PEOPLE * 5, THINGS * 8, strict=True))]
 Z = 0.6  # the bar falls among the loose matches
+BG = (0.1, 0.1, 1000)
 
 
 def test_loose_matches_do_not_fill_the_block(serve: Serve) -> None:
     question = "Which database does the billing service use, PostgreSQL?"
-    absolute = serve(max_total=25, relative_floor=0.0, score_floor=0.0)  # absolute floor only
+    # absolute floor only
+    absolute = serve(max_total=25, relative_floor=0.0, score_floor=0.0, background_floor=0.0)
     put(absolute, "The billing service uses PostgreSQL 16 as its database.")
     for text in LOOSE:
         put(absolute, text)
     wide = inject(absolute, question, channel="a")
     absolute.close()  # one server per data dir: the same store, reopened with the floors
-    live = serve(relative_floor=0.85, score_floor=0.0, max_total=25)
+    live = serve(relative_floor=0.85, score_floor=0.0, background_floor=0.0, max_total=25)
     narrow = inject(live, question, channel="b")
     assert len(wide.items) >= 15
     assert 1 <= len(narrow.items) < len(wide.items) // 2
@@ -62,33 +67,43 @@ def test_loose_matches_do_not_fill_the_block(serve: Serve) -> None:
     assert [item.id for item in narrow.items] == kept
 
 
-def test_background_floor_or_the_relative_ones() -> None:
-    # background (mean 0.1, spread 0.1): 4 spreads above it is a cosine of 0.5
-    assert passes(HITS, Floor(0.25, background=4.0), (0.1, 0.1)) == [True, True, True, False,
+def test_background_floor_and_the_relative_ones() -> None:
+    # background (mean 0.1, spread 0.1, 1000 memories): 3 spreads above it is a cosine of 0.4
+    assert passes(HITS, Floor(0.25, background=3.0), BG) == [True, True, True, False,
                                                                       False]
-    assert passes(HITS, Floor(0.25, score=0.9, background=4.0), (0.1, 0.1)) == [
-        True, True, True, False, False]
-    assert passes(HITS, Floor(0.25, relative=0.85, background=6.0), (0.1, 0.1)) == [
+    # it is a bar every kept hit clears, like the absolute floor; the relative ones cut further
+    assert passes(HITS, Floor(0.25, score=0.9, background=3.0), BG) == [
+        True, False, True, False, False]
+    assert passes(HITS, Floor(0.25, relative=0.85, background=3.0), BG) == [
         True, True, False, False, False]
-    assert passes(HITS, Floor(0.25, background=1.0), (0.1, 0.1))[3]  # 0.30 >= 0.2
-    assert passes(HITS, Floor(0.25), (0.9, 0.1)) == passes(HITS, Floor(0.25))  # off: unused
+    # below the absolute floor, the absolute floor holds
+    assert passes(HITS, Floor(0.25, background=0.5), BG) == passes(HITS, Floor(0.25))
+    assert passes(HITS, Floor(0.25), (0.9, 0.1, 1000)) == passes(HITS, Floor(0.25))  # off: unused
+    # a small store's background is not used
+    assert passes(HITS, Floor(0.25, background=3.0), (0.1, 0.1, 999)) == passes(HITS, Floor(0.25))
 
 
 def test_background_floor_over_a_store_of_loose_matches(serve: Serve, embedder: Embedder) -> None:
-    texts = ["The billing service uses PostgreSQL 16 as its database.", *LOOSE]
+    # a store above BACKGROUND_MIN_MEMORIES: one answer among loose matches
+    loose = [f"{p} looked at {t} during sprint {n}." for n, (p, t) in
+             enumerate(zip(PEOPLE * 130, THINGS * 208, strict=True))]
+    texts = ["The billing service uses PostgreSQL 16 as its database.", *loose]
     question = "Which database does the billing service use, PostgreSQL?"
-    absolute = serve(max_total=25, relative_floor=0.0, score_floor=0.0)
-    for text in texts:
-        put(absolute, text)
+    absolute = serve(max_total=25, relative_floor=0.0, score_floor=0.0, background_floor=0.0)
+    stored = absolute.store.ImportMemories(iter(
+        store_pb2.UpsertMemoryRequest(memory=memory_pb2.Memory(
+            content=t, type=memory_pb2.MEMORY_TYPE_FACT)) for t in texts)).stored
+    assert stored == len(texts) >= BACKGROUND_MIN_MEMORIES
     wide = inject(absolute, question, channel="a")
+    repo = absolute.server.app.memories.memories
+    vectors = np.vstack([v for _, v in repo.iter_live_embeddings()])
     absolute.close()
     live = serve(relative_floor=0.0, score_floor=0.0, background_floor=Z, max_total=25)
     narrow = inject(live, question, channel="b")
     # the bar: the store's mean cosine to the question + Z standard deviations, exactly
-    cosines = embedder.embed(texts) @ embedder.embed_query(
-        question, RetrievalConfig().query_max_tokens)
+    cosines = vectors @ embedder.embed_query(question, RetrievalConfig().query_max_tokens)
     bar = float(cosines.mean() + Z * cosines.std())
     kept = [item.id for item in wide.items if item.cosine >= bar - 1e-5]
     assert [item.id for item in narrow.items] == kept
-    assert 3 <= len(narrow.items) < len(wide.items) // 2
+    assert 2 <= len(narrow.items) < len(wide.items) // 2
     assert "PostgreSQL 16" in narrow.items[0].content

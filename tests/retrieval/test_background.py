@@ -18,9 +18,9 @@ from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 
 
-def exact(vectors: np.ndarray, query: np.ndarray) -> tuple[float, float]:
+def exact(vectors: np.ndarray, query: np.ndarray) -> tuple[float, float, int]:
     cosines = vectors.astype(np.float64) @ query.astype(np.float64)
-    return float(cosines.mean()), float(cosines.std())
+    return float(cosines.mean()), float(cosines.std()), len(vectors)
 
 
 def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -32,7 +32,7 @@ def test_running_sums_match_the_exact_mean_and_spread() -> None:
     rng = np.random.default_rng(3)
     rows, query = unit_rows(rng, 300), unit_rows(rng, 1)[0]
     bg = SimilarityBackground(16)
-    assert bg.of(query) == (0.0, 0.0)
+    assert bg.of(query) == (0.0, 0.0, 0)
     bg.add(rows[:200])
     bg.add(rows[200:])
     bg.remove(rows[:50])

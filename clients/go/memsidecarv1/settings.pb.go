@@ -63,7 +63,7 @@ type MemoryInjectionConfig struct {
 	// The agent prunes blocks with PruneHistory; false: never pruned, and the cooldown is
 	// context_window_depth turns.
 	HistoryPruned *bool `protobuf:"varint,17,opt,name=history_pruned,json=historyPruned,proto3,oneof" json:"history_pruned,omitempty"`
-	// Keep a contextual hit whose cosine >= the store's mean cosine to the text + this x its
+	// Drop a contextual hit whose cosine < the store's mean cosine to the text + this x its
 	// standard deviation (0 = off).
 	BackgroundFloor *float32 `protobuf:"fixed32,18,opt,name=background_floor,json=backgroundFloor,proto3,oneof" json:"background_floor,omitempty"`
 }
