@@ -22,7 +22,7 @@ or to an item kept earlier in the block), ``max_total``. Reported per turn:
   user turns the model has in view (the question's block or the blocks still held).
 
 "Question alone" is the question against the whole store with no conversation before it
-(one turn per question, ``bench/relevance_floor.py``'s measure). Rules are ranked on a fixed
+(one turn per question). Rules are ranked on a fixed
 tune half of the questions (fewest unrelated items among those losing at most 0.02 of both
 evidence figures) and reported on the other half.
 """
@@ -48,7 +48,7 @@ from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
 from sidecar.injection.config import MemoryInjectionConfig  # noqa: E402
 from sidecar.injection.floor import Floor, passes  # noqa: E402
 from sidecar.live import Live  # noqa: E402
-from sidecar.retrieval.background import SimilarityBackground  # noqa: E402
+from sidecar.retrieval.background import SimilarityBackground, uniform  # noqa: E402
 from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
 from sidecar.retrieval.contract import SearchQuery  # noqa: E402
 from sidecar.retrieval.hybrid import HybridRetriever  # noqa: E402
@@ -320,9 +320,9 @@ def gap(g: float, start: int = 1) -> Rule:
 
 
 def background(vectors: np.ndarray) -> SimilarityBackground:
-    bg = SimilarityBackground(vectors.shape[1])
-    bg.add(vectors)
-    return bg
+    """The engine's background estimate over the whole store."""
+    return SimilarityBackground(
+        lambda n: (vectors[uniform(np.arange(len(vectors)), n)], len(vectors)))
 
 
 def zscore(bg: SimilarityBackground, z: float) -> Rule:

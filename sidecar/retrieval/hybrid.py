@@ -38,7 +38,7 @@ import numpy as np
 from sidecar.embedding import Embedder
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation
-from sidecar.retrieval.background import SimilarityBackground
+from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
 from sidecar.retrieval.fusion.contract import Source, SourceContext, no_labels
@@ -91,7 +91,7 @@ class HybridRetriever:
         self._lexical_saved = -1  # the BM25 version on disk
         self.graph = EdgeGraph()
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
-        self.background = SimilarityBackground(embedder.dim)  # of every live vector
+        self.background = SimilarityBackground(self._background_sample)
         self._vector_source = VectorSource(self.vectors)
         self._lexical_source = LexicalSource(self.lexical)
         # Sources run after the first stage (vector + lexical), in order: add new ones here.
@@ -208,16 +208,18 @@ class HybridRetriever:
             self._remove_vectors(gone)
 
     def _add_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
-        """Upsert rows in the vector index and the similarity background."""
-        old = self.vectors.rows_of(labels)
-        self.background.remove(old[~np.isnan(old[:, 0])])
         self.vectors.add(labels, vectors)
-        self.background.add(vectors)
+        self.background.changed(len(labels))
 
     def _remove_vectors(self, labels: np.ndarray) -> None:
-        old = self.vectors.rows_of(labels)
         self.vectors.remove(labels)
-        self.background.remove(old[~np.isnan(old[:, 0])])
+        self.background.changed(len(labels))
+
+    def _background_sample(self, n: int) -> tuple[np.ndarray, int]:
+        """A uniform sample of at most ``n`` live vectors, and the number of live vectors."""
+        labels = np.flatnonzero(self.live.alive).astype(np.int64)
+        rows = self.vectors.rows_of(uniform(labels, n))
+        return rows[~np.isnan(rows[:, 0])], len(labels)
 
     def edges_changed(self, added: Sequence[Edge], removed: Sequence[Edge]) -> None:
         self.graph.changed(added, removed)
