@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
 from lme_data import CACHE, cached_embeddings, load_oracle, pooled_turns  # noqa: E402
+from results import recorded  # noqa: E402
 from store_build import build_store  # noqa: E402
 
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
@@ -419,13 +420,19 @@ def main() -> None:
     parser.add_argument("--rules", default="",
                         help="only these rules (names separated by ;), on both halves")
     args = parser.parse_args()
-    store, convs = collect(args.size, args.growing)
+    name = f"floor_replay_{args.size or 5432}{'_growing' if args.growing else ''}"
+    with recorded(name + ("_rules" if args.rules else "")):
+        report(args.size, args.growing, args.rules)
+
+
+def report(size: int, growing: bool, only: str) -> None:
+    store, convs = collect(size, growing)
     tune_idx, held_idx = split(len(convs))
     tune = [convs[i] for i in tune_idx]
     held = [convs[i] for i in held_idx]
     rules = grid(background(store.vectors))
-    if args.rules:
-        names = ["absolute only", *args.rules.split(";")]
+    if only:
+        names = ["absolute only", *only.split(";")]
         for title, part in (("tune half", tune), ("held-out half", held)):
             print(f"\n{title}, {len(store.ids)} memories:\n\n{HEADER}")
             for name in names:
