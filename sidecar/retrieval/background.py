@@ -45,7 +45,7 @@ class SimilarityBackground:
 
     def _current(self) -> tuple[np.ndarray, int]:
         with self._lock:
-            if self._sample is None or self._changes > max(self._count // 10, 0):
+            if self._sample is None or self._changes > self._count // 10:
                 self._sample, self._count = self._draw(self._size)
                 self._changes = 0
             return self._sample, self._count
