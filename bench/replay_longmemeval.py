@@ -3,13 +3,16 @@ and latency at two store sizes.
 
 For each question of the oracle set (sessions in date order, channel = agent = question id):
 one Inject per user turn, then the session's messages are imported as memories, so every
-session sees the memories of the earlier ones. The store is padded with shared memories
+session sees the memories of the earlier ones; after the last session, one Inject with the
+question, where the share of its answer-bearing user turns in view (its block and the blocks
+still held) is the evidence figure. The store is padded with shared memories
 (bench/padding.py) to the requested size. The sidecar runs as a separate process
 (``memsidecar serve``), with the default injection config. The bare query embedding is timed
 in this process on the same texts, interleaved with the Inject calls so both see the same load.
 
 Run:  .venv/bin/python -m bench.replay_longmemeval            (writes bench/results/)
       [--sizes 100000] [--query-max-tokens 128] [--long-text-tokens 1] [--score-floor 0]
+      [--background-floor 0]
       (config variants)
 """
 
@@ -67,6 +70,7 @@ class Replay:
     embed_ms: list[float] = field(default_factory=list)
     stages_ms: dict[str, list[float]] = field(default_factory=dict)
     stored: int = 0
+    evidence: list[float] = field(default_factory=list)  # per question: its evidence in view
 
 
 def padded_store(size: int, texts: list[str], vectors: np.ndarray, model: str = FP32) -> Path:
@@ -203,18 +207,24 @@ def replay(channel: grpc.Channel, questions: list[dict[str, Any]], embedder: Emb
         blocks: list[set[str]] = []  # the question's non-empty blocks, oldest first
         sessions = sorted(zip(q["haystack_dates"], q["haystack_sessions"], strict=True),
                           key=lambda pair: pair[0])
-        for _, session in sessions:
+        evidence: set[str] = set()  # ids of the question's has_answer user turns
+        for k, (_, session) in enumerate(sessions):
             for message in session:
                 if message["role"] != "user" or not message["content"].strip():
                     continue
                 _turn(inject, embedder, qid, message["content"], blocks, keep, out,
                       query_max_tokens)
-            out.stored += _import(store, qid, session)
+            out.stored += _import(store, qid, f"{qid}/{k}", session, evidence)
+        seen = _turn(inject, embedder, qid, q["question"], blocks, keep, out, query_max_tokens)
+        if evidence:
+            out.evidence.append(len(seen & evidence) / len(evidence))
     return out
 
 
 def _turn(inject: Any, embedder: Embedder, qid: str, text: str, blocks: list[set[str]],
-          keep: int, out: Replay, query_max_tokens: int = 0) -> None:
+          keep: int, out: Replay, query_max_tokens: int = 0) -> set[str]:
+    """One Inject; returns the ids the model has in view after it (the block and the blocks
+    still held)."""
     start = time.perf_counter()
     reply = inject(injection_pb2.InjectRequest(agent_id=qid, channel_id=qid, text=text,
                                                source="user"))
@@ -241,15 +251,21 @@ def _turn(inject: Any, embedder: Embedder, qid: str, text: str, blocks: list[set
             out.duplicates += 1
     if reply.items:
         blocks.append({item.id for item in reply.items})
+    return in_view | {item.id for item in reply.items}
 
 
-def _import(store: Any, qid: str, session: list[dict[str, Any]]) -> int:
+def _import(store: Any, qid: str, prefix: str, session: list[dict[str, Any]],
+            evidence: set[str]) -> int:
+    """Store the session's messages (ids ``prefix#index``); adds the ids of its
+    answer-bearing user turns to ``evidence``."""
+    evidence.update(f"{prefix}#{j}" for j, m in enumerate(session)
+                    if m["role"] == "user" and m.get("has_answer") and m["content"].strip())
     requests = [
         store_pb2.UpsertMemoryRequest(memory=memory_pb2.Memory(
-            content=m["content"][:16_000], agent_id=qid, channel_id=qid, source="replay",
-            type=memory_pb2.MEMORY_TYPE_FACT if m["role"] == "user"
+            id=f"{prefix}#{j}", content=m["content"][:16_000], agent_id=qid, channel_id=qid,
+            source="replay", type=memory_pb2.MEMORY_TYPE_FACT if m["role"] == "user"
             else memory_pb2.MEMORY_TYPE_OBSERVATION))
-        for m in session if m["content"].strip()
+        for j, m in enumerate(session) if m["content"].strip()
     ]
     return int(store.ImportMemories(iter(requests)).stored)
 
@@ -270,18 +286,18 @@ def row(size: int, r: Replay) -> str:
     ratio = float(np.median(r.inject_ms) / np.median(r.embed_ms))
     rest = np.array(r.server_ms) - np.array(r.server_embed_ms) - np.array(r.search_ms)
     return (f"| {size:,} | {r.turns} | {r.duplicates} | {np.mean(r.items):.2f} | "
-            f"{np.mean(r.padding):.2f} | "
+            f"{np.mean(r.padding):.2f} | {np.mean(r.evidence):.3f} | "
             f"{np.mean(r.tokens):.0f} | {pct(r.inject_ms)} | {pct(r.embed_ms)} | "
             f"{ratio:.2f}x | {pct(r.server_ms)} | {np.median(r.server_embed_ms):.1f} / "
             f"{np.median(r.search_ms):.1f} / {np.median(rest):.1f} |")
 
 
 HEADER = (
-    "| padding memories | user turns | duplicates in view | memories/turn | "
-    "from other conversations/turn | tokens/turn | "
+    "| padding memories | turns | duplicates in view | memories/turn | "
+    "from other conversations/turn | evidence in view at the question | tokens/turn | "
     "Inject p50 / p95 / p99 ms (gRPC) | bare embed p50 / p95 / p99 ms | p50 ratio | "
     "server elapsed p50 / p95 / p99 ms | server p50 ms: embed / search / rest |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -295,6 +311,9 @@ def main() -> None:
     parser.add_argument("--score-floor", type=float, default=-1.0,
                         help="[memory_injection] score_floor for the sidecar (default: the "
                              "config default; 0 = off, the floor before it existed)")
+    parser.add_argument("--background-floor", type=float, default=-1.0,
+                        help="[memory_injection] background_floor for the sidecar (default: "
+                             "the config default; 0 = off)")
     parser.add_argument("--long-text-tokens", type=int, default=0,
                         help="[server] onnx_long_text_tokens for the sidecar and the bare "
                              "embedding (0: the default, 96)")
@@ -303,8 +322,10 @@ def main() -> None:
                              "embedding")
     args = parser.parse_args()
     toml, embedder = variant(args.long_text_tokens, args.query_max_tokens, args.model)
-    if args.score_floor >= 0:
-        toml += f"[defaults.memory_injection]\nscore_floor = {args.score_floor}\n"
+    floors = {"score_floor": args.score_floor, "background_floor": args.background_floor}
+    if any(v >= 0 for v in floors.values()):
+        toml += "[defaults.memory_injection]\n" + "".join(
+            f"{k} = {v}\n" for k, v in floors.items() if v >= 0)
     data = oracle()
     chosen = [q for q in data[:250] if len(q["haystack_sessions"]) >= 2][: args.questions]
     texts, vectors = real(data[250:], embedder)
@@ -327,7 +348,8 @@ def main() -> None:
     suffix = ("" if args.model == FP32 else f"_{args.model}") + (
         f"_q{args.query_max_tokens}" if args.query_max_tokens else "") + (
         f"_lt{args.long_text_tokens}" if args.long_text_tokens else "") + (
-        f"_sf{args.score_floor}" if args.score_floor >= 0 else "")
+        f"_sf{args.score_floor}" if args.score_floor >= 0 else "") + (
+        f"_bf{args.background_floor}" if args.background_floor >= 0 else "")
     write_results(f"replay_longmemeval{suffix}", "\n".join(lines) + "\n" + notes)
     print("\n".join(lines) + "\n" + notes)
 

@@ -1,11 +1,14 @@
 """The relevance floor of the contextual section.
 
-A search hit is kept when its cosine to the turn text is at least ``contextual_min_score``
-(absolute) and, when a relative floor is on, it is close enough to the turn's best hit:
-cosine >= ``relative_floor`` x the best cosine, OR fused score >= ``score_floor`` x the best
-fused score (a floor set to 0 is off; with both off only the absolute floor applies). The
-relative floors scale with the store: a big store returns many loosely related hits that the
-absolute floor lets through, far below the turn's best.
+A search hit is kept when its cosine to the turn text clears two absolute bars: the fixed
+``contextual_min_score`` and, when ``background`` is on, the store's background for this
+text (the mean cosine of the stored memories to it, ``sidecar.retrieval.background``) plus
+``background`` x that cosine's standard deviation. When a relative floor is on, it must
+also be close enough to the turn's best hit: cosine >= ``relative_floor`` x the best
+cosine, OR fused score >= ``score_floor`` x the best fused score. A floor set to 0 is off.
+The background and relative floors scale with the store: a big store returns many loosely
+related hits that a fixed floor lets through, far below the turn's best and barely above
+what any stored memory scores.
 """
 
 from __future__ import annotations
@@ -13,6 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
+
+# Below this many stored memories the background floor is off: a small store's spread says
+# little, and a bar two spreads above its mean would keep only its top few memories.
+BACKGROUND_MIN_MEMORIES = 1000
 
 
 class Scored(Protocol):
@@ -28,20 +35,35 @@ class Floor:
     min_cosine: float  # absolute
     relative: float = 0.0  # x best cosine; 0 = off
     score: float = 0.0  # x best fused score; 0 = off
+    background: float = 0.0  # standard deviations above the store's mean cosine; 0 = off
 
 
-def passes(hits: Sequence[Scored], floor: Floor) -> list[bool]:
-    """Which ``hits`` (one turn's search results) clear the floor."""
+def passes(hits: Sequence[Scored], floor: Floor,
+           background: tuple[float, float, int] = (0.0, 0.0, 0)) -> list[bool]:
+    """Which ``hits`` (one turn's search results) clear the floor; ``background``: the
+    (mean, standard deviation) of the turn text's cosine to the stored memories, and their
+    number."""
     if not hits:
         return []
     best_cosine = max(h.cosine for h in hits)
     best_score = max(h.score for h in hits)
+    bar = max(floor.min_cosine, background_bar(floor, background))
     relative_on = floor.relative > 0 or floor.score > 0
     out = []
     for h in hits:
-        keep = h.cosine >= floor.min_cosine
+        keep = h.cosine >= bar
         if keep and relative_on:
             keep = ((floor.relative > 0 and h.cosine >= floor.relative * best_cosine)
                     or (floor.score > 0 and h.score >= floor.score * best_score))
         out.append(keep)
     return out
+
+
+def background_bar(floor: Floor, background: tuple[float, float, int]) -> float:
+    """The cosine ``floor.background`` standard deviations above the store's mean cosine to
+    the turn text (-1 when that floor is off or the store is smaller than
+    ``BACKGROUND_MIN_MEMORIES``)."""
+    mean, sd, count = background
+    if floor.background <= 0 or count < BACKGROUND_MIN_MEMORIES:
+        return -1.0
+    return mean + floor.background * sd

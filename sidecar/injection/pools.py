@@ -82,8 +82,11 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     ))
     pool: list[Candidate] = []
     floored: list[Hit] = []
-    floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor)
-    for hit, keep in zip(result.hits, passes(result.hits, floor), strict=True):
+    floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor,
+                  config.background_floor)
+    background = (retriever.similarity_background(result.query_embedding)
+                  if floor.background > 0 else (0.0, 0.0, 0))
+    for hit, keep in zip(result.hits, passes(result.hits, floor, background), strict=True):
         if not keep:
             floored.append(hit)
             continue

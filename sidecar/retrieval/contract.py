@@ -77,6 +77,11 @@ class Retriever(Protocol):
         """The stored embedding of a live memory (for semantic dedup)."""
         ...
 
+    def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
+        """(mean, standard deviation) of the query's cosine to every stored memory, and
+        their number."""
+        ...
+
     def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
         """Every live memory of ``memory_type`` visible to ``agent_id`` (from memory, not the
         store), with whether it is established (given to an agent, read, or edited)."""

@@ -41,6 +41,7 @@ import numpy as np
 from sidecar.embedding import Embedder
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation
+from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RRF, RetrievalConfig
 from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
 from sidecar.retrieval.fusion.contract import (
@@ -101,6 +102,7 @@ class HybridRetriever:
         self._lexical_saved = -1  # the BM25 version on disk
         self.graph = EdgeGraph()
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
+        self.background = SimilarityBackground(self._background_sample)
         self._vector_source = VectorSource(self.vectors)
         self._lexical_source = LexicalSource(self.lexical)
         # Sources run after the first stage (vector + lexical), in order: add new ones here.
@@ -121,6 +123,7 @@ class HybridRetriever:
             if labels:
                 replace_all = getattr(self.vectors, "replace_all", self.vectors.add)
                 replace_all(np.concatenate(labels), np.vstack(rows))
+                self.background.changed(sum(len(batch) for batch in labels))
             self.embedder.adopt(target)
 
     @property
@@ -153,7 +156,7 @@ class HybridRetriever:
         for batch, vectors in memories.iter_live_embeddings():
             batch_labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
-            self.vectors.add(batch_labels, vectors)
+            self._add_vectors(batch_labels, vectors)
             labels += batch_labels.tolist()
             texts += [m.content for m in batch]
             self.scopes.heard(batch[-1].seq)
@@ -211,7 +214,7 @@ class HybridRetriever:
             return
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
-        self.vectors.add(labels, embeddings)
+        self._add_vectors(labels, embeddings)
         self.lexical.add(labels.tolist(), [m.content for m in memories])
         self.scopes.heard(int(labels.max()))
 
@@ -219,7 +222,21 @@ class HybridRetriever:
         gone = np.array(self.live.drop(memories), np.int64)
         if len(gone):
             self.lexical.remove(gone.tolist())
-            self.vectors.remove(gone)
+            self._remove_vectors(gone)
+
+    def _add_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        self.vectors.add(labels, vectors)
+        self.background.changed(len(labels))
+
+    def _remove_vectors(self, labels: np.ndarray) -> None:
+        self.vectors.remove(labels)
+        self.background.changed(len(labels))
+
+    def _background_sample(self, n: int) -> tuple[np.ndarray, int]:
+        """A uniform sample of at most ``n`` live vectors, and the number of live vectors."""
+        labels = np.flatnonzero(self.live.alive).astype(np.int64)
+        rows = self.vectors.rows_of(uniform(labels, n))
+        return rows[~np.isnan(rows[:, 0])], len(labels)
 
     def edges_changed(self, added: Sequence[Edge], removed: Sequence[Edge]) -> None:
         self.graph.changed(added, removed)
@@ -233,6 +250,9 @@ class HybridRetriever:
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
+
+    def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
+        return self.background.of(query)
 
     def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
         return self.live.members(self.live.filter(agent_id, (memory_type,)))

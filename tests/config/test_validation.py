@@ -116,6 +116,8 @@ ERRORS = [
      ["allowed 1..1000"]),
     ("[defaults.memory_injection]\nmax_total = 0\n", "defaults.memory_injection.max_total",
      ["allowed 1..10000"]),
+    ("[defaults.memory_injection]\nbackground_floor = -1\n",
+     "defaults.memory_injection.background_floor", ["-1", "allowed 0..100"]),
     ("[defaults.memory_injection]\nmax_tokens = -1\n", "defaults.memory_injection.max_tokens",
      ["allowed 0..10000000"]),
     ("[retrieval]\nrrf_k = 0\n", "retrieval.rrf_k", ["allowed 0.1..10000"]),

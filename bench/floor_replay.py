@@ -1,0 +1,462 @@
+"""Relevance floors on the LongMemEval replay, per conversation turn, as one agent.
+
+    .venv/bin/python -m bench.floor_replay [--size 100000] [--growing] [--rules "a;b"]
+
+The store holds every user turn of every session of the oracle set (5,432 memories of 940
+sessions; ``--size`` pads it with filler from bench/padding.py: sentences of the oracle
+conversations and pairs of them, each labelled with the sessions it comes from). Each of the
+500 questions is one conversation, replayed as one channel: every user turn of its sessions
+in date order, then the question (5,979 turns). A turn searches the whole store except its
+own memory (``--growing``: except the question's current and later sessions, i.e. only what
+was said before the session). Hits come from the real hybrid engine (default
+RetrievalConfig, in process, ``search_limit`` 20); a conversation turn's query embedding is
+its stored one.
+
+Per floor rule the blocks are then built as Inject builds them: the floor, the cooldown of
+the K - 1 = 2 latest non-empty blocks (by id, and by cosine > ``semantic_threshold`` to them
+or to an item kept earlier in the block), ``max_total``. Reported per turn:
+
+- items, and **unrelated** items: memories of sessions that are not the question's own
+  (another conversation, or filler made only from other conversations' sentences);
+- at the question turn, **evidence in view**: the share of the question's ``has_answer``
+  user turns the model has in view (the question's block or the blocks still held).
+
+"Question alone" is the question against the whole store with no conversation before it
+(one turn per question). Rules are ranked on a fixed
+tune half of the questions (fewest unrelated items among those losing at most 0.02 of both
+evidence figures) and reported on the other half.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import numpy as np  # noqa: E402
+from lme_data import CACHE, cached_embeddings, load_oracle, pooled_turns  # noqa: E402
+from results import recorded  # noqa: E402
+from store_build import build_store  # noqa: E402
+
+from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
+from sidecar.injection.config import MemoryInjectionConfig  # noqa: E402
+from sidecar.injection.floor import Floor, passes  # noqa: E402
+from sidecar.live import Live  # noqa: E402
+from sidecar.retrieval.background import SimilarityBackground, uniform  # noqa: E402
+from sidecar.retrieval.config import RetrievalConfig  # noqa: E402
+from sidecar.retrieval.contract import SearchQuery  # noqa: E402
+from sidecar.retrieval.hybrid import HybridRetriever  # noqa: E402
+from sidecar.store.db import Database  # noqa: E402
+from sidecar.store.repos import Repositories  # noqa: E402
+
+SEED = 20261122
+CONFIG = MemoryInjectionConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    idx: np.ndarray  # store rows of the hits, fused-score order
+    cosine: np.ndarray
+    score: np.ndarray
+    query: np.ndarray  # the query embedding
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    turns: list[Turn]  # the conversation's user turns, then the question
+    own: frozenset[str]  # the question's sessions
+    evidence: frozenset[int]  # store rows of its has_answer user turns (empty: abstention)
+    alone: Turn  # the question against the whole store
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    ids: list[str]
+    texts: list[str]
+    vectors: np.ndarray
+    sessions: list[frozenset[str]]  # the sessions each row comes from
+
+
+def oracle_store(data: list[dict], size: int) -> Store:  # type: ignore[type-arg]
+    turns = pooled_turns(data, ("user",))
+    ids = [t.id for t in turns]
+    texts = [t.content for t in turns]
+    vectors = cached_embeddings(texts, "lme_user")
+    sessions = [frozenset([t.session_id]) for t in turns]
+    if size > len(ids):
+        fill_texts, fill_vectors, fill_sessions = filler(data, size - len(ids))
+        ids += [f"fill-{i}" for i in range(len(fill_texts))]
+        texts += fill_texts
+        vectors = np.vstack([vectors, fill_vectors])
+        sessions += fill_sessions
+    return Store(ids, texts, vectors, sessions)
+
+
+def filler(data: list[dict], n: int) -> tuple[list[str], np.ndarray,  # type: ignore[type-arg]
+                                              list[frozenset[str]]]:
+    """``n`` filler memories (bench/padding.py), each with the sessions its sentences are from."""
+    from bench.padding import _SPLIT, padding, real
+
+    texts, vectors = real(data[250:], Embedder(bundled_model_files()))
+    origin: dict[str, set[str]] = {}
+    for q in data:
+        for sid, session in zip(q["haystack_session_ids"], q["haystack_sessions"], strict=True):
+            for turn in session:
+                for piece in _SPLIT.split(turn["content"]):
+                    origin.setdefault(piece.strip(), set()).add(sid)
+    out_texts, out_vectors = padding(texts, vectors, n)
+    sessions = []
+    for text in out_texts:
+        parts = [text] if text in origin else _pair(text, origin)
+        sessions.append(frozenset().union(*(origin.get(p, set()) for p in parts)))
+    return out_texts, out_vectors, sessions
+
+
+def _pair(text: str, origin: dict[str, set[str]]) -> list[str]:
+    for cut in (i for i, ch in enumerate(text) if ch == " "):
+        if text[:cut] in origin and text[cut + 1:] in origin:
+            return [text[:cut], text[cut + 1:]]
+    return []
+
+
+def collect(size: int, growing: bool) -> tuple[Store, list[Conversation]]:
+    data = load_oracle()
+    store = oracle_store(data, size)
+    cache = CACHE / f"floor_replay_{len(store.ids)}{'_growing' if growing else ''}.json"
+    row_of = {memory_id: i for i, memory_id in enumerate(store.ids)}
+    if cache.exists():
+        return store, [_load(c) for c in json.loads(cache.read_text())]
+    data_dir = CACHE / f"floor_replay_store_{len(store.ids)}"
+    build_store(data_dir, store.ids, store.texts, store.vectors)
+    db = Database(data_dir / "memsidecar.sqlite3")
+    engine = HybridRetriever(Embedder(bundled_model_files()), Live.fixed(RetrievalConfig()))
+    repos = Repositories.open(db)
+    engine.load(repos.memories, repos.edges)
+    by_session: dict[str, list[int]] = {}
+    for i, sessions in enumerate(store.sessions):
+        for sid in sessions:
+            by_session.setdefault(sid, []).append(i)
+    seq = np.array([engine.live.seq_of(m) for m in store.ids], np.int64)
+    searcher = _Searcher(engine, seq, row_of)
+    out = []
+    for n, q in enumerate(data):
+        out.append(_conversation(q, store, row_of, by_session, searcher, growing))
+        if n % 25 == 0:
+            print(f"searched {n}/{len(data)} conversations", file=sys.stderr, flush=True)
+    db.close()
+    cache.write_text(json.dumps([_dump(c) for c in out]))
+    return store, out
+
+
+class _Searcher:
+    """The engine's search, blind to some store rows (sessions not stored yet)."""
+
+    def __init__(self, engine: HybridRetriever, seq: np.ndarray, row_of: dict[str, int]) -> None:
+        self.engine, self.seq, self.row_of = engine, seq, row_of
+        self.hidden = np.zeros(int(seq.max()) + 1, bool)
+        live = engine.live
+        original = live.filter
+
+        def accept(agent_id: str, types: object = ()) -> object:
+            base = original(agent_id)
+            hidden = self.hidden
+            return lambda labels: base(labels) & ~hidden[np.clip(labels, 0, len(hidden) - 1)]
+
+        live.accept = accept  # type: ignore[method-assign,assignment]
+
+    def search(self, text: str, vector: np.ndarray, hidden_rows: list[int]) -> Turn:
+        self.hidden[:] = False
+        self.hidden[self.seq[hidden_rows]] = True
+        hits = self.engine.search(SearchQuery(text, limit=CONFIG.search_limit, embedding=vector,
+                                              search_limit=CONFIG.search_limit)).hits
+        return Turn(np.array([self.row_of[h.memory.id] for h in hits], np.int64),
+                    np.array([h.cosine for h in hits]), np.array([h.score for h in hits]),
+                    vector)
+
+
+def _conversation(q: dict, store: Store, row_of: dict[str, int],  # type: ignore[type-arg]
+                  by_session: dict[str, list[int]], searcher: _Searcher,
+                  growing: bool) -> Conversation:
+    own = frozenset(q["haystack_session_ids"])
+    order = sorted(range(len(q["haystack_session_ids"])), key=lambda i: q["haystack_dates"][i])
+    sids = [q["haystack_session_ids"][i] for i in order]
+    turns = []
+    for k, i in enumerate(order):
+        later = [r for sid in sids[k:] for r in by_session.get(sid, [])] if growing else []
+        for j, message in enumerate(q["haystack_sessions"][i]):
+            if message["role"] != "user" or not message["content"].strip():
+                continue
+            row = row_of[f"{sids[k]}#{j}"]
+            turns.append(searcher.search(message["content"], store.vectors[row], later or [row]))
+    turns.append(searcher.search(q["question"], searcher.engine.embed_query(q["question"]), []))
+    evidence: frozenset[int] = frozenset()
+    if not str(q["question_id"]).endswith("_abs"):
+        evidence = frozenset(
+            row_of[f"{sid}#{j}"]
+            for sid, session in zip(q["haystack_session_ids"], q["haystack_sessions"], strict=True)
+            if sid in q["answer_session_ids"]
+            for j, m in enumerate(session)
+            if m["role"] == "user" and m.get("has_answer") and m["content"].strip())
+    return Conversation(turns, own, evidence, turns[-1])
+
+
+def _dump(c: Conversation) -> dict:  # type: ignore[type-arg]
+    return {"turns": [[t.idx.tolist(), t.cosine.tolist(), t.score.tolist(),
+                       np.round(t.query, 5).tolist()] for t in c.turns],
+            "own": sorted(c.own), "evidence": sorted(c.evidence)}
+
+
+def _load(d: dict) -> Conversation:  # type: ignore[type-arg]
+    turns = [Turn(np.array(i, np.int64), np.array(c), np.array(s), np.array(q, np.float32))
+             for i, c, s, q in d["turns"]]
+    return Conversation(turns, frozenset(d["own"]), frozenset(d["evidence"]), turns[-1])
+
+
+# --- rules and the block simulation --------------------------------------------------------
+
+Rule = Callable[[Turn], np.ndarray]  # keep mask over the turn's hits
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    items: float
+    unrelated: float
+    recall: float  # at the question turn, in view
+    q_items: float  # the question alone
+    q_unrelated: float
+    q_recall: float
+
+
+def measure(store: Store, convs: list[Conversation], rule: Rule) -> Row:
+    items, unrelated, recall = [], [], []
+    q_items, q_unrelated, q_recall = [], [], []
+    for c in convs:
+        blocks: list[list[int]] = []
+        for n, t in enumerate(c.turns):
+            held = blocks[-(CONFIG.max_injected_blocks_in_history - 1):]
+            chosen = _block(store, t, rule, [r for b in held for r in b])
+            items.append(len(chosen))
+            unrelated.append(_unrelated(store, c, chosen))
+            if n == len(c.turns) - 1 and c.evidence:
+                seen = set(chosen).union(*held)
+                recall.append(len(seen & c.evidence) / len(c.evidence))
+            if chosen:
+                blocks.append(chosen)
+        alone = _block(store, c.alone, rule, [])
+        q_items.append(len(alone))
+        q_unrelated.append(_unrelated(store, c, alone))
+        if c.evidence:
+            q_recall.append(len(set(alone) & c.evidence) / len(c.evidence))
+    return Row(*(float(np.mean(v)) for v in (items, unrelated, recall, q_items, q_unrelated,
+                                             q_recall)))
+
+
+def _unrelated(store: Store, c: Conversation, rows: list[int]) -> int:
+    return sum(not (store.sessions[r] & c.own) for r in rows)
+
+
+def _block(store: Store, t: Turn, rule: Rule, in_view: list[int]) -> list[int]:
+    if not len(t.idx):
+        return []
+    keep = rule(t) & (t.cosine >= CONFIG.contextual_min_score)
+    view = set(in_view)
+    view_vecs = store.vectors[in_view] if in_view else None
+    chosen: list[int] = []
+    for r in t.idx[keep].tolist():
+        if r in view or r in chosen:
+            continue
+        v = store.vectors[r]
+        if view_vecs is not None and float((view_vecs @ v).max()) > CONFIG.semantic_threshold:
+            continue
+        if chosen and float((store.vectors[chosen] @ v).max()) > CONFIG.semantic_threshold:
+            continue
+        chosen.append(r)
+        if len(chosen) == CONFIG.max_total:
+            break
+    return chosen
+
+
+def relative(r: float, s: float, both: bool = False) -> Rule:
+    """cosine >= r x best OR (AND with ``both``) fused score >= s x best; 0 = that part off."""
+    def rule(t: Turn) -> np.ndarray:
+        by_cos = t.cosine >= r * t.cosine.max() if r else None
+        by_score = t.score >= s * t.score.max() if s else None
+        parts = [p for p in (by_cos, by_score) if p is not None]
+        if not parts:
+            return np.ones(len(t.idx), bool)
+        if len(parts) == 1:
+            return parts[0]
+        return (parts[0] & parts[1]) if both else (parts[0] | parts[1])
+    return rule
+
+
+def spread(f: float) -> Rule:
+    """cosine >= tail + f x (best - tail), tail = the turn's lowest hit cosine."""
+    def rule(t: Turn) -> np.ndarray:
+        lo, hi = t.cosine.min(), t.cosine.max()
+        return t.cosine >= lo + f * (hi - lo)
+    return rule
+
+
+def gap(g: float, start: int = 1) -> Rule:
+    """Cut below the largest drop between consecutive sorted cosines (after ``start`` hits)
+    when that drop is at least ``g``."""
+    def rule(t: Turn) -> np.ndarray:
+        s = np.sort(t.cosine)[::-1]
+        if len(s) <= start:
+            return np.ones(len(t.idx), bool)
+        d = s[start - 1:-1] - s[start:]
+        i = int(np.argmax(d))
+        if d[i] < g:
+            return np.ones(len(t.idx), bool)
+        return t.cosine >= s[start - 1 + i]
+    return rule
+
+
+def background(vectors: np.ndarray) -> SimilarityBackground:
+    """The engine's background estimate over the whole store."""
+    return SimilarityBackground(
+        lambda n: (vectors[uniform(np.arange(len(vectors)), n)], len(vectors)))
+
+
+def zscore(bg: SimilarityBackground, z: float) -> Rule:
+    """cosine >= background mean + z x background spread."""
+    def rule(t: Turn) -> np.ndarray:
+        m, sd, _ = bg.of(t.query)
+        return t.cosine >= m + z * sd
+    return rule
+
+
+def above_background(bg: SimilarityBackground, f: float) -> Rule:
+    """cosine - background >= f x (best - background)."""
+    def rule(t: Turn) -> np.ndarray:
+        m, _, _ = bg.of(t.query)
+        return t.cosine - m >= f * (t.cosine.max() - m)
+    return rule
+
+
+def either(a: Rule, b: Rule) -> Rule:
+    return lambda t: a(t) | b(t)
+
+
+def both(a: Rule, b: Rule) -> Rule:
+    return lambda t: a(t) & b(t)
+
+
+def configured(bg: SimilarityBackground, config: MemoryInjectionConfig) -> Rule:
+    """The floor Inject runs (``sidecar.injection.floor``) with ``config``'s knobs."""
+    floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor,
+                  config.background_floor)
+
+    def rule(t: Turn) -> np.ndarray:
+        hits = [_Hit(c, s) for c, s in zip(t.cosine.tolist(), t.score.tolist(), strict=True)]
+        return np.array(passes(hits, floor, bg.of(t.query)), bool)
+    return rule
+
+
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    cosine: float
+    score: float
+
+
+OLD = MemoryInjectionConfig(score_floor=0.3, background_floor=0.0)
+
+
+def grid(bg: SimilarityBackground) -> dict[str, Rule]:
+    rules: dict[str, Rule] = {"absolute only": relative(0, 0),
+                              "old defaults": configured(bg, OLD),
+                              "defaults": configured(bg, CONFIG)}
+    for z in (1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0):
+        rules[f"z {z}"] = zscore(bg, z)
+        for s in (0.3, 0.35, 0.4, 0.5, 0.6):
+            rules[f"z {z} OR score {s}"] = either(zscore(bg, z), relative(0, s))
+            rules[f"z {z} AND score {s}"] = both(zscore(bg, z), relative(0, s))
+    for f in (0.3, 0.4, 0.5, 0.6, 0.7):
+        rules[f"background {f}"] = above_background(bg, f)
+        rules[f"background {f} OR score 0.3"] = either(above_background(bg, f), relative(0, 0.3))
+    for r in (0.0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95):
+        for s in (0.0, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8):
+            if r or s:
+                rules[f"cos {r} OR score {s}"] = relative(r, s)
+                if r and s:
+                    rules[f"cos {r} AND score {s}"] = relative(r, s, True)
+    for f in (0.2, 0.3, 0.4, 0.5, 0.6):
+        rules[f"spread {f}"] = spread(f)
+        for s in (0.3, 0.5):
+            rules[f"spread {f} OR score {s}"] = either(spread(f), relative(0, s))
+    for g in (0.03, 0.05, 0.08):
+        rules[f"gap {g}"] = gap(g)
+    return rules
+
+
+def split(n: int) -> tuple[list[int], list[int]]:
+    order = np.random.default_rng(SEED).permutation(n)
+    tune = sorted(int(i) for i in order[: n // 2])
+    return tune, sorted(set(range(n)) - set(tune))
+
+
+def fmt(name: str, row: Row) -> str:
+    return (f"| {name} | {row.items:.2f} | {row.unrelated:.2f} | {row.recall:.3f} | "
+            f"{row.q_items:.2f} | {row.q_unrelated:.2f} | {row.q_recall:.3f} |")
+
+
+HEADER = ("| rule | items / turn | unrelated / turn | evidence in view | question alone: items "
+          "| unrelated | evidence |\n|---|---|---|---|---|---|---|")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", type=int, default=0, help="pad the store to this many rows")
+    parser.add_argument("--growing", action="store_true",
+                        help="a turn sees only sessions before its own (not the whole store)")
+    parser.add_argument("--rules", default="",
+                        help="only these rules (names separated by ;), on both halves")
+    args = parser.parse_args()
+    name = f"floor_replay_{args.size or 5432}{'_growing' if args.growing else ''}"
+    with recorded(name + ("_rules" if args.rules else "")):
+        report(args.size, args.growing, args.rules)
+
+
+def report(size: int, growing: bool, only: str) -> None:
+    store, convs = collect(size, growing)
+    tune_idx, held_idx = split(len(convs))
+    tune = [convs[i] for i in tune_idx]
+    held = [convs[i] for i in held_idx]
+    rules = grid(background(store.vectors))
+    if only:
+        names = ["absolute only", *only.split(";")]
+        for title, part in (("tune half", tune), ("held-out half", held)):
+            print(f"\n{title}, {len(store.ids)} memories:\n\n{HEADER}")
+            for name in names:
+                print(fmt(name, measure(store, part, rules[name])))
+        return
+    base = measure(store, tune, rules["absolute only"])
+    rows = {name: measure(store, tune, rule) for name, rule in rules.items()}
+
+    def lost(row: Row) -> float:
+        return max(base.recall - row.recall, base.q_recall - row.q_recall)
+
+    ranked = sorted(rows, key=lambda n: (lost(rows[n]) > 0.02, rows[n].unrelated))
+    print(f"{len(store.ids)} memories, {len(convs)} conversations, "
+          f"{sum(len(c.turns) for c in convs)} turns\n\ntune half: absolute only, then the 15 "
+          "rules with the fewest unrelated items among those losing at most 0.02 of evidence "
+          "(in view and question alone):\n")
+    print(HEADER)
+    for name in ["absolute only", *ranked[:15]]:
+        print(fmt(name, rows[name]))
+    print("\nheld-out half:\n")
+    print(HEADER)
+    for name in dict.fromkeys(("absolute only", "old defaults", "defaults", *ranked[:5])):
+        print(fmt(name, measure(store, held, rules[name])))
+
+
+if __name__ == "__main__":
+    main()
