@@ -22,14 +22,14 @@ class MemoryInjectionConfig:
     # (docs/decisions/0001-cosine-floor.md, bench/cosine_floor.py).
     contextual_min_score: float = field(default=0.25, metadata=unit(
         "Cosine floor of a contextual (searched) candidate."))
-    # The next three chosen on the LongMemEval replay at 5.4k and 100k memories
+    # The next three chosen on the LongMemEval replay at 5.4k and 100k memories, score fusion
     # (bench/floor_replay.py, docs/decisions/0011-relevance-floor.md): a fused-score floor and
     # a store-calibrated cosine floor cut unrelated hits at little evidence lost; a cosine floor
     # relative to the best hit cost more evidence for the same cut.
     relative_floor: float = field(default=0.0, metadata=unit(
         "Keep a contextual hit whose cosine is at least this x the turn's best cosine (or "
         "that passes score_floor); 0 = off."))
-    score_floor: float = field(default=0.35, metadata=unit(
+    score_floor: float = field(default=0.4, metadata=unit(
         "Keep a contextual hit whose fused score is at least this x the turn's best fused "
         "score (or that passes relative_floor); 0 = off."))
     background_floor: float = field(default=2.0, metadata=knob(
