@@ -57,8 +57,8 @@ def test_same_turn_is_a_retry_recording_nothing_twice(serve: Serve) -> None:
 def test_expired_deadline_records_nothing(serve: Serve,
                                           caplog: pytest.LogCaptureFixture) -> None:
     """The handler outlives a real deadline (the longest text allowed takes about twice 20 ms
-    to search on an idle machine, longer under load): the calls fail with DEADLINE_EXCEEDED and leave no turn, no cooldown and
-    no access count."""
+    to search on an idle machine, longer under load): the calls fail with DEADLINE_EXCEEDED
+    and leave no turn, no cooldown and no access count."""
     live = serve()
     fact = put(live, DB_FACT)
     slow = ("Which database does billing use? " * 2000)[:65_536]  # the longest text allowed
