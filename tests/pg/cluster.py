@@ -18,6 +18,8 @@ from pathlib import Path
 import psycopg
 
 BINDIR = Path("/usr/lib/postgresql/15/bin")
+# runuser lives in /usr/sbin (util-linux), which a non-login root shell may not have on PATH.
+RUNUSER = shutil.which("runuser") or "/usr/sbin/runuser"
 INSTALL_HINT = "install Debian's postgresql (make install runs clients/apt.sh for it)"
 
 
@@ -75,7 +77,7 @@ class Cluster:
     def _run(self, binary: str, *args: str) -> None:
         command = [str(BINDIR / binary), *args]
         if self._as_postgres:
-            command = ["runuser", "-u", "postgres", "--", *command]
+            command = [RUNUSER, "-u", "postgres", "--", *command]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             log = self.log.read_text() if self.log.exists() else ""
