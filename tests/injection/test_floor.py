@@ -59,7 +59,8 @@ def test_loose_matches_do_not_fill_the_block(serve: Serve) -> None:
     live = serve(relative_floor=0.85, score_floor=0.0, background_floor=0.0, max_total=25)
     narrow = inject(live, question, channel="b")
     assert len(wide.items) >= 15
-    assert 1 <= len(narrow.items) < len(wide.items) // 2
+    assert len(narrow.items) >= 1
+    assert len(narrow.items) < len(wide.items) // 2  # the relative floor cuts over half
     assert "PostgreSQL 16" in narrow.items[0].content
     assert narrow.stats.below_min_score > wide.stats.below_min_score
     # exactly the wide block's items at or above 0.85 x its best cosine survive the floor
