@@ -6,7 +6,7 @@ import argparse
 import logging
 import os
 import signal
-import threading
+import time
 from typing import Any
 
 from sidecar.cli.logs import FORMATS
@@ -46,15 +46,17 @@ def run(args: argparse.Namespace) -> int:
     except Exception:
         app.close()
         raise
-    stop = threading.Event()
+    received: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        # The handler only appends: a handler that takes a lock (Event.set) deadlocks when
+        # the signal lands while the main thread holds that same lock.
+        signal.signal(sig, lambda signum, _frame: received.append(signum))
     server.start()
     log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir)
     # A signal may be delivered to one of gRPC's threads; the main thread only runs the
-    # Python handler when it wakes, so wait in short slices rather than forever.
-    while not stop.wait(0.2):
-        pass
+    # Python handler when it wakes, so sleep in short slices rather than forever.
+    while not received:
+        time.sleep(0.2)
     log.info("shutting down")
     server.stop()
     return 0
