@@ -21,10 +21,20 @@ or to an item kept earlier in the block), ``max_total``. Reported per turn:
 - at the question turn, **evidence in view**: the share of the question's ``has_answer``
   user turns the model has in view (the question's block or the blocks still held).
 
-"Question alone" is the question against the whole store with no conversation before it
-(one turn per question). Rules are ranked on a fixed
-tune half of the questions (fewest unrelated items among those losing at most 0.02 of both
-evidence figures) and reported on the other half.
+Each row of the store carries the channel it was written in: the conversation of its
+session (the first one holding it, for the 8 sessions two questions share); filler carries
+none. A conversation's turns are Injects of its channel. "Question alone" is the question
+against the whole store with no conversation before it, in a channel where nothing was
+written (one turn per question); "asked elsewhere" is the same question in the channel of the
+other conversation most of its hits come from (what a user asking about one conversation
+from within another gets). The same rules are also reported as if no memory carried a
+channel.
+
+The channel-blind floors were ranked before (docs/decisions/0011-relevance-floor.md; they
+stay reachable with ``--rules``); the channel rules are ranked on a fixed tune half of the
+questions (among those cutting at least 40% of the unrelated items the absolute floor lets
+through for at most 0.02 of both evidence figures, the least evidence lost asked elsewhere)
+and reported on the other half.
 """
 
 from __future__ import annotations
@@ -410,23 +420,23 @@ class _Hit:
     score: float
 
 
-OLD = MemoryInjectionConfig(score_floor=0.3, background_floor=0.0)
+OLD = MemoryInjectionConfig(score_floor=0.3, background_floor=0.0, own_channel_boost=0.0)
 TODAY = MemoryInjectionConfig(score_floor=0.4, background_floor=2.0, own_channel_boost=0.0)
 
 
 def grid(bg: SimilarityBackground) -> dict[str, Rule]:
     rules = {name: blind(rule) for name, rule in blind_grid(bg).items()}
-    rules["old defaults"] = configured(bg, OLD)
+    rules["score_floor 0.3"] = configured(bg, OLD)
     rules["defaults"] = configured(bg, CONFIG)
     today = configured(bg, TODAY)
-    rules["today"] = today
+    rules["own_channel_boost 0"] = today
     for x in (0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
         rules[f"other channel {x}"] = other_channel(today, x)
     for x in (0.5, 0.7):
         rules[f"other channel {x} always"] = other_channel(today, x, always=True)
     for b in (0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0, 1.5, 2.0):
-        rules[f"own channel boost {b}"] = configured(bg, replace(TODAY, own_channel_boost=b))
-        rules[f"old defaults, own channel boost {b}"] = configured(
+        rules[f"own_channel_boost {b}"] = configured(bg, replace(TODAY, own_channel_boost=b))
+        rules[f"score_floor 0.3, own_channel_boost {b}"] = configured(
             bg, replace(OLD, own_channel_boost=b))
     return rules
 
@@ -529,7 +539,7 @@ def report(size: int, growing: bool, only: str) -> None:
     no_channels(store, held, rules, names)
 
 
-REFERENCES = ("absolute only", "old defaults", "today", "defaults")
+REFERENCES = ("absolute only", "score_floor 0.3", "own_channel_boost 0", "defaults")
 TARGET_CUT = 0.4  # of the unrelated items the absolute floor alone lets through
 
 
