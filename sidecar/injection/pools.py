@@ -67,7 +67,7 @@ class ContextualPool:
 
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
-                    retriever: Retriever, channel_id: str = "") -> ContextualPool:
+                    retriever: Retriever, channel_id: str) -> ContextualPool:
     """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
     of ``channel_id``.
 
