@@ -30,8 +30,8 @@ other conversation most of its hits come from (what a user asking about one conv
 from within another gets). The same rules are also reported as if no memory carried a
 channel.
 
-The channel-blind floors were ranked before (docs/decisions/0011-relevance-floor.md; they
-stay reachable with ``--rules``); the channel rules are ranked on a fixed tune half of the
+The channel-blind floors (their ranking is in docs/decisions/0011-relevance-floor.md) stay
+reachable with ``--rules``; the channel rules are ranked on a fixed tune half of the
 questions (among those cutting at least 40% of the unrelated items the absolute floor lets
 through for at most 0.02 of both evidence figures, the least evidence lost asked elsewhere)
 and reported on the other half.
@@ -421,21 +421,21 @@ class _Hit:
 
 
 OLD = MemoryInjectionConfig(score_floor=0.3, background_floor=0.0, own_channel_boost=0.0)
-TODAY = MemoryInjectionConfig(score_floor=0.4, background_floor=2.0, own_channel_boost=0.0)
+UNBOOSTED = MemoryInjectionConfig(score_floor=0.4, background_floor=2.0, own_channel_boost=0.0)
 
 
 def grid(bg: SimilarityBackground) -> dict[str, Rule]:
     rules = {name: blind(rule) for name, rule in blind_grid(bg).items()}
     rules["score_floor 0.3"] = configured(bg, OLD)
     rules["defaults"] = configured(bg, CONFIG)
-    today = configured(bg, TODAY)
-    rules["own_channel_boost 0"] = today
+    unboosted = configured(bg, UNBOOSTED)
+    rules["own_channel_boost 0"] = unboosted
     for x in (0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
-        rules[f"other channel {x}"] = other_channel(today, x)
+        rules[f"other channel {x}"] = other_channel(unboosted, x)
     for x in (0.5, 0.7):
-        rules[f"other channel {x} always"] = other_channel(today, x, always=True)
+        rules[f"other channel {x} always"] = other_channel(unboosted, x, always=True)
     for b in (0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0, 1.5, 2.0):
-        rules[f"own_channel_boost {b}"] = configured(bg, replace(TODAY, own_channel_boost=b))
+        rules[f"own_channel_boost {b}"] = configured(bg, replace(UNBOOSTED, own_channel_boost=b))
         rules[f"score_floor 0.3, own_channel_boost {b}"] = configured(
             bg, replace(OLD, own_channel_boost=b))
     return rules
