@@ -21,10 +21,20 @@ or to an item kept earlier in the block), ``max_total``. Reported per turn:
 - at the question turn, **evidence in view**: the share of the question's ``has_answer``
   user turns the model has in view (the question's block or the blocks still held).
 
-"Question alone" is the question against the whole store with no conversation before it
-(one turn per question). Rules are ranked on a fixed
-tune half of the questions (fewest unrelated items among those losing at most 0.02 of both
-evidence figures) and reported on the other half.
+Each row of the store carries the channel it was written in: the conversation of its
+session (the first one holding it, for the 8 sessions two questions share); filler carries
+none. A conversation's turns are Injects of its channel. "Question alone" is the question
+against the whole store with no conversation before it, in a channel where nothing was
+written (one turn per question); "asked elsewhere" is the same question in the channel of the
+other conversation most of its hits come from (what a user asking about one conversation
+from within another gets). The same rules are also reported as if no memory carried a
+channel.
+
+The channel-blind floors (their ranking is in docs/decisions/0011-relevance-floor.md) stay
+reachable with ``--rules``; the channel rules are ranked on a fixed tune half of the
+questions (among those cutting at least 40% of the unrelated items the absolute floor lets
+through for at most 0.02 of both evidence figures, the least evidence lost asked elsewhere)
+and reported on the other half.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -74,6 +84,7 @@ class Conversation:
     own: frozenset[str]  # the question's sessions
     evidence: frozenset[int]  # store rows of its has_answer user turns (empty: abstention)
     alone: Turn  # the question against the whole store
+    channel: int = -1  # its channel: the question's index
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +93,7 @@ class Store:
     texts: list[str]
     vectors: np.ndarray
     sessions: list[frozenset[str]]  # the sessions each row comes from
+    channels: np.ndarray  # the channel each row was written in (-1: none, filler)
 
 
 def oracle_store(data: list[dict], size: int) -> Store:  # type: ignore[type-arg]
@@ -90,13 +102,19 @@ def oracle_store(data: list[dict], size: int) -> Store:  # type: ignore[type-arg
     texts = [t.content for t in turns]
     vectors = cached_embeddings(texts, "lme_user")
     sessions = [frozenset([t.session_id]) for t in turns]
+    channel_of: dict[str, int] = {}
+    for n, q in enumerate(data):
+        for sid in q["haystack_session_ids"]:
+            channel_of.setdefault(sid, n)
+    channels = [channel_of[t.session_id] for t in turns]
     if size > len(ids):
         fill_texts, fill_vectors, fill_sessions = filler(data, size - len(ids))
         ids += [f"fill-{i}" for i in range(len(fill_texts))]
         texts += fill_texts
         vectors = np.vstack([vectors, fill_vectors])
         sessions += fill_sessions
-    return Store(ids, texts, vectors, sessions)
+        channels += [-1] * len(fill_texts)
+    return Store(ids, texts, vectors, sessions, np.array(channels, np.int64))
 
 
 def filler(data: list[dict], n: int) -> tuple[list[str], np.ndarray,  # type: ignore[type-arg]
@@ -132,7 +150,8 @@ def collect(size: int, growing: bool) -> tuple[Store, list[Conversation]]:
     cache = CACHE / f"floor_replay_{len(store.ids)}{'_growing' if growing else ''}.json"
     row_of = {memory_id: i for i, memory_id in enumerate(store.ids)}
     if cache.exists():
-        return store, [_load(c) for c in json.loads(cache.read_text())]
+        return store, [replace(_load(c), channel=n)
+                       for n, c in enumerate(json.loads(cache.read_text()))]
     data_dir = CACHE / f"floor_replay_store_{len(store.ids)}"
     build_store(data_dir, store.ids, store.texts, store.vectors)
     db = Database(data_dir / "memsidecar.sqlite3")
@@ -152,7 +171,7 @@ def collect(size: int, growing: bool) -> tuple[Store, list[Conversation]]:
             print(f"searched {n}/{len(data)} conversations", file=sys.stderr, flush=True)
     db.close()
     cache.write_text(json.dumps([_dump(c) for c in out]))
-    return store, out
+    return store, [replace(c, channel=n) for n, c in enumerate(out)]
 
 
 class _Searcher:
@@ -221,7 +240,9 @@ def _load(d: dict) -> Conversation:  # type: ignore[type-arg]
 
 # --- rules and the block simulation --------------------------------------------------------
 
-Rule = Callable[[Turn], np.ndarray]  # keep mask over the turn's hits
+# keep mask over the turn's hits, given which hits were written in the turn's channel
+Rule = Callable[[Turn, np.ndarray], np.ndarray]
+Blind = Callable[[Turn], np.ndarray]  # a rule that ignores channels
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,16 +253,20 @@ class Row:
     q_items: float  # the question alone
     q_unrelated: float
     q_recall: float
+    x_recall: float  # the question asked in the channel of the conversation it looks most like
 
 
-def measure(store: Store, convs: list[Conversation], rule: Rule) -> Row:
+def measure(store: Store, convs: list[Conversation], rule: Rule, channels: bool = True) -> Row:
+    """``channels`` False: as if no memory carried a channel. The question alone is asked in
+    a channel of its own, where nothing was written."""
     items, unrelated, recall = [], [], []
-    q_items, q_unrelated, q_recall = [], [], []
+    q_items, q_unrelated, q_recall, x_recall = [], [], [], []
     for c in convs:
         blocks: list[list[int]] = []
         for n, t in enumerate(c.turns):
             held = blocks[-(CONFIG.max_injected_blocks_in_history - 1):]
-            chosen = _block(store, t, rule, [r for b in held for r in b])
+            own = store.channels[t.idx] == (c.channel if channels else -2)
+            chosen = _block(store, t, rule(t, own), [r for b in held for r in b])
             items.append(len(chosen))
             unrelated.append(_unrelated(store, c, chosen))
             if n == len(c.turns) - 1 and c.evidence:
@@ -249,23 +274,36 @@ def measure(store: Store, convs: list[Conversation], rule: Rule) -> Row:
                 recall.append(len(seen & c.evidence) / len(c.evidence))
             if chosen:
                 blocks.append(chosen)
-        alone = _block(store, c.alone, rule, [])
+        alone = _block(store, c.alone, rule(c.alone, np.zeros(len(c.alone.idx), bool)), [])
         q_items.append(len(alone))
         q_unrelated.append(_unrelated(store, c, alone))
         if c.evidence:
             q_recall.append(len(set(alone) & c.evidence) / len(c.evidence))
+            there = _nearest_other(store, c) if channels else np.zeros(len(c.alone.idx), bool)
+            elsewhere = _block(store, c.alone, rule(c.alone, there), [])
+            x_recall.append(len(set(elsewhere) & c.evidence) / len(c.evidence))
     return Row(*(float(np.mean(v)) for v in (items, unrelated, recall, q_items, q_unrelated,
-                                             q_recall)))
+                                             q_recall, x_recall)))
+
+
+def _nearest_other(store: Store, c: Conversation) -> np.ndarray:
+    """Which of the question's hits were written in the other conversation most of them come
+    from: the question asked there."""
+    channels = store.channels[c.alone.idx]
+    others = channels[(channels != c.channel) & (channels >= 0)]
+    if not len(others):
+        return np.zeros(len(channels), bool)
+    return channels == np.bincount(others).argmax()
 
 
 def _unrelated(store: Store, c: Conversation, rows: list[int]) -> int:
     return sum(not (store.sessions[r] & c.own) for r in rows)
 
 
-def _block(store: Store, t: Turn, rule: Rule, in_view: list[int]) -> list[int]:
+def _block(store: Store, t: Turn, keep: np.ndarray, in_view: list[int]) -> list[int]:
     if not len(t.idx):
         return []
-    keep = rule(t) & (t.cosine >= CONFIG.contextual_min_score)
+    keep = keep & (t.cosine >= CONFIG.contextual_min_score)
     view = set(in_view)
     view_vecs = store.vectors[in_view] if in_view else None
     chosen: list[int] = []
@@ -283,7 +321,7 @@ def _block(store: Store, t: Turn, rule: Rule, in_view: list[int]) -> list[int]:
     return chosen
 
 
-def relative(r: float, s: float, both: bool = False) -> Rule:
+def relative(r: float, s: float, both: bool = False) -> Blind:
     """cosine >= r x best OR (AND with ``both``) fused score >= s x best; 0 = that part off."""
     def rule(t: Turn) -> np.ndarray:
         by_cos = t.cosine >= r * t.cosine.max() if r else None
@@ -297,7 +335,7 @@ def relative(r: float, s: float, both: bool = False) -> Rule:
     return rule
 
 
-def spread(f: float) -> Rule:
+def spread(f: float) -> Blind:
     """cosine >= tail + f x (best - tail), tail = the turn's lowest hit cosine."""
     def rule(t: Turn) -> np.ndarray:
         lo, hi = t.cosine.min(), t.cosine.max()
@@ -305,7 +343,7 @@ def spread(f: float) -> Rule:
     return rule
 
 
-def gap(g: float, start: int = 1) -> Rule:
+def gap(g: float, start: int = 1) -> Blind:
     """Cut below the largest drop between consecutive sorted cosines (after ``start`` hits)
     when that drop is at least ``g``."""
     def rule(t: Turn) -> np.ndarray:
@@ -326,7 +364,7 @@ def background(vectors: np.ndarray) -> SimilarityBackground:
         lambda n: (vectors[uniform(np.arange(len(vectors)), n)], len(vectors)))
 
 
-def zscore(bg: SimilarityBackground, z: float) -> Rule:
+def zscore(bg: SimilarityBackground, z: float) -> Blind:
     """cosine >= background mean + z x background spread."""
     def rule(t: Turn) -> np.ndarray:
         m, sd, _ = bg.of(t.query)
@@ -334,7 +372,7 @@ def zscore(bg: SimilarityBackground, z: float) -> Rule:
     return rule
 
 
-def above_background(bg: SimilarityBackground, f: float) -> Rule:
+def above_background(bg: SimilarityBackground, f: float) -> Blind:
     """cosine - background >= f x (best - background)."""
     def rule(t: Turn) -> np.ndarray:
         m, _, _ = bg.of(t.query)
@@ -342,22 +380,37 @@ def above_background(bg: SimilarityBackground, f: float) -> Rule:
     return rule
 
 
-def either(a: Rule, b: Rule) -> Rule:
+def either(a: Blind, b: Blind) -> Blind:
     return lambda t: a(t) | b(t)
 
 
-def both(a: Rule, b: Rule) -> Rule:
+def both(a: Blind, b: Blind) -> Blind:
     return lambda t: a(t) & b(t)
+
+
+def blind(rule: Blind) -> Rule:
+    return lambda t, _own: rule(t)
 
 
 def configured(bg: SimilarityBackground, config: MemoryInjectionConfig) -> Rule:
     """The floor Inject runs (``sidecar.injection.floor``) with ``config``'s knobs."""
     floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor,
-                  config.background_floor)
+                  config.background_floor, config.own_channel_boost)
 
-    def rule(t: Turn) -> np.ndarray:
+    def rule(t: Turn, own: np.ndarray) -> np.ndarray:
         hits = [_Hit(c, s) for c, s in zip(t.cosine.tolist(), t.score.tolist(), strict=True)]
-        return np.array(passes(hits, floor, bg.of(t.query)), bool)
+        return np.array(passes(hits, floor, bg.of(t.query), own.tolist()), bool)
+    return rule
+
+
+def other_channel(base: Rule, x: float, always: bool = False) -> Rule:
+    """``base``, and a hit of another channel needs a fused score >= x x the best when one of
+    the turn's channel passes ``base`` (``always``: whether or not one does)."""
+    def rule(t: Turn, own: np.ndarray) -> np.ndarray:
+        keep = base(t, own)
+        if not always and not (keep & own).any():
+            return keep
+        return keep & (own | (t.score >= x * t.score.max()))
     return rule
 
 
@@ -367,13 +420,30 @@ class _Hit:
     score: float
 
 
-OLD = MemoryInjectionConfig(score_floor=0.3, background_floor=0.0)
+OLD = MemoryInjectionConfig(score_floor=0.3, background_floor=0.0, own_channel_boost=0.0)
+UNBOOSTED = MemoryInjectionConfig(score_floor=0.4, background_floor=2.0, own_channel_boost=0.0)
 
 
 def grid(bg: SimilarityBackground) -> dict[str, Rule]:
-    rules: dict[str, Rule] = {"absolute only": relative(0, 0),
-                              "old defaults": configured(bg, OLD),
-                              "defaults": configured(bg, CONFIG)}
+    rules = {name: blind(rule) for name, rule in blind_grid(bg).items()}
+    rules["score_floor 0.3"] = configured(bg, OLD)
+    rules["defaults"] = configured(bg, CONFIG)
+    unboosted = configured(bg, UNBOOSTED)
+    rules["own_channel_boost 0"] = unboosted
+    for x in (0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
+        rules[f"other channel {x}"] = other_channel(unboosted, x)
+    for x in (0.5, 0.7):
+        rules[f"other channel {x} always"] = other_channel(unboosted, x, always=True)
+    for b in (0.25, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0, 1.5, 2.0):
+        rules[f"own_channel_boost {b}"] = configured(bg, replace(UNBOOSTED, own_channel_boost=b))
+        rules[f"score_floor 0.3, own_channel_boost {b}"] = configured(
+            bg, replace(OLD, own_channel_boost=b))
+    return rules
+
+
+def blind_grid(bg: SimilarityBackground) -> dict[str, Blind]:
+    """The channel-blind rules: absolute, background, relative, spread and gap floors."""
+    rules: dict[str, Blind] = {"absolute only": relative(0, 0)}
     for z in (1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0, 7.0):
         rules[f"z {z}"] = zscore(bg, z)
         for s in (0.3, 0.35, 0.4, 0.5, 0.6):
@@ -405,11 +475,12 @@ def split(n: int) -> tuple[list[int], list[int]]:
 
 def fmt(name: str, row: Row) -> str:
     return (f"| {name} | {row.items:.2f} | {row.unrelated:.2f} | {row.recall:.3f} | "
-            f"{row.q_items:.2f} | {row.q_unrelated:.2f} | {row.q_recall:.3f} |")
+            f"{row.q_items:.2f} | {row.q_unrelated:.2f} | {row.q_recall:.3f} | "
+            f"{row.x_recall:.3f} |")
 
 
 HEADER = ("| rule | items / turn | unrelated / turn | evidence in view | question alone: items "
-          "| unrelated | evidence |\n|---|---|---|---|---|---|---|")
+          "| unrelated | evidence | evidence asked elsewhere |\n|---|---|---|---|---|---|---|---|")
 
 
 def main() -> None:
@@ -437,25 +508,46 @@ def report(size: int, growing: bool, only: str) -> None:
             print(f"\n{title}, {len(store.ids)} memories:\n\n{HEADER}")
             for name in names:
                 print(fmt(name, measure(store, part, rules[name])))
+        no_channels(store, held, rules, names)
         return
     base = measure(store, tune, rules["absolute only"])
-    rows = {name: measure(store, tune, rule) for name, rule in rules.items()}
+    # The channel-blind grid was ranked before (docs/decisions/0011): only references here.
+    ranked_names = [n for n in rules if "channel" in n or n in REFERENCES]
+    rows = {name: measure(store, tune, rules[name]) for name in ranked_names}
 
     def lost(row: Row) -> float:
         return max(base.recall - row.recall, base.q_recall - row.q_recall)
 
-    ranked = sorted(rows, key=lambda n: (lost(rows[n]) > 0.02, rows[n].unrelated))
+    def meets(row: Row) -> bool:
+        return lost(row) <= 0.02 and row.unrelated <= (1 - TARGET_CUT) * base.unrelated
+
+    ranked = sorted(rows, key=lambda n: (not meets(rows[n]), -rows[n].x_recall,
+                                         rows[n].unrelated))
     print(f"{len(store.ids)} memories, {len(convs)} conversations, "
-          f"{sum(len(c.turns) for c in convs)} turns\n\ntune half: absolute only, then the 15 "
-          "rules with the fewest unrelated items among those losing at most 0.02 of evidence "
-          "(in view and question alone):\n")
+          f"{sum(len(c.turns) for c in convs)} turns\n\ntune half: absolute only, then the "
+          f"rules that cut at least {TARGET_CUT:.0%} of its unrelated items for at most 0.02 "
+          "of evidence (in view and question alone), the least evidence lost when the question "
+          "is asked in another conversation's channel first, then the others:\n")
     print(HEADER)
-    for name in ["absolute only", *ranked[:15]]:
+    for name in ["absolute only", *(n for n in ranked if n != "absolute only")]:
         print(fmt(name, rows[name]))
     print("\nheld-out half:\n")
     print(HEADER)
-    for name in dict.fromkeys(("absolute only", "old defaults", "defaults", *ranked[:5])):
+    names = list(dict.fromkeys((*REFERENCES, *ranked[:5])))
+    for name in names:
         print(fmt(name, measure(store, held, rules[name])))
+    no_channels(store, held, rules, names)
+
+
+REFERENCES = ("absolute only", "score_floor 0.3", "own_channel_boost 0", "defaults")
+TARGET_CUT = 0.4  # of the unrelated items the absolute floor alone lets through
+
+
+def no_channels(store: Store, held: list[Conversation], rules: dict[str, Rule],
+                names: list[str]) -> None:
+    print(f"\nheld-out half, no memory carries a channel:\n\n{HEADER}")
+    for name in names:
+        print(fmt(name, measure(store, held, rules[name], channels=False)))
 
 
 if __name__ == "__main__":

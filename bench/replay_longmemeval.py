@@ -12,7 +12,7 @@ in this process on the same texts, interleaved with the Inject calls so both see
 
 Run:  .venv/bin/python -m bench.replay_longmemeval            (writes bench/results/)
       [--sizes 100000] [--query-max-tokens 128] [--long-text-tokens 1] [--score-floor 0]
-      [--background-floor 0]
+      [--background-floor 0] [--own-channel-boost 0]
       (config variants)
 """
 
@@ -314,6 +314,9 @@ def main() -> None:
     parser.add_argument("--background-floor", type=float, default=-1.0,
                         help="[memory_injection] background_floor for the sidecar (default: "
                              "the config default; 0 = off)")
+    parser.add_argument("--own-channel-boost", type=float, default=-1.0,
+                        help="[memory_injection] own_channel_boost for the sidecar (default: "
+                             "the config default; 0 = off)")
     parser.add_argument("--long-text-tokens", type=int, default=0,
                         help="[server] onnx_long_text_tokens for the sidecar and the bare "
                              "embedding (0: the default, 96)")
@@ -322,7 +325,8 @@ def main() -> None:
                              "embedding")
     args = parser.parse_args()
     toml, embedder = variant(args.long_text_tokens, args.query_max_tokens, args.model)
-    floors = {"score_floor": args.score_floor, "background_floor": args.background_floor}
+    floors = {"score_floor": args.score_floor, "background_floor": args.background_floor,
+              "own_channel_boost": args.own_channel_boost}
     if any(v >= 0 for v in floors.values()):
         toml += "[defaults.memory_injection]\n" + "".join(
             f"{k} = {v}\n" for k, v in floors.items() if v >= 0)
@@ -349,7 +353,8 @@ def main() -> None:
         f"_q{args.query_max_tokens}" if args.query_max_tokens else "") + (
         f"_lt{args.long_text_tokens}" if args.long_text_tokens else "") + (
         f"_sf{args.score_floor}" if args.score_floor >= 0 else "") + (
-        f"_bf{args.background_floor}" if args.background_floor >= 0 else "")
+        f"_bf{args.background_floor}" if args.background_floor >= 0 else "") + (
+        f"_ocb{args.own_channel_boost}" if args.own_channel_boost >= 0 else "")
     write_results(f"replay_longmemeval{suffix}", "\n".join(lines) + "\n" + notes)
     print("\n".join(lines) + "\n" + notes)
 

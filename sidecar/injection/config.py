@@ -22,10 +22,12 @@ class MemoryInjectionConfig:
     # (docs/decisions/0001-cosine-floor.md, bench/cosine_floor.py).
     contextual_min_score: float = field(default=0.25, metadata=unit(
         "Cosine floor of a contextual (searched) candidate."))
-    # The next three chosen on the LongMemEval replay at 5.4k and 100k memories, score fusion
+    # The next four chosen on the LongMemEval replay at 5.4k and 100k memories, score fusion
     # (bench/floor_replay.py, docs/decisions/0011-relevance-floor.md): a fused-score floor and
     # a store-calibrated cosine floor cut unrelated hits at little evidence lost; a cosine floor
-    # relative to the best hit cost more evidence for the same cut.
+    # relative to the best hit cost more evidence for the same cut; most of what similarity
+    # lets through comes from other conversations, which the channel a memory was written in
+    # tells apart.
     relative_floor: float = field(default=0.0, metadata=unit(
         "Keep a contextual hit whose cosine is at least this x the turn's best cosine (or "
         "that passes score_floor); 0 = off."))
@@ -35,6 +37,10 @@ class MemoryInjectionConfig:
     background_floor: float = field(default=2.0, metadata=knob(
         "Drop a contextual hit whose cosine is less than this many standard deviations above "
         "the store's mean cosine to the turn text; 0 = off.", ge=0.0, le=100.0))
+    own_channel_boost: float = field(default=0.75, metadata=knob(
+        "In score_floor, a contextual hit written in the turn's own channel counts (1 + "
+        "this) x its fused score, so hits from other channels must come closer to it; "
+        "0 = off.", ge=0.0, le=100.0))
     semantic_threshold: float = field(default=0.85, metadata=unit(
         "Cosine at or above which a candidate duplicates something recently injected."))
     context_window_depth: int = field(default=10, metadata=knob(

@@ -118,7 +118,8 @@ class Injector:
                 self._record(request, result, start, [], [])
                 return result
             t = now_ns()
-            pool = contextual_pool(config, request.agent_id, request.text, self.retriever)
+            pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
+                                   request.channel_id)
             contextual, stats.below_min_score = pool.candidates, pool.below_min_score
             stats.stages_us["embed"] = pool.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)

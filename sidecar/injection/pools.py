@@ -67,8 +67,9 @@ class ContextualPool:
 
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
-                    retriever: Retriever) -> ContextualPool:
-    """Search hits that clear the relevance floor (``sidecar.injection.floor``).
+                    retriever: Retriever, channel_id: str) -> ContextualPool:
+    """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
+    of ``channel_id``.
 
     The search embeds the text itself (overlapping its lexical half with the model); with
     the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
@@ -83,10 +84,11 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     pool: list[Candidate] = []
     floored: list[Hit] = []
     floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor,
-                  config.background_floor)
+                  config.background_floor, config.own_channel_boost)
     background = (retriever.similarity_background(result.query_embedding)
                   if floor.background > 0 else (0.0, 0.0, 0))
-    for hit, keep in zip(result.hits, passes(result.hits, floor, background), strict=True):
+    own = own_channel(result.hits, channel_id) if floor.own_channel > 0 else []
+    for hit, keep in zip(result.hits, passes(result.hits, floor, background, own), strict=True):
         if not keep:
             floored.append(hit)
             continue
@@ -99,3 +101,8 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
                               cosine=hit.cosine, embedding=embedding, ranks=hit.ranks))
     embed_us = result.timings_us.get(stages.EMBED, 0)
     return ContextualPool(pool, len(floored), result.query_embedding, embed_us, floored)
+
+
+def own_channel(hits: Sequence[Hit], channel_id: str) -> list[bool]:
+    """Per hit, written in ``channel_id`` (a memory with no channel is of none)."""
+    return [bool(channel_id) and h.memory.channel_id == channel_id for h in hits]

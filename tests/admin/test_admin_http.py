@@ -16,6 +16,7 @@ from sidecar.metrics.config import HttpConfig
 from tests.admin.conftest import Site, start_site
 from tests.conftest import on_postgres
 from tests.injection.helpers import inject, put
+from tests.injection.test_channel_affinity import BEST, NEAR, OTHERS, QUESTION
 
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
 
@@ -88,6 +89,20 @@ def test_stored_and_request_text_is_escaped(site: Site) -> None:
         assert status == 200, path
         assert "<script>" not in text and "<img" not in text, path
         assert "&lt;script&gt;" in text, path
+
+
+def test_a_hit_of_another_channel_cut_by_the_floor_shows_as_floor(site: Site) -> None:
+    put(site.live, BEST, channel_id="ops")
+    near = put(site.live, NEAR, channel_id="sales")
+    for text in OTHERS:
+        put(site.live, text)
+    reply = inject(site.live, QUESTION, channel="ops")
+    assert near.id not in [item.id for item in reply.items]
+    status, _, text = call(site, "GET", "/injections?channel=ops")
+    assert status == 200
+    row = text[text.index(f"id={near.id}"):]
+    assert re.match(r'[^<]*">[^<]*</a>\s*</td>\s*<td>\s*<span class="tag">floor</span>', row), \
+        row[:300]
 
 
 def test_bad_input_is_a_clear_page(site: Site) -> None:
