@@ -9,9 +9,12 @@
 - lexical pseudo-relevance feedback (RM3) on BM25: the query plus the top terms of the top
   BM25 hits, searched again;
 - the query's form for the vector side: a question rewritten as a statement before it is
-  embedded (the wh-word and its auxiliary dropped, "?" dropped).
+  embedded (the wh-word and its auxiliary dropped, "?" dropped);
+- a similarity spread (maximal marginal relevance): the top 10 picked one at a time, each
+  candidate held back by its highest cosine to a hit already picked, alone and with the
+  channel spread of ``channel_diversity``.
 
-    .venv/bin/python bench/lme_directions.py [--held] [--only channel rm3 rewrite]
+    .venv/bin/python bench/lme_directions.py [--held] [--only channel rm3 rewrite similarity]
     .venv/bin/python bench/lme_directions.py --rm3-cost bench/.cache/speed_100000
 
 In numpy over the cached embeddings (``minilm-int8``) and the engine's own BM25 index, outside
@@ -279,7 +282,45 @@ def rewrite_rows(corpus: Corpus, part: list[Question]) -> list[tuple[str, Callab
     return rows
 
 
-DIRECTIONS = {"channel": channel_rows, "rm3": rm3_rows, "rewrite": rewrite_rows}
+def reselect(corpus: Corpus, labels: np.ndarray, fused: np.ndarray, channel: float,
+             similar: float, k: int = 10) -> Ranking:
+    """The top k picked one at a time: fused score minus the best's score x (``channel`` x
+    hits already picked from its channel + ``similar`` x its highest cosine to a hit
+    picked), the earlier in fusion order on ties. As a ranking: the picks, descending."""
+    order = list(np.lexsort((labels, -fused)))
+    best = fused[order[0]]
+    rows = corpus.vectors[labels]
+    channels = corpus.channel[labels]
+    closest = np.zeros(len(labels))  # highest cosine to a hit picked (0 before the first)
+    same = np.zeros(len(labels))  # hits picked from the candidate's channel
+    picked: list[int] = []
+    while order and len(picked) < k:
+        effective = fused - best * (channel * same + similar * np.maximum(closest, 0.0))
+        pick = order[int(np.argmax(effective[order]))]  # the first best in fusion order
+        order.remove(pick)
+        picked.append(pick)
+        same += channels == channels[pick]
+        closest = np.maximum(closest, rows @ rows[pick])
+    return labels[picked], -np.arange(len(picked), dtype=np.float64)
+
+
+def similarity_rows(corpus: Corpus, part: list[Question]) -> list[tuple[str, Callable]]:
+    pools = {q.id: Pool(corpus.vectors @ corpus.qvec[q.id], corpus.bm25.search(q.text, LIMIT))
+             for q in part}
+
+    def rank(channel: float, similar: float) -> Callable[[Question], Ranking]:
+        def run(q: Question) -> Ranking:
+            p = pools[q.id]
+            return reselect(corpus, p.labels, p.fused(), channel, similar)
+        return run
+
+    return [(f"channel spread {channel}, similarity spread {similar}", rank(channel, similar))
+            for channel in (0.0, 0.03, 0.05, 0.07, 0.1)
+            for similar in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)]
+
+
+DIRECTIONS = {"channel": channel_rows, "rm3": rm3_rows, "rewrite": rewrite_rows,
+              "similarity": similarity_rows}
 
 
 def rm3_cost(data_dir: Path, corpus: Corpus, docs: int = 5, terms: int = 20) -> None:

@@ -11,16 +11,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from lme_data import Question, cached_embeddings
+from lme_data import Question
+from lme_engine import InProcess
 from lme_metrics import Scores
 
 from sidecar.embedding import Embedder
-from sidecar.live import Live
 from sidecar.retrieval.config import RetrievalConfig
-from sidecar.retrieval.contract import Mode, SearchQuery
-from sidecar.retrieval.hybrid import HybridRetriever
-from sidecar.store.db import Database
-from sidecar.store.repos import Repositories
 
 Evaluate = Callable[[dict[str, list[str]], list[Question]], tuple[Scores, Scores]]
 SHARES = (0.0, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.3, 1.0)
@@ -37,21 +33,11 @@ def chosen(rows: list[tuple[float, Scores, Scores]]) -> float:
 
 def tune_diversity(data_dir: Path, embedder: Embedder, model: str, tune_half: list[Question],
                    held: list[Question], evaluate: Evaluate) -> None:
-    every = tune_half + held
-    vecs = dict(zip([q.id for q in every],
-                    cached_embeddings([q.text for q in every], f"lme_q_{len(every)}", model),
-                    strict=True))
-    current = [RetrievalConfig()]
-    engine = HybridRetriever(embedder, Live(lambda: current[0]))
-    db = Database(data_dir / "memsidecar.sqlite3")
-    repos = Repositories.open(db)
-    engine.load(repos.memories, repos.edges)
+    engine = InProcess(data_dir, embedder, model, tune_half + held)
 
     def run(share: float, qs: list[Question]) -> tuple[Scores, Scores]:
-        current[0] = replace(RetrievalConfig(), channel_diversity=share)
-        ranked = {q.id: [h.memory.id for h in engine.search(SearchQuery(
-            q.text, limit=10, embedding=vecs[q.id], mode=Mode.HYBRID)).hits] for q in qs}
-        return evaluate(ranked, qs)
+        return evaluate(engine.ranked(replace(RetrievalConfig(), channel_diversity=share), qs),
+                        qs)
 
     rows = [(share, *run(share, tune_half)) for share in SHARES]
     pick = chosen(rows)
@@ -64,4 +50,3 @@ def tune_diversity(data_dir: Path, embedder: Embedder, model: str, tune_half: li
             print(f"| {share}{mark} | {t.r5:.3f} | {t.r10:.3f} | {t.mrr:.3f} | {s.r10:.3f} "
                   f"| {s.hit5:.3f} |")
     engine.close()
-    db.close()
