@@ -12,9 +12,11 @@
   embedded (the wh-word and its auxiliary dropped, "?" dropped);
 - a similarity spread (maximal marginal relevance): the top 10 picked one at a time, each
   candidate held back by its highest cosine to a hit already picked, alone and with the
-  channel spread of ``channel_diversity``.
+  channel spread of ``channel_diversity``;
+- a question split into clauses (commas, "and", "or", "between"), each searched by BM25 on
+  its own beside the whole question.
 
-    .venv/bin/python bench/lme_directions.py [--held] [--only channel rm3 rewrite similarity]
+    .venv/bin/python bench/lme_directions.py [--held] [--only channel rm3 ... clauses]
     .venv/bin/python bench/lme_directions.py --rm3-cost bench/.cache/speed_100000
 
 In numpy over the cached embeddings (``minilm-int8``) and the engine's own BM25 index, outside
@@ -319,8 +321,41 @@ def similarity_rows(corpus: Corpus, part: list[Question]) -> list[tuple[str, Cal
             for similar in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)]
 
 
+CLAUSE = re.compile(r",|;|:|\bor\b|\band\b|\bthen\b|\bbetween\b", re.I)
+
+
+def clause_rows(corpus: Corpus, part: list[Question]) -> list[tuple[str, Callable]]:
+    """A question naming several things ("the necklace for my sister or the photo album for
+    my mom") split at commas and conjunctions; each clause of at least ``least`` query terms
+    searched by BM25 on its own (top ``limit``), a candidate's BM25 term the best of the
+    whole question's normalised score and ``weight`` x each clause's."""
+    def rank(weight: float, limit: int, least: int) -> Callable[[Question], Ranking]:
+        def run(q: Question) -> Ranking:
+            whole = corpus.bm25.search(q.text, LIMIT)
+            lists = [(whole[0], whole[1] / whole[1].max() if len(whole[1]) else whole[1])]
+            clauses = [c for c in CLAUSE.split(q.text)
+                       if len(corpus.bm25.analyzer.query_terms(c)) >= least]
+            for clause in clauses if len(clauses) >= 2 else []:
+                labels, scores = corpus.bm25.search(clause, limit)
+                if len(labels):
+                    lists.append((labels, weight * scores / scores.max()))
+            p = Pool(corpus.vectors @ corpus.qvec[q.id], whole,
+                     np.concatenate([labels for labels, _ in lists]))
+            lexical = np.zeros(len(p.labels))
+            for labels, scores in lists:
+                at = np.searchsorted(p.labels, labels)
+                lexical[at] = np.maximum(lexical[at], scores)
+            return p.labels, (1 - SHARE) * by_max(p.cos, np.ones(len(p.labels), bool)) \
+                + SHARE * lexical
+        return run
+
+    return [(f"clauses of >= {least} terms, weight {weight}, top {limit} each",
+             rank(weight, limit, least))
+            for least in (1, 2) for weight in (0.5, 0.7, 0.85, 1.0) for limit in (10, 20)]
+
+
 DIRECTIONS = {"channel": channel_rows, "rm3": rm3_rows, "rewrite": rewrite_rows,
-              "similarity": similarity_rows}
+              "similarity": similarity_rows, "clauses": clause_rows}
 
 
 def rm3_cost(data_dir: Path, corpus: Corpus, docs: int = 5, terms: int = 20) -> None:
