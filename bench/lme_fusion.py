@@ -9,16 +9,13 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from lme_data import Question, cached_embeddings
+from lme_data import Question
+from lme_engine import InProcess
 from lme_metrics import Scores
 
 from sidecar.embedding import Embedder
-from sidecar.live import Live
 from sidecar.retrieval.config import NORMALISATIONS, RRF, SCORES, RetrievalConfig
-from sidecar.retrieval.contract import Mode, SearchQuery
-from sidecar.retrieval.hybrid import HybridRetriever
-from sidecar.store.db import Database
-from sidecar.store.repos import Repositories
+from sidecar.retrieval.contract import Mode
 
 Evaluate = Callable[[dict[str, list[str]], list[Question]], tuple[Scores, Scores]]
 SHARES = (0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
@@ -43,25 +40,12 @@ def label(c: RetrievalConfig) -> str:
 
 def tune_fusion(data_dir: Path, embedder: Embedder, model: str, tune_half: list[Question],
                 held: list[Question], evaluate: Evaluate) -> None:
-    every = tune_half + held
-    vecs = dict(zip([q.id for q in every],
-                    cached_embeddings([q.text for q in every], f"lme_q_{len(every)}", model),
-                    strict=True))
-    current = [RetrievalConfig()]
-    engine = HybridRetriever(embedder, Live(lambda: current[0]))
-    db = Database(data_dir / "memsidecar.sqlite3")
-    repos = Repositories.open(db)
-    engine.load(repos.memories, repos.edges)
+    engine = InProcess(data_dir, embedder, model, tune_half + held)
 
     def run(cfg: RetrievalConfig, qs: list[Question]) -> tuple[Scores, Scores]:
-        current[0] = cfg
-        ranked = {q.id: [h.memory.id for h in engine.search(SearchQuery(
-            q.text, limit=10, search_limit=cfg.search_limit, embedding=vecs[q.id],
-            mode=Mode.HYBRID)).hits] for q in qs}
-        return evaluate(ranked, qs)
+        return evaluate(engine.ranked(cfg, qs), qs)
 
-    lexical = evaluate({q.id: [h.memory.id for h in engine.search(SearchQuery(
-        q.text, limit=10, mode=Mode.LEXICAL)).hits] for q in every}, tune_half)
+    lexical = evaluate(engine.ranked(RetrievalConfig(), tune_half, Mode.LEXICAL), tune_half)
     print(f"\nTune half, LEXICAL alone: turn R@10 {lexical[0].r10:.3f}, session R@10 "
           f"{lexical[1].r10:.3f}, turn MRR {lexical[0].mrr:.3f}\n")
     print("| fusion (tune half) | turn R@5 | turn R@10 | turn MRR | session R@10 |\n"
@@ -80,4 +64,3 @@ def tune_fusion(data_dir: Path, embedder: Embedder, model: str, tune_half: list[
         t, s = run(cfg, held)
         print(f"| {label(cfg)} | {t.r5:.3f} | {t.r10:.3f} | {t.mrr:.3f} | {s.r10:.3f} |")
     engine.close()
-    db.close()

@@ -7,8 +7,12 @@
     .venv/bin/python bench/longmemeval_quality.py --model minilm-int8  # another [embedding] model
     .venv/bin/python bench/longmemeval_quality.py --stemming both  # bm25_stemming off vs on
     .venv/bin/python bench/longmemeval_quality.py --tune-bm25 --stemming both  # k1/b, tune half
+    .venv/bin/python bench/longmemeval_quality.py --tune-diversity  # channel_diversity grid
+    .venv/bin/python bench/longmemeval_quality.py --channels both  # channel_id empty, then set
 
-All sessions of the 500 questions are pooled into one store, one memory per turn. The 470
+All sessions of the 500 questions are pooled into one store, one memory per turn, its
+``channel_id`` the session (as a conversation's memories carry its channel; ``--channels off``:
+empty, ``both``: the report for each). The 470
 non-abstention questions are split in two halves with a fixed seed: settings are chosen on the
 "tune" half only, and the report shows the other ("held-out") half and all 470. The report
 runs every question through the real ``Search`` RPC (the server embeds the query).
@@ -28,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
 from lme_data import CACHE, Question, cached_embeddings, load_oracle, pooled_turns, questions  # noqa: E402
+from lme_diversity import tune_diversity  # noqa: E402
 from lme_fusion import tune_fusion  # noqa: E402
 from lme_metrics import Scores, mean, session_level, turn_level  # noqa: E402
 from memsidecar.v1 import store_pb2  # noqa: E402
@@ -45,6 +50,7 @@ from sidecar.store.repos import Repositories
 MODES = {"VECTOR": store_pb2.SEARCH_MODE_VECTOR, "LEXICAL": store_pb2.SEARCH_MODE_LEXICAL,
          "HYBRID": store_pb2.SEARCH_MODE_HYBRID}
 ROLES = {"user": ("user",), "all": ("user", "assistant")}
+CHANNELS = {"on": [True], "off": [False], "both": [False, True]}
 STEMMING = {"default": [RetrievalConfig().bm25_stemming], "off": [False], "on": [True],
             "both": [False, True]}
 
@@ -150,7 +156,7 @@ def by_type(ranked: dict[str, list[str]], held: list[Question],
 
 
 def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Question],
-           evidence: dict[str, set[str]], retrieval: RetrievalConfig) -> None:
+           evidence: dict[str, set[str]], retrieval: RetrievalConfig, channels: bool) -> None:
     served = Served(data_dir, embedder, retrieval, embedder.name)
     print(f"\nserver opened the store in {served.open_s:.1f} s, vector index "
           f"{served.vector_stats}")
@@ -171,7 +177,8 @@ def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Qu
             kinds[name] = by_type(ranked, held, evidence)
     finally:
         served.close()
-    setting = f"bm25_stemming={retrieval.bm25_stemming}"
+    setting = (f"bm25_stemming={retrieval.bm25_stemming}, channel_id "
+               f"{'= session' if channels else 'empty'}")
     for title, rows in tables.items():
         print(f"\n{title} ({setting}, other knobs default, Search over gRPC, limit 10):\n")
         print(HEADER)
@@ -196,6 +203,10 @@ def main() -> None:
                         help="first the LEXICAL k1 x b grid on the tune half")
     parser.add_argument("--tune-fusion", action="store_true",
                         help="first the RRF vs score fusion grid on the tune half")
+    parser.add_argument("--tune-diversity", action="store_true",
+                        help="first the channel_diversity grid on the tune half")
+    parser.add_argument("--channels", choices=sorted(CHANNELS), default="on",
+                        help="memories' channel_id: the session (on), empty (off), or both")
     args = parser.parse_args()
 
     data = load_oracle()
@@ -205,9 +216,13 @@ def main() -> None:
     vectors = cached_embeddings([t.content for t in turns], f"lme_turns_{args.turns}",
                                 args.model)
     suffix = "" if args.model == FP32 else f"_{args.model}"
-    data_dir = CACHE / f"lme_store_{args.turns}{suffix}"
-    build_store(data_dir, [t.id for t in turns], [t.content for t in turns], vectors,
-                model=args.model)
+    dirs = {}
+    for on in (False, True):  # channel_id empty, then the session
+        dirs[on] = CACHE / f"lme_store_{args.turns}{suffix}{'_channels' if on else ''}"
+        if on in CHANNELS[args.channels] or (on and args.tune_diversity):
+            build_store(dirs[on], [t.id for t in turns], [t.content for t in turns], vectors,
+                        model=args.model, channels=[t.session_id for t in turns] if on else ())
+    data_dir = dirs[CHANNELS[args.channels][-1]]
 
     qs = questions(data)
     stored = {t.id for t in turns if t.has_answer}
@@ -231,8 +246,15 @@ def main() -> None:
                     lambda ranked, part: evaluate(ranked, part, evidence))
         if args.tune_only:
             return
-    for stem in STEMMING[args.stemming]:
-        report(data_dir, embedder, qs, held, evidence, RetrievalConfig(bm25_stemming=stem))
+    if args.tune_diversity:
+        tune_diversity(dirs[True], embedder, args.model, tune_half, held,
+                       lambda ranked, part: evaluate(ranked, part, evidence))
+        if args.tune_only:
+            return
+    for on in CHANNELS[args.channels]:
+        for stem in STEMMING[args.stemming]:
+            report(dirs[on], embedder, qs, held, evidence, RetrievalConfig(bm25_stemming=stem),
+                   on)
 
 
 if __name__ == "__main__":

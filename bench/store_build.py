@@ -32,21 +32,25 @@ from sidecar.store.repos import Repositories
 def build_store(
     data_dir: Path, ids: Sequence[str], contents: Sequence[str], embeddings: np.ndarray,
     memory_type: MemoryType = MemoryType.FACT, model: str = FP32,
+    channels: Sequence[str] = (),
 ) -> None:
     """Create ``data_dir`` with one memory per text, unless it already holds exactly those;
-    ``embeddings`` come from embedding model ``model`` (recorded in the store)."""
+    ``embeddings`` come from embedding model ``model`` (recorded in the store); ``channels``:
+    each memory's ``channel_id`` (none given: every memory's is empty)."""
     db = Database(ServerConfig(data_dir=str(data_dir)).db_path)
     try:
         repo = Repositories.open(db).memories
         if repo.count() == len(ids):
             return
         now = time.time_ns() // 1000
+        channel_of = list(channels) or [""] * len(ids)
         with db.transaction():
-            for memory_id, content, vector in zip(ids, contents, embeddings, strict=True):
+            for memory_id, content, vector, channel in zip(ids, contents, embeddings,
+                                                           channel_of, strict=True):
                 repo.insert(Memory(
                     id=memory_id, content=content, type=memory_type,
                     importance=DEFAULT_IMPORTANCE[memory_type], created_at=now, updated_at=now,
-                    last_accessed_at=0, access_count=0, source="bench", channel_id="",
+                    last_accessed_at=0, access_count=0, source="bench", channel_id=channel,
                     agent_id="", forgotten=False, version=1), vector)
             ModelRepo(db).set(MODEL_KEY, identity(model).to_json())
     finally:

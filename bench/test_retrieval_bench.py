@@ -1,7 +1,7 @@
 """In-process micro-benchmarks of the retrieval fast paths (``make bench``).
 
 BM25 top-20 over 100,000 synthetic Zipf documents (the kernel + top-k), against rank-bm25 on
-10,000 of them; the RRF and score fusion kernels on a 60-candidate union.
+10,000 of them; the RRF and score fusion kernels and the channel spread on a 60-candidate union.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from kernels.diversity import spread
 from kernels.rrf import fuse
 from kernels.score_fusion import fuse_scores
 from sidecar.retrieval.lexical.bm25 import BM25Index
@@ -72,3 +73,12 @@ def test_score_fusion_60(benchmark) -> None:  # type: ignore[no-untyped-def]
             rng.random(n) * 1e6, 0.005, 0.005, 2.6e6, np.arange(n))
     fuse_scores(*args)
     benchmark(lambda: fuse_scores(*args))
+
+
+def test_channel_spread_60(benchmark) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    n = 60
+    scores = np.sort(rng.random(n))[::-1].copy()
+    args = (np.arange(n), scores, rng.integers(1, 9, n), 0.05 * scores[0], 10)
+    spread(*args)
+    benchmark(lambda: spread(*args))

@@ -74,3 +74,20 @@ def score_fusion(
         scores[i] += alpha * importance[i] + beta * 0.5 ** (max(age_s[i], 0.0) / half_life_s)
     order = sorted(range(n), key=lambda i: (-scores[i], labels[i]))
     return scores, order
+
+
+def spread(order: list[int], scores: list[float], groups: list[int], penalty: float,
+           limit: int) -> list[int]:
+    """Greedy channel spread: each pick maximises score - penalty x (picks of its group so
+    far), group 0 never penalised; ties go to the earlier in ``order``."""
+    left = list(order)
+    picked: list[int] = []
+    while left and len(picked) < limit:
+        def effective(i: int) -> float:
+            same = sum(1 for j in picked if groups[j] != 0 and groups[j] == groups[i])
+            return scores[i] - penalty * same
+
+        best = max(left, key=lambda i: (effective(i), -left.index(i)))
+        picked.append(best)
+        left.remove(best)
+    return picked

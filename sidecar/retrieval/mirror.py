@@ -1,8 +1,8 @@
 """An in-memory mirror of the live memories, so the search hot path never touches SQLite.
 
-Records by ``seq`` and id, plus columns indexed by ``seq`` (alive, type, owner, importance,
-updated_at) for vectorised filters and fusion inputs. Columns are replaced, never resized in
-place, when they grow, so a reader's reference stays valid.
+Records by ``seq`` and id, plus columns indexed by ``seq`` (alive, type, owner, channel,
+importance, updated_at) for vectorised filters and fusion inputs. Columns are replaced, never
+resized in place, when they grow, so a reader's reference stays valid.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ class LiveMemories:
         self._by_seq: dict[int, Memory] = {}
         self._seq_of: dict[str, int] = {}
         self._agents: dict[str, int] = {"": 0}
+        self._channels: dict[str, int] = {"": 0}
         self._private: set[int] = set()  # seqs of live memories owned by an agent
         # Seqs of memories already given to or read by an agent, or edited after they were
         # stored: the pinned section prefers them (see sidecar/injection/pinned.py).
@@ -29,6 +30,7 @@ class LiveMemories:
         self.alive = np.zeros(capacity, bool)
         self.type = np.zeros(capacity, np.int8)
         self.owner = np.zeros(capacity, np.int32)  # 0 = shared, else an interned agent id
+        self.channel = np.zeros(capacity, np.int32)  # 0 = none, else an interned channel id
         self.importance = np.zeros(capacity, np.float64)
         self.updated_at = np.zeros(capacity, np.int64)
 
@@ -45,6 +47,8 @@ class LiveMemories:
                     self._private.add(m.seq)
                 self.type[m.seq] = int(m.type)
                 self.owner[m.seq] = self._agents.setdefault(m.agent_id, len(self._agents))
+                self.channel[m.seq] = self._channels.setdefault(m.channel_id,
+                                                                len(self._channels))
                 self.importance[m.seq] = m.importance
                 self.updated_at[m.seq] = m.updated_at
                 self.alive[m.seq] = True
@@ -150,4 +154,5 @@ class LiveMemories:
             return out
 
         self.alive, self.type, self.owner = grown(self.alive), grown(self.type), grown(self.owner)
+        self.channel = grown(self.channel)
         self.importance, self.updated_at = grown(self.importance), grown(self.updated_at)

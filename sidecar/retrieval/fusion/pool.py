@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kernels.diversity import spread
 from sidecar.retrieval.mirror import LiveMemories
 from sidecar.timing import now_us
 
@@ -56,6 +57,11 @@ def age_s(live: LiveMemories, labels: np.ndarray) -> np.ndarray:
     return ages
 
 
-def top(pool: Pool, scores: np.ndarray, order: np.ndarray, limit: int) -> Fused:
-    picked = order[:limit]
+def top(pool: Pool, scores: np.ndarray, order: np.ndarray, limit: int, live: LiveMemories,
+        diversity: float) -> Fused:
+    """The first ``limit`` of ``order``, spread over channels (``[retrieval]``
+    ``channel_diversity``): a candidate yields ``diversity`` x the best fused score for each
+    hit above it from its own channel; memories without a channel never yield."""
+    penalty = diversity * abs(float(scores[order[0]])) if len(order) else 0.0
+    picked = spread(order, scores, live.channel[pool.labels], penalty, limit)
     return Fused(pool.labels[picked], scores[picked], pool.ranks[picked], picked)

@@ -26,4 +26,4 @@ def fuse_ranked(
         live.importance[labels], age_s(live, labels), config.alpha, config.beta,
         config.recency_half_life_days * S_PER_DAY, labels,
     )
-    return top(pool, scores, order, limit)
+    return top(pool, scores, order, limit, live, config.channel_diversity)

@@ -47,7 +47,7 @@ def fuse_pool_scores(
         config.score_normalisation, live.importance[labels], age_s(live, labels),
         config.alpha, config.beta, config.recency_half_life_days * S_PER_DAY, labels,
     )
-    return top(pool, scores, order, limit)
+    return top(pool, scores, order, limit, live, config.channel_diversity)
 
 
 def _by_rank(pool: Pool, column: int, ranked: Ranked) -> np.ndarray:
