@@ -36,6 +36,7 @@ from sidecar.api.server_config import ServerConfig  # noqa: E402
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
 from sidecar.records import Edge, MemoryType, Relation  # noqa: E402
 from sidecar.retrieval.config import FUSIONS, RetrievalConfig  # noqa: E402
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
 from sidecar.store.edges import EdgeRepo  # noqa: E402
 
@@ -88,9 +89,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 def vector_recall(served: Served, queries: list[np.ndarray], k: int = 20) -> float:
-    """Mean recall@k of the served vector index (hnsw above its threshold) against an exact
-    scan of every live vector."""
-    index = served.vectors
+    return vector_recall_of(served.vectors, queries, k)
+
+
+def vector_recall_of(index: AdaptiveVectorIndex | None, queries: list[np.ndarray],
+                     k: int = 20) -> float:
+    """Mean recall@k of the vector index (hnsw above its threshold) against an exact scan of
+    every live vector."""
     assert index is not None
     everything = lambda labels: np.ones(len(labels), bool)  # noqa: E731
     found = 0

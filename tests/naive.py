@@ -74,3 +74,17 @@ def score_fusion(
         scores[i] += alpha * importance[i] + beta * 0.5 ** (max(age_s[i], 0.0) / half_life_s)
     order = sorted(range(n), key=lambda i: (-scores[i], labels[i]))
     return scores, order
+
+
+def pool(lists: list[tuple[list[int], list[float]]]
+         ) -> tuple[list[int], list[list[int]], list[list[float]]]:
+    """The candidate pool of ranked lists: labels ascending, rank and score in each list
+    (0 when absent; a label listed twice keeps its later entry)."""
+    labels = sorted({label for found, _ in lists for label in found})
+    ranks = [[0] * len(lists) for _ in labels]
+    values = [[0.0] * len(lists) for _ in labels]
+    for j, (found, scores) in enumerate(lists):
+        for rank, (label, score) in enumerate(zip(found, scores, strict=True), start=1):
+            i = labels.index(label)
+            ranks[i][j], values[i][j] = rank, score
+    return labels, ranks, values
