@@ -13,8 +13,9 @@ from sidecar.app import App
 from sidecar.records import MemoryDraft, MemoryType, Relation
 from sidecar.retrieval.config import SCORES
 from sidecar.retrieval.contract import Hit, Mode, SearchQuery
-from sidecar.retrieval.fusion.contract import SourceContext, fusion_weight, nothing
-from sidecar.retrieval.fusion.pool import S_PER_DAY
+from sidecar.retrieval.fusion.contract import Found, SourceContext, fusion_weight, nothing
+from sidecar.retrieval.fusion.pool import S_PER_DAY, Ranked, pool_of
+from sidecar.retrieval.fusion.scores import fuse_pool_scores
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.stages import VECTOR
 from sidecar.timing import now_us
@@ -39,19 +40,26 @@ def store(app: App) -> App:
     return app
 
 
+def source_lists(engine: HybridRetriever, query: SearchQuery
+                 ) -> tuple[np.ndarray, dict[str, Found]]:
+    """The query embedding and each source's list, as the engine runs them."""
+    embedding = engine.embed_query(query.text)
+    ctx = SourceContext(engine.config, query, engine.live,
+                        engine.live.accept(query.agent_id, query.types), embedding=embedding)
+    found: dict[str, Found] = {}
+    for source in engine.sources:
+        ctx = replace(ctx, found={name: f.labels for name, f in found.items()})
+        found[source.name] = source.search(ctx) if query.mode.uses(source.name) else nothing()
+    return embedding, found
+
+
 def reference(engine: HybridRetriever, query: SearchQuery) -> list[tuple[int, float, float,
                                                                          tuple[int, ...]]]:
     """(label, fused score, cosine, ranks) of the top hits, computed plainly: the sources'
     lists, the union of their labels, each candidate's cosine with its stored vector, then
     the score fusion formula written out (``naive.score_fusion``)."""
     c = engine.config
-    embedding = engine.embed_query(query.text)
-    ctx = SourceContext(c, query, engine.live, engine.live.accept(query.agent_id, query.types),
-                        embedding=embedding)
-    found = {}
-    for source in engine.sources:
-        ctx = replace(ctx, found={name: f.labels for name, f in found.items()})
-        found[source.name] = source.search(ctx) if query.mode.uses(source.name) else nothing()
+    embedding, found = source_lists(engine, query)
     lists = [(found[s.name].labels.tolist(), found[s.name].scores.tolist())
              for s in engine.sources]
     labels, ranks, values = naive.pool(lists)
@@ -76,6 +84,19 @@ def reference(engine: HybridRetriever, query: SearchQuery) -> list[tuple[int, fl
     return [(labels[i], scores[i], cosines[i], tuple(ranks[i])) for i in order[:query.limit]]
 
 
+def composed(engine: HybridRetriever, query: SearchQuery) -> list[tuple[int, float]]:
+    """(label, fused score) of the top hits by the composition the kernel replaces: the
+    pool (``pool_of``), the rows' cosines, ``fuse_pool_scores``."""
+    c = engine.config
+    embedding, found = source_lists(engine, query)
+    lists = [Ranked(s.name, fusion_weight(s, c), *found[s.name]) for s in engine.sources]
+    pool = pool_of(lists)
+    cosines = engine.vectors.rows_of(pool.labels) @ embedding
+    fused = fuse_pool_scores(pool, lists, cosines if query.mode.uses(VECTOR) else None,
+                             engine.live, c, query.limit)
+    return list(zip(fused.labels.tolist(), fused.scores.tolist(), strict=True))
+
+
 def summary(hit: Hit) -> tuple[int, float, float, tuple[int, ...]]:
     return hit.memory.seq, hit.score, hit.cosine, tuple(r.rank for r in hit.ranks)
 
@@ -94,6 +115,10 @@ def test_matches_the_reference(store: App, mode: Mode, agent: str,
         hits = engine.search(query).hits
         expected = reference(engine, query)
         assert [h.memory.seq for h in hits] == [e[0] for e in expected], text
+        assert [h.memory.seq for h in hits] == [x for x, _ in composed(engine, query)], text
+        # float32 products there: the scores agree to ~1e-7.
+        assert [h.score for h in hits] == pytest.approx([y for _, y in composed(engine, query)],
+                                                        abs=1e-6)
         for hit, (_, score, cosine, ranks) in zip(hits, expected, strict=True):
             # Ages are read a few microseconds apart: the recency boost moves by ~1e-13.
             assert hit.score == pytest.approx(score, abs=1e-9)

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels.pool import pool_arrays
 from sidecar.retrieval.mirror import LiveMemories
 from sidecar.timing import now_us
 
@@ -29,7 +28,6 @@ class Ranked:
 class Pool:
     labels: np.ndarray  # int64, ascending, distinct
     ranks: np.ndarray  # (candidates, lists): 1-based rank in each list, 0 = absent
-    values: np.ndarray  # (candidates, lists): each list's own score, 0 = absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +41,13 @@ class Fused:
 
 
 def pool_of(lists: Sequence[Ranked]) -> Pool:
-    """The pool of ``lists`` (a list without scores scores 0), built by ``kernels.pool``."""
-    ends = [0]
-    for r in lists:
-        ends.append(ends[-1] + len(r.labels))
-    scores = [r.scores if len(r.scores) == len(r.labels) else np.zeros(len(r.labels))
-              for r in lists]
-    return Pool(*pool_arrays(np.concatenate([r.labels for r in lists]),
-                             np.concatenate(scores), np.array(ends)))
+    labels = np.unique(np.concatenate([r.labels for r in lists]))
+    ranks = np.zeros((len(labels), len(lists)), np.int32)
+    for column, ranked in enumerate(lists):
+        if len(ranked.labels):
+            ranks[np.searchsorted(labels, ranked.labels), column] = np.arange(
+                1, len(ranked.labels) + 1)
+    return Pool(labels, ranks)
 
 
 def age_s(live: LiveMemories, labels: np.ndarray) -> np.ndarray:

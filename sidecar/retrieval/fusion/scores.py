@@ -34,12 +34,14 @@ def fuse_pool_scores(
     """Fuse ``lists`` over ``pool``; ``cosines``: the query cosine of each pool label (nan
     where unknown) standing in for the vector list's scores, or None to use that list."""
     labels = pool.labels
-    values, present = pool.values, pool.ranks > 0
+    values = np.zeros(pool.ranks.shape, np.float64)
+    present = pool.ranks > 0
     for column, ranked in enumerate(lists):
         if ranked.name == VECTOR and cosines is not None:
-            values = values.copy()
             present[:, column] = np.isfinite(cosines)
-            values[:, column] = np.where(present[:, column], cosines, 0.0)
+            values[present[:, column], column] = cosines[present[:, column]]
+        elif len(ranked.labels):
+            values[pool.ranks[:, column] > 0, column] = _by_rank(pool, column, ranked)
     scores, order = fuse_scores(
         values, present, np.array([r.weight for r in lists], np.float64),
         config.score_normalisation, live.importance[labels], age_s(live, labels),
@@ -47,3 +49,9 @@ def fuse_pool_scores(
     )
     return top(pool, scores, order, limit)
 
+
+def _by_rank(pool: Pool, column: int, ranked: Ranked) -> np.ndarray:
+    """The list's scores, in pool order of the labels it holds."""
+    ranks = pool.ranks[:, column]
+    scores: np.ndarray = ranked.scores[ranks[ranks > 0] - 1]
+    return scores
