@@ -40,7 +40,7 @@ from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
 from sidecar.store.edges import EdgeRepo  # noqa: E402
 
-STAGES = ("embed_us", "vector_us", "lexical_us", "graph_us", "fusion_us", "cosine_us")
+STAGES = ("embed_us", "vector_us", "lexical_us", "graph_us", "fusion_us", "cosine_us", "hits_us")
 
 
 def corpus(n: int) -> tuple[list[str], list[str], np.ndarray]:
