@@ -2,9 +2,10 @@
 (``kernels.pool``), the exact query cosine of every candidate read from the dense vector
 matrix, then ``kernels.score_fusion`` over them, and the rows of the best candidates.
 
-Equal to building the pool, copying the candidates' rows, multiplying them by the query and
-calling ``score_fusion.fuse_scores`` (the engine's reference path; cosines are accumulated
-in float64 here, so they may differ from a float32 BLAS product in the last bits).
+Equal to building the pool, copying the candidates' rows, multiplying them by the query,
+calling ``score_fusion.fuse_scores`` and keeping the best (the engine's reference path;
+cosines are accumulated in float64 here, so they may differ from a float32 BLAS product in
+the last bits).
 """
 
 from __future__ import annotations
@@ -70,12 +71,13 @@ def _pool_fusion(
     fused, order = _fuse_scores(values, present, weights, norm, boost_importance, age_s,
                                 alpha, beta, half_life_s, pool)
     top = min(limit, n)
+    picked = order[:top]
     rows = np.full((top, matrix.shape[1]), np.nan, dtype=np.float32)
     for j in range(top):
-        slot = slots[order[j]]
+        slot = slots[picked[j]]
         if slot >= 0:
             rows[j] = matrix[slot]
-    return pool, ranks, cosines, fused, order, rows
+    return pool[picked], fused[picked], ranks[picked], cosines[picked], rows, picked
 
 
 def pool_fusion(
@@ -84,8 +86,10 @@ def pool_fusion(
     normalisation: int, importance: np.ndarray, updated_us: np.ndarray, now_us: int,
     alpha: float, beta: float, half_life_s: float, limit: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(pool labels ascending, ranks (n, lists), cosines (n,), fused scores (n,), order best
-    first, rows of the first ``limit`` in that order (nan: no row)).
+    """The best ``limit`` candidates of the pool, best first (fused score descending, then
+    label ascending): their labels, fused scores, ranks (rows of 1-based ranks in each list, 0
+    = absent), cosines (nan: no row), rows (float32, nan: no row) and positions in the pool
+    (sorted by label).
 
     ``labels``/``scores``/``offsets``: the lists concatenated (``kernels.pool``);
     ``vector_list``: the list whose scores the cosines replace (-1: none); ``slot_of``

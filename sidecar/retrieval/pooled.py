@@ -37,7 +37,7 @@ def fuse_with_cosines(
         if ranked.name == VECTOR and cosine_column:
             column = i
     with vectors.locked_rows() as (slot_of, matrix):
-        pool, ranks, cosines, scores, order, rows = pool_fusion(
+        labels, scores, ranks, cosines, rows, picked = pool_fusion(
             np.concatenate([r.labels for r in lists]),
             np.concatenate([r.scores for r in lists], dtype=np.float64),
             np.array(ends, np.int64), column, slot_of, matrix, query,
@@ -45,5 +45,4 @@ def fuse_with_cosines(
             NORMALISATIONS[config.score_normalisation], live.importance, live.updated_at,
             now_us(), config.alpha, config.beta, config.recency_half_life_days * S_PER_DAY,
             limit)
-    picked = order[:limit]
-    return Fused(pool[picked], scores[picked], ranks[picked], picked), rows, cosines[picked]
+    return Fused(labels, scores, ranks, picked), rows, cosines

@@ -7,8 +7,8 @@ hits need one) and is the reference the approximate index (hnswlib) is tested ag
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from types import TracebackType
 
 import numpy as np
 
@@ -136,11 +136,9 @@ class DenseVectors:
             out[known] = matrix[slots[known]]
         return out
 
-    @contextmanager
-    def locked_rows(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(label -> slot, -1 = none; the matrix, a row per slot), unchanged while held."""
-        with self._lock:
-            yield self._slot_of, self._matrix
+    def locked_rows(self) -> _LockedRows:
+        """Holds writes off; yields (label -> slot, -1 = none; the matrix, a row per slot)."""
+        return _LockedRows(self)
 
     def _index_slots(self, labels: np.ndarray, slots: np.ndarray) -> None:
         """Record label -> slot (under the lock); the index grows as a new array."""
@@ -166,6 +164,24 @@ class DenseVectors:
             self._written = np.concatenate([self._written, np.zeros(grow, np.int64)])
         self._used += 1
         return self._used - 1
+
+
+class _LockedRows:
+    """``DenseVectors.locked_rows``: a plain context manager (a search enters one each)."""
+
+    __slots__ = ("_dense",)
+
+    def __init__(self, dense: DenseVectors) -> None:
+        self._dense = dense
+
+    def __enter__(self) -> tuple[np.ndarray, np.ndarray]:
+        dense = self._dense
+        dense._lock.acquire()
+        return dense._slot_of, dense._matrix
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._dense._lock.release()
 
 
 def check_labels(labels: np.ndarray) -> None:
