@@ -1,11 +1,10 @@
 """Score fusion of a query's candidate pool in one pass: the pool of the sources' lists
 (``kernels.pool``), the exact query cosine of every candidate read from the dense vector
-matrix, then ``kernels.score_fusion`` over them, and the rows of the best candidates.
+matrix, then ``kernels.score_fusion`` over them.
 
-Equal to building the pool, copying the candidates' rows, multiplying them by the query,
-calling ``score_fusion.fuse_scores`` and keeping the best (the engine's reference path;
-cosines are accumulated in float64 here, so they may differ from a float32 BLAS product in
-the last bits).
+Equal to building the pool, copying the candidates' rows, multiplying them by the query and
+calling ``score_fusion.fuse_scores`` (the engine's reference path; cosines are accumulated
+in float64 here, so they may differ from a float32 BLAS product in the last bits).
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ def _pool_fusion(
     labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, vector_list: int,
     slot_of: np.ndarray, matrix: np.ndarray, query: np.ndarray, weights: np.ndarray,
     norm: int, importance: np.ndarray, updated_us: np.ndarray, now_us: int, alpha: float,
-    beta: float, half_life_s: float, limit: int,
+    beta: float, half_life_s: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     pool, ranks, values = _pool(labels, scores, offsets)
     n = pool.shape[0]
@@ -70,26 +69,18 @@ def _pool_fusion(
         age_s[i] = (now_us - updated_us[pool[i]]) / US_PER_S
     fused, order = _fuse_scores(values, present, weights, norm, boost_importance, age_s,
                                 alpha, beta, half_life_s, pool)
-    top = min(limit, n)
-    picked = order[:top]
-    rows = np.full((top, matrix.shape[1]), np.nan, dtype=np.float32)
-    for j in range(top):
-        slot = slots[picked[j]]
-        if slot >= 0:
-            rows[j] = matrix[slot]
-    return pool[picked], fused[picked], ranks[picked], cosines[picked], rows, picked
+    return pool, ranks, cosines, fused, order, slots
 
 
 def pool_fusion(
     labels: np.ndarray, scores: np.ndarray, offsets: np.ndarray, vector_list: int,
     slot_of: np.ndarray, matrix: np.ndarray, query: np.ndarray, weights: np.ndarray,
     normalisation: int, importance: np.ndarray, updated_us: np.ndarray, now_us: int,
-    alpha: float, beta: float, half_life_s: float, limit: int,
+    alpha: float, beta: float, half_life_s: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The best ``limit`` candidates of the pool, best first (fused score descending, then
-    label ascending): their labels, fused scores, ranks (rows of 1-based ranks in each list, 0
-    = absent), cosines (nan: no row), rows (float32, nan: no row) and positions in the pool
-    (sorted by label).
+    """(pool labels ascending, ranks (n, lists) 1-based and 0 = absent, cosines (n,) nan
+    without a row, fused scores (n,), order best first (score descending, then label
+    ascending), each candidate's row in ``matrix`` (-1: none)).
 
     ``labels``/``scores``/``offsets``: the lists concatenated (``kernels.pool``);
     ``vector_list``: the list whose scores the cosines replace (-1: none); ``slot_of``
@@ -108,7 +99,7 @@ def pool_fusion(
     return _pool_fusion(
         labels, scores, offsets, vector_list, slot_of, matrix,
         np.ascontiguousarray(query, dtype=np.float32), weights, normalisation, importance,
-        updated_us, now_us, float(alpha), float(beta), float(half_life_s), limit)
+        updated_us, now_us, float(alpha), float(beta), float(half_life_s))
 
 
 def warm_up() -> object:
@@ -117,4 +108,4 @@ def warm_up() -> object:
     return pool_fusion(
         np.array([1, 0, 1], np.int64), np.array([0.9, 2.0, 1.0]), np.array([0, 1, 3], np.int64),
         0, np.array([0, 1], np.int64), matrix, np.array([0.6, 0.8], np.float32),
-        np.array([0.3, 0.7]), 0, np.ones(2), np.zeros(2, np.int64), 0, 0.005, 0.005, 1.0, 2)
+        np.array([0.3, 0.7]), 0, np.ones(2), np.zeros(2, np.int64), 0, 0.005, 0.005, 1.0)
