@@ -152,8 +152,13 @@ def main() -> None:
     rows = [run(n, queries, embedder, replace(
                 RetrievalConfig(), parallel_min_memories=0 if p else 10**12, fusion=f))
             for n in args.sizes for p in modes for f in fusions]
-    cols = list(rows[0])
     print(f"\n{len(queries)} queries each, times in ms (server stages from Search debug)\n")
+    print_table(rows)
+
+
+def print_table(rows: list[dict[str, str]]) -> None:
+    """``rows`` as a markdown table, the first row's keys as its columns."""
+    cols = list(rows[0])
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:

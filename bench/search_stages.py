@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
 from lme_data import load_oracle, questions  # noqa: E402
-from search_speed import build, vector_recall_of  # noqa: E402
+from search_speed import build, print_table, vector_recall_of  # noqa: E402
 
 from sidecar.api.search_convert import search_response_to_pb  # noqa: E402
 from sidecar.api.server_config import ServerConfig  # noqa: E402
@@ -151,13 +151,9 @@ def main() -> None:
     texts = [q.text for q in questions(load_oracle())][: args.queries]
     embedder = Embedder(bundled_model_files(), **ServerConfig().embedder_options())
     rows = [profile(n, texts, embedder, args.rounds, ef) for n in args.sizes for ef in args.ef]
-    cols = list(rows[0])
     print(f"\n{len(texts)} queries x {args.rounds} rounds; CPU microseconds p50 / p95 "
           f"(load average {os.getloadavg()[0]:.1f})\n")
-    print("| " + " | ".join(cols) + " |")
-    print("|" + "---|" * len(cols))
-    for r in rows:
-        print("| " + " | ".join(r[c] for c in cols) + " |")
+    print_table(rows)
 
 
 if __name__ == "__main__":

@@ -285,8 +285,9 @@ class HybridRetriever:
         ctx, found = self._first_stage(ctx, clock)
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
-            found[source.name] = (source.search(replace(ctx, found=labels))
-                                  if query.mode.uses(source.name) else nothing())
+            found[source.name] = (source.search(SourceContext(
+                c, query, ctx.live, ctx.accept, ctx.embedding, labels))
+                if query.mode.uses(source.name) else nothing())
             clock.lap(source.name)
         lists = [Ranked(s.name, fusion_weight(s, c), *found.get(s.name, nothing()))
                  for s in self.sources]
