@@ -20,17 +20,19 @@ def _accumulate(
     scores: np.ndarray, seen: np.ndarray, touched: np.ndarray, n_touched: int,
 ) -> int:
     n_terms = term_ptr.shape[0] - 1
+    # k1 (1 - b + b dl / avgdl) = base + per_len dl: no division per posting.
+    base, per_len = k1 * (1.0 - b), k1 * b / avgdl
     for q in range(terms.shape[0]):
         t = terms[q]
         if t < 0 or t >= n_terms:
             continue
-        w = idf[q]
+        w = idf[q] * (k1 + 1.0)
         for p in range(term_ptr[t], term_ptr[t + 1]):
             d = post_doc[p]
             if not alive[d]:
                 continue
             tf = post_tf[p]
-            scores[d] += w * (tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * doc_len[d] / avgdl)))
+            scores[d] += w * tf / (tf + (base + per_len * doc_len[d]))
             if not seen[d]:
                 seen[d] = 1
                 touched[n_touched] = d
