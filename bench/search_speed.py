@@ -36,10 +36,11 @@ from sidecar.api.server_config import ServerConfig  # noqa: E402
 from sidecar.embedding import Embedder, bundled_model_files  # noqa: E402
 from sidecar.records import Edge, MemoryType, Relation  # noqa: E402
 from sidecar.retrieval.config import FUSIONS, RetrievalConfig  # noqa: E402
+from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex  # noqa: E402
 from sidecar.store.db import Database  # noqa: E402
 from sidecar.store.edges import EdgeRepo  # noqa: E402
 
-STAGES = ("embed_us", "vector_us", "lexical_us", "graph_us", "fusion_us", "cosine_us")
+STAGES = ("embed_us", "vector_us", "lexical_us", "graph_us", "fusion_us", "cosine_us", "hits_us")
 
 
 def corpus(n: int) -> tuple[list[str], list[str], np.ndarray]:
@@ -88,9 +89,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 def vector_recall(served: Served, queries: list[np.ndarray], k: int = 20) -> float:
-    """Mean recall@k of the served vector index (hnsw above its threshold) against an exact
-    scan of every live vector."""
-    index = served.vectors
+    return vector_recall_of(served.vectors, queries, k)
+
+
+def vector_recall_of(index: AdaptiveVectorIndex | None, queries: list[np.ndarray],
+                     k: int = 20) -> float:
+    """Mean recall@k of the vector index (hnsw above its threshold) against an exact scan of
+    every live vector."""
     assert index is not None
     everything = lambda labels: np.ones(len(labels), bool)  # noqa: E731
     found = 0
@@ -147,8 +152,13 @@ def main() -> None:
     rows = [run(n, queries, embedder, replace(
                 RetrievalConfig(), parallel_min_memories=0 if p else 10**12, fusion=f))
             for n in args.sizes for p in modes for f in fusions]
-    cols = list(rows[0])
     print(f"\n{len(queries)} queries each, times in ms (server stages from Search debug)\n")
+    print_table(rows)
+
+
+def print_table(rows: list[dict[str, str]]) -> None:
+    """``rows`` as a markdown table, the first row's keys as its columns."""
+    cols = list(rows[0])
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:

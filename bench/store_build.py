@@ -76,6 +76,7 @@ class Served:
             raise RuntimeError("vector index not ready after 30 min")
         self.ready_s = time.perf_counter() - start
         self.vectors = app.vectors
+        self.app = app
         self.vector_stats = app.vectors.stats() if app.vectors is not None else {}
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.server.port}")
         self.store = store_pb2_grpc.MemoryStoreStub(self.channel)

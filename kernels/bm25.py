@@ -20,17 +20,19 @@ def _accumulate(
     scores: np.ndarray, seen: np.ndarray, touched: np.ndarray, n_touched: int,
 ) -> int:
     n_terms = term_ptr.shape[0] - 1
+    # k1 (1 - b + b dl / avgdl) = base + per_len dl: no division per posting.
+    base, per_len = k1 * (1.0 - b), k1 * b / avgdl
     for q in range(terms.shape[0]):
         t = terms[q]
         if t < 0 or t >= n_terms:
             continue
-        w = idf[q]
+        w = idf[q] * (k1 + 1.0)
         for p in range(term_ptr[t], term_ptr[t + 1]):
             d = post_doc[p]
             if not alive[d]:
                 continue
             tf = post_tf[p]
-            scores[d] += w * (tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * doc_len[d] / avgdl)))
+            scores[d] += w * tf / (tf + (base + per_len * doc_len[d]))
             if not seen[d]:
                 seen[d] = 1
                 touched[n_touched] = d
@@ -62,14 +64,58 @@ def bm25_accumulate(
                            float(k1), float(b), float(avgdl), scores, seen, touched, n_touched))
 
 
+@kernel
+def _top_touched(
+    scores: np.ndarray, seen: np.ndarray, touched: np.ndarray, n_touched: int,
+    doc_label: np.ndarray, k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    k = min(k, n_touched)
+    best_label = np.empty(k, dtype=np.int64)
+    best_score = np.empty(k, dtype=np.float64)
+    held = 0
+    for i in range(n_touched):
+        d = touched[i]
+        score, label = scores[d], doc_label[d]
+        scores[d] = 0.0
+        seen[d] = 0
+        if k == 0 or held == k and not (score > best_score[k - 1] or (
+                score == best_score[k - 1] and label < best_label[k - 1])):
+            continue
+        j = held if held < k else k - 1  # insertion into the sorted best list
+        while j > 0 and (score > best_score[j - 1] or (
+                score == best_score[j - 1] and label < best_label[j - 1])):
+            if j < k:
+                best_score[j], best_label[j] = best_score[j - 1], best_label[j - 1]
+            j -= 1
+        best_score[j], best_label[j] = score, label
+        held = min(held + 1, k)
+    return best_label, best_score
+
+
+def bm25_top_k(
+    scores: np.ndarray, seen: np.ndarray, touched: np.ndarray, n_touched: int,
+    doc_label: np.ndarray, k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of the ``n_touched`` documents accumulated by ``bm25_accumulate``: (labels
+    int64, scores float64), score descending then label ascending; the buffers are left
+    zeroed for the next query. ``doc_label``: each document's label."""
+    if not 0 <= n_touched <= touched.shape[0]:
+        raise ValueError("n_touched must be within the touched buffer")
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    return _top_touched(scores, seen, touched, int(n_touched), doc_label, int(k))
+
+
 def warm_up() -> object:
     """Compile the kernels of this module on a tiny input."""
     ptr = np.array([0, 2, 3], dtype=np.int64)
     docs = np.array([0, 1, 1], dtype=np.int32)
     tf = np.array([1.0, 2.0, 1.0], dtype=np.float32)
     n = 2
-    return bm25_accumulate(
+    scores, seen, touched = np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int64)
+    count = bm25_accumulate(
         (ptr, docs, tf), np.array([3.0, 4.0]), np.ones(n, np.uint8),
         np.array([0, 1], np.int64), np.array([0.5, 0.2]), 1.5, 0.75, 3.5,
-        np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int64), 0,
+        scores, seen, touched, 0,
     )
+    return bm25_top_k(scores, seen, touched, count, np.array([7, 8], np.int64), 1)

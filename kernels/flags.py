@@ -23,3 +23,13 @@ JIT_OPTIONS: dict[str, Any] = {
 def kernel(func: F) -> F:
     """Compile ``func`` with the project's options (nopython, nogil, cached)."""
     return numba.njit(**JIT_OPTIONS)(func)  # type: ignore[no-any-return]
+
+
+# For sums that may be reordered (dot products vectorised into SIMD partial sums): the
+# result may differ from a sequential sum in the last bits.
+REASSOCIATE_OPTIONS: dict[str, Any] = {**JIT_OPTIONS, "fastmath": {"reassoc", "contract"}}
+
+
+def reassociating_kernel(func: F) -> F:
+    """Like ``kernel``, but floating-point sums may be reassociated (vectorised)."""
+    return numba.njit(**REASSOCIATE_OPTIONS)(func)  # type: ignore[no-any-return]

@@ -91,3 +91,17 @@ def spread(order: list[int], scores: list[float], groups: list[int], penalty: fl
         picked.append(best)
         left.remove(best)
     return picked
+
+
+def pool(lists: list[tuple[list[int], list[float]]]
+         ) -> tuple[list[int], list[list[int]], list[list[float]]]:
+    """The candidate pool of ranked lists: labels ascending, rank and score in each list
+    (0 when absent; a label listed twice keeps its later entry)."""
+    labels = sorted({label for found, _ in lists for label in found})
+    ranks = [[0] * len(lists) for _ in labels]
+    values = [[0.0] * len(lists) for _ in labels]
+    for j, (found, scores) in enumerate(lists):
+        for rank, (label, score) in enumerate(zip(found, scores, strict=True), start=1):
+            i = labels.index(label)
+            ranks[i][j], values[i][j] = rank, score
+    return labels, ranks, values

@@ -21,6 +21,12 @@ def timestamp(us: int) -> Timestamp:
     return ts
 
 
+def timestamp_fields(us: int) -> dict[str, int]:
+    """``timestamp(us)`` as constructor fields (a third of the cost in a message's
+    constructor, which every search hit pays three times)."""
+    return {"seconds": us // 1_000_000, "nanos": us % 1_000_000 * 1000}
+
+
 E = TypeVar("E", bound=IntEnum)
 
 
@@ -79,9 +85,9 @@ def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
         content=memory.content,
         type=int(memory.type),
         importance=memory.importance,
-        created_at=timestamp(memory.created_at),
-        updated_at=timestamp(memory.updated_at),
-        last_accessed_at=timestamp(memory.last_accessed_at),
+        created_at=timestamp_fields(memory.created_at),
+        updated_at=timestamp_fields(memory.updated_at),
+        last_accessed_at=timestamp_fields(memory.last_accessed_at),
         access_count=memory.access_count,
         source=memory.source,
         channel_id=memory.channel_id,

@@ -64,10 +64,10 @@ def search_response_to_pb(result: SearchResult, debug: bool) -> store_pb2.Search
 
 
 def search_hit_to_pb(hit: Hit) -> store_pb2.SearchHit:
+    ranks = {r.name: r.rank for r in hit.ranks}
     return store_pb2.SearchHit(
         memory=memory_to_pb(hit.memory), score=hit.score, cosine=hit.cosine,
-        vector_rank=hit.rank(stages.VECTOR), lexical_rank=hit.rank(stages.LEXICAL),
-        graph_rank=hit.rank(stages.GRAPH),
-        sources=[store_pb2.SourceRank(name=r.name, rank=r.rank, weight=r.weight)
-                 for r in hit.ranks],
+        vector_rank=ranks.get(stages.VECTOR, 0), lexical_rank=ranks.get(stages.LEXICAL, 0),
+        graph_rank=ranks.get(stages.GRAPH, 0),
+        sources=[{"name": r.name, "rank": r.rank, "weight": r.weight} for r in hit.ranks],
     )

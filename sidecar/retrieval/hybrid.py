@@ -12,11 +12,13 @@ Pipeline of one query (each stage timed in ``SearchResult.timings_us``, names in
                during 1 (or beside 2 for a long query; see ``_first_stage``);
 4. then each later source in order (``graph``: expansion from the candidates of 2-3), seeing
    the labels found before it;
-5. ``cosine``  the exact query cosine of every candidate (score fusion) or of every returned
-               hit (RRF, after 6): ``Hit.cosine``, thresholdable by callers;
-6. ``fusion``  ``[retrieval] fusion``: normalised score fusion (``fusion.scores``: the
-               cosines of 5, BM25 and graph scores) or weighted RRF (``fusion.rrf``), plus the
-               importance/recency boost, top ``limit``.
+5. ``fusion``  ``[retrieval] fusion``: normalised score fusion (``fusion.scores``, over the
+               exact query cosine of every candidate, BM25 and graph scores; one kernel call,
+               ``pooled``) or weighted RRF (``fusion.rrf``), plus the importance/recency
+               boost, top ``limit``;
+6. ``cosine``  (RRF) the exact query cosine of every returned hit. Either way it is
+               ``Hit.cosine``, thresholdable by callers;
+7. ``hits``    the hits, hydrated from the mirror.
 
 Modes: VECTOR and LEXICAL run only their source (fusion then only adds the boost); HYBRID
 runs all. A new source is a ``Source`` (``fusion.contract``) added to ``later_sources`` with a
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -51,9 +53,8 @@ from sidecar.retrieval.fusion.contract import (
     fusion_weight,
     nothing,
 )
-from sidecar.retrieval.fusion.pool import Fused, Ranked, pool_of
+from sidecar.retrieval.fusion.pool import Fused, Ranked
 from sidecar.retrieval.fusion.rrf import fuse_ranked
-from sidecar.retrieval.fusion.scores import fuse_pool_scores
 from sidecar.retrieval.graph.expansion import EdgeGraph
 from sidecar.retrieval.graph.source import GraphSource
 from sidecar.retrieval.lexical import persist as lexical_persist
@@ -61,6 +62,7 @@ from sidecar.retrieval.lexical.bm25 import BM25Index
 from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from sidecar.retrieval.mirror import LiveMemories
+from sidecar.retrieval.pooled import fuse_with_cosines
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.retrieval.stages import (
     COSINE,
@@ -110,6 +112,7 @@ class HybridRetriever:
         self._applied = c
         self._pool = ThreadPoolExecutor(1, "retrieval")
         self._switch = RWLock()  # searches read; a model switch writes
+        self.clock: Callable[[], Clock] = Clock  # times the stages (benches: a CPU clock)
 
     def switch_model(self, target: Embedder, memories: MemoryRepo) -> None:
         """Replace every live vector with its stored one (re-embedded by ``target``) and embed
@@ -276,14 +279,15 @@ class HybridRetriever:
             return self._search(query)
 
     def _search(self, query: SearchQuery) -> SearchResult:
-        clock = Clock()
+        clock = self.clock()
         c = self.config  # one config for the whole query
         ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
         ctx, found = self._first_stage(ctx, clock)
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
-            found[source.name] = (source.search(replace(ctx, found=labels))
-                                  if query.mode.uses(source.name) else nothing())
+            found[source.name] = (source.search(SourceContext(
+                c, query, ctx.live, ctx.accept, ctx.embedding, labels))
+                if query.mode.uses(source.name) else nothing())
             clock.lap(source.name)
         lists = [Ranked(s.name, fusion_weight(s, c), *found.get(s.name, nothing()))
                  for s in self.sources]
@@ -301,8 +305,8 @@ class HybridRetriever:
         self, lists: list[Ranked], ctx: SourceContext, clock: Clock
     ) -> tuple[Fused, np.ndarray, np.ndarray]:
         """The top ``limit`` fused candidates, their rows and their query cosines. Score
-        fusion weighs every candidate by its cosine, so it computes them first (for the
-        whole pool, a few dozen rows); RRF only for the winners."""
+        fusion weighs every candidate by its cosine: one kernel computes them for the
+        whole pool (a few dozen rows) and fuses (``pooled``); RRF only for the winners."""
         c, query, embedding = ctx.config, ctx.query, ctx.embedding
         assert embedding is not None
         if c.fusion == RRF:
@@ -312,32 +316,29 @@ class HybridRetriever:
             cosines = rows @ embedding
             clock.lap(COSINE)
             return fused, rows, cosines
-        pool = pool_of(lists)
-        rows = self.vectors.rows_of(pool.labels)
-        cosines = rows @ embedding
-        clock.lap(COSINE)
-        fused = fuse_pool_scores(pool, lists, cosines if query.mode.uses(VECTOR) else None,
-                                 self.live, c, query.limit)
+        fused, rows, cosines = fuse_with_cosines(lists, self.vectors, embedding, self.live, c,
+                                                 query.limit, query.mode.uses(VECTOR))
         clock.lap(FUSION)
-        return fused, rows[fused.picked], cosines[fused.picked]
+        return fused, rows, cosines
 
     def _hits(
         self, fused: Fused, rows: np.ndarray, cosines: np.ndarray, query: SearchQuery,
         c: RetrievalConfig,
     ) -> list[Hit]:
-        names = [(s.name, fusion_weight(s, c)) for s in self.sources]
+        sources = self.sources
+        names = [s.name for s in sources]
+        weights = [fusion_weight(s, c) for s in sources]
         get = self.live.get
-        known = (~np.isnan(rows[:, 0])).tolist() if len(rows) else []
+        known = (rows[:, 0] == rows[:, 0]).tolist()  # nan: the row changed meanwhile
         hits = []
-        for i, (label, ranks, score, cosine) in enumerate(zip(
-                fused.labels.tolist(), fused.ranks.tolist(), fused.scores.tolist(),
-                cosines.tolist(), strict=True)):
+        for i, label, ranks, score, cosine in zip(
+                range(len(known)), fused.labels.tolist(), fused.ranks.tolist(),
+                fused.scores.tolist(), cosines.tolist(), strict=True):
             memory = get(label)
             if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
                 continue
             hits.append(Hit(memory, score, cosine,
-                            tuple(SourceRank(name, rank, weight)
-                                  for (name, weight), rank in zip(names, ranks, strict=True)),
+                            tuple(map(SourceRank, names, ranks, weights)),
                             rows[i] if known[i] else None))
         return hits
 

@@ -12,8 +12,8 @@ LEXICAL = "lexical"  # the lexical (BM25) source
 LEXICAL_WAIT = "lexical_wait"  # what BM25 on the pool thread added after the embedding
 SOURCES = "sources"  # vector and lexical side by side (both also recorded on their own)
 GRAPH = "graph"  # the graph-expansion source
-FUSION = "fusion"  # score fusion or weighted RRF, and boost
-COSINE = "cosine"  # exact query cosine of the candidates (score fusion) or returned hits
+FUSION = "fusion"  # score fusion (with the candidates' cosines) or weighted RRF, and boost
+COSINE = "cosine"  # RRF: exact query cosine of the returned hits (score fusion: in FUSION)
 HITS = "hits"  # building the hits from the mirror
 TOTAL = "total"  # the whole search
 

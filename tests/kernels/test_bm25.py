@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernels.bm25 import bm25_accumulate
+from kernels.bm25 import bm25_accumulate, bm25_top_k
 from tests import naive
 
 
@@ -61,3 +61,29 @@ def test_argument_errors() -> None:
     with pytest.raises(ValueError, match="avgdl"):
         bm25_accumulate(seg, np.ones(1), np.ones(1, np.uint8), np.zeros(1, np.int64),
                         np.ones(1), 1.5, 0.75, 0.0, *buf, 0)
+
+
+@pytest.mark.parametrize("seed,n,k", [(0, 0, 5), (1, 1, 1), (2, 50, 10), (3, 50, 0),
+                                      (4, 30, 60), (5, 400, 20)])
+def test_top_k_picks_like_a_sort_and_clears_the_buffers(seed: int, n: int, k: int) -> None:
+    rng = np.random.default_rng(seed)
+    size = 2 * n + 1
+    scores, seen = np.zeros(size), np.zeros(size, np.uint8)
+    touched = rng.permutation(size)[:n].astype(np.int64)
+    scores[touched] = rng.choice([0.5, 1.0, 2.0, 3.5], n) if seed % 2 else rng.random(n)
+    seen[touched] = 1
+    doc_label = rng.permutation(10 * size).astype(np.int64)[:size]
+    expected = sorted((-scores[d], doc_label[d]) for d in touched.tolist())[:k]
+    full_touched = np.concatenate([touched, np.full(size - n, -1, np.int64)])
+    labels, got = bm25_top_k(scores, seen, full_touched, n, doc_label, k)
+    assert labels.tolist() == [label for _, label in expected]
+    assert got.tolist() == [-s for s, _ in expected]
+    assert not scores.any() and not seen.any()
+
+
+def test_top_k_argument_errors() -> None:
+    buffers = np.zeros(2), np.zeros(2, np.uint8), np.zeros(2, np.int64)
+    with pytest.raises(ValueError, match="n_touched"):
+        bm25_top_k(*buffers, 3, np.arange(2), 1)
+    with pytest.raises(ValueError, match="k must"):
+        bm25_top_k(*buffers, 0, np.arange(2), -1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 
 import numpy as np
@@ -92,7 +93,8 @@ def test_searches_racing_writes() -> None:
 
 class _WriteDuringSearch:
     """A DenseVectors that runs ``write`` once, inside the next search's call to ``rows_of``
-    (every mode calls it after its sources and fusion, before the hits are assembled): a
+    or ``locked_rows`` (every mode calls one after its sources, before the hits are
+    assembled): a
     commit landing while a query is in flight, after it chose its filter and candidates."""
 
     def __init__(self) -> None:
@@ -102,11 +104,18 @@ class _WriteDuringSearch:
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
 
-    def rows_of(self, labels: np.ndarray) -> np.ndarray:
+    def _fire(self) -> None:
         write, self.write = self.write, None
         if write is not None:
             write()
+
+    def rows_of(self, labels: np.ndarray) -> np.ndarray:
+        self._fire()
         return self.inner.rows_of(labels)
+
+    def locked_rows(self) -> AbstractContextManager[tuple[np.ndarray, np.ndarray]]:
+        self._fire()
+        return self.inner.locked_rows()
 
 
 @pytest.mark.parametrize("mode", [Mode.VECTOR, Mode.LEXICAL, Mode.HYBRID])

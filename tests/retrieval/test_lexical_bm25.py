@@ -152,3 +152,26 @@ def test_stemming_index_matches_inflected_queries_only_when_on() -> None:
     assert sorted(stemmed.search("flights", 5)[0].tolist()) == [1, 3]
     assert stemmed.search("she enjoyed a run", 5)[0].tolist() == [2]
     assert plain.search("she enjoyed a run", 5)[0].tolist() == []
+
+
+@pytest.mark.parametrize("k", [1, 5, 20, 5000])
+def test_unfiltered_top_k_equals_the_filtered_path(k: int) -> None:
+    """The top-k kernel (no filter) picks what sorting every score picks, ties included
+    (duplicated documents), over several segments and removed documents."""
+    texts = corpus(600, seed=5)
+    index = BM25Index(background_merge=False, min_main_merge=10**9)
+    for start in range(0, len(texts), 150):
+        labels = list(range(start + 1, start + 151))
+        index.add(labels, texts[start:start + 150])
+        index.add([start + 1000 + x for x in range(20)], texts[start:start + 20])  # twins
+    index.remove(list(range(1, 600, 7)))
+    assert index.segment_count > 1
+    everything = lambda labels: np.ones(len(labels), bool)  # noqa: E731
+    for q in QUERIES:
+        got = index.search(q, k)
+        want = index.search(q, k, accept=everything)
+        assert got[0].tolist() == want[0].tolist(), q
+        assert got[1].tolist() == want[1].tolist(), q
+        assert got[1].dtype == np.float64 and got[0].dtype == np.int64
+    # The buffers were cleared: the same query scores the same twice.
+    assert index.scores("term1 term2")[1].tolist() == index.scores("term1 term2")[1].tolist()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.bm25 import bm25_accumulate
+from kernels.bm25 import bm25_accumulate, bm25_top_k
 from sidecar.retrieval.contract import Accept
 from sidecar.retrieval.lexical.query import rarest
 from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
@@ -339,26 +339,42 @@ class BM25Index:
     def scores(self, text: str, max_terms: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Every live document with a non-zero-contribution term: (labels, scores).
         ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``)."""
-        terms = self.analyzer.query_terms(text)
-        if not terms:
+        found = self._accumulate(text, max_terms)
+        if found is None:
             return _EMPTY
-        with self._lock:  # statistics and segments from the same instant
-            ids, idf = self._idf_locked(terms)
-            snap = self._view()
-        ids, idf = rarest(terms, ids, idf, max_terms)
-        if snap.n_live == 0 or snap.avgdl <= 0:
-            return _EMPTY
-        scores, seen, touched = self._buffers(snap.n_docs)
-        count = 0
+        snap, (scores, seen, touched), count = found
         try:
-            for seg in snap.segments:
-                count = bm25_accumulate(seg.arrays, snap.doc_len, snap.alive, ids, idf, self.k1,
-                                        self.b, snap.avgdl, scores, seen, touched, count)
             docs = touched[:count].copy()
             return snap.doc_label[docs], scores[docs]
         finally:  # leave the buffers zeroed for the next query: O(touched), not O(documents)
             scores[touched[:count]] = 0.0
             seen[touched[:count]] = 0
+
+    def _accumulate(
+        self, text: str, max_terms: int
+    ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
+        """The query's scores summed into this thread's buffers: (view, buffers, touched
+        count), or None when nothing can match. The caller zeroes the touched slots."""
+        terms = self.analyzer.query_terms(text)
+        if not terms:
+            return None
+        with self._lock:  # statistics and segments from the same instant
+            ids, idf = self._idf_locked(terms)
+            snap = self._view()
+        ids, idf = rarest(terms, ids, idf, max_terms)
+        if snap.n_live == 0 or snap.avgdl <= 0:
+            return None
+        buffers = scores, seen, touched = self._buffers(snap.n_docs)
+        count = 0
+        try:
+            for seg in snap.segments:
+                count = bm25_accumulate(seg.arrays, snap.doc_len, snap.alive, ids, idf, self.k1,
+                                        self.b, snap.avgdl, scores, seen, touched, count)
+        except BaseException:
+            scores[touched[:count]] = 0.0
+            seen[touched[:count]] = 0
+            raise
+        return snap, buffers, count
 
     def _buffers(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per-thread score buffers of exactly ``n`` slots, all zero (views of a larger one)."""
@@ -372,9 +388,16 @@ class BM25Index:
     def search(
         self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k accepted labels by BM25, descending; ties by label ascending."""
+        """Top-k accepted labels by BM25, descending; ties by label ascending. Without a
+        filter the best are picked as the buffers are cleared (``kernels.bm25``)."""
+        if accept is None:
+            found = self._accumulate(text, max_terms)
+            if found is None:
+                return _EMPTY
+            snap, (scores, seen, touched), count = found
+            return bm25_top_k(scores, seen, touched, count, snap.doc_label, max(k, 0))
         labels, scores = self.scores(text, max_terms)
-        if accept is not None and len(labels):
+        if len(labels):
             keep = accept(labels)
             labels, scores = labels[keep], scores[keep]
         return top_k(labels, scores, k)

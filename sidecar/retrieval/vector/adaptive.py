@@ -25,6 +25,7 @@ import logging
 import math
 import threading
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -173,6 +174,9 @@ class AdaptiveVectorIndex:
 
     def vector(self, label: int) -> np.ndarray | None:
         return self._dense.vector(label)
+
+    def locked_rows(self) -> AbstractContextManager[tuple[np.ndarray, np.ndarray]]:
+        return self._dense.locked_rows()
 
     def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
         """Exact cosine with every live accepted row (always the dense matrix, never hnsw)."""

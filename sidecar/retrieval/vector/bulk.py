@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sidecar.retrieval.vector.exact import DenseVectors
+from sidecar.retrieval.vector.exact import DenseVectors, check_labels
 
 
 class BulkDenseVectors(DenseVectors):
@@ -15,6 +15,7 @@ class BulkDenseVectors(DenseVectors):
 
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
         labels = np.asarray(labels, dtype=np.int64).ravel()
+        check_labels(labels)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         with self._lock:
             fresh = not self._free and not any(
@@ -40,6 +41,7 @@ class BulkDenseVectors(DenseVectors):
             written[start:end] = self._version
             self._matrix, self._labels, self._written = matrix, slot_labels, written
             self._slot.update(zip(labels.tolist(), range(start, end), strict=True))
+            self._index_slots(labels, np.arange(start, end))
             self._used = end
 
     def reserve(self, capacity: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 import numpy as np
@@ -35,6 +36,10 @@ class VectorIndex(Protocol):
         ...
 
     def vector(self, label: int) -> np.ndarray | None: ...
+
+    def locked_rows(self) -> AbstractContextManager[tuple[np.ndarray, np.ndarray]]:
+        """Holds writes off; yields (label -> row index, -1 = none; the float32 matrix)."""
+        ...
 
     def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
         """Exact cosine of the query with every live accepted row: (labels, scores)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from types import TracebackType
 
 import numpy as np
 
@@ -27,6 +28,7 @@ class DenseVectors:
         self._matrix = np.zeros((capacity, dim), dtype=np.float32)
         self._labels = np.full(capacity, -1, dtype=np.int64)  # -1 = free slot
         self._slot: dict[int, int] = {}
+        self._slot_of = np.full(capacity, -1, dtype=np.int64)  # label -> slot, -1 = none
         self._free: list[int] = []
         self._used = 0  # slots [0, _used) have been handed out
         # Optimistic reads: every write batch bumps _version and stamps the slots it wrote
@@ -39,17 +41,20 @@ class DenseVectors:
         return len(self._slot)
 
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
+        check_labels(labels)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         with self._lock:
             self._version += 1
+            new: dict[int, int] = {}
             for label, vector in zip(labels.tolist(), vectors, strict=True):
                 slot = self._slot.get(label)
                 if slot is None:
-                    slot = self._take_slot()
-                    self._slot[label] = slot
+                    slot = new[label] = self._slot[label] = self._take_slot()
                     self._labels[slot] = label
                 self._written[slot] = self._version
                 self._matrix[slot] = vector
+            self._index_slots(np.fromiter(new, np.int64, len(new)),
+                              np.fromiter(new.values(), np.int64, len(new)))
 
     def remove(self, labels: np.ndarray) -> None:
         with self._lock:
@@ -59,6 +64,7 @@ class DenseVectors:
                 if slot is not None:
                     self._written[slot] = self._version
                     self._labels[slot] = -1
+                    self._slot_of[label] = -1
                     self._free.append(slot)
 
     def search(
@@ -115,13 +121,33 @@ class DenseVectors:
 
     def rows_of(self, labels: np.ndarray) -> np.ndarray:
         """Copies of the rows of ``labels`` (n, dim); a row of nan for an unknown label."""
-        out = np.full((len(labels), self.dim), np.nan, dtype=np.float32)
+        labels = np.asarray(labels, dtype=np.int64)
+        if not len(labels):
+            return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
-            slots = [self._slot.get(label, -1) for label in labels.tolist()]
-            found = [i for i, s in enumerate(slots) if s >= 0]
-            if found:
-                out[found] = self._matrix[[slots[i] for i in found]]
+            slot_of, matrix = self._slot_of, self._matrix
+            inside = (labels >= 0) & (labels < len(slot_of))
+            slots = np.where(inside, slot_of[np.where(inside, labels, 0)], -1)
+            known = slots >= 0
+            if known.all():
+                rows: np.ndarray = matrix[slots]  # fancy indexing copies
+                return rows
+            out = np.full((len(labels), self.dim), np.nan, dtype=np.float32)
+            out[known] = matrix[slots[known]]
         return out
+
+    def locked_rows(self) -> _LockedRows:
+        """Holds writes off; yields (label -> slot, -1 = none; the matrix, a row per slot)."""
+        return _LockedRows(self)
+
+    def _index_slots(self, labels: np.ndarray, slots: np.ndarray) -> None:
+        """Record label -> slot (under the lock); the index grows as a new array."""
+        need = int(labels.max()) + 1 if len(labels) else 0
+        if need > len(self._slot_of):
+            grown = np.full(max(need, 2 * len(self._slot_of)), -1, dtype=np.int64)
+            grown[: len(self._slot_of)] = self._slot_of
+            self._slot_of = grown
+        self._slot_of[labels] = slots
 
     def vector(self, label: int) -> np.ndarray | None:
         with self._lock:
@@ -138,6 +164,29 @@ class DenseVectors:
             self._written = np.concatenate([self._written, np.zeros(grow, np.int64)])
         self._used += 1
         return self._used - 1
+
+
+class _LockedRows:
+    """``DenseVectors.locked_rows``: a plain context manager (a search enters one each)."""
+
+    __slots__ = ("_dense",)
+
+    def __init__(self, dense: DenseVectors) -> None:
+        self._dense = dense
+
+    def __enter__(self) -> tuple[np.ndarray, np.ndarray]:
+        dense = self._dense
+        dense._lock.acquire()
+        return dense._slot_of, dense._matrix
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        self._dense._lock.release()
+
+
+def check_labels(labels: np.ndarray) -> None:
+    if len(labels) and int(np.min(labels)) < 0:
+        raise ValueError("vector labels must be >= 0")
 
 
 def _accepted(labels: np.ndarray, accept: Accept | None) -> tuple[np.ndarray, np.ndarray]:

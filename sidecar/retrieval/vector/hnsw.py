@@ -192,7 +192,7 @@ class HnswVectors:
             except RuntimeError:
                 return None
             labels = found[0].astype(np.int64)
-            scores = (1.0 - distances[0]).astype(np.float32)
+            scores = np.subtract(np.float32(1.0), distances[0], dtype=np.float32)
             if accept is not None:
                 keep = np.asarray(accept(labels), dtype=bool)
                 labels, scores = labels[keep], scores[keep]
