@@ -1,6 +1,7 @@
 """Relevance floors on the LongMemEval replay, per conversation turn, as one agent.
 
     .venv/bin/python -m bench.floor_replay [--size 100000] [--growing] [--rules "a;b"]
+        [--channel-diversity 0.05]
 
 The store holds every user turn of every session of the oracle set (5,432 memories of 940
 sessions; ``--size`` pads it with filler from bench/padding.py: sentences of the oracle
@@ -9,8 +10,9 @@ conversations and pairs of them, each labelled with the sessions it comes from).
 in date order, then the question (5,979 turns). A turn searches the whole store except its
 own memory (``--growing``: except the question's current and later sessions, i.e. only what
 was said before the session). Hits come from the real hybrid engine (default
-RetrievalConfig, in process, ``search_limit`` 20); a conversation turn's query embedding is
-its stored one.
+RetrievalConfig but ``--channel-diversity``, in process, ``search_limit`` 20); a
+conversation turn's query embedding is its stored one. The searches are cached per store
+size, ``--growing`` and retrieval config (every knob), so a changed knob searches again.
 
 Per floor rule the blocks are then built as Inject builds them: the floor, the cooldown of
 the K - 1 = 2 latest non-empty blocks (by id, and by cosine > ``semantic_threshold`` to them
@@ -21,11 +23,12 @@ or to an item kept earlier in the block), ``max_total``. Reported per turn:
 - at the question turn, **evidence in view**: the share of the question's ``has_answer``
   user turns the model has in view (the question's block or the blocks still held).
 
-Each row of the store carries the channel it was written in: the conversation of its
-session (the first one holding it, for the 8 sessions two questions share); filler carries
-none. A conversation's turns are Injects of its channel. "Question alone" is the question
-against the whole store with no conversation before it, in a channel where nothing was
-written (one turn per question); "asked elsewhere" is the same question in the channel of the
+Each row of the store carries the channel it was written in (its ``channel_id``, which the
+search's ``channel_diversity`` spreads over): the conversation of its session (the first one
+holding it, for the 8 sessions two questions share); filler carries none. A conversation's
+turns are Injects of its channel. "Question alone" is the question against the whole store
+with no conversation before it, in a channel where nothing was written (one turn per
+question); "asked elsewhere" is the same question in the channel of the
 other conversation most of its hits come from (what a user asking about one conversation
 from within another gets). The same rules are also reported as if no memory carried a
 channel.
@@ -40,11 +43,12 @@ and reported on the other half.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -144,18 +148,21 @@ def _pair(text: str, origin: dict[str, set[str]]) -> list[str]:
     return []
 
 
-def collect(size: int, growing: bool) -> tuple[Store, list[Conversation]]:
+def collect(size: int, growing: bool, retrieval: RetrievalConfig
+            ) -> tuple[Store, list[Conversation]]:
     data = load_oracle()
     store = oracle_store(data, size)
-    cache = CACHE / f"floor_replay_{len(store.ids)}{'_growing' if growing else ''}.json"
+    cache = CACHE / (f"floor_replay_{len(store.ids)}{'_growing' if growing else ''}"
+                     f"_{searches_key(retrieval)}.json")
     row_of = {memory_id: i for i, memory_id in enumerate(store.ids)}
     if cache.exists():
         return store, [replace(_load(c), channel=n)
                        for n, c in enumerate(json.loads(cache.read_text()))]
-    data_dir = CACHE / f"floor_replay_store_{len(store.ids)}"
-    build_store(data_dir, store.ids, store.texts, store.vectors)
+    data_dir = CACHE / f"floor_replay_store_{len(store.ids)}_channels"
+    build_store(data_dir, store.ids, store.texts, store.vectors,
+                channels=[f"lme-{c}" if c >= 0 else "" for c in store.channels.tolist()])
     db = Database(data_dir / "memsidecar.sqlite3")
-    engine = HybridRetriever(Embedder(bundled_model_files()), Live.fixed(RetrievalConfig()))
+    engine = HybridRetriever(Embedder(bundled_model_files()), Live.fixed(retrieval))
     repos = Repositories.open(db)
     engine.load(repos.memories, repos.edges)
     by_session: dict[str, list[int]] = {}
@@ -172,6 +179,14 @@ def collect(size: int, growing: bool) -> tuple[Store, list[Conversation]]:
     db.close()
     cache.write_text(json.dumps([_dump(c) for c in out]))
     return store, [replace(c, channel=n) for n, c in enumerate(out)]
+
+
+def searches_key(retrieval: RetrievalConfig) -> str:
+    """What the cached searches depend on: every retrieval knob, and that the store's rows
+    carry their channels."""
+    knobs = json.dumps({"retrieval": asdict(retrieval), "channels": True}, sort_keys=True,
+                       default=str)
+    return hashlib.sha256(knobs.encode()).hexdigest()[:12]
 
 
 class _Searcher:
@@ -490,14 +505,22 @@ def main() -> None:
                         help="a turn sees only sessions before its own (not the whole store)")
     parser.add_argument("--rules", default="",
                         help="only these rules (names separated by ;), on both halves")
+    parser.add_argument("--channel-diversity", type=float, default=None,
+                        help="[retrieval] channel_diversity of the searches (default: its "
+                             "default)")
     args = parser.parse_args()
+    retrieval = RetrievalConfig()
+    if args.channel_diversity is not None:
+        retrieval = replace(retrieval, channel_diversity=args.channel_diversity)
     name = f"floor_replay_{args.size or 5432}{'_growing' if args.growing else ''}"
+    if args.channel_diversity is not None:
+        name += f"_diversity_{args.channel_diversity:g}"
     with recorded(name + ("_rules" if args.rules else "")):
-        report(args.size, args.growing, args.rules)
+        report(args.size, args.growing, args.rules, retrieval)
 
 
-def report(size: int, growing: bool, only: str) -> None:
-    store, convs = collect(size, growing)
+def report(size: int, growing: bool, only: str, retrieval: RetrievalConfig) -> None:
+    store, convs = collect(size, growing, retrieval)
     tune_idx, held_idx = split(len(convs))
     tune = [convs[i] for i in tune_idx]
     held = [convs[i] for i in held_idx]

@@ -9,10 +9,12 @@
     .venv/bin/python bench/longmemeval_quality.py --tune-bm25 --stemming both  # k1/b, tune half
     .venv/bin/python bench/longmemeval_quality.py --tune-diversity  # channel_diversity grid
     .venv/bin/python bench/longmemeval_quality.py --channels both  # channel_id empty, then set
+    .venv/bin/python bench/longmemeval_quality.py --channels conversation --channel-diversity 0
 
 All sessions of the 500 questions are pooled into one store, one memory per turn, its
-``channel_id`` the session (as a conversation's memories carry its channel; ``--channels off``:
-empty, ``both``: the report for each). The 470
+``channel_id`` the session (``--channels off``: empty, ``both``: the report for each;
+``conversation``: the question's conversation, i.e. every session of its haystack under one
+channel, a session several questions share under the first of them). The 470
 non-abstention questions are split in two halves with a fixed seed: settings are chosen on the
 "tune" half only, and the report shows the other ("held-out") half and all 470. The report
 runs every question through the real ``Search`` RPC (the server embeds the query).
@@ -50,7 +52,9 @@ from sidecar.store.repos import Repositories
 MODES = {"VECTOR": store_pb2.SEARCH_MODE_VECTOR, "LEXICAL": store_pb2.SEARCH_MODE_LEXICAL,
          "HYBRID": store_pb2.SEARCH_MODE_HYBRID}
 ROLES = {"user": ("user",), "all": ("user", "assistant")}
-CHANNELS = {"on": [True], "off": [False], "both": [False, True]}
+OFF, SESSION, CONVERSATION = "empty", "= session", "= conversation"
+CHANNELS = {"on": [SESSION], "off": [OFF], "both": [OFF, SESSION],
+            "conversation": [CONVERSATION]}
 STEMMING = {"default": [RetrievalConfig().bm25_stemming], "off": [False], "on": [True],
             "both": [False, True]}
 
@@ -156,7 +160,7 @@ def by_type(ranked: dict[str, list[str]], held: list[Question],
 
 
 def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Question],
-           evidence: dict[str, set[str]], retrieval: RetrievalConfig, channels: bool) -> None:
+           evidence: dict[str, set[str]], retrieval: RetrievalConfig, channels: str) -> None:
     served = Served(data_dir, embedder, retrieval, embedder.name)
     print(f"\nserver opened the store in {served.open_s:.1f} s, vector index "
           f"{served.vector_stats}")
@@ -177,8 +181,8 @@ def report(data_dir: Path, embedder: Embedder, qs: list[Question], held: list[Qu
             kinds[name] = by_type(ranked, held, evidence)
     finally:
         served.close()
-    setting = (f"bm25_stemming={retrieval.bm25_stemming}, channel_id "
-               f"{'= session' if channels else 'empty'}")
+    setting = (f"bm25_stemming={retrieval.bm25_stemming}, channel_id {channels}, "
+               f"channel_diversity {retrieval.channel_diversity:g}")
     for title, rows in tables.items():
         print(f"\n{title} ({setting}, other knobs default, Search over gRPC, limit 10):\n")
         print(HEADER)
@@ -206,7 +210,10 @@ def main() -> None:
     parser.add_argument("--tune-diversity", action="store_true",
                         help="first the channel_diversity grid on the tune half")
     parser.add_argument("--channels", choices=sorted(CHANNELS), default="on",
-                        help="memories' channel_id: the session (on), empty (off), or both")
+                        help="memories' channel_id: the session (on), empty (off), both, or "
+                             "the question's conversation")
+    parser.add_argument("--channel-diversity", type=float, default=None,
+                        help="[retrieval] channel_diversity of the report (default: its default)")
     args = parser.parse_args()
 
     data = load_oracle()
@@ -216,12 +223,19 @@ def main() -> None:
     vectors = cached_embeddings([t.content for t in turns], f"lme_turns_{args.turns}",
                                 args.model)
     suffix = "" if args.model == FP32 else f"_{args.model}"
+    conversation = {}
+    for n, item in enumerate(data):
+        for sid in item["haystack_session_ids"]:
+            conversation.setdefault(sid, f"lme-{n}")
+    channel_of = {OFF: lambda t: "", SESSION: lambda t: t.session_id,
+                  CONVERSATION: lambda t: conversation[t.session_id]}
+    tails = {OFF: "", SESSION: "_channels", CONVERSATION: "_conversations"}
     dirs = {}
-    for on in (False, True):  # channel_id empty, then the session
-        dirs[on] = CACHE / f"lme_store_{args.turns}{suffix}{'_channels' if on else ''}"
-        if on in CHANNELS[args.channels] or (on and args.tune_diversity):
-            build_store(dirs[on], [t.id for t in turns], [t.content for t in turns], vectors,
-                        model=args.model, channels=[t.session_id for t in turns] if on else ())
+    for kind, tail in tails.items():
+        dirs[kind] = CACHE / f"lme_store_{args.turns}{suffix}{tail}"
+        if kind in CHANNELS[args.channels] or (kind == SESSION and args.tune_diversity):
+            build_store(dirs[kind], [t.id for t in turns], [t.content for t in turns], vectors,
+                        model=args.model, channels=[channel_of[kind](t) for t in turns])
     data_dir = dirs[CHANNELS[args.channels][-1]]
 
     qs = questions(data)
@@ -247,14 +261,16 @@ def main() -> None:
         if args.tune_only:
             return
     if args.tune_diversity:
-        tune_diversity(dirs[True], embedder, args.model, tune_half, held,
+        tune_diversity(dirs[SESSION], embedder, args.model, tune_half, held,
                        lambda ranked, part: evaluate(ranked, part, evidence))
         if args.tune_only:
             return
-    for on in CHANNELS[args.channels]:
+    for kind in CHANNELS[args.channels]:
         for stem in STEMMING[args.stemming]:
-            report(dirs[on], embedder, qs, held, evidence, RetrievalConfig(bm25_stemming=stem),
-                   on)
+            retrieval = RetrievalConfig(bm25_stemming=stem)
+            if args.channel_diversity is not None:
+                retrieval = replace(retrieval, channel_diversity=args.channel_diversity)
+            report(dirs[kind], embedder, qs, held, evidence, retrieval, kind)
 
 
 if __name__ == "__main__":

@@ -81,11 +81,14 @@ class RetrievalConfig:
         "every candidate) gets 1 - this."))
     graph_share: float = field(default=0.1, metadata=unit(
         "Score fusion: weight of the normalised graph-expansion score, added on top."))
-    # Chosen on the tune half of LongMemEval (docs/decisions/0012-channel-diversity.md).
-    channel_diversity: float = field(default=0.05, metadata=unit(
-        "Spread the hits over channels (conversations): a candidate loses this fraction of "
-        "the best hit's fused score for every hit ranked above it from its own channel. "
-        "Memories without a channel are never held back; 0 = off."))
+    # Off by default: it helps only where a channel is one session
+    # (docs/decisions/0012-channel-diversity.md).
+    channel_diversity: float = field(default=0.0, metadata=unit(
+        "Spread the hits over channels: a candidate loses this fraction of the best hit's "
+        "fused score for every hit ranked above it from its own channel; memories without a "
+        "channel are never held back; 0 = off. Leave it off when a channel is a conversation "
+        "(as Inject's are): it pushes a conversation's own memories apart and lowers recall. "
+        "0.05 suits stores whose channels are single sessions."))
     # Tie-break boost: + alpha * importance + beta * 0.5 ** (age / half-life).
     alpha: float = field(default=0.005, metadata=knob(
         "Importance boost: + alpha x importance on the fused score.", ge=0.0, le=1.0))
