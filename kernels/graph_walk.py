@@ -1,30 +1,63 @@
 """Graph expansion over an undirected adjacency in CSR form, and the choice of its seeds.
 
 Nodes are dense integers; ``node_seq`` maps a node to its memory's label (-1: no live memory)
-and ``seq_node`` back. From the seed labels, each walk step reaches every neighbour (not a
-seed) of the frontier with its best factor ``factor x weight x multiplier[relation]``; a
-reached node counts only if its label passes the visibility filter (in range, alive, shared
-or owned by ``code``, of a ``wanted`` type when any), and scores ``importance x factor``. A
-node whose best score rose joins the next frontier. The result: labels and scores, score
-descending then label ascending, at most ``limit``.
+and ``seq_node`` back. Seeds: the distinct labels of the earlier lists by best rank, then
+label, with importance >= a threshold, at most a limit. From the seeds, each walk step reaches
+every neighbour (not a seed) of the frontier with its best factor ``factor x weight x
+multiplier[relation]``; a reached node counts only if its label passes the visibility filter
+(in range, alive, shared or owned by ``code``, of a ``wanted`` type when any), and scores
+``importance x factor``. A node whose best score rose joins the next frontier. The result:
+labels and scores, score descending then label ascending, at most ``limit``.
 
-Scratch arrays (one slot per node) are reused across calls; a slot is valid when its stamp
-equals the call's (or the step's) stamp, so nothing is cleared between calls. Callers that
-share the scratch must not run concurrently.
+An ``Adjacency`` carries scratch space (a slot per node) reused across walks: a slot is valid
+when its stamp equals the walk's (or the step's), so nothing is cleared between walks. Walks
+on one adjacency must not run concurrently.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from kernels.flags import kernel
 
-# Rows of the int64 scratch: stamps (seed, reached, best), then lists (reached, frontier,
-# next frontier, best). Rows of the float64 scratch: reached factor, best score, frontier
-# factor, next frontier factor.
-INT_ROWS = 7
-FLOAT_ROWS = 4
 MAX_DEPTH = 255  # step stamps are stamp * (MAX_DEPTH + 1) + depth
+
+
+class Adjacency(NamedTuple):
+    """Both directions of every edge, grouped by node (``adjacency``), with scratch space."""
+
+    indptr: np.ndarray  # (n + 1,) int64: node i's entries are [indptr[i], indptr[i + 1])
+    nbr: np.ndarray  # int64 neighbour of each entry
+    rel: np.ndarray  # int64 relation of each entry
+    weight: np.ndarray  # float64 weight of each entry
+    marks: np.ndarray  # (n, 3) int64: seed, reached and best stamps per node
+    values: np.ndarray  # (n, 2) float64: reached factor and best score per node
+    lists: np.ndarray  # (4, n) int64: reached, frontier, next frontier, best nodes
+    factors: np.ndarray  # (2, n) float64: frontier and next frontier factors
+
+
+def adjacency(ends: np.ndarray, relation: np.ndarray, weight: np.ndarray, n: int) -> Adjacency:
+    """The adjacency of n nodes from undirected edges: ``ends`` (m, 2) node pairs (an edge
+    from a node to itself is listed once), ``relation`` (m,) int, ``weight`` (m,) float."""
+    ends = np.asarray(ends, np.int64).reshape(-1, 2)
+    relation, weight = np.asarray(relation, np.int64), np.asarray(weight, np.float64)
+    if relation.shape != (len(ends),) or weight.shape != (len(ends),):
+        raise ValueError("ends, relation and weight must have one row per edge")
+    if len(ends) and (ends.min() < 0 or ends.max() >= n):
+        raise ValueError(f"edge ends must be nodes in [0, {n})")
+    low, high = ends[:, 0], ends[:, 1]
+    two = low != high
+    src = np.concatenate((low, high[two]))
+    order = np.argsort(src, kind="stable")
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    return Adjacency(indptr, np.concatenate((high, low[two]))[order],
+                     np.concatenate((relation, relation[two]))[order],
+                     np.concatenate((weight, weight[two]))[order],
+                     np.zeros((n, 3), np.int64), np.zeros((n, 2)),
+                     np.zeros((4, n), np.int64), np.zeros((2, n)))
 
 
 @kernel
@@ -41,114 +74,6 @@ def _visible(seq: int, alive: np.ndarray, owner: np.ndarray, code: int, kind: np
         if kind[idx] == w:
             return True
     return False
-
-
-@kernel
-def _walk(
-    indptr: np.ndarray, nbr: np.ndarray, rel: np.ndarray, weight: np.ndarray,
-    node_seq: np.ndarray, seq_node: np.ndarray, found: tuple[np.ndarray, ...],
-    threshold: float, seed_limit: int, multipliers: np.ndarray,
-    alive: np.ndarray, owner: np.ndarray, code: int, kind: np.ndarray, wanted: np.ndarray,
-    importance: np.ndarray, max_depth: int, limit: int, stamp: int,
-    ints: np.ndarray, floats: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    seeds = _seeds(found, importance, threshold, seed_limit)
-    seed_at, reached_at, best_at = ints[0], ints[1], ints[2]
-    reached, front, nxt, best_nodes = ints[3], ints[4], ints[5], ints[6]
-    reached_f, best, front_f, nxt_f = floats[0], floats[1], floats[2], floats[3]
-    n_front = 0
-    for s in seeds:
-        node = seq_node[s] if 0 <= s < len(seq_node) else -1
-        if node >= 0 and seed_at[node] != stamp:
-            seed_at[node] = stamp
-            front[n_front] = node
-            front_f[n_front] = 1.0
-            n_front += 1
-    n_best = 0
-    for depth in range(max_depth):
-        step = stamp * (MAX_DEPTH + 1) + depth  # distinct per step of every call
-        n_reached = 0
-        for i in range(n_front):
-            node, factor = front[i], front_f[i]
-            for j in range(indptr[node], indptr[node + 1]):
-                other = nbr[j]
-                if seed_at[other] == stamp:
-                    continue
-                f = factor * weight[j] * multipliers[rel[j]]
-                known = reached_at[other] == step
-                if f > (reached_f[other] if known else -1.0):
-                    reached_f[other] = f
-                    if not known:
-                        reached_at[other] = step
-                        reached[n_reached] = other
-                        n_reached += 1
-        n_front = 0
-        for i in range(n_reached):
-            other = reached[i]
-            seq = node_seq[other]
-            if seq < 0 or not _visible(seq, alive, owner, code, kind, wanted):
-                continue
-            f = reached_f[other]
-            score = importance[seq] * f
-            known = best_at[other] == stamp
-            if score > (best[other] if known else -1.0):
-                best[other] = score
-                if not known:
-                    best_at[other] = stamp
-                    best_nodes[n_best] = other
-                    n_best += 1
-                nxt[n_front] = other
-                nxt_f[n_front] = f
-                n_front += 1
-        front, nxt = nxt, front
-        front_f, nxt_f = nxt_f, front_f
-    seqs = np.empty(n_best, np.int64)
-    scores = np.empty(n_best, np.float64)
-    for i in range(n_best):
-        seqs[i] = node_seq[best_nodes[i]]
-        scores[i] = best[best_nodes[i]]
-    by_seq = np.argsort(seqs, kind="mergesort")
-    keys = np.empty(n_best, np.float64)
-    for i in range(n_best):
-        keys[i] = -scores[by_seq[i]]
-    order = by_seq[np.argsort(keys, kind="mergesort")][:limit]
-    return seqs[order], scores[order]
-
-
-def walk(
-    csr: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], node_seq: np.ndarray,
-    seq_node: np.ndarray, found: tuple[np.ndarray, ...], threshold: float, seed_limit: int,
-    multipliers: np.ndarray, visibility: tuple[np.ndarray, np.ndarray, int, np.ndarray,
-                                               np.ndarray],
-    importance: np.ndarray, max_depth: int, limit: int, stamp: int,
-    scratch: tuple[np.ndarray, np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, scores) reached from the seeds of ``found`` (as ``seeds``), best first, at
-    most ``limit``.
-
-    ``found``: int64 label arrays, each best first; ``csr``: (indptr, neighbour, relation,
-    weight) over n nodes, both directions of every edge; ``multipliers`` indexed by relation;
-    ``visibility``: (alive, owner, code, kind, wanted) as ``LiveMemories.visibility``;
-    ``scratch``: int64 (INT_ROWS, n) and float64 (FLOAT_ROWS, n), zeroed when new, ``stamp``
-    >= 1 and above every stamp used on them before.
-    """
-    indptr, nbr, rel, weight = csr
-    ints, floats = scratch
-    n = len(indptr) - 1
-    if ints.shape != (INT_ROWS, n) or floats.shape != (FLOAT_ROWS, n):
-        raise ValueError(f"scratch must be ({INT_ROWS}, {n}) int64 and ({FLOAT_ROWS}, {n}) "
-                         "float64")
-    if len(node_seq) != n or len(nbr) != indptr[-1]:
-        raise ValueError("node_seq must have one entry per node, the CSR one per indptr end")
-    if stamp < 1 or not 0 <= max_depth <= MAX_DEPTH:
-        raise ValueError(f"stamp must be >= 1 and max_depth in [0, {MAX_DEPTH}]")
-    if not found:
-        return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    alive, owner, code, kind, wanted = visibility
-    return _walk(indptr, nbr, rel, weight, node_seq, seq_node,
-                 found, float(threshold), int(seed_limit), multipliers, alive, owner,
-                 int(code), kind, wanted, importance, int(max_depth), int(limit), int(stamp),
-                 ints, floats)
 
 
 @kernel
@@ -187,6 +112,102 @@ def _seeds(found: tuple[np.ndarray, ...], importance: np.ndarray, threshold: flo
     return out[:n]
 
 
+@kernel
+def _walk(
+    indptr: np.ndarray, nbr: np.ndarray, rel: np.ndarray, weight: np.ndarray,
+    marks: np.ndarray, values: np.ndarray, lists: np.ndarray, factors: np.ndarray,
+    node_seq: np.ndarray, seq_node: np.ndarray, found: tuple[np.ndarray, ...],
+    threshold: float, seed_limit: int, multipliers: np.ndarray,
+    alive: np.ndarray, owner: np.ndarray, code: int, kind: np.ndarray, wanted: np.ndarray,
+    importance: np.ndarray, max_depth: int, limit: int, stamp: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    reached, front, nxt, best_nodes = lists[0], lists[1], lists[2], lists[3]
+    front_f, nxt_f = factors[0], factors[1]
+    n_front = 0
+    for s in _seeds(found, importance, threshold, seed_limit):
+        node = seq_node[s] if 0 <= s < len(seq_node) else -1
+        if node >= 0 and marks[node, 0] != stamp:
+            marks[node, 0] = stamp
+            front[n_front] = node
+            front_f[n_front] = 1.0
+            n_front += 1
+    n_best = 0
+    for depth in range(max_depth):
+        step = stamp * (MAX_DEPTH + 1) + depth  # distinct per step of every walk
+        n_reached = 0
+        for i in range(n_front):
+            node, factor = front[i], front_f[i]
+            for j in range(indptr[node], indptr[node + 1]):
+                other = nbr[j]
+                if marks[other, 0] == stamp:  # a seed
+                    continue
+                f = factor * weight[j] * multipliers[rel[j]]
+                known = marks[other, 1] == step
+                if f > (values[other, 0] if known else -1.0):
+                    values[other, 0] = f
+                    if not known:
+                        marks[other, 1] = step
+                        reached[n_reached] = other
+                        n_reached += 1
+        n_front = 0
+        for i in range(n_reached):
+            other = reached[i]
+            seq = node_seq[other]
+            if seq < 0 or not _visible(seq, alive, owner, code, kind, wanted):
+                continue
+            f = values[other, 0]
+            score = importance[seq] * f
+            known = marks[other, 2] == stamp
+            if score > (values[other, 1] if known else -1.0):
+                values[other, 1] = score
+                if not known:
+                    marks[other, 2] = stamp
+                    best_nodes[n_best] = other
+                    n_best += 1
+                nxt[n_front] = other
+                nxt_f[n_front] = f
+                n_front += 1
+        front, nxt = nxt, front
+        front_f, nxt_f = nxt_f, front_f
+    seqs = np.empty(n_best, np.int64)
+    scores = np.empty(n_best, np.float64)
+    for i in range(n_best):
+        seqs[i] = node_seq[best_nodes[i]]
+        scores[i] = values[best_nodes[i], 1]
+    by_seq = np.argsort(seqs, kind="mergesort")
+    keys = np.empty(n_best, np.float64)
+    for i in range(n_best):
+        keys[i] = -scores[by_seq[i]]
+    order = by_seq[np.argsort(keys, kind="mergesort")][:limit]
+    return seqs[order], scores[order]
+
+
+def walk(
+    adj: Adjacency, node_seq: np.ndarray, seq_node: np.ndarray, found: tuple[np.ndarray, ...],
+    threshold: float, seed_limit: int, multipliers: np.ndarray,
+    visibility: tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray],
+    importance: np.ndarray, max_depth: int, limit: int, stamp: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, scores) reached from the seeds of ``found`` (as ``seeds``), best first, at
+    most ``limit``.
+
+    ``found``: int64 label arrays, each best first; ``node_seq``: (n,) int64, a label per
+    node of ``adj``; ``multipliers`` (float64) indexed by relation; ``visibility``: (alive,
+    owner, code, kind, wanted) as ``LiveMemories.visibility``; ``stamp`` >= 1 and above
+    every stamp used on ``adj`` before.
+    """
+    if len(node_seq) != len(adj.indptr) - 1:
+        raise ValueError("node_seq must have one entry per node of the adjacency")
+    if stamp < 1 or not 0 <= max_depth <= MAX_DEPTH:
+        raise ValueError(f"stamp must be >= 1 and max_depth in [0, {MAX_DEPTH}]")
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    alive, owner, code, kind, wanted = visibility
+    return _walk(*adj, node_seq, seq_node, found, float(threshold), int(seed_limit),
+                 multipliers, alive, owner, int(code), kind, wanted, importance,
+                 int(max_depth), int(limit), int(stamp))
+
+
 def seeds(found: tuple[np.ndarray, ...], importance: np.ndarray, threshold: float,
           limit: int) -> np.ndarray:
     """Distinct labels of the ``found`` lists (each best first) by best (lowest) rank, then
@@ -200,13 +221,12 @@ def seeds(found: tuple[np.ndarray, ...], importance: np.ndarray, threshold: floa
 
 def warm_up() -> object:
     """Compile the kernels of this module on a tiny input, for 1 to 3 earlier lists."""
-    csr = (np.array([0, 1, 2]), np.array([1, 0]), np.array([1, 1]), np.array([0.5, 0.5]))
+    adj = adjacency(np.array([[0, 1]]), np.array([1]), np.array([0.5]), 2)
     vis = (np.ones(3, bool), np.zeros(3, np.int32), -1, np.zeros(3, np.int8),
            np.zeros(0, np.int8))
-    scratch = (np.zeros((INT_ROWS, 2), np.int64), np.zeros((FLOAT_ROWS, 2)))
     for lists in range(1, 4):
         found = (np.array([1]),) * lists
-        walk(csr, np.array([1, 2]), np.array([-1, 0, 1]), found, 0.5, 5, np.ones(7), vis,
-             np.ones(3), 2, 10, lists, scratch)
+        walk(adj, np.array([1, 2]), np.array([-1, 0, 1]), found, 0.5, 5, np.ones(7), vis,
+             np.ones(3), 2, 10, lists)
         seeds(found, np.ones(3), 0.5, 5)
-    return scratch
+    return adj

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,8 +19,7 @@ from sidecar.retrieval.contract import Accept
 _ANY_TYPE = np.zeros(0, np.int8)
 
 
-@dataclass(frozen=True, slots=True)
-class Visibility:
+class Visibility(NamedTuple):
     """What ``LiveMemories.filter`` accepts: a label in range (else label 0), ``alive``,
     ``owner`` 0 (shared) or ``code``, and ``kind`` among ``wanted`` (empty: any type)."""
 

@@ -151,20 +151,32 @@ def test_random_seeds_match_reference(seed: int) -> None:
     assert got.tolist() == naive.graph_seeds(found, importance, 0.8, limit)
 
 
+def test_adjacency_lists_both_directions_once_per_self_edge() -> None:
+    adj = graph_walk.adjacency(np.array([[0, 2], [1, 1], [2, 1]]), np.array([1, 2, 3]),
+                               np.array([0.5, 0.25, 1.0]), 4)
+    entries = {node: sorted(zip(adj.nbr[adj.indptr[node]:adj.indptr[node + 1]].tolist(),
+                                adj.rel[adj.indptr[node]:adj.indptr[node + 1]].tolist(),
+                                adj.weight[adj.indptr[node]:adj.indptr[node + 1]].tolist(),
+                                strict=True))
+               for node in range(4)}
+    assert entries == {0: [(2, 1, 0.5)], 1: [(1, 2, 0.25), (2, 3, 1.0)],
+                       2: [(0, 1, 0.5), (1, 3, 1.0)], 3: []}
+    with pytest.raises(ValueError, match="one row per edge"):
+        graph_walk.adjacency(np.array([[0, 1]]), np.array([1, 2]), np.array([0.5]), 2)
+    with pytest.raises(ValueError, match="nodes in"):
+        graph_walk.adjacency(np.array([[0, 2]]), np.array([1]), np.array([0.5]), 2)
+
+
 def test_walk_checks_its_inputs() -> None:
-    csr = (np.array([0, 1, 2]), np.array([1, 0]), np.array([1, 1]), np.array([0.5, 0.5]))
+    adj = graph_walk.adjacency(np.array([[0, 1]]), np.array([1]), np.array([0.5]), 2)
     vis = (np.ones(3, bool), np.zeros(3, np.int32), -1, np.zeros(3, np.int8),
            np.zeros(0, np.int8))
-    good = (np.zeros((graph_walk.INT_ROWS, 2), np.int64), np.zeros((graph_walk.FLOAT_ROWS, 2)))
     found = (np.array([1]),)
     args = (np.array([1, 2]), np.array([-1, 0, 1]), found, 0.0, 5, np.ones(7), vis, np.ones(3))
-    seqs, scores = graph_walk.walk(csr, *args, 2, 10, 1, good)
+    seqs, scores = graph_walk.walk(adj, *args, 2, 10, 1)
     assert seqs.tolist() == [2] and scores.tolist() == [0.5]
-    empty = graph_walk.walk(csr, *args[:2], (), *args[3:], 2, 10, 2, good)
-    assert empty[0].tolist() == []
-    with pytest.raises(ValueError, match="scratch"):
-        graph_walk.walk(csr, *args, 2, 10, 3, (good[0][:, :1], good[1]))
+    assert graph_walk.walk(adj, *args[:2], (), *args[3:], 2, 10, 2)[0].tolist() == []
     with pytest.raises(ValueError, match="stamp"):
-        graph_walk.walk(csr, *args, 2, 10, 0, good)
+        graph_walk.walk(adj, *args, 2, 10, 0)
     with pytest.raises(ValueError, match="node_seq"):
-        graph_walk.walk(csr, np.array([1]), *args[1:], 2, 10, 4, good)
+        graph_walk.walk(adj, np.array([1]), *args[1:], 2, 10, 4)

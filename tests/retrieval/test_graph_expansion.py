@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -134,3 +136,63 @@ def test_real_store_matches_reference(app: App) -> None:
                 assert (got[0].tolist(), got[1].tolist()) == want
             found += len(want[0])
     assert found > 0
+
+
+def test_walks_racing_edge_and_memory_changes() -> None:
+    """Edges added and removed, memories stored and forgotten while walks run: no errors, a
+    memory forgotten before a walk never in it; afterwards, the reference's answer."""
+    live, edges = LiveMemories(), naive.EdgeGraph()
+    graph = EdgeGraph(live)
+    first = [mem(s, 0.9) for s in range(1, 201)]
+    live.put(first)
+    forgotten: set[int] = set()
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        rng = np.random.default_rng(1)
+        try:
+            for step in range(400):
+                new = mem(201 + step, 0.9)
+                live.put([new])
+                graph.memories_stored([new])
+                a, b = rng.choice(200 + step, 2, replace=False) + 1
+                added = [Edge(f"m{a}", f"m{b}", Relation(int(rng.integers(1, 7))), 0.5),
+                         Edge(f"m{b}", new.id, Relation.RELATED_TO, 1.0)]
+                removed = [Edge(f"m{a + 1}", f"m{b}", Relation.RELATED_TO)]
+                graph.changed(added, removed)
+                edges.changed(added, removed)
+                if step % 4 == 0:
+                    victim = first[step // 4]
+                    live.drop([victim])
+                    graph.memories_forgotten([victim])
+                    forgotten.add(victim.seq)
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+        finally:
+            stop.set()
+
+    def reader(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        try:
+            while not stop.is_set():
+                gone = set(forgotten)
+                seeds = rng.integers(1, 200, 5).tolist()
+                seqs, scores = reach((live, graph), seeds, "", 3, 50)
+                assert not gone & set(seqs.tolist())
+                assert np.all(np.isfinite(scores)) and np.all(np.diff(scores) <= 0)
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer)] + [
+        threading.Thread(target=reader, args=(s,)) for s in (2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors[0]
+    for seeds in ([5, 60], [150, 250], list(range(100, 120)), list(range(300, 600, 7))):
+        want = edges.expand(seeds, live, live.filter(""), MULT, 3, 50)
+        got = reach((live, graph), seeds, "", 3, 50)
+        assert (got[0].tolist(), got[1].tolist()) == want
+        assert want[0] or seeds == [5, 60]  # m1..m100 are forgotten

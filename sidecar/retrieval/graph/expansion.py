@@ -13,7 +13,7 @@ not listed. The list is sorted by score descending, then seq ascending.
 
 Memory ids are interned as dense node numbers, mapped to their live seq (kept current by
 ``memories_stored`` / ``memories_forgotten``); the walk runs in one kernel
-(``kernels.graph_walk``) over a CSR adjacency rebuilt on the first search after edges changed.
+(``kernels.graph_walk``) over an adjacency (CSR) rebuilt on the first search after edges changed.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from sidecar.records import Edge, Memory, Relation
 from sidecar.retrieval.mirror import LiveMemories, Visibility
 
 _Key = tuple[str, Relation]  # (other end, relation)
-_Csr = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 _NODE_BITS = 29  # a link is one int64: low node << 34 | high node << 3 | relation
 _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 
@@ -47,8 +46,7 @@ class EdgeGraph:
         self._node: dict[str, int] = {}  # memory id -> node
         self._node_seq = np.full(1024, -1, np.int64)  # node -> live seq (-1: none)
         self._seq_node = np.full(1024, -1, np.int64)  # live seq -> node (-1: none)
-        self._csr: _Csr | None = None  # None: edges changed since it was built
-        self._scratch = self._new_scratch(len(self._node_seq))
+        self._adjacency: graph_walk.Adjacency | None = None  # None: edges changed since
         self._stamp = 0
 
     def __len__(self) -> int:
@@ -65,7 +63,7 @@ class EdgeGraph:
                 a, b = self._intern(e.source_id), self._intern(e.target_id)
                 self._links[_link(a, b, e.relation)] = e.weight
                 self._into.setdefault(e.target_id, set()).add((e.source_id, e.relation))
-            self._csr = None
+            self._adjacency = None
 
     def memories_stored(self, memories: Iterable[Memory]) -> None:
         """Memories became live (new or edited): their nodes point at their seqs."""
@@ -101,15 +99,14 @@ class EdgeGraph:
         the relation multipliers (``relation_factors``)."""
         if not found or seed_limit <= 0 or max_depth <= 0 or limit <= 0 or not self._links:
             return _EMPTY
-        v = visibility
         with self._lock:  # edges stay as they are for the whole walk
-            if self._csr is None:
-                self._csr = self._build()
+            if self._adjacency is None:
+                self._adjacency = self._build()
             self._stamp += 1
             return graph_walk.walk(
-                self._csr, self._node_seq, self._seq_node, found, seed_threshold, seed_limit,
-                factors, (v.alive, v.owner, v.code, v.kind, v.wanted), self.live.importance,
-                max_depth, limit, self._stamp, self._scratch)
+                self._adjacency, self._node_seq, self._seq_node, found, seed_threshold,
+                seed_limit, factors, visibility, self.live.importance, max_depth, limit,
+                self._stamp)
 
     def _intern(self, memory_id: str) -> int:
         node = self._node.get(memory_id)
@@ -130,27 +127,12 @@ class EdgeGraph:
         self._node_seq[node] = seq
         self._seq_node[seq] = node
 
-    def _build(self) -> _Csr:
-        """Both directions of every link, grouped by node (a node per ``_node_seq`` slot)."""
-        n = len(self._node_seq)
+    def _build(self) -> graph_walk.Adjacency:
+        """Every link, over a node per ``_node_seq`` slot."""
         links = np.fromiter(self._links.keys(), np.int64, len(self._links))
+        ends = np.stack((links >> 34, (links >> 3) & ((1 << 31) - 1)), axis=1)
         weights = np.fromiter(self._links.values(), np.float64, len(self._links))
-        low, high, relation = links >> 34, (links >> 3) & ((1 << 31) - 1), links & 7
-        two = low != high
-        src = np.concatenate((low, high[two]))
-        order = np.argsort(src, kind="stable")
-        indptr = np.zeros(n + 1, np.int64)
-        np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
-        if self._scratch[0].shape[1] != n:
-            self._scratch = self._new_scratch(n)
-        return (indptr, np.concatenate((high, low[two]))[order],
-                np.concatenate((relation, relation[two]))[order],
-                np.concatenate((weights, weights[two]))[order])
-
-    @staticmethod
-    def _new_scratch(n: int) -> tuple[np.ndarray, np.ndarray]:
-        return (np.zeros((graph_walk.INT_ROWS, n), np.int64),
-                np.zeros((graph_walk.FLOAT_ROWS, n), np.float64))
+        return graph_walk.adjacency(ends, links & 7, weights, len(self._node_seq))
 
 
 def relation_factors(multipliers: dict[Relation, float]) -> np.ndarray:
