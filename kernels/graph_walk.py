@@ -9,9 +9,11 @@ multiplier[relation]``; a reached node counts only if its label passes the visib
 ``importance x factor``. A node whose best score rose joins the next frontier. The result:
 labels and scores, score descending then label ascending, at most ``limit``.
 
-An ``Adjacency`` carries scratch space (a slot per node) reused across walks: a slot is valid
-when its stamp equals the walk's (or the step's), so nothing is cleared between walks. Walks
-on one adjacency must not run concurrently.
+A walk runs over two adjacencies at once (a large one rebuilt now and then, and a small one of
+the edges written since; an edge removed from the large one has a negative weight there). Its
+``Scratch`` (a slot per node) is reused across walks: a slot is valid when its stamp equals
+the walk's (or the step's), so nothing is cleared between walks; walks sharing a scratch must
+not run concurrently.
 """
 
 from __future__ import annotations
@@ -26,16 +28,27 @@ MAX_DEPTH = 255  # step stamps are stamp * (MAX_DEPTH + 1) + depth
 
 
 class Adjacency(NamedTuple):
-    """Both directions of every edge, grouped by node (``adjacency``), with scratch space."""
+    """Both directions of every edge, grouped by node (``adjacency``). An entry of negative
+    weight is no edge (``unlink``)."""
 
     indptr: np.ndarray  # (n + 1,) int64: node i's entries are [indptr[i], indptr[i + 1])
     nbr: np.ndarray  # int64 neighbour of each entry
     rel: np.ndarray  # int64 relation of each entry
     weight: np.ndarray  # float64 weight of each entry
+
+
+class Scratch(NamedTuple):
+    """Space a walk over n nodes reuses (``scratch``)."""
+
     marks: np.ndarray  # (n, 3) int64: seed, reached and best stamps per node
     values: np.ndarray  # (n, 2) float64: reached factor and best score per node
     lists: np.ndarray  # (4, n) int64: reached, frontier, next frontier, best nodes
     factors: np.ndarray  # (2, n) float64: frontier and next frontier factors
+
+
+def scratch(n: int) -> Scratch:
+    return Scratch(np.zeros((n, 3), np.int64), np.zeros((n, 2)), np.zeros((4, n), np.int64),
+                   np.zeros((2, n)))
 
 
 def adjacency(ends: np.ndarray, relation: np.ndarray, weight: np.ndarray, n: int) -> Adjacency:
@@ -55,9 +68,15 @@ def adjacency(ends: np.ndarray, relation: np.ndarray, weight: np.ndarray, n: int
     np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
     return Adjacency(indptr, np.concatenate((high, low[two]))[order],
                      np.concatenate((relation, relation[two]))[order],
-                     np.concatenate((weight, weight[two]))[order],
-                     np.zeros((n, 3), np.int64), np.zeros((n, 2)),
-                     np.zeros((4, n), np.int64), np.zeros((2, n)))
+                     np.concatenate((weight, weight[two]))[order])
+
+
+def unlink(adj: Adjacency, a: int, b: int, relation: int) -> None:
+    """Remove the edge (a, b, relation) from ``adj`` in place (both directions)."""
+    for x, y in ((a, b), (b, a)):
+        lo, hi = adj.indptr[x], adj.indptr[x + 1]
+        hit = (adj.nbr[lo:hi] == y) & (adj.rel[lo:hi] == relation)
+        adj.weight[lo:hi][hit] = -1.0
 
 
 @kernel
@@ -115,6 +134,7 @@ def _seeds(found: tuple[np.ndarray, ...], importance: np.ndarray, threshold: flo
 @kernel
 def _walk(
     indptr: np.ndarray, nbr: np.ndarray, rel: np.ndarray, weight: np.ndarray,
+    indptr2: np.ndarray, nbr2: np.ndarray, rel2: np.ndarray, weight2: np.ndarray,
     marks: np.ndarray, values: np.ndarray, lists: np.ndarray, factors: np.ndarray,
     node_seq: np.ndarray, seq_node: np.ndarray, found: tuple[np.ndarray, ...],
     threshold: float, seed_limit: int, multipliers: np.ndarray,
@@ -137,18 +157,21 @@ def _walk(
         n_reached = 0
         for i in range(n_front):
             node, factor = front[i], front_f[i]
-            for j in range(indptr[node], indptr[node + 1]):
-                other = nbr[j]
-                if marks[other, 0] == stamp:  # a seed
-                    continue
-                f = factor * weight[j] * multipliers[rel[j]]
-                known = marks[other, 1] == step
-                if f > (values[other, 0] if known else -1.0):
-                    values[other, 0] = f
-                    if not known:
-                        marks[other, 1] = step
-                        reached[n_reached] = other
-                        n_reached += 1
+            for half in range(2):  # the adjacency, then the one of recent edges
+                ptr, to, how, w = ((indptr, nbr, rel, weight) if half == 0
+                                   else (indptr2, nbr2, rel2, weight2))
+                for j in range(ptr[node], ptr[node + 1]):
+                    other = to[j]
+                    if w[j] < 0.0 or marks[other, 0] == stamp:  # no edge, or a seed
+                        continue
+                    f = factor * w[j] * multipliers[how[j]]
+                    known = marks[other, 1] == step
+                    if f > (values[other, 0] if known else -1.0):
+                        values[other, 0] = f
+                        if not known:
+                            marks[other, 1] = step
+                            reached[n_reached] = other
+                            n_reached += 1
         n_front = 0
         for i in range(n_reached):
             other = reached[i]
@@ -183,29 +206,33 @@ def _walk(
 
 
 def walk(
-    adj: Adjacency, node_seq: np.ndarray, seq_node: np.ndarray, found: tuple[np.ndarray, ...],
-    threshold: float, seed_limit: int, multipliers: np.ndarray,
-    visibility: tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray],
+    adjacencies: tuple[Adjacency, Adjacency], space: Scratch, node_seq: np.ndarray,
+    seq_node: np.ndarray, found: tuple[np.ndarray, ...], threshold: float, seed_limit: int,
+    multipliers: np.ndarray, visibility: tuple[np.ndarray, np.ndarray, int, np.ndarray,
+                                               np.ndarray],
     importance: np.ndarray, max_depth: int, limit: int, stamp: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(labels, scores) reached from the seeds of ``found`` (as ``seeds``), best first, at
     most ``limit``.
 
-    ``found``: int64 label arrays, each best first; ``node_seq``: (n,) int64, a label per
-    node of ``adj``; ``multipliers`` (float64) indexed by relation; ``visibility``: (alive,
-    owner, code, kind, wanted) as ``LiveMemories.visibility``; ``stamp`` >= 1 and above
-    every stamp used on ``adj`` before.
+    ``adjacencies``: two over the same n nodes, walked as one (e.g. a large one and one of
+    recent edges); ``space``: ``scratch(n)``, used by one walk at a time; ``found``: int64
+    label arrays, each best first; ``node_seq``: (n,) int64, a label per node;
+    ``multipliers`` (float64) indexed by relation; ``visibility``: (alive, owner, code,
+    kind, wanted) as ``LiveMemories.visibility``; ``stamp`` >= 1 and above every stamp used
+    on ``space`` before.
     """
-    if len(node_seq) != len(adj.indptr) - 1:
-        raise ValueError("node_seq must have one entry per node of the adjacency")
+    n = len(node_seq)
+    if any(len(a.indptr) != n + 1 for a in adjacencies) or len(space.marks) != n:
+        raise ValueError("node_seq, the adjacencies and the scratch must have n nodes")
     if stamp < 1 or not 0 <= max_depth <= MAX_DEPTH:
         raise ValueError(f"stamp must be >= 1 and max_depth in [0, {MAX_DEPTH}]")
     if not found:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
     alive, owner, code, kind, wanted = visibility
-    return _walk(*adj, node_seq, seq_node, found, float(threshold), int(seed_limit),
-                 multipliers, alive, owner, int(code), kind, wanted, importance,
-                 int(max_depth), int(limit), int(stamp))
+    return _walk(*adjacencies[0], *adjacencies[1], *space, node_seq, seq_node, found,
+                 float(threshold), int(seed_limit), multipliers, alive, owner, int(code),
+                 kind, wanted, importance, int(max_depth), int(limit), int(stamp))
 
 
 def seeds(found: tuple[np.ndarray, ...], importance: np.ndarray, threshold: float,
@@ -222,11 +249,13 @@ def seeds(found: tuple[np.ndarray, ...], importance: np.ndarray, threshold: floa
 def warm_up() -> object:
     """Compile the kernels of this module on a tiny input, for 1 to 3 earlier lists."""
     adj = adjacency(np.array([[0, 1]]), np.array([1]), np.array([0.5]), 2)
+    none = adjacency(np.zeros((0, 2)), np.zeros(0), np.zeros(0), 2)
     vis = (np.ones(3, bool), np.zeros(3, np.int32), -1, np.zeros(3, np.int8),
            np.zeros(0, np.int8))
+    space = scratch(2)
     for lists in range(1, 4):
         found = (np.array([1]),) * lists
-        walk(adj, np.array([1, 2]), np.array([-1, 0, 1]), found, 0.5, 5, np.ones(7), vis,
-             np.ones(3), 2, 10, lists)
+        walk((adj, none), space, np.array([1, 2]), np.array([-1, 0, 1]), found, 0.5, 5,
+             np.ones(7), vis, np.ones(3), 2, 10, lists)
         seeds(found, np.ones(3), 0.5, 5)
-    return adj
+    return space

@@ -25,9 +25,9 @@ def mem(seq: int, importance: float, agent: str = "",
 class World:
     """One store seen by both implementations."""
 
-    def __init__(self) -> None:
+    def __init__(self, rebuild_after: int = 4096) -> None:
         self.live = LiveMemories(capacity=8)
-        self.fast = EdgeGraph(self.live)
+        self.fast = EdgeGraph(self.live, rebuild_after)
         self.ref = naive.EdgeGraph()
 
     def put(self, memories: list[Memory]) -> None:
@@ -82,11 +82,12 @@ def random_query(rng: np.random.Generator, n: int) -> tuple[
             int(rng.integers(1, 30)))
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_random_graphs_match_reference(seed: int) -> None:
+@pytest.mark.parametrize("rebuild_after", [0, 5, 4096])
+@pytest.mark.parametrize("seed", range(8))
+def test_random_graphs_match_reference(seed: int, rebuild_after: int) -> None:
     rng = np.random.default_rng(seed)
     n = int(rng.integers(5, 60))
-    world = World()
+    world = World(rebuild_after)
     world.put(random_memories(rng, range(1, n + 1)))
     ids = [f"m{s}" for s in range(1, n + 6)]  # m{n+1}.. stored later
     edges = random_edges(rng, ids, int(rng.integers(n // 2, 3 * n)))
@@ -167,16 +168,31 @@ def test_adjacency_lists_both_directions_once_per_self_edge() -> None:
         graph_walk.adjacency(np.array([[0, 2]]), np.array([1]), np.array([0.5]), 2)
 
 
+def test_unlink_masks_both_directions_of_one_relation() -> None:
+    adj = graph_walk.adjacency(np.array([[0, 1], [0, 1], [1, 2]]), np.array([1, 2, 1]),
+                               np.array([0.5, 0.5, 0.5]), 3)
+    graph_walk.unlink(adj, 1, 0, 1)
+    alive = {(node, int(adj.nbr[j]), int(adj.rel[j]))
+             for node in range(3) for j in range(adj.indptr[node], adj.indptr[node + 1])
+             if adj.weight[j] >= 0}
+    assert alive == {(0, 1, 2), (1, 0, 2), (1, 2, 1), (2, 1, 1)}
+
+
 def test_walk_checks_its_inputs() -> None:
     adj = graph_walk.adjacency(np.array([[0, 1]]), np.array([1]), np.array([0.5]), 2)
+    none = graph_walk.adjacency(np.zeros((0, 2)), np.zeros(0), np.zeros(0), 2)
     vis = (np.ones(3, bool), np.zeros(3, np.int32), -1, np.zeros(3, np.int8),
            np.zeros(0, np.int8))
+    space = graph_walk.scratch(2)
     found = (np.array([1]),)
     args = (np.array([1, 2]), np.array([-1, 0, 1]), found, 0.0, 5, np.ones(7), vis, np.ones(3))
-    seqs, scores = graph_walk.walk(adj, *args, 2, 10, 1)
-    assert seqs.tolist() == [2] and scores.tolist() == [0.5]
-    assert graph_walk.walk(adj, *args[:2], (), *args[3:], 2, 10, 2)[0].tolist() == []
+    for pair in ((adj, none), (none, adj)):
+        seqs, scores = graph_walk.walk(pair, space, *args, 2, 10, 1 + len(pair[0].nbr))
+        assert seqs.tolist() == [2] and scores.tolist() == [0.5]
+    assert graph_walk.walk((adj, none), space, *args[:2], (), *args[3:], 2, 10, 3)[0].size == 0
     with pytest.raises(ValueError, match="stamp"):
-        graph_walk.walk(adj, *args, 2, 10, 0)
-    with pytest.raises(ValueError, match="node_seq"):
-        graph_walk.walk(adj, np.array([1]), *args[1:], 2, 10, 4)
+        graph_walk.walk((adj, none), space, *args, 2, 10, 0)
+    with pytest.raises(ValueError, match="n nodes"):
+        graph_walk.walk((adj, none), space, np.array([1]), *args[1:], 2, 10, 4)
+    with pytest.raises(ValueError, match="n nodes"):
+        graph_walk.walk((adj, none), graph_walk.scratch(3), *args, 2, 10, 5)

@@ -12,8 +12,8 @@ keeping its best path; walks go up to ``max_depth`` edges from the seeds. Seeds 
 not listed. The list is sorted by score descending, then seq ascending.
 
 Memory ids are interned as dense node numbers, mapped to their live seq (kept current by
-``memories_stored`` / ``memories_forgotten``); the walk runs in one kernel
-(``kernels.graph_walk``) over an adjacency (CSR) rebuilt on the first search after edges changed.
+``memories_stored`` / ``memories_forgotten``); seed choice and the walk run in one kernel
+(``kernels.graph_walk``) over the adjacency of ``Links``.
 """
 
 from __future__ import annotations
@@ -25,28 +25,23 @@ import numpy as np
 
 from kernels import graph_walk
 from sidecar.records import Edge, Memory, Relation
+from sidecar.retrieval.graph.links import MAX_NODES, Links, link
 from sidecar.retrieval.mirror import LiveMemories, Visibility
 
 _Key = tuple[str, Relation]  # (other end, relation)
-_NODE_BITS = 29  # a link is one int64: low node << 34 | high node << 3 | relation
 _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
-def _link(a: int, b: int, relation: int) -> int:
-    low, high = (a, b) if a <= b else (b, a)
-    return (low << 34) | (high << 3) | relation
-
-
 class EdgeGraph:
-    def __init__(self, live: LiveMemories) -> None:
+    def __init__(self, live: LiveMemories, rebuild_after: int = 4096) -> None:
         self.live = live
         self._lock = threading.Lock()
-        self._links: dict[int, float] = {}  # _link(...) -> weight
+        self._links = Links(rebuild_after)  # see Links
         self._into: dict[str, set[_Key]] = {}  # target -> (source, relation): the direction
         self._node: dict[str, int] = {}  # memory id -> node
         self._node_seq = np.full(1024, -1, np.int64)  # node -> live seq (-1: none)
         self._seq_node = np.full(1024, -1, np.int64)  # live seq -> node (-1: none)
-        self._adjacency: graph_walk.Adjacency | None = None  # None: edges changed since
+        self._scratch = graph_walk.scratch(len(self._node_seq))
         self._stamp = 0
 
     def __len__(self) -> int:
@@ -57,13 +52,12 @@ class EdgeGraph:
             for e in removed:
                 a, b = self._node.get(e.source_id), self._node.get(e.target_id)
                 if a is not None and b is not None:
-                    self._links.pop(_link(a, b, e.relation), None)
+                    self._links.remove(link(a, b, e.relation))
                 self._into.get(e.target_id, set()).discard((e.source_id, e.relation))
             for e in added:
                 a, b = self._intern(e.source_id), self._intern(e.target_id)
-                self._links[_link(a, b, e.relation)] = e.weight
+                self._links.put(link(a, b, e.relation), e.weight)
                 self._into.setdefault(e.target_id, set()).add((e.source_id, e.relation))
-            self._adjacency = None
 
     def memories_stored(self, memories: Iterable[Memory]) -> None:
         """Memories became live (new or edited): their nodes point at their seqs."""
@@ -100,19 +94,20 @@ class EdgeGraph:
         if not found or seed_limit <= 0 or max_depth <= 0 or limit <= 0 or not self._links:
             return _EMPTY
         with self._lock:  # edges stay as they are for the whole walk
-            if self._adjacency is None:
-                self._adjacency = self._build()
+            n = len(self._node_seq)
+            if len(self._scratch.marks) != n:
+                self._scratch = graph_walk.scratch(n)
             self._stamp += 1
             return graph_walk.walk(
-                self._adjacency, self._node_seq, self._seq_node, found, seed_threshold,
-                seed_limit, factors, visibility, self.live.importance, max_depth, limit,
-                self._stamp)
+                self._links.adjacencies(n), self._scratch, self._node_seq, self._seq_node,
+                found, seed_threshold, seed_limit, factors, visibility, self.live.importance,
+                max_depth, limit, self._stamp)
 
     def _intern(self, memory_id: str) -> int:
         node = self._node.get(memory_id)
         if node is None:
             node = self._node[memory_id] = len(self._node)
-            if node >= 1 << _NODE_BITS:
+            if node >= MAX_NODES:
                 raise OverflowError("too many memories with edges for the graph")
             if node >= len(self._node_seq):
                 self._node_seq = _grown(self._node_seq, 2 * node)
@@ -126,13 +121,6 @@ class EdgeGraph:
             self._seq_node = _grown(self._seq_node, 2 * seq + 1)
         self._node_seq[node] = seq
         self._seq_node[seq] = node
-
-    def _build(self) -> graph_walk.Adjacency:
-        """Every link, over a node per ``_node_seq`` slot."""
-        links = np.fromiter(self._links.keys(), np.int64, len(self._links))
-        ends = np.stack((links >> 34, (links >> 3) & ((1 << 31) - 1)), axis=1)
-        weights = np.fromiter(self._links.values(), np.float64, len(self._links))
-        return graph_walk.adjacency(ends, links & 7, weights, len(self._node_seq))
 
 
 def relation_factors(multipliers: dict[Relation, float]) -> np.ndarray:
