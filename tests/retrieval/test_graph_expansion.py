@@ -12,6 +12,7 @@ from sidecar.retrieval.graph.expansion import EdgeGraph, relation_factors
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.mirror import LiveMemories
 from tests import naive
+from tests.retrieval.test_concurrency import run_together
 
 MULT = RetrievalConfig().multipliers
 FACTORS = relation_factors(MULT)
@@ -184,12 +185,7 @@ def test_walks_racing_edge_and_memory_changes() -> None:
         except BaseException as err:  # noqa: BLE001
             errors.append(err)
 
-    threads = [threading.Thread(target=writer)] + [
-        threading.Thread(target=reader, args=(s,)) for s in (2, 3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    run_together(writer, reader, (2, 3))
     assert not errors, errors[0]
     for seeds in ([5, 60], [150, 250], list(range(100, 120)), list(range(300, 600, 7))):
         want = edges.expand(seeds, live, live.filter(""), MULT, 3, 50)

@@ -29,7 +29,6 @@ from sidecar.retrieval.graph.links import MAX_NODES, Links, link
 from sidecar.retrieval.mirror import LiveMemories, Visibility
 
 _Key = tuple[str, Relation]  # (other end, relation)
-_EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
 class EdgeGraph:
@@ -92,7 +91,7 @@ class EdgeGraph:
         ``seed_threshold``, best rank then seq first, at most ``seed_limit``; ``factors``:
         the relation multipliers (``relation_factors``)."""
         if not found or seed_limit <= 0 or max_depth <= 0 or limit <= 0 or not self._links:
-            return _EMPTY
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
         with self._lock:  # edges stay as they are for the whole walk
             n = len(self._node_seq)
             if len(self._scratch.marks) != n:
