@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 
 import numpy as np
+
+from sidecar.records import Edge, Relation
+from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.mirror import LiveMemories
 
 
 def bm25_scores(
@@ -105,3 +110,61 @@ def pool(lists: list[tuple[list[int], list[float]]]
             i = labels.index(label)
             ranks[i][j], values[i][j] = rank, score
     return labels, ranks, values
+
+
+def graph_seeds(found: list[list[int]], importance: np.ndarray, threshold: float,
+                limit: int) -> list[int]:
+    """Graph seeds: distinct labels by best rank over every list, then label; in range of
+    ``importance`` and importance >= ``threshold``; at most ``limit``."""
+    best: dict[int, int] = {}
+    for labels in found:
+        for rank, label in enumerate(labels):
+            if label not in best or rank < best[label]:
+                best[label] = rank
+    return [s for s in sorted(best, key=lambda s: (best[s], s))
+            if 0 <= s < len(importance) and importance[s] >= threshold][:limit]
+
+
+class EdgeGraph:
+    """Graph expansion over dicts keyed by memory id (``sidecar.retrieval.graph.expansion``)."""
+
+    def __init__(self) -> None:
+        self.adj: dict[str, dict[tuple[str, Relation], float]] = {}
+
+    def changed(self, added: Iterable[Edge], removed: Iterable[Edge]) -> None:
+        for e in removed:
+            self.adj.get(e.source_id, {}).pop((e.target_id, e.relation), None)
+            self.adj.get(e.target_id, {}).pop((e.source_id, e.relation), None)
+        for e in added:
+            self.adj.setdefault(e.source_id, {})[(e.target_id, e.relation)] = e.weight
+            self.adj.setdefault(e.target_id, {})[(e.source_id, e.relation)] = e.weight
+
+    def expand(self, seeds: Sequence[int], live: LiveMemories, accept: Accept,
+               multipliers: dict[Relation, float], max_depth: int,
+               limit: int) -> tuple[list[int], list[float]]:
+        if not seeds or max_depth <= 0 or limit <= 0:
+            return [], []
+        seed_ids = {m.id for s in seeds if (m := live.get(s)) is not None}
+        frontier = {i: 1.0 for i in seed_ids}
+        best: dict[int, float] = {}
+        for _ in range(max_depth):
+            reached: dict[str, float] = {}
+            for node, factor in frontier.items():
+                for (other, relation), weight in self.adj.get(node, {}).items():
+                    if other in seed_ids:
+                        continue
+                    f = factor * weight * multipliers.get(relation, 1.0)
+                    if f > reached.get(other, -1.0):
+                        reached[other] = f
+            frontier = {}
+            for other, f in reached.items():
+                seq = live.seq_of(other)
+                memory = None if seq is None else live.get(seq)
+                if memory is None or not accept(np.array([seq], np.int64))[0]:
+                    continue
+                score = memory.importance * f
+                if score > best.get(memory.seq, -1.0):
+                    best[memory.seq] = score
+                    frontier[other] = f
+        ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        return [s for s, _ in ranked], [score for _, score in ranked]

@@ -102,7 +102,7 @@ class HybridRetriever:
                                  analyzer=Analyzer(c.bm25_stemming))
         self.lexical_path = lexical_path
         self._lexical_saved = -1  # the BM25 version on disk
-        self.graph = EdgeGraph()
+        self.graph = EdgeGraph(self.live)
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
         self.background = SimilarityBackground(self._background_sample)
         self._vector_source = VectorSource(self.vectors)
@@ -217,12 +217,14 @@ class HybridRetriever:
             return
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
+        self.graph.memories_stored(memories)
         self._add_vectors(labels, embeddings)
         self.lexical.add(labels.tolist(), [m.content for m in memories])
         self.scopes.heard(int(labels.max()))
 
     def memories_forgotten(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
+        self.graph.memories_forgotten(memories)
         if len(gone):
             self.lexical.remove(gone.tolist())
             self._remove_vectors(gone)

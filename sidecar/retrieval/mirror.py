@@ -9,11 +9,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from sidecar.records import Memory, MemoryType
 from sidecar.retrieval.contract import Accept
+
+_ANY_TYPE = np.zeros(0, np.int8)
+
+
+class Visibility(NamedTuple):
+    """What ``LiveMemories.filter`` accepts: a label in range (else label 0), ``alive``,
+    ``owner`` 0 (shared) or ``code``, and ``kind`` among ``wanted`` (empty: any type)."""
+
+    alive: np.ndarray
+    owner: np.ndarray
+    code: int
+    kind: np.ndarray
+    wanted: np.ndarray
 
 
 class LiveMemories:
@@ -94,11 +108,16 @@ class LiveMemories:
             return None
         return self.filter(agent_id, types)
 
+    def visibility(self, agent_id: str, types: Sequence[MemoryType] = ()) -> Visibility:
+        """The columns ``filter`` reads, for kernels that apply it themselves."""
+        code = self._agents.get(agent_id, -1) if agent_id else -1
+        wanted = np.array([int(t) for t in types], np.int8) if types else _ANY_TYPE
+        return Visibility(self.alive, self.owner, code, self.type, wanted)
+
     def filter(self, agent_id: str, types: Sequence[MemoryType] = ()) -> Accept:
         """Like ``accept`` but always a function (checks liveness too)."""
-        alive, owner, kind = self.alive, self.owner, self.type
-        code = self._agents.get(agent_id, -1) if agent_id else -1
-        wanted = np.array([int(t) for t in types], np.int8)
+        v = self.visibility(agent_id, types)
+        alive, owner, kind, code, wanted = v.alive, v.owner, v.kind, v.code, v.wanted
 
         def accept(labels: np.ndarray) -> np.ndarray:
             idx = np.where((labels > 0) & (labels < len(alive)), labels, 0)

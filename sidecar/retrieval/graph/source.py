@@ -1,15 +1,17 @@
 """The graph source: memories linked to the best candidates of the earlier sources.
 
 Seeds are the candidates found so far with importance >= ``graph_seed_threshold``, best rank
-(over every earlier list) first, at most ``graph_seed_limit``; they are expanded along edges
-up to ``max_graph_depth`` (``EdgeGraph.expand``).
+(over every earlier list), then seq, first, at most ``graph_seed_limit``; they are expanded
+along edges up to ``max_graph_depth`` (both in ``EdgeGraph.expand``).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.fusion.contract import Found, SourceContext, nothing
-from sidecar.retrieval.graph.expansion import EdgeGraph
+from sidecar.retrieval.graph.expansion import EdgeGraph, relation_factors
 from sidecar.retrieval.stages import GRAPH
 
 
@@ -18,6 +20,7 @@ class GraphSource:
 
     def __init__(self, graph: EdgeGraph) -> None:
         self.graph = graph
+        self._factors: tuple[RetrievalConfig | None, np.ndarray] = (None, np.ones(0))
 
     def weight(self, config: RetrievalConfig) -> float:
         return config.graph_weight
@@ -29,15 +32,10 @@ class GraphSource:
         c = ctx.config
         if c.graph_seed_limit == 0 or c.max_graph_depth == 0 or not len(self.graph):
             return nothing()
-        best: dict[int, int] = {}
-        for labels in ctx.found.values():
-            for rank, label in enumerate(labels.tolist()):
-                if label not in best or rank < best[label]:
-                    best[label] = rank
-        seeds = [s for s in sorted(best, key=lambda s: (best[s], s))
-                 if ctx.live.importance[s] >= c.graph_seed_threshold][: c.graph_seed_limit]
-        if not seeds:
-            return nothing()
-        accept = ctx.live.filter(ctx.query.agent_id, ctx.query.types)
-        return Found(*self.graph.expand(seeds, ctx.live, accept, c.multipliers,
+        factors = self._factors
+        if factors[0] is not c:  # a new config: its multipliers as an array, once
+            self._factors = factors = (c, relation_factors(c.multipliers))
+        visibility = ctx.live.visibility(ctx.query.agent_id, ctx.query.types)
+        return Found(*self.graph.expand(tuple(ctx.found.values()), c.graph_seed_threshold,
+                                        c.graph_seed_limit, visibility, factors[1],
                                         c.max_graph_depth, ctx.query.search_limit))
