@@ -62,6 +62,9 @@ def top(pool: Pool, scores: np.ndarray, order: np.ndarray, limit: int, live: Liv
     """The first ``limit`` of ``order``, spread over channels (``[retrieval]``
     ``channel_diversity``): a candidate yields ``diversity`` x the best fused score for each
     hit above it from its own channel; memories without a channel never yield."""
-    penalty = diversity * abs(float(scores[order[0]])) if len(order) else 0.0
-    picked = spread(order, scores, live.channel[pool.labels], penalty, limit)
+    if diversity > 0 and len(order):
+        penalty = diversity * abs(float(scores[order[0]]))
+        picked = spread(order, scores, live.channel[pool.labels], penalty, limit)
+    else:
+        picked = order[:limit]
     return Fused(pool.labels[picked], scores[picked], pool.ranks[picked], picked)

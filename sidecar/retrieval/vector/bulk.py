@@ -18,8 +18,8 @@ class BulkDenseVectors(DenseVectors):
         check_labels(labels)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         with self._lock:
-            fresh = not self._free and not any(
-                label in self._slot for label in labels.tolist())
+            slot_of = self._slot_of
+            fresh = not self._free and not (slot_of[labels[labels < len(slot_of)]] >= 0).any()
         if not fresh or len(np.unique(labels)) != len(labels):
             super().add(labels, vectors)
             return
@@ -40,8 +40,8 @@ class BulkDenseVectors(DenseVectors):
             self._version += 1
             written[start:end] = self._version
             self._matrix, self._labels, self._written = matrix, slot_labels, written
-            self._slot.update(zip(labels.tolist(), range(start, end), strict=True))
             self._index_slots(labels, np.arange(start, end))
+            self._count += len(labels)
             self._used = end
 
     def reserve(self, capacity: int) -> None:
@@ -66,7 +66,7 @@ class BulkDenseVectors(DenseVectors):
         """Like ``copy_rows``, but views instead of copies when every used slot is live (after
         a bulk load); valid only while the caller keeps writers out."""
         with self._lock:
-            if not self._free and len(self._slot) == self._used:
+            if not self._free and self._count == self._used:
                 return self._labels[: self._used], self._matrix[: self._used]
         return self.copy_rows()
 

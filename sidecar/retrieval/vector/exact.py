@@ -27,8 +27,8 @@ class DenseVectors:
         self._lock = threading.Lock()
         self._matrix = np.zeros((capacity, dim), dtype=np.float32)
         self._labels = np.full(capacity, -1, dtype=np.int64)  # -1 = free slot
-        self._slot: dict[int, int] = {}
         self._slot_of = np.full(capacity, -1, dtype=np.int64)  # label -> slot, -1 = none
+        self._count = 0  # live labels
         self._free: list[int] = []
         self._used = 0  # slots [0, _used) have been handed out
         # Optimistic reads: every write batch bumps _version and stamps the slots it wrote
@@ -38,33 +38,33 @@ class DenseVectors:
         self._written = np.zeros(capacity, dtype=np.int64)
 
     def __len__(self) -> int:
-        return len(self._slot)
+        return self._count
 
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
         check_labels(labels)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         with self._lock:
             self._version += 1
-            new: dict[int, int] = {}
+            slot_of = self._index_room(int(labels.max()) + 1 if len(labels) else 0)
             for label, vector in zip(labels.tolist(), vectors, strict=True):
-                slot = self._slot.get(label)
-                if slot is None:
-                    slot = new[label] = self._slot[label] = self._take_slot()
+                slot = int(slot_of[label])
+                if slot < 0:
+                    slot = slot_of[label] = self._take_slot()
                     self._labels[slot] = label
+                    self._count += 1
                 self._written[slot] = self._version
                 self._matrix[slot] = vector
-            self._index_slots(np.fromiter(new, np.int64, len(new)),
-                              np.fromiter(new.values(), np.int64, len(new)))
 
     def remove(self, labels: np.ndarray) -> None:
         with self._lock:
             self._version += 1
             for label in labels.tolist():
-                slot = self._slot.pop(label, None)
-                if slot is not None:
+                slot = self._slot_at(label)
+                if slot >= 0:
                     self._written[slot] = self._version
                     self._labels[slot] = -1
                     self._slot_of[label] = -1
+                    self._count -= 1
                     self._free.append(slot)
 
     def search(
@@ -140,19 +140,27 @@ class DenseVectors:
         """Holds writes off; yields (label -> slot, -1 = none; the matrix, a row per slot)."""
         return _LockedRows(self)
 
+    def _slot_at(self, label: int) -> int:
+        """The slot of ``label``, -1 when it has none (under the lock)."""
+        return int(self._slot_of[label]) if 0 <= label < len(self._slot_of) else -1
+
     def _index_slots(self, labels: np.ndarray, slots: np.ndarray) -> None:
-        """Record label -> slot (under the lock); the index grows as a new array."""
-        need = int(labels.max()) + 1 if len(labels) else 0
+        """Record label -> slot (under the lock)."""
+        self._index_room(int(labels.max()) + 1 if len(labels) else 0)[labels] = slots
+
+    def _index_room(self, need: int) -> np.ndarray:
+        """The label -> slot index with room for labels below ``need`` (under the lock); it
+        grows as a new array, so a reader's reference stays valid."""
         if need > len(self._slot_of):
             grown = np.full(max(need, 2 * len(self._slot_of)), -1, dtype=np.int64)
             grown[: len(self._slot_of)] = self._slot_of
             self._slot_of = grown
-        self._slot_of[labels] = slots
+        return self._slot_of
 
     def vector(self, label: int) -> np.ndarray | None:
         with self._lock:
-            slot = self._slot.get(label)
-            return None if slot is None else self._matrix[slot].copy()
+            slot = self._slot_at(label)
+            return None if slot < 0 else self._matrix[slot].copy()
 
     def _take_slot(self) -> int:
         if self._free:
