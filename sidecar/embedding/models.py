@@ -11,12 +11,15 @@ from dataclasses import asdict, dataclass
 
 from sidecar.embedding.model_files import (
     INT8_SHA256,
+    LEGACY_INT8_SHA256,
     ONNX_SHA256,
     ModelFiles,
     bundled_model_files,
     int8_model_files,
+    legacy_int8_model_files,
 )
 from sidecar.embedding.onnx import MAX_TOKENS
+from sidecar.errors import FailedPrecondition
 
 FP32 = "minilm-fp32"  # the packaged graph: fp32 MatMuls
 INT8 = "minilm-int8"  # built by `make install`: int8 MatMuls, ~2x faster, vectors move a little
@@ -51,3 +54,18 @@ def model_files(name: str, verify: bool = False) -> ModelFiles:
     if name == FP32:
         return bundled_model_files(verify)
     raise ValueError(f"unknown embedding model {name!r}; one of {', '.join(MODEL_NAMES)}")
+
+
+def serving_files(stored: ModelIdentity) -> ModelFiles | None:
+    """The files that embed queries like ``stored``'s vectors, or None when this install has
+    no such graph (an unknown model or build): the store is then re-embedded."""
+    if stored.name not in MODEL_NAMES:
+        return None
+    if stored.sha256 == _SHA256[stored.name]:
+        return model_files(stored.name)
+    if stored.name == INT8 and stored.sha256 == LEGACY_INT8_SHA256:
+        try:
+            return legacy_int8_model_files()
+        except FailedPrecondition:
+            return None
+    return None

@@ -3,9 +3,19 @@
 The packaged graph stores each weight as int8 plus a scale and dequantises it with a
 ``Cast`` + ``Mul`` pair before its fp32 MatMul. This step folds those pairs into fp32 constants
 (the very weights the packaged graph computes with), then applies onnxruntime's dynamic
-quantisation (int8 weights with a scale per output channel: per-tensor scales move the
-vectors about 4x further from fp32; uint8 activations quantised per call). With the pinned onnx and
-onnxruntime the output is byte-for-byte reproducible; its sha256 is checked.
+quantisation: uint8 activations quantised per call, int8 weights with a scale per output
+channel (per-tensor scales move the vectors about 4x further from fp32), **on 7 bits**
+(``reduce_range``: every weight in [-64, 64]).
+
+Why 7 bits: onnxruntime's x86 kernels multiply uint8 activations by int8 weights. With VNNI or
+AMX the products of four pairs are summed straight into int32 (exact); without them (AVX2,
+AVX-512 without VNNI) ``vpmaddubsw`` first adds two products into a *saturating* int16. With
+8-bit weights two products reach 2 x 255 x 127 = 64,770 and saturate, so the same text got
+another vector on another CPU (cosine 0.97 seen between AVX-512 VNNI and an emulated AVX2
+CPU). With 7-bit weights the pair stays within 2 x 255 x 64 = 32,640 < 32,767: every x86
+kernel computes the same integer products, and a text's vector depends on the text alone
+(docs/decisions/0013-portable-int8.md). With the pinned onnx and onnxruntime the output is
+byte-for-byte reproducible; its sha256 is checked.
 
 Needs the ``onnx`` package (a build-time dependency, in the ``dev`` extra); the server never
 imports this module.
@@ -16,6 +26,7 @@ imports this module.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -28,9 +39,11 @@ from onnxruntime.quantization import QuantType, quantize_dynamic
 
 from sidecar.embedding.model_files import (
     INT8_SHA256,
+    LEGACY_INT8_SHA256,
     bundled_model_files,
     file_sha256,
     int8_model_path,
+    legacy_int8_model_path,
 )
 
 INT8 = 3  # onnx.TensorProto.INT8
@@ -64,33 +77,51 @@ def dequantised(model: Any) -> Any:
     return model
 
 
-def build(out: Path) -> str:
-    """Write the int8 model to ``out``; returns its sha256."""
+def build(out: Path, seven_bit: bool = True) -> str:
+    """Write the int8 model to ``out``; returns its sha256. ``seven_bit=False`` builds the
+    8-bit-weight graph whose vectors depend on the CPU (kept for the benchmarks only)."""
     source = bundled_model_files(verify=True).onnx
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         fp32 = Path(scratch) / "minilm-fp32.onnx"
         onnx.save(dequantised(onnx.load(str(source))), str(fp32))
         partial = Path(scratch) / out.name
-        quantize_dynamic(str(fp32), str(partial), weight_type=QuantType.QInt8, per_channel=True)
+        advice = logging.getLogger().level
+        logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's pre-processing advice
+        try:
+            quantize_dynamic(str(fp32), str(partial), weight_type=QuantType.QInt8,
+                             per_channel=True, reduce_range=seven_bit)
+        finally:
+            logging.getLogger().setLevel(advice)
         partial.replace(out)
     return file_sha256(out)
+
+
+def ensure(out: Path, expected: str, seven_bit: bool = True) -> bool:
+    """Build ``out`` unless it already has sha256 ``expected``; False (and why, on stderr)
+    when the build does not reproduce it."""
+    if out.is_file() and file_sha256(out) == expected:
+        print(f"{out}: up to date")
+        return True
+    digest = build(out, seven_bit)
+    if digest != expected:
+        print(f"{out}: sha256 {digest}, expected {expected} (onnx/onnxruntime versions differ "
+              "from the pinned ones?)", file=sys.stderr)
+        return False
+    print(f"{out}: built")
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=int8_model_path())
+    parser.add_argument("--legacy-out", type=Path, default=legacy_int8_model_path(),
+                        help="the 8-bit-weight build, served to stores recorded with it "
+                             "until they are re-embedded")
     args = parser.parse_args(argv)
-    if args.out.is_file() and file_sha256(args.out) == INT8_SHA256:
-        print(f"{args.out}: up to date")
-        return 0
-    digest = build(args.out)
-    if digest != INT8_SHA256:
-        print(f"{args.out}: sha256 {digest}, expected {INT8_SHA256} (onnx/onnxruntime "
-              "versions differ from the pinned ones?)", file=sys.stderr)
-        return 1
-    print(f"{args.out}: built, sha256 {digest}")
-    return 0
+    built = ensure(args.out, INT8_SHA256)
+    legacy = ensure(args.legacy_out, LEGACY_INT8_SHA256, seven_bit=False)
+    return 0 if built and legacy else 1
 
 
 if __name__ == "__main__":

@@ -11,7 +11,12 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
-from sidecar.embedding.models import FP32, INT8, identity, model_files
+from sidecar.embedding.model_files import (
+    INT8_SHA256,
+    LEGACY_INT8_SHA256,
+    legacy_int8_model_files,
+)
+from sidecar.embedding.models import FP32, INT8, ModelIdentity, identity, model_files
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.contract import SearchQuery
 from sidecar.store.model_repo import MODEL_KEY, TARGET_KEY, ModelRepo
@@ -120,3 +125,33 @@ def test_an_empty_store_takes_the_configured_model_at_once(store_config: ServerC
         assert app.reembed is None and app.embedder.name == INT8
     finally:
         app.close()
+
+
+def test_a_store_of_the_8_bit_build_is_served_with_it_then_re_embedded(
+        store_config: ServerConfig, references: dict[str, Embedder]) -> None:
+    """An upgrade: the store's vectors came from the earlier minilm-int8 build (8-bit weights,
+    CPU-dependent). Queries keep using that build until the background re-embed swaps."""
+    texts = SENTENCES[:20]
+    fill(store_config, texts)
+    legacy = Embedder(legacy_int8_model_files(verify=True))
+    app = open_with(store_config, FP32)
+    rows = app.db.execute("SELECT id, content FROM memories")
+    with app.db.transaction():
+        for (memory_id, _), vector in zip(rows, legacy.embed([r[1] for r in rows]),
+                                                strict=True):
+            app.db.execute("UPDATE memories SET embedding = ? WHERE id = ?",
+                           (vector.tobytes(), memory_id))
+        ModelRepo(app.db).set(MODEL_KEY, ModelIdentity(INT8, LEGACY_INT8_SHA256).to_json())
+    app.close()
+    upgraded = open_with(store_config, INT8)
+    try:
+        assert upgraded.reembed is not None
+        assert upgraded.embedder.files.sha256 == LEGACY_INT8_SHA256  # queries as the vectors
+        np.testing.assert_allclose(upgraded.retriever.embed_query(texts[2]),
+                                   legacy.embed_query(texts[2]), atol=1e-5)
+        assert upgraded.reembed.run()
+        assert upgraded.embedder.files.sha256 == INT8_SHA256
+        assert_all_vectors_of(upgraded, references[INT8])
+        assert ModelRepo(upgraded.db).get(MODEL_KEY) == identity(INT8).to_json()
+    finally:
+        upgraded.close()
