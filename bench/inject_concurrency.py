@@ -28,7 +28,7 @@ import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 
-from bench.lme_data import CACHE, load_oracle, questions
+from bench.lme_data import CACHE, load_oracle, questions, store_suffix
 from bench.replay_longmemeval import sidecar_process, working_copy
 from bench.results import recorded
 from sidecar.embedding import Embedder
@@ -116,8 +116,7 @@ def main() -> None:
                         help="more TOML for the sidecar, e.g. '[server]\\nmax_workers = 4'")
     args = parser.parse_args()
     texts = [q.text for q in questions(load_oracle())]
-    suffix = "" if args.model == FP32 else f"_{args.model}"
-    store = CACHE / f"lme_store_user{suffix}"
+    store = CACHE / f"lme_store_user{store_suffix(args.model)}"
     if not store.exists():
         raise SystemExit(f"{store} missing: run bench/longmemeval_quality.py --model {args.model}")
     embedder = Embedder(model_files(args.model))

