@@ -58,6 +58,13 @@ bench: install
 	$(PY) -m bench.import_stream
 	$(MAKE) bench-latency
 
+# The golden embedding check natively and on an emulated AVX2 CPU without VNNI (QEMU user
+# mode, Debian's qemu-user; slow: about 10 min per model). docs/decisions/0013.
+.PHONY: check-portability
+check-portability: install
+	bash -c '. clients/apt.sh && apt_ensure qemu qemu-user'
+	$(PY) -m bench.cpu_portability $(ARGS)
+
 lint: install
 	$(VENV)/bin/ruff check sidecar kernels tests bench clients/python
 

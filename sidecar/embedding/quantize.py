@@ -13,9 +13,16 @@ AVX-512 without VNNI) ``vpmaddubsw`` first adds two products into a *saturating*
 8-bit weights two products reach 2 x 255 x 127 = 64,770 and saturate, so the same text got
 another vector on another CPU (cosine 0.97 seen between AVX-512 VNNI and an emulated AVX2
 CPU). With 7-bit weights the pair stays within 2 x 255 x 64 = 32,640 < 32,767: every x86
-kernel computes the same integer products, and a text's vector depends on the text alone
-(docs/decisions/0013-portable-int8.md). With the pinned onnx and onnxruntime the output is
-byte-for-byte reproducible; its sha256 is checked.
+kernel computes the same integer products.
+
+Why no ``Softmax``: each layer quantises its activations anew, so a difference in the last bit
+of one float can move a value across a rounding step, and such steps grow layer after layer
+(one text moved to cosine 0.995 when only the softmax's last bits changed). Of the float
+operators left, onnxruntime's ``Softmax`` alone computes other last bits with AVX2 than with
+AVX-512 (its sum runs over 8 or 16 lanes); the graph computes it as ``Exp(x - ReduceMax(x)) /
+ReduceSum(...)``, whose kernels give the same bits on both. So a text's vector depends on the
+text alone on every x86-64 CPU with AVX2 (docs/decisions/0013-portable-int8.md). With the
+pinned onnx and onnxruntime the output is byte-for-byte reproducible; its sha256 is checked.
 
 Needs the ``onnx`` package (a build-time dependency, in the ``dev`` extra); the server never
 imports this module.
@@ -34,7 +41,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 from sidecar.embedding.model_files import (
@@ -77,14 +84,40 @@ def dequantised(model: Any) -> Any:
     return model
 
 
+def portable_softmax(model: Any) -> Any:
+    """``model`` with each last-axis ``Softmax`` spelt out as ``Exp(x - max) / sum``."""
+    graph = model.graph
+    axes = "portable_softmax_axes"
+    graph.initializer.append(numpy_helper.from_array(np.array([-1], dtype=np.int64), axes))
+    nodes = []
+    for node in graph.node:
+        if node.op_type != "Softmax":
+            nodes.append(node)
+            continue
+        if [a.i for a in node.attribute if a.name == "axis"] not in ([], [-1]):
+            raise ValueError(f"{node.name}: only a last-axis Softmax is spelt out")
+        x, y, name = node.input[0], node.output[0], node.name
+        nodes += [
+            helper.make_node("ReduceMax", [x], [f"{name}_max"], f"{name}_max", axes=[-1]),
+            helper.make_node("Sub", [x, f"{name}_max"], [f"{name}_shift"], f"{name}_shift"),
+            helper.make_node("Exp", [f"{name}_shift"], [f"{name}_exp"], f"{name}_exp"),
+            helper.make_node("ReduceSum", [f"{name}_exp", axes], [f"{name}_sum"], f"{name}_sum"),
+            helper.make_node("Div", [f"{name}_exp", f"{name}_sum"], [y], f"{name}_div"),
+        ]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return model
+
+
 def build(out: Path, seven_bit: bool = True) -> str:
     """Write the int8 model to ``out``; returns its sha256. ``seven_bit=False`` builds the
-    8-bit-weight graph whose vectors depend on the CPU (kept for the benchmarks only)."""
+    earlier graph (8-bit weights, onnxruntime's Softmax) whose vectors depend on the CPU."""
     source = bundled_model_files(verify=True).onnx
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         fp32 = Path(scratch) / "minilm-fp32.onnx"
-        onnx.save(dequantised(onnx.load(str(source))), str(fp32))
+        model = dequantised(onnx.load(str(source)))
+        onnx.save(portable_softmax(model) if seven_bit else model, str(fp32))
         partial = Path(scratch) / out.name
         advice = logging.getLogger().level
         logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's pre-processing advice
