@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	_ "embed"
+	"fmt"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 
@@ -9,19 +12,39 @@ import (
 	"github.com/memsidecar/memsidecar/clients/go/msclient"
 )
 
-// seeds are example memories with fixed ids: seeding twice stores nothing new.
-var seeds = []*pb.Memory{
-	{Id: "agent-loop-example-db", Type: pb.MemoryType_MEMORY_TYPE_DECISION,
-		Content: "We chose PostgreSQL 16 as the primary database for the billing service."},
-	{Id: "agent-loop-example-deploy", Type: pb.MemoryType_MEMORY_TYPE_FACT,
-		Content: "The deploy pipeline ships to the Kubernetes cluster every Friday."},
-	{Id: "agent-loop-example-style", Type: pb.MemoryType_MEMORY_TYPE_PREFERENCE,
-		Content: "The user prefers short answers with Go code examples."},
+// seedFile holds the example memories, shared with the Rust and Python templates: one
+// "id<TAB>type<TAB>content" line each. Fixed ids: seeding twice stores nothing new.
+//
+//go:embed seeds.tsv
+var seedFile string
+
+// seeds parses seedFile ('#' lines are comments).
+func seeds() ([]*pb.Memory, error) {
+	var out []*pb.Memory
+	for _, line := range strings.Split(seedFile, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.SplitN(line, "\t", 3)
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("seeds.tsv: expected id, type and content in %q", line)
+		}
+		kind, ok := pb.MemoryType_value["MEMORY_TYPE_"+strings.ToUpper(fields[1])]
+		if !ok {
+			return nil, fmt.Errorf("seeds.tsv: unknown memory type %q", fields[1])
+		}
+		out = append(out, &pb.Memory{Id: fields[0], Type: pb.MemoryType(kind), Content: fields[2]})
+	}
+	return out, nil
 }
 
 // seed stores each example memory that the store does not hold yet.
 func seed(ctx context.Context, c *msclient.Client, agent string) error {
-	for _, m := range seeds {
+	memories, err := seeds()
+	if err != nil {
+		return err
+	}
+	for _, m := range memories {
 		_, err := c.Get(ctx, m.Id)
 		if err == nil {
 			continue
