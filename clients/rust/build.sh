@@ -8,7 +8,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="$ROOT/build/rust"
 PACKAGES=(librust-prost-dev librust-prost-build-dev librust-prost-types-dev librust-h2-dev
-          librust-http-dev librust-bytes-dev librust-tokio-dev protobuf-compiler)
+          librust-http-dev librust-bytes-dev librust-tokio-dev librust-futures-core-dev
+          librust-rustls-dev librust-tokio-rustls-dev librust-rustls-pemfile-dev
+          protobuf-compiler)
 source "$ROOT/clients/apt.sh"
 apt_ensure rust-client "${PACKAGES[@]}"
 # rustup installs cargo under ~/.cargo/bin, which a non-login shell may not have on PATH.

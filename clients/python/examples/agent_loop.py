@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from memsidecar.v1 import injection_pb2
-from memsidecar_client import Client, MemsidecarError, NotFoundError, message
+import grpc
+from memsidecar.v1 import injection_pb2, memory_pb2, store_pb2
+from memsidecar_client import Client, MemsidecarError, memory_type, message
 
 MAX_BLOCKS = 3  # memory blocks the history keeps, the incoming one included
 # The example memories, shared with the Go and Rust templates (fixed ids).
@@ -28,16 +30,21 @@ def llm(history: list[injection_pb2.Message]) -> str:
     return f"(echo) {history[-1].content}"
 
 
-def seed(client: Client, agent: str) -> None:
-    """Stores each example memory that the store does not hold yet."""
+def seeds(agent: str) -> Iterator[store_pb2.ImportItem]:
+    """The example memories of SEEDS: one "id<TAB>type<TAB>content" line each."""
     for line in SEEDS.read_text(encoding="utf-8").splitlines():
-        if not line or line.startswith("#"):
-            continue
-        id, type, content = line.split("\t", 2)
-        try:
-            client.get(id, agent_id=agent)
-        except NotFoundError:
-            client.upsert(content, type, id=id, agent_id=agent)
+        if line and not line.startswith("#"):
+            id, type, content = line.split("\t", 2)
+            yield store_pb2.ImportItem(memory=memory_pb2.Memory(
+                id=id, type=memory_type(type), content=content, agent_id=agent))
+
+
+def seed(client: Client, agent: str) -> None:
+    """Imports the example memories over a streaming import: those already stored with the
+    same fields count as deduplicated, so a second run stores nothing."""
+    summary = client.import_items(seeds(agent))
+    print(f"seeded {summary.received} memories: {summary.stored} stored, "
+          f"{summary.deduplicated} already there, {summary.rejected} rejected", file=sys.stderr)
 
 
 def step(client: Client, agent: str, channel: str, history: list[injection_pb2.Message],
@@ -62,11 +69,13 @@ def step(client: Client, agent: str, channel: str, history: list[injection_pb2.M
 
 
 def run(args: argparse.Namespace) -> None:
-    with Client(args.addr, token=args.token) as client:
+    tls = grpc.ssl_channel_credentials(Path(args.ca).read_bytes()) if args.ca else None
+    with Client(args.addr, token=args.token, tls=tls) as client:
         try:
             client.wait_ready(args.wait)
         except MemsidecarError as err:
-            raise SystemExit(f"agent-loop: cannot reach the sidecar at {args.addr}: {err}")
+            reason = f"cannot reach the sidecar at {args.addr}: {err}"
+            raise SystemExit(f"agent-loop: {reason}") from None
         seed(client, args.agent)
         # A new conversation: forget what the sidecar injected earlier on this channel.
         client.reset_channel(args.channel, agent_id=args.agent)
@@ -86,6 +95,8 @@ def main() -> None:
     parser.add_argument("--token", default="", help="bearer token sent with every call")
     parser.add_argument("--wait", type=float, default=30.0,
                         help="seconds to wait for the sidecar to be ready")
+    parser.add_argument("--ca", default="",
+                        help="CA certificate (PEM) of a TLS sidecar; plaintext without it")
     try:
         run(parser.parse_args())
     except MemsidecarError as err:

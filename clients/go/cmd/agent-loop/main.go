@@ -12,6 +12,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"os"
@@ -32,17 +34,39 @@ func main() {
 	agent := flag.String("agent", "agent-loop-example", "agent id owning the seeded memories")
 	token := flag.String("token", "", "bearer token sent with every call")
 	wait := flag.Float64("wait", 30, "seconds to wait for the sidecar to be ready")
+	ca := flag.String("ca", "", "CA certificate (PEM) of a TLS sidecar; plaintext without it")
 	flag.Parse()
-	if err := run(*addr, *channel, *agent, *token, time.Duration(*wait*float64(time.Second))); err != nil {
+	options, err := dialOptions(*agent, *token, *ca)
+	if err == nil {
+		err = run(*addr, *channel, *agent, options, time.Duration(*wait*float64(time.Second)))
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "agent-loop: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, channel, agent, token string, wait time.Duration) error {
-	// WithDialTimeout(0): connect in the background; WaitReady waits for a starting sidecar.
-	client, err := msclient.Dial(addr, msclient.WithAgent(agent), msclient.WithToken(token),
-		msclient.WithDialTimeout(0))
+// dialOptions: the agent, the token, TLS when a CA file is given, and WithDialTimeout(0)
+// (connect in the background; WaitReady waits for a starting sidecar).
+func dialOptions(agent, token, ca string) ([]msclient.Option, error) {
+	options := []msclient.Option{msclient.WithAgent(agent), msclient.WithToken(token),
+		msclient.WithDialTimeout(0)}
+	if ca == "" {
+		return options, nil
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--ca %s: no PEM certificate found", ca)
+	}
+	return append(options, msclient.WithTLS(&tls.Config{RootCAs: roots})), nil
+}
+
+func run(addr, channel, agent string, options []msclient.Option, wait time.Duration) error {
+	client, err := msclient.Dial(addr, options...)
 	if err != nil {
 		return fmt.Errorf("cannot reach the sidecar at %s: %v", addr, err)
 	}

@@ -4,9 +4,8 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"os"
 	"strings"
-
-	"google.golang.org/grpc/codes"
 
 	pb "github.com/memsidecar/memsidecar/clients/go/memsidecarv1"
 	"github.com/memsidecar/memsidecar/clients/go/msclient"
@@ -38,24 +37,32 @@ func seeds() ([]*pb.Memory, error) {
 	return out, nil
 }
 
-// seed stores each example memory that the store does not hold yet.
+// seed imports the example memories over a streaming import: those already stored with the
+// same fields count as deduplicated, so a second run stores nothing.
 func seed(ctx context.Context, c *msclient.Client, agent string) error {
 	memories, err := seeds()
 	if err != nil {
 		return err
 	}
-	for _, m := range memories {
-		_, err := c.Get(ctx, m.Id)
-		if err == nil {
-			continue
+	ctx, cancel := context.WithCancel(ctx) // stops the sender when the import fails
+	defer cancel()
+	items := make(chan *pb.ImportItem)
+	go func() {
+		defer close(items)
+		for _, m := range memories {
+			m.AgentId = agent
+			select {
+			case items <- &pb.ImportItem{Memory: m}:
+			case <-ctx.Done():
+				return
+			}
 		}
-		if msclient.CodeOf(err) != codes.NotFound {
-			return err
-		}
-		m.AgentId = agent
-		if _, err := c.Upsert(ctx, m); err != nil {
-			return err
-		}
+	}()
+	summary, err := c.ImportChan(ctx, items, msclient.MaxImportBatch, nil)
+	if err != nil {
+		return err
 	}
+	fmt.Fprintf(os.Stderr, "seeded %d memories: %d stored, %d already there, %d rejected\n",
+		summary.Received, summary.Stored, summary.Deduplicated, summary.Rejected)
 	return nil
 }
