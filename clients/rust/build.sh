@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the Rust crate offline from Debian's packaged crates (/usr/share/cargo/registry).
-#   clients/rust/build.sh          install missing packages, build build/rust/{agent-loop,bench,quickstart}
+#   clients/rust/build.sh          install missing packages, build build/rust/{agent-loop,bench,selftest,quickstart}
 #   clients/rust/build.sh test     the same, then `cargo test`
 # The source replacement is passed as `cargo --config` flags here, so the crate itself stays
 # an ordinary crates.io crate elsewhere. Target dir: build/rust/target (about 1 GB).
@@ -26,9 +26,9 @@ export CARGO_TARGET_DIR="$BUILD/target"
 cd "$ROOT/clients/rust"
 "${CARGO[@]}" build --release --quiet --bins --examples
 mkdir -p "$BUILD"
-cp "$BUILD/target/release/agent-loop" "$BUILD/target/release/bench" \
+cp "$BUILD/target/release/agent-loop" "$BUILD/target/release/bench" "$BUILD/target/release/selftest" \
    "$BUILD/target/release/examples/quickstart" "$BUILD/"
 if [ "${1:-}" = test ]; then
   "${CARGO[@]}" test --release --quiet
 fi
-echo "rust-client: built $BUILD/{agent-loop,bench,quickstart}"
+echo "rust-client: built $BUILD/{agent-loop,bench,selftest,quickstart}"
