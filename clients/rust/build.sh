@@ -2,6 +2,7 @@
 # Build the Rust crate offline from Debian's packaged crates (/usr/share/cargo/registry).
 #   clients/rust/build.sh          install missing packages, build build/rust/{agent-loop,bench,selftest,quickstart}
 #   clients/rust/build.sh test     the same, then `cargo test`
+#   clients/rust/build.sh packages print the Debian packages it installs when missing
 # The source replacement is passed as `cargo --config` flags here, so the crate itself stays
 # an ordinary crates.io crate elsewhere. Target dir: build/rust/target (about 1 GB).
 set -euo pipefail
@@ -11,6 +12,7 @@ PACKAGES=(librust-prost-dev librust-prost-build-dev librust-prost-types-dev libr
           librust-http-dev librust-bytes-dev librust-tokio-dev librust-futures-core-dev
           librust-rustls-dev librust-tokio-rustls-dev librust-rustls-pemfile-dev
           protobuf-compiler)
+if [ "${1:-}" = packages ]; then echo "${PACKAGES[*]}"; exit 0; fi
 source "$ROOT/clients/apt.sh"
 apt_ensure rust-client "${PACKAGES[@]}"
 # rustup installs cargo under ~/.cargo/bin, which a non-login shell may not have on PATH.
