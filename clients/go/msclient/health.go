@@ -9,7 +9,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// readyBackoff bounds the pause between two health checks of WaitReady.
+// The pause between two health checks of WaitReady: doubled after each, up to the maximum.
 const (
 	readyFirstPause = 100 * time.Millisecond
 	readyMaxPause   = 2 * time.Second
