@@ -3,7 +3,7 @@
 //! 1 when one fails, 2 when the sidecar cannot be reached. Its memories belong to an agent
 //! id unique to the run.
 //!
-//!     selftest --addr 127.0.0.1:50051 [--wait SECONDS]
+//!     selftest --addr 127.0.0.1:50051 [--wait SECONDS] [--ca PEM [--cert PEM --key PEM] [--server-name NAME]]
 #[path = "common/flags.rs"]
 mod flags;
 
@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_core::Stream;
-use memsidecar_client::{is_block, pb, Client, Error, Options};
+use memsidecar_client::{is_block, pb, Client, Error, Options, Tls};
 
 const ABOUT: &str = "selftest: checks every call of the Rust client against a running sidecar.";
 const CANON: &str = "Mission: keep the billing service on PostgreSQL and ship the v2 API by June.";
@@ -138,14 +138,28 @@ impl Session {
     }
 }
 
+/// TLS from the --ca, --cert, --key and --server-name flags (none without --ca).
+fn tls(flags: &std::collections::HashMap<String, String>) -> Result<Option<Tls>, String> {
+    let read = |name: &str| flags.get(name).map(|path| std::fs::read(path).map_err(|e| format!("--{name} {path}: {e}")))
+        .transpose();
+    let Some(ca_pem) = read("ca")? else { return Ok(None) };
+    Ok(Some(Tls { ca_pem, client_cert_pem: read("cert")?, client_key_pem: read("key")?,
+                  server_name: flags.get("server-name").cloned() }))
+}
+
 async fn run() -> Result<bool, String> {
     let flags = flags::parse(ABOUT, &[
         ("addr", "sidecar address HOST:PORT, unix:PATH or unix:///PATH (default 127.0.0.1:50051)"),
         ("wait", "seconds to wait for the sidecar to be ready (default 30)"),
+        ("ca", "CA certificate (PEM) of a TLS sidecar; plaintext without it"),
+        ("cert", "client certificate (PEM), for mutual TLS"),
+        ("key", "the client certificate's key (PEM)"),
+        ("server-name", "the DNS name checked against the sidecar's certificate (default: the host)"),
     ])?;
     let addr = flags.get("addr").cloned().unwrap_or_else(|| "127.0.0.1:50051".into());
     let wait: f64 = flags.get("wait").map_or(Ok(30.0), |w| w.parse()).map_err(|e| format!("--wait: {e}"))?;
-    let client = Client::connect_lazy(&addr, Options::default()).map_err(|e| e.to_string())?;
+    let options = Options { tls: tls(&flags)?, ..Options::default() };
+    let client = Client::connect_lazy(&addr, options).map_err(|e| e.to_string())?;
     println!("waiting for the sidecar at {addr}");
     if let Err(e) = client.wait_ready(Duration::from_secs_f64(wait)).await {
         eprintln!("selftest: cannot reach the sidecar at {addr}: {e}");

@@ -13,7 +13,7 @@ pub fn parse(about: &str, known: &[(&str, &str)]) -> Result<HashMap<String, Stri
         if arg.starts_with('-') && (name == "help" || name == "h") {
             println!("{about}\n\nFlags:");
             for (flag, help) in known {
-                println!("  --{flag:<10} {help}");
+                println!("  --{flag:<12} {help}");
             }
             std::process::exit(0);
         }
