@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the Rust crate offline from Debian's packaged crates (/usr/share/cargo/registry).
-#   clients/rust/build.sh          install missing packages, build build/rust/{agent-loop,bench,selftest,quickstart}
+#   clients/rust/build.sh          install missing packages, build
+#                                  build/rust/{agent-loop,bench,selftest,quickstart}
 #   clients/rust/build.sh test     the same, then `cargo test`
 #   clients/rust/build.sh packages print the Debian packages it installs when missing
 # The source replacement is passed as `cargo --config` flags here, so the crate itself stays
@@ -28,7 +29,7 @@ export CARGO_TARGET_DIR="$BUILD/target"
 cd "$ROOT/clients/rust"
 "${CARGO[@]}" build --release --quiet --bins --examples
 mkdir -p "$BUILD"
-cp "$BUILD/target/release/agent-loop" "$BUILD/target/release/bench" "$BUILD/target/release/selftest" \
+cp "$BUILD"/target/release/{agent-loop,bench,selftest} \
    "$BUILD/target/release/examples/quickstart" "$BUILD/"
 if [ "${1:-}" = test ]; then
   "${CARGO[@]}" test --release --quiet
