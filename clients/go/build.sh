@@ -3,6 +3,7 @@
 #   clients/go/build.sh            install missing packages, check the generated code, build
 #   clients/go/build.sh test       the same, then `go vet` + `go test ./...`
 #   clients/go/build.sh generate   regenerate memsidecarv1/ from proto/ (commit the result)
+#   clients/go/build.sh packages   print the Debian packages it installs when missing
 # Binaries: build/go/agent-loop, build/go/selftest, build/go/quickstart (docs/clients.md),
 # build/go-client (the latency suite's client).
 # go.mod is the module's real go.mod; the build uses a copy of it with `replace` lines to
@@ -19,6 +20,7 @@ PACKAGES=(golang-go golang-google-grpc-dev golang-google-protobuf-dev
           golang-github-golang-protobuf-1-5-dev golang-golang-x-net-dev golang-golang-x-sys-dev
           golang-golang-x-text-dev golang-google-genproto-dev
           protoc-gen-go protoc-gen-go-grpc protobuf-compiler)
+if [ "${1:-}" = packages ]; then echo "${PACKAGES[*]}"; exit 0; fi
 source "$ROOT/clients/apt.sh"
 apt_ensure go-client "${PACKAGES[@]}"
 

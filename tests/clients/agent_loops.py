@@ -1,11 +1,15 @@
-"""Building the compiled clients, and what every agent-loop template (Go, Rust) must do."""
+"""Building the compiled clients, running the agent-loop templates (Go, Rust, Python), and
+what every template must do."""
 
 from __future__ import annotations
 
 import subprocess
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from memsidecar.v1 import store_pb2
 from memsidecar_client.messages import block_header
 
@@ -14,6 +18,19 @@ from tests.conftest import Running
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK_PREFIX = block_header("BLOCK_HEADER_CONTEXT")
 TURNS = "Which database do we use for billing?\nWhen do we ship to Kubernetes?\n"
+PYTHON_LOOP = ROOT / "clients" / "python" / "examples" / "agent_loop.py"
+LANGUAGES = ("go", "python", "rust")
+# language -> the fixture building its client (None: nothing to build)
+BUILT = {"go": "go_built", "python": None, "rust": "rust_built"}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a template printed for one turn."""
+
+    released: tuple[int, ...]  # turns whose blocks PruneHistory released
+    block: str  # the block, or "(no memory block: reason)"
+    reply: str
 
 
 @dataclass(frozen=True)
@@ -22,9 +39,16 @@ class Run:
     stdout: str
     stderr: str
 
-    def turn_blocks(self) -> list[str]:
-        """The text printed for each turn (after its `--- turn N` line)."""
-        return [part.split("\n", 1)[1] for part in self.stdout.split("--- turn ")[1:]]
+    def turns(self) -> list[Turn]:
+        """Each turn after its `--- turn N` line: `released turns: ...`, the block, the
+        `assistant: ...` reply."""
+        out = []
+        for part in self.stdout.split("--- turn ")[1:]:
+            lines = part.rstrip("\n").split("\n")[1:]
+            released = lines[0].removeprefix("released turns: ")
+            out.append(Turn(tuple(int(t) for t in released.split(",")) if released != "-" else (),
+                            "\n".join(lines[1:-1]), lines[-1]))
+        return out
 
 
 def build(target: str) -> None:
@@ -34,35 +58,48 @@ def build(target: str) -> None:
     assert done.returncode == 0, f"make {target} failed:\n{done.stdout}\n{done.stderr}"
 
 
-def run(binary: Path, addr: str, *args: str, stdin: str = TURNS) -> Run:
-    done = subprocess.run([str(binary), "--addr", addr, *args], input=stdin,
+def loop_command(language: str, request: pytest.FixtureRequest) -> list[str]:
+    """The agent-loop template of ``language``, built first when it is compiled."""
+    fixture = BUILT[language]
+    if fixture is None:
+        return [sys.executable, str(PYTHON_LOOP)]
+    folder: Path = request.getfixturevalue(fixture)
+    return [str(folder / "agent-loop")]
+
+
+def run(command: Path | Sequence[str], addr: str, *args: str, stdin: str = TURNS) -> Run:
+    argv = [str(command)] if isinstance(command, Path) else list(command)
+    done = subprocess.run([*argv, "--addr", addr, *args], input=stdin,
                           capture_output=True, text=True, timeout=120)
     print(done.stdout, done.stderr)
     return Run(done.returncode, done.stdout, done.stderr)
 
 
 def live_count(running: Running) -> int:
-    reply = running.store.ListMemories(store_pb2.ListMemoriesRequest(page_size=1000))
+    reply = running.store.ListMemories(store_pb2.ListMemoriesRequest(page_size=1000,
+                                                                     all_agents=True))
     return len(reply.memories)
 
 
-def check_loop(binary: Path, running: Running, channel: str) -> None:
+def check_loop(command: Sequence[str], running: Running, channel: str) -> None:
     """Two turns print blocks with the seeded memories; a second run stores nothing new and
     injects again (a new conversation on the same channel)."""
     for attempt in range(2):
-        out = run(binary, running.target, "--channel", channel, "--token", "t0ken")
+        out = run(command, running.target, "--channel", channel, "--token", "t0ken")
         assert out.code == 0, out.stderr
-        blocks = out.turn_blocks()
+        blocks = [turn.block for turn in out.turns()]
         assert len(blocks) == 2
         assert blocks[0].startswith(BLOCK_PREFIX) and "PostgreSQL" in blocks[0]
         assert blocks[1].startswith(BLOCK_PREFIX) and "Kubernetes" in blocks[1]
+        seeded = f"seeded 6 memories: {6 if attempt == 0 else 0} stored"
+        assert out.stderr.startswith(seeded), out.stderr
         if attempt == 0:
-            seeded = live_count(running)
-    assert live_count(running) == seeded
+            count = live_count(running)
+    assert live_count(running) == count == 6
 
 
-def check_unreachable(binary: Path) -> None:
-    out = run(binary, "127.0.0.1:1", stdin="")
+def check_unreachable(command: Sequence[str]) -> None:
+    out = run(command, "127.0.0.1:1", "--wait", "0.2", stdin="")
     assert out.code != 0
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and "127.0.0.1:1" in lines[0]
+    assert len(lines) == 1 and "127.0.0.1:1" in lines[0], out.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from sidecar.api.server import create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
+from tests.api.test_tls import Pki
 from tests.clients.agent_loops import ROOT, build
 
 GRPCURL = ROOT / "build" / "grpcurl" / "bin" / "grpcurl"
@@ -52,3 +53,26 @@ def unix_target(config: ServerConfig, embedder: Embedder) -> Iterator[str]:
         server.start()
         yield listen
         server.stop(grace=1)
+
+
+@dataclass(frozen=True)
+class TlsSidecar:
+    target: str  # localhost:PORT (the certificate names localhost)
+    ca: Path  # the CA that signed the sidecar's certificate
+    other_ca: Path  # a CA that did not
+
+
+@pytest.fixture
+def tls_sidecar(config: ServerConfig, embedder: Embedder, tmp_path: Path,
+                ) -> Iterator[TlsSidecar]:
+    """A running sidecar serving TLS only, with a throwaway CA."""
+    mine, other = tmp_path / "pki", tmp_path / "other-pki"
+    mine.mkdir()
+    other.mkdir()
+    pki = Pki(mine)
+    Pki(other)
+    server = create_server(App.open(replace(config, listen="localhost:0", tls=pki.tls()),
+                                    embedder=embedder))
+    server.start()
+    yield TlsSidecar(f"localhost:{server.port}", mine / "ca.pem", other / "ca.pem")
+    server.stop(grace=1)

@@ -1,46 +1,70 @@
-"""The Go and Rust agent-loop templates and latency clients against a real sidecar."""
+"""The agent-loop templates (Go, Rust, Python) and the latency clients against a real
+sidecar."""
 
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from tests.clients.agent_loops import BLOCK_PREFIX, ROOT, check_loop, check_unreachable, run
+from tests.clients.agent_loops import (
+    BLOCK_PREFIX,
+    LANGUAGES,
+    ROOT,
+    check_loop,
+    check_unreachable,
+    loop_command,
+    run,
+)
+from tests.clients.conftest import TlsSidecar
 from tests.conftest import Running
 
 # language -> (fixture building it, the latency client relative to the repository)
 CLIENTS = {"go": ("go_built", "build/go-client"), "rust": ("rust_built", "build/rust/bench")}
 
 
-@pytest.fixture(params=sorted(CLIENTS))
-def built(request: pytest.FixtureRequest) -> tuple[str, Path]:
+@pytest.fixture(params=LANGUAGES)
+def template(request: pytest.FixtureRequest) -> tuple[str, list[str]]:
     language = str(request.param)
-    folder: Path = request.getfixturevalue(CLIENTS[language][0])
-    return language, folder
+    return language, loop_command(language, request)
 
 
-def test_agent_loop_injects_each_turn_and_seeds_once(built: tuple[str, Path],
+def test_agent_loop_injects_each_turn_and_seeds_once(template: tuple[str, list[str]],
                                                      running: Running) -> None:
-    language, folder = built
-    check_loop(folder / "agent-loop", running, f"{language}-loop")
+    language, command = template
+    check_loop(command, running, f"{language}-loop")
 
 
-def test_agent_loop_over_a_unix_socket(built: tuple[str, Path], unix_target: str) -> None:
-    language, folder = built
+def test_agent_loop_over_a_unix_socket(template: tuple[str, list[str]],
+                                       unix_target: str) -> None:
+    language, command = template
     for addr in (unix_target, unix_target.replace("unix://", "unix:", 1)):
-        out = run(folder / "agent-loop", addr, "--channel", f"{language}-unix")
+        out = run(command, addr, "--channel", f"{language}-unix")
         assert out.code == 0, out.stderr
-        assert out.turn_blocks()[0].startswith(BLOCK_PREFIX)
+        assert out.turns()[0].block.startswith(BLOCK_PREFIX)
 
 
-def test_agent_loop_reports_an_unreachable_sidecar(built: tuple[str, Path]) -> None:
-    check_unreachable(built[1] / "agent-loop")
+def test_agent_loop_over_tls(template: tuple[str, list[str]], tls_sidecar: TlsSidecar) -> None:
+    """--ca: TLS, the sidecar's certificate checked against that CA (another CA: refused)."""
+    language, command = template
+    out = run(command, tls_sidecar.target, "--channel", f"{language}-tls",
+              "--ca", str(tls_sidecar.other_ca), "--wait", "1")
+    assert out.code != 0 and "cannot reach the sidecar" in out.stderr.strip().splitlines()[-1]
+    out = run(command, tls_sidecar.target, "--channel", f"{language}-tls",
+              "--ca", str(tls_sidecar.ca))
+    assert out.code == 0, out.stderr
+    assert out.turns()[0].block.startswith(BLOCK_PREFIX)
 
 
-def test_latency_client_reports_percentiles(built: tuple[str, Path], running: Running) -> None:
-    binary = ROOT / CLIENTS[built[0]][1]
+def test_agent_loop_reports_an_unreachable_sidecar(template: tuple[str, list[str]]) -> None:
+    check_unreachable(template[1])
+
+
+@pytest.mark.parametrize("language", sorted(CLIENTS))
+def test_latency_client_reports_percentiles(language: str, request: pytest.FixtureRequest,
+                                            running: Running) -> None:
+    request.getfixturevalue(CLIENTS[language][0])
+    binary = ROOT / CLIENTS[language][1]
     done = subprocess.run([str(binary), "--addr", running.target, "--bench", "20"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout

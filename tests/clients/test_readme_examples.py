@@ -99,3 +99,12 @@ def test_readme_examples_run_twice_in_both_orders(examples: dict[str, Example]) 
         out = examples[name]()
         expected = GO_EXPECTED if name.startswith("go-") else EXPECTED
         assert "[Context from memory]" in out and expected in out, f"{name} printed:\n{out}"
+
+
+def test_readme_points_at_the_three_agent_loop_templates(go_built: Path,
+                                                         rust_built: Path) -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Use it from your agent"):text.index("## The API")]
+    for template in ("clients/python/examples/agent_loop.py", "build/go/agent-loop",
+                     "build/rust/agent-loop"):
+        assert f"`{template}`" in section and (ROOT / template).is_file(), template

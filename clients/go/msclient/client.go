@@ -29,13 +29,16 @@ type Client struct {
 }
 
 // Dial connects to addr (HOST:PORT, unix:PATH or unix:///PATH) and waits until the
-// connection is up or the dial timeout passes.
+// connection is up or the dial timeout passes (WithDialTimeout(0): no wait).
 func Dial(addr string, opts ...Option) (*Client, error) {
 	o := defaults()
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.dialTimeout)
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if o.dialTimeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, o.dialTimeout)
+	}
 	defer cancel()
 	conn, err := grpc.DialContext(ctx, addr, o.dialOptions()...)
 	if err != nil {

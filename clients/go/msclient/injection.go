@@ -39,9 +39,16 @@ func (c *Client) Inject(ctx context.Context, req *pb.InjectRequest) (*pb.InjectR
 	return unary(c, ctx, req, c.Injection.Inject)
 }
 
-// PruneHistory names the oldest blocks to drop so that, with the incoming one, maxKeep remain.
-func (c *Client) PruneHistory(ctx context.Context, history []*pb.Message, maxKeep uint32) (*pb.PruneHistoryResponse, error) {
-	return unary(c, ctx, &pb.PruneHistoryRequest{Messages: history, MaxKeep: &maxKeep}, c.Injection.PruneHistory)
+// PruneHistory drops the oldest blocks of a history so that, with the incoming one, maxKeep
+// remain (0: the agent's max_injected_blocks_in_history). With a channel, the sidecar learns
+// which of that channel's blocks the history still holds: a memory whose blocks are all gone
+// may be injected again (ReleasedTurns). The agent id is the client's (WithAgent).
+func (c *Client) PruneHistory(ctx context.Context, channel string, history []*pb.Message, maxKeep uint32) (*pb.PruneHistoryResponse, error) {
+	req := &pb.PruneHistoryRequest{Messages: history, ChannelId: channel, AgentId: c.Agent}
+	if maxKeep > 0 {
+		req.MaxKeep = &maxKeep
+	}
+	return unary(c, ctx, req, c.Injection.PruneHistory)
 }
 
 // RenderTranscript renders a history for a compactor, blocks left out.

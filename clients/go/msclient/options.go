@@ -6,8 +6,17 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 )
+
+// reconnect retries a lost connection quickly (at most 2 s apart), so that WaitReady and
+// calls after a sidecar restart do not wait out grpc-go's default backoff of up to 2 min.
+var reconnect = grpc.ConnectParams{
+	Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2,
+		MaxDelay: 2 * time.Second},
+	MinConnectTimeout: 5 * time.Second,
+}
 
 // DefaultTimeout is the deadline applied to a call whose context has none.
 const DefaultTimeout = 5 * time.Second
@@ -45,11 +54,15 @@ func WithTLS(config *tls.Config) Option { return func(o *options) { o.tls = conf
 // WithTimeout sets the default per-call deadline.
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
 
-// WithDialTimeout sets how long Dial waits for the connection.
+// WithDialTimeout sets how long Dial waits for the connection; 0 = Dial returns at once and
+// the connection is made in the background (then WaitReady waits for a starting sidecar).
 func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
 
 func (o options) dialOptions() []grpc.DialOption {
-	out := []grpc.DialOption{grpc.WithBlock()}
+	out := []grpc.DialOption{grpc.WithConnectParams(reconnect)}
+	if o.dialTimeout > 0 {
+		out = append(out, grpc.WithBlock())
+	}
 	if o.tls != nil {
 		out = append(out, grpc.WithTransportCredentials(credentials.NewTLS(o.tls)))
 	} else {

@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sized
 from pathlib import Path
 
 import grpc
 from memsidecar.v1 import memory_pb2, store_pb2
 
-from memsidecar_client.errors import UnavailableError, from_rpc_error
+from memsidecar_client.batching import MAX_BATCH, Batches
+from memsidecar_client.errors import (
+    InternalError,
+    MemsidecarError,
+    UnavailableError,
+    from_rpc_error,
+)
 from memsidecar_client.records import read_items
 from memsidecar_client.retry import RetryPolicy
 from memsidecar_client.store import StoreCalls
 
 log = logging.getLogger(__name__)
 
-# progress(done, total): items acknowledged so far, out of the total.
+# progress(done, total): items acknowledged so far, out of the total (0 when unknown: an
+# iterator without a length).
 Progress = Callable[[int, int], None]
-MAX_BATCH = 100  # the largest batch ImportMemoriesStream accepts
 
 
 def merge(total: store_pb2.ImportMemoriesResponse, ack: store_pb2.ImportBatchAck,
@@ -38,19 +43,6 @@ def merge(total: store_pb2.ImportMemoriesResponse, ack: store_pb2.ImportBatchAck
         moved.index = error.index + offset
 
 
-def with_ids(items: Sequence[store_pb2.ImportItem]) -> list[store_pb2.ImportItem]:
-    """The items, each with an id (a new UUID where it had none), so a resent batch is
-    recognised. A REGISTER item with a topic_id keeps no id: the topic names it."""
-    named = []
-    for item in items:
-        m = item.memory
-        if not m.id and not (m.tier == memory_pb2.TIER_REGISTER and m.topic_id):
-            item = store_pb2.ImportItem(memory=m, restore=item.restore)
-            item.memory.id = str(uuid.uuid4())
-        named.append(item)
-    return named
-
-
 class ImportCalls(StoreCalls):
     def import_jsonl(self, path: str | Path, *, progress: Progress | None = None,
                      batch_size: int = MAX_BATCH,
@@ -65,54 +57,77 @@ class ImportCalls(StoreCalls):
         return self.import_items(read_items(path), progress=progress, batch_size=batch_size,
                                  timeout_s=timeout_s)
 
-    def import_batches(self, memories: Sequence[memory_pb2.Memory], *,
+    def import_batches(self, memories: Iterable[memory_pb2.Memory], *,
                        progress: Progress | None = None, batch_size: int = MAX_BATCH,
                        timeout_s: float = 600.0) -> store_pb2.ImportMemoriesResponse:
-        return self.import_items([store_pb2.ImportItem(memory=m) for m in memories],
-                                 progress=progress, batch_size=batch_size, timeout_s=timeout_s)
+        items = (store_pb2.ImportItem(memory=m) for m in memories)
+        total = len(memories) if isinstance(memories, Sized) else None
+        return self.import_items(items, progress=progress, batch_size=batch_size,
+                                 timeout_s=timeout_s, total=total)
 
-    def import_items(self, items: Sequence[store_pb2.ImportItem], *,
+    def import_items(self, items: Iterable[store_pb2.ImportItem], *,
                      progress: Progress | None = None, batch_size: int = MAX_BATCH,
-                     timeout_s: float = 600.0) -> store_pb2.ImportMemoriesResponse:
-        total = store_pb2.ImportMemoriesResponse()
-        for ack in self.import_stream(items, batch_size=batch_size, timeout_s=timeout_s):
-            offset = ack.sequence * batch_size
-            merge(total, ack, min(batch_size, len(items) - offset), offset)
+                     timeout_s: float = 600.0,
+                     total: int | None = None) -> store_pb2.ImportMemoriesResponse:
+        """Import ``items`` (a list or any iterator, read as the batches go) and return the
+        summary; ``progress(done, total)`` after each acknowledged batch (``total``: given,
+        or the length of ``items``, else 0)."""
+        if total is None:
+            total = len(items) if isinstance(items, Sized) else 0
+        summary = store_pb2.ImportMemoriesResponse()
+        batches = Batches(items, batch_size)
+        for ack, received in self._acknowledged(batches, timeout_s, None):
+            merge(summary, ack, received, ack.sequence * batch_size)
             if progress is not None:
-                progress(total.received, len(items))
-        return total
+                progress(summary.received, total)
+        return summary
 
-    def import_stream(self, items: Sequence[store_pb2.ImportItem], *,
+    def import_stream(self, items: Iterable[store_pb2.ImportItem], *,
                       batch_size: int = MAX_BATCH, timeout_s: float | None = 600.0,
                       retry: RetryPolicy | None = None) -> Iterator[store_pb2.ImportBatchAck]:
         """One acknowledgement per batch of ``batch_size`` items (batch ``sequence`` n holds
-        items ``n * batch_size`` onwards), in order. Items without an id get one
-        (``with_ids``). When a stream that acknowledged a batch breaks (UNAVAILABLE), it is
-        reopened (``retry``, default the client's policy) and every batch not yet
+        items ``n * batch_size`` onwards), in order; ``items`` may be an iterator, read as
+        batches are sent (a few ahead of their acknowledgement). Items without an id get one
+        (``batching.with_id``). When a stream that acknowledged a batch breaks (UNAVAILABLE),
+        it is reopened (``retry``, default the client's policy) and every batch not yet
         acknowledged is sent again; an item already stored with the same fields commits
-        nothing twice. A sidecar that cannot be reached at all raises at once. ``timeout_s``: the
-        deadline of each stream (None: none)."""
-        if not 1 <= batch_size <= MAX_BATCH:
-            raise ValueError(f"batch_size must be between 1 and {MAX_BATCH}, got {batch_size}")
-        named = with_ids(items)
-        batches = [store_pb2.ImportBatch(sequence=n, items=named[start:start + batch_size])
-                   for n, start in enumerate(range(0, len(named), batch_size))]
+        nothing twice. A sidecar that cannot be reached at all raises at once; an exception
+        raised by ``items`` ends the stream and is raised after the last acknowledgement.
+        ``timeout_s``: the deadline of each stream (None: none)."""
+        batches = Batches(items, batch_size)
+        for ack, _ in self._acknowledged(batches, timeout_s, retry):
+            yield ack
+
+    def _acknowledged(self, batches: Batches, timeout_s: float | None,
+                      retry: RetryPolicy | None,
+                      ) -> Iterator[tuple[store_pb2.ImportBatchAck, int]]:
+        """Each acknowledgement with the number of items its batch held."""
         policy = retry or self.retry
-        acked, failures, connected = 0, 0, False
-        while acked < len(batches):
-            call = self.store.ImportMemoriesStream(iter(batches[acked:]), timeout=timeout_s,
-                                                   metadata=self.metadata)
-            try:
-                for ack in call:
-                    acked, failures, connected = ack.sequence + 1, 0, True
-                    yield ack
-            except grpc.RpcError as err:
-                error = from_rpc_error(err)
+        failures, connected = 0, False
+        try:
+            while not batches.done:
+                call = self.store.ImportMemoriesStream(batches.requests(), timeout=timeout_s,
+                                                       metadata=self.metadata)
+                error: MemsidecarError = InternalError(
+                    grpc.StatusCode.INTERNAL, "the import stream ended before every batch "
+                    "was acknowledged")  # a sidecar stopping ends it so: sent again
+                try:
+                    for ack in call:
+                        failures, connected = 0, True
+                        yield ack, batches.acknowledged(ack.sequence)
+                except grpc.RpcError as err:
+                    error = from_rpc_error(err)
+                    if not (connected and isinstance(error, UnavailableError)):
+                        raise error from err
+                if batches.failure is not None:
+                    raise batches.failure
+                if batches.done:
+                    return
                 failures += 1
-                if not (connected and isinstance(error, UnavailableError)) \
-                        or failures >= policy.max_attempts:
-                    raise error from err
+                if failures >= policy.max_attempts:
+                    raise error
                 sleep = policy.backoff(failures)
-                log.info("import stream broken; resending", extra={"batch": acked,
-                                                                    "sleep_s": sleep})
+                log.info("import stream broken; resending", extra={"sleep_s": sleep})
                 time.sleep(sleep)
+        finally:
+            batches.close()

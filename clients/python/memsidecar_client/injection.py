@@ -24,10 +24,14 @@ class InjectionCalls(Transport):
         return self._call("Inject", self.injection.Inject, request, idempotent=False)
 
     def prune_history(self, history: Iterable[MessageLike], *, max_keep: int | None = None,
-                      agent_id: str = "") -> injection_pb2.PruneHistoryResponse:
-        """Drop the oldest blocks so ``max_keep`` remain once the incoming one is appended."""
+                      channel_id: str = "", agent_id: str = "",
+                      ) -> injection_pb2.PruneHistoryResponse:
+        """Drop the oldest blocks so ``max_keep`` remain once the incoming one is appended
+        (unset: the agent's ``max_injected_blocks_in_history``). With ``channel_id`` the
+        sidecar learns which of that channel's blocks the history still holds: a memory whose
+        blocks are all gone may be injected again (``released_turns``)."""
         request = injection_pb2.PruneHistoryRequest(messages=to_messages(history),
-                                                    agent_id=agent_id)
+                                                    agent_id=agent_id, channel_id=channel_id)
         if max_keep is not None:
             request.max_keep = max_keep
         return self._call("PruneHistory", self.injection.PruneHistory, request, idempotent=True)

@@ -29,7 +29,8 @@ class RetryPolicy:
 
     def backoff(self, retry: int) -> float:
         """Sleep before retry number ``retry`` (1-based)."""
-        base = min(self.max_backoff_s, self.initial_backoff_s * self.multiplier ** (retry - 1))
+        growth = self.multiplier ** min(retry - 1, 64)  # no float overflow on long waits
+        base = min(self.max_backoff_s, self.initial_backoff_s * growth)
         return base * (1.0 - self.jitter * random.random())
 
 

@@ -14,6 +14,15 @@ impl Address {
         }
     }
 
+    /// The host name (or IP address) of a TCP address; "localhost" for a Unix socket.
+    pub(crate) fn host(&self) -> &str {
+        match self {
+            Address::Tcp(host_port) => host_port.rsplit_once(':').map_or(host_port.as_str(), |(h, _)| h)
+                .trim_start_matches('[').trim_end_matches(']'),
+            Address::Unix(_) => "localhost",
+        }
+    }
+
     /// The HTTP/2 `:authority` of requests on this address.
     pub(crate) fn authority(&self) -> &str {
         match self {
@@ -33,5 +42,12 @@ mod tests {
         assert_eq!(Address::parse("unix:/tmp/s.sock"), Address::Unix("/tmp/s.sock".into()));
         assert_eq!(Address::parse("unix:rel.sock"), Address::Unix("rel.sock".into()));
         assert_eq!(Address::parse("unix:///tmp/s.sock"), Address::Unix("/tmp/s.sock".into()));
+    }
+
+    #[test]
+    fn host_drops_the_port() {
+        assert_eq!(Address::parse("sidecar.internal:50051").host(), "sidecar.internal");
+        assert_eq!(Address::parse("[::1]:50051").host(), "::1");
+        assert_eq!(Address::parse("unix:/tmp/s.sock").host(), "localhost");
     }
 }

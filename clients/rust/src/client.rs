@@ -1,4 +1,4 @@
-//! Typed calls of the MemoryInjection and MemoryStore services.
+//! Typed calls of the four services: MemoryInjection, MemoryStore, Settings and Vault.
 use std::time::Duration;
 
 use prost::Message;
@@ -24,23 +24,42 @@ pub fn is_block(message: &pb::Message) -> bool {
 
 const INJECTION: &str = "/memsidecar.v1.MemoryInjection/";
 const STORE: &str = "/memsidecar.v1.MemoryStore/";
+const SETTINGS: &str = "/memsidecar.v1.Settings/";
+const VAULT: &str = "/memsidecar.v1.Vault/";
 
 /// A memsidecar client over any `Transport` (HTTP/2 by default).
 pub struct Client<T: Transport = H2Transport> {
-    transport: T,
+    pub(crate) transport: T,
     /// Deadline of each call.
     pub timeout: Duration,
     /// The caller's agent id in the requests the client builds (get, forget, add_edge,
-    /// reset_channel): its own memories and channels, plus shared memories.
+    /// reset_channel, prune_history, get_injection_trace): its own memories and channels,
+    /// plus shared memories.
     pub agent: String,
 }
 
 impl Client<H2Transport> {
-    /// Connects to `addr`: HOST:PORT, unix:PATH or unix:///PATH.
+    /// Connects to `addr` (HOST:PORT, unix:PATH or unix:///PATH) now.
     pub async fn connect(addr: &str, options: Options) -> Result<Self, Error> {
         let transport = H2Transport::connect(addr, &options).await?;
-        Ok(Client { transport, timeout: options.timeout, agent: String::new() })
+        Ok(Client::with_transport(transport, options.timeout))
     }
+
+    /// A client that connects on its first call and again after the connection is lost:
+    /// with `wait_ready`, it waits for a sidecar that is still starting.
+    pub fn connect_lazy(addr: &str, options: Options) -> Result<Self, Error> {
+        let transport = H2Transport::lazy(addr, &options)?;
+        Ok(Client::with_transport(transport, options.timeout))
+    }
+}
+
+macro_rules! unary {
+    ($(#[$doc:meta])* $name:ident, $service:ident, $rpc:literal, $request:ty => $reply:ty) => {
+        $(#[$doc])*
+        pub async fn $name(&self, request: &$request) -> Result<$reply, Error> {
+            self.call(&format!("{}{}", $service, $rpc), std::slice::from_ref(request)).await
+        }
+    };
 }
 
 impl<T: Transport> Client<T> {
@@ -54,17 +73,20 @@ impl<T: Transport> Client<T> {
         self
     }
 
-    async fn call<Req: Message, Resp: Message + Default>(&self, path: &str, requests: &[Req]) -> Result<Resp, Error> {
+    pub(crate) async fn call<Req: Message, Resp: Message + Default>(&self, path: &str, requests: &[Req]) -> Result<Resp, Error> {
         let call = Call { path, body: framing::encode(requests), timeout: self.timeout };
         framing::decode_one(&self.transport.call(call).await?)
     }
 
-    pub async fn inject(&self, request: &pb::InjectRequest) -> Result<pb::InjectResponse, Error> {
-        self.call(&format!("{INJECTION}Inject"), std::slice::from_ref(request)).await
-    }
+    unary!(inject, INJECTION, "Inject", pb::InjectRequest => pb::InjectResponse);
 
-    pub async fn prune_history(&self, messages: Vec<pb::Message>, max_keep: u32) -> Result<pb::PruneHistoryResponse, Error> {
-        let request = pb::PruneHistoryRequest { messages, max_keep: Some(max_keep), ..Default::default() };
+    /// Drops the oldest blocks of `messages` so that, with the incoming one, `max_keep`
+    /// remain (`None`: the agent's `max_injected_blocks_in_history`). With a `channel_id`,
+    /// the sidecar learns which of that channel's blocks the history still holds: a memory
+    /// whose blocks are all gone may be injected again (`released_turns`).
+    pub async fn prune_history(&self, channel_id: &str, messages: Vec<pb::Message>, max_keep: Option<u32>) -> Result<pb::PruneHistoryResponse, Error> {
+        let request = pb::PruneHistoryRequest { messages, max_keep, agent_id: self.agent.clone(),
+                                                channel_id: channel_id.to_string() };
         self.call(&format!("{INJECTION}PruneHistory"), &[request]).await
     }
 
@@ -78,12 +100,21 @@ impl<T: Transport> Client<T> {
         self.call(&format!("{INJECTION}ResetChannel"), &[request]).await
     }
 
+    /// The channel's last `last_n` committed turns (0 = all held), oldest first: the query,
+    /// what was injected and what was dropped, and why.
+    pub async fn get_injection_trace(&self, channel_id: &str, last_n: u32) -> Result<pb::GetInjectionTraceResponse, Error> {
+        let request = pb::GetInjectionTraceRequest { channel_id: channel_id.to_string(), last_n,
+                                                     agent_id: self.agent.clone() };
+        self.call(&format!("{INJECTION}GetInjectionTrace"), &[request]).await
+    }
+
     pub async fn upsert(&self, memory: pb::Memory) -> Result<pb::UpsertMemoryResponse, Error> {
         let request = pb::UpsertMemoryRequest { memory: Some(memory) };
         self.call(&format!("{STORE}UpsertMemory"), &[request]).await
     }
 
-    /// Streams every memory in one ImportMemories call and returns its summary.
+    /// Sends every memory in one ImportMemories call and returns its summary (for a
+    /// `Stream` of items with progress, see `import_stream`).
     pub async fn import_memories(&self, memories: Vec<pb::Memory>) -> Result<pb::ImportMemoriesResponse, Error> {
         let requests: Vec<_> = memories.into_iter().map(|m| pb::UpsertMemoryRequest { memory: Some(m) }).collect();
         self.call(&format!("{STORE}ImportMemories"), &requests).await
@@ -100,20 +131,47 @@ impl<T: Transport> Client<T> {
         self.call(&format!("{STORE}ForgetMemory"), &[request]).await
     }
 
-    pub async fn list(&self, request: &pb::ListMemoriesRequest) -> Result<pb::ListMemoriesResponse, Error> {
-        self.call(&format!("{STORE}ListMemories"), std::slice::from_ref(request)).await
-    }
+    unary!(list, STORE, "ListMemories", pb::ListMemoriesRequest => pb::ListMemoriesResponse);
 
     pub async fn add_edge(&self, edge: pb::Edge) -> Result<pb::Edge, Error> {
         let request = pb::AddEdgeRequest { edge: Some(edge), agent_id: self.agent.clone() };
         self.call(&format!("{STORE}AddEdge"), &[request]).await
     }
 
-    pub async fn remove_edge(&self, request: &pb::RemoveEdgeRequest) -> Result<pb::RemoveEdgeResponse, Error> {
-        self.call(&format!("{STORE}RemoveEdge"), std::slice::from_ref(request)).await
+    unary!(remove_edge, STORE, "RemoveEdge", pb::RemoveEdgeRequest => pb::RemoveEdgeResponse);
+    unary!(search, STORE, "Search", pb::SearchRequest => pb::SearchResponse);
+
+    /// The effective injection settings of an agent ("" = the defaults).
+    pub async fn get_config(&self, agent_id: &str) -> Result<pb::GetConfigResponse, Error> {
+        let request = pb::GetConfigRequest { agent_id: agent_id.to_string() };
+        self.call(&format!("{SETTINGS}GetConfig"), &[request]).await
     }
 
-    pub async fn search(&self, request: &pb::SearchRequest) -> Result<pb::SearchResponse, Error> {
-        self.call(&format!("{STORE}Search"), std::slice::from_ref(request)).await
+    unary!(
+        /// Changes the set fields of an agent's injection settings; returns the effective result.
+        update_config, SETTINGS, "UpdateConfig", pb::UpdateConfigRequest => pb::GetConfigResponse);
+    unary!(
+        /// Turns a REGISTER memory into CANON, optionally with a reworded text.
+        promote_to_canon, VAULT, "PromoteToCanon", pb::PromoteToCanonRequest => pb::PromoteToCanonResponse);
+    unary!(
+        /// Every recorded version of a memory, oldest first.
+        get_memory_history, VAULT, "GetMemoryHistory", pb::GetMemoryHistoryRequest => pb::GetMemoryHistoryResponse);
+    unary!(
+        /// Pairs of similar live memories of one scope.
+        find_consolidation_candidates, VAULT, "FindConsolidationCandidates",
+        pb::FindConsolidationCandidatesRequest => pb::FindConsolidationCandidatesResponse);
+    unary!(
+        /// Memories of one scope that could be forgotten, each with a reason.
+        propose_deletions, VAULT, "ProposeDeletions", pb::ProposeDeletionsRequest => pb::ProposeDeletionsResponse);
+
+    /// The always-injected block of an agent: canon memories and active registers.
+    pub async fn get_snapshot(&self, agent_id: &str) -> Result<pb::GetSnapshotResponse, Error> {
+        let request = pb::GetSnapshotRequest { agent_id: agent_id.to_string() };
+        self.call(&format!("{VAULT}GetSnapshot"), &[request]).await
+    }
+
+    /// Counts by scope, tier and type; live vs forgotten; history rows; database size.
+    pub async fn vault_stats(&self) -> Result<pb::VaultStatsResponse, Error> {
+        self.call(&format!("{VAULT}VaultStats"), &[pb::VaultStatsRequest {}]).await
     }
 }

@@ -34,7 +34,30 @@ pub fn decode_one<M: Message + Default>(mut body: &[u8]) -> Result<M, Error> {
     if body.len() != len {
         return Err(Error::Protocol(format!("message length {len}, {} bytes follow", body.len())));
     }
-    M::decode(body).map_err(|e| Error::Protocol(format!("cannot decode the reply: {e}")))
+    decode_message(body)
+}
+
+/// Takes the first whole message off the front of a streamed reply body (`None`: more bytes
+/// are needed).
+pub fn split_message(buf: &mut BytesMut) -> Result<Option<Bytes>, Error> {
+    if buf.len() < PREFIX {
+        return Ok(None);
+    }
+    if buf[0] != 0 {
+        return Err(Error::Protocol("compressed reply, but no compression was offered".into()));
+    }
+    let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+    if buf.len() < PREFIX + len {
+        return Ok(None);
+    }
+    let mut message = buf.split_to(PREFIX + len);
+    message.advance(PREFIX);
+    Ok(Some(message.freeze()))
+}
+
+/// A message without its 5-byte prefix (`split_message`).
+pub fn decode_message<M: Message + Default>(message: &[u8]) -> Result<M, Error> {
+    M::decode(message).map_err(|e| Error::Protocol(format!("cannot decode the reply: {e}")))
 }
 
 /// The call's status from trailers (or the headers of a trailers-only reply); `None` when

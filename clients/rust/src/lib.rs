@@ -20,9 +20,14 @@ mod client;
 mod error;
 pub mod framing;
 mod h2transport;
+pub mod health;
+mod importing;
+mod tls;
 mod transport;
 
-pub use client::{is_block, Client, BLOCK_PREFIX};
+pub use client::{block_headers, is_block, Client, BLOCK_PREFIX};
 pub use error::{Code, Error, Status};
-pub use h2transport::{H2Transport, Options};
+pub use h2transport::{Exchange, H2Transport, Options};
+pub use importing::{merge, MAX_IMPORT_BATCH};
+pub use tls::Tls;
 pub use transport::{Call, Transport};

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue};
-use memsidecar_client::framing::{decode_one, encode, percent_decode, status, timeout_header};
-use memsidecar_client::{pb, Code, Error};
+use bytes::BytesMut;
+use memsidecar_client::framing::{decode_message, decode_one, encode, percent_decode, split_message, status, timeout_header};
+use memsidecar_client::{merge, pb, Code, Error};
 
 const INJECT_REQUEST: [u8; 15] = [0, 0, 0, 0, 10, 10, 1, 97, 18, 1, 99, 26, 2, 104, 105];
 const INJECT_RESPONSE: [u8; 37] = [
@@ -97,4 +98,35 @@ fn timeout_header_uses_at_most_eight_digits() {
     assert_eq!(timeout_header(Duration::from_millis(250)), "250000u");
     assert_eq!(timeout_header(Duration::from_secs(3600 * 24)), "86400000m");
     assert_eq!(timeout_header(Duration::from_nanos(7)), "7n");
+}
+
+#[test]
+fn splits_streamed_messages_as_their_bytes_arrive() {
+    let mut buf = BytesMut::new();
+    for byte in &TWO_UPSERTS[..12] {
+        assert!(split_message(&mut buf).unwrap().is_none());
+        buf.extend_from_slice(&[*byte]);
+    }
+    let first = split_message(&mut buf).unwrap().expect("the first frame is whole");
+    assert_eq!(decode_message::<pb::UpsertMemoryRequest>(&first).unwrap(), upsert("one"));
+    assert!(split_message(&mut buf).unwrap().is_none() && buf.is_empty());
+    buf.extend_from_slice(&TWO_UPSERTS[12..16]);
+    assert!(split_message(&mut buf).unwrap().is_none()); // 4 of the 5 prefix bytes: wait
+    buf.clear();
+    buf.extend_from_slice(&[1, 0, 0, 0, 0]);
+    assert!(matches!(split_message(&mut buf), Err(Error::Protocol(_))));
+}
+
+#[test]
+fn merge_moves_error_indices_to_positions_in_the_whole_import() {
+    let mut total = pb::ImportMemoriesResponse::default();
+    let ack = |committed, index: Option<u32>| pb::ImportBatchAck {
+        committed, rejected: index.map_or(0, |_| 1), ids: vec!["m".into(); committed as usize],
+        errors: index.map(|i| pb::ImportError { index: i, ..Default::default() }).into_iter().collect(),
+        ..Default::default()
+    };
+    merge(&mut total, &ack(2, None), 2, 0);
+    merge(&mut total, &ack(1, Some(1)), 2, 2);
+    assert_eq!((total.received, total.stored, total.rejected, total.ids.len()), (4, 3, 1, 3));
+    assert_eq!(total.errors.iter().map(|e| e.index).collect::<Vec<_>>(), [3]);
 }

@@ -2,37 +2,67 @@ package main
 
 import (
 	"context"
-
-	"google.golang.org/grpc/codes"
+	_ "embed"
+	"fmt"
+	"os"
+	"strings"
 
 	pb "github.com/memsidecar/memsidecar/clients/go/memsidecarv1"
 	"github.com/memsidecar/memsidecar/clients/go/msclient"
 )
 
-// seeds are example memories with fixed ids: seeding twice stores nothing new.
-var seeds = []*pb.Memory{
-	{Id: "agent-loop-example-db", Type: pb.MemoryType_MEMORY_TYPE_DECISION,
-		Content: "We chose PostgreSQL 16 as the primary database for the billing service."},
-	{Id: "agent-loop-example-deploy", Type: pb.MemoryType_MEMORY_TYPE_FACT,
-		Content: "The deploy pipeline ships to the Kubernetes cluster every Friday."},
-	{Id: "agent-loop-example-style", Type: pb.MemoryType_MEMORY_TYPE_PREFERENCE,
-		Content: "The user prefers short answers with Go code examples."},
-}
+// seedFile holds the example memories, shared with the Rust and Python templates: one
+// "id<TAB>type<TAB>content" line each. Fixed ids: seeding twice stores nothing new.
+//
+//go:embed seeds.tsv
+var seedFile string
 
-// seed stores each example memory that the store does not hold yet.
-func seed(ctx context.Context, c *msclient.Client, agent string) error {
-	for _, m := range seeds {
-		_, err := c.Get(ctx, m.Id)
-		if err == nil {
+// seeds parses seedFile ('#' lines are comments).
+func seeds() ([]*pb.Memory, error) {
+	var out []*pb.Memory
+	for _, line := range strings.Split(seedFile, "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if msclient.CodeOf(err) != codes.NotFound {
-			return err
+		fields := strings.SplitN(line, "\t", 3)
+		if len(fields) != 3 {
+			return nil, fmt.Errorf("seeds.tsv: expected id, type and content in %q", line)
 		}
-		m.AgentId = agent
-		if _, err := c.Upsert(ctx, m); err != nil {
-			return err
+		kind, ok := pb.MemoryType_value["MEMORY_TYPE_"+strings.ToUpper(fields[1])]
+		if !ok {
+			return nil, fmt.Errorf("seeds.tsv: unknown memory type %q", fields[1])
 		}
+		out = append(out, &pb.Memory{Id: fields[0], Type: pb.MemoryType(kind), Content: fields[2]})
 	}
+	return out, nil
+}
+
+// seed imports the example memories over a streaming import: those already stored with the
+// same fields count as deduplicated, so a second run stores nothing.
+func seed(ctx context.Context, c *msclient.Client, agent string) error {
+	memories, err := seeds()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx) // stops the sender when the import fails
+	defer cancel()
+	items := make(chan *pb.ImportItem)
+	go func() {
+		defer close(items)
+		for _, m := range memories {
+			m.AgentId = agent
+			select {
+			case items <- &pb.ImportItem{Memory: m}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	summary, err := c.ImportChan(ctx, items, msclient.MaxImportBatch, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "seeded %d memories: %d stored, %d already there, %d rejected\n",
+		summary.Received, summary.Stored, summary.Deduplicated, summary.Rejected)
 	return nil
 }

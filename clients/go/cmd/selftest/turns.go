@@ -78,7 +78,7 @@ func expectedPrune(history []*pb.Message) (removed []int, kept []*pb.Message) {
 }
 
 func (s *session) prune(n int, history []*pb.Message) []*pb.Message {
-	reply, err := s.c.PruneHistory(s.ctx, history, maxKeep)
+	reply, err := s.c.PruneHistory(s.ctx, "", history, maxKeep)
 	if !s.called("PruneHistory", err) {
 		return history
 	}

@@ -1,27 +1,38 @@
 //! A template for a Rust agent using memsidecar: copy it into your agent.
 //!
-//! Each stdin line is one user turn: PruneHistory drops old memory blocks, Inject returns the
-//! block for this turn, the block goes into the history before the user's message,
-//! llm(history) answers, the answer is appended. Each turn's block is printed.
+//! Each stdin line is one user turn: PruneHistory (with the channel, keeping 3 blocks) drops
+//! the oldest memory blocks and tells the sidecar which memories the model no longer sees;
+//! Inject returns the block for this turn; the block goes into the history before the
+//! user's message; llm(history) answers; the answer is appended. Each turn's block is
+//! printed.
 //!
 //!     agent-loop --addr 127.0.0.1:50051 --channel demo < questions.txt
 #[path = "common/flags.rs"]
 mod flags;
 
-use memsidecar_client::{pb, Client, Code, Error, Options};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_core::Stream;
+use memsidecar_client::{pb, Client, Error, Options, Tls, MAX_IMPORT_BATCH};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// How many memory blocks the history keeps, the incoming one included.
 const MAX_BLOCKS: u32 = 3;
 
-/// Example memories with fixed ids: seeding twice stores nothing new.
-const SEEDS: [(&str, pb::MemoryType, &str); 3] = [
-    ("agent-loop-example-db", pb::MemoryType::Decision,
-     "We chose PostgreSQL 16 as the primary database for the billing service."),
-    ("agent-loop-example-deploy", pb::MemoryType::Fact,
-     "The deploy pipeline ships to the Kubernetes cluster every Friday."),
-    ("agent-loop-example-style", pb::MemoryType::Preference,
-     "The user prefers short answers with Go code examples."),
+/// The example memories, shared with the Go and Python templates: one
+/// "id<TAB>type<TAB>content" line each. Fixed ids: seeding twice stores nothing new.
+const SEEDS: &str = include_str!("../../../go/cmd/agent-loop/seeds.tsv");
+
+const ABOUT: &str = "agent-loop: a memsidecar agent loop; one user turn per stdin line, each turn's block printed.";
+const FLAGS: [(&str, &str); 6] = [
+    ("addr", "sidecar address HOST:PORT, unix:PATH or unix:///PATH (default 127.0.0.1:50051)"),
+    ("channel", "conversation (channel) id (default agent-loop)"),
+    ("agent", "agent id owning the seeded memories (default agent-loop-example)"),
+    ("token", "bearer token sent with every call"),
+    ("wait", "seconds to wait for the sidecar to be ready (default 30)"),
+    ("ca", "CA certificate (PEM) of a TLS sidecar; plaintext without it"),
 ];
 
 /// Stands in for your model: CALL YOUR LLM HERE with the whole history (memory blocks
@@ -34,29 +45,53 @@ fn message(role: pb::Role, content: &str) -> pb::Message {
     pb::Message { role: role as i32, content: content.to_string(), ..Default::default() }
 }
 
-/// Stores each example memory that the store does not hold yet.
-async fn seed(client: &Client, agent: &str) -> Result<(), Error> {
-    for (id, kind, content) in SEEDS {
-        match client.get(id).await {
-            Ok(_) => continue,
-            Err(e) if e.code() == Code::NotFound => {}
-            Err(e) => return Err(e),
-        }
-        let memory = pb::Memory { id: id.into(), r#type: kind as i32, content: content.into(),
-                                  agent_id: agent.into(), ..Default::default() };
-        client.upsert(memory).await?;
-    }
+/// The memories of `SEEDS` ('#' lines are comments).
+fn seeds(agent: &str) -> Result<Vec<pb::Memory>, String> {
+    let lines = SEEDS.lines().filter(|l| !l.is_empty() && !l.starts_with('#'));
+    lines.map(|line| {
+        let mut fields = line.splitn(3, '\t');
+        let (Some(id), Some(kind), Some(content)) = (fields.next(), fields.next(), fields.next()) else {
+            return Err(format!("seeds.tsv: expected id, type and content in {line:?}"));
+        };
+        let kind = pb::MemoryType::from_str_name(&format!("MEMORY_TYPE_{}", kind.to_uppercase()))
+            .ok_or(format!("seeds.tsv: unknown memory type {kind:?}"))?;
+        Ok(pb::Memory { id: id.into(), r#type: kind as i32, content: content.into(),
+                        agent_id: agent.into(), ..Default::default() })
+    }).collect()
+}
+
+/// Imports the example memories over a streaming import: those already stored with the
+/// same fields count as deduplicated, so a second run stores nothing.
+async fn seed(client: &Client, agent: &str) -> Result<(), String> {
+    let items = seeds(agent)?.into_iter().map(|m| pb::ImportItem { memory: Some(m), ..Default::default() });
+    let summary = client.import_stream(Items(items), MAX_IMPORT_BATCH, |_, _| {}).await
+        .map_err(|e| e.to_string())?;
+    eprintln!("seeded {} memories: {} stored, {} already there, {} rejected", summary.received,
+              summary.stored, summary.deduplicated, summary.rejected);
     Ok(())
+}
+
+/// An iterator as a `Stream` (what `import_stream` reads; a channel or a file reader fits too).
+struct Items<I>(I);
+
+impl<I: Iterator + Unpin> Stream for Items<I> {
+    type Item = I::Item;
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<I::Item>> {
+        Poll::Ready(self.0.next())
+    }
 }
 
 /// Runs one turn and returns the grown history.
 async fn step(client: &Client, agent: &str, channel: &str, history: Vec<pb::Message>,
               text: &str, turn: usize) -> Result<Vec<pb::Message>, Error> {
-    let mut history = client.prune_history(history, MAX_BLOCKS).await?.messages;
+    let pruned = client.prune_history(channel, history, Some(MAX_BLOCKS)).await?;
+    let mut history = pruned.messages;
     let request = pb::InjectRequest { agent_id: agent.into(), channel_id: channel.into(),
                                       text: text.into(), source: "user".into(), ..Default::default() };
     let injected = client.inject(&request).await?;
     println!("--- turn {turn}");
+    let released: Vec<String> = pruned.released_turns.iter().map(u64::to_string).collect();
+    println!("released turns: {}", if released.is_empty() { "-".to_string() } else { released.join(",") });
     if injected.block.is_empty() {
         println!("(no memory block: {})", injected.skip_reason);
     } else {
@@ -71,15 +106,22 @@ async fn step(client: &Client, agent: &str, channel: &str, history: Vec<pb::Mess
 }
 
 async fn run() -> Result<(), String> {
-    let flags = flags::parse(&["addr", "channel", "agent", "token"])?;
+    let flags = flags::parse(ABOUT, &FLAGS)?;
     let flag = |name: &str, default: &str| flags.get(name).cloned().unwrap_or_else(|| default.to_string());
     let (addr, channel, agent) = (flag("addr", "127.0.0.1:50051"), flag("channel", "agent-loop"),
                                   flag("agent", "agent-loop-example"));
-    let options = Options { token: flags.get("token").cloned(), ..Options::default() };
-    let client = Client::connect(&addr, options).await
-        .map_err(|e| format!("cannot reach the sidecar at {addr}: {e}"))?
-        .with_agent(&agent);
-    seed(&client, &agent).await.map_err(|e| e.to_string())?;
+    let wait: f64 = flag("wait", "30").parse().map_err(|e| format!("--wait: {e}"))?;
+    let tls = match flags.get("ca") {
+        Some(path) => Some(Tls { ca_pem: std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?,
+                                 ..Tls::default() }),
+        None => None,
+    };
+    let options = Options { token: flags.get("token").cloned(), tls, ..Options::default() };
+    // connect_lazy + wait_ready: waits for a sidecar that is still starting.
+    let client = Client::connect_lazy(&addr, options).map_err(|e| e.to_string())?.with_agent(&agent);
+    client.wait_ready(Duration::from_secs_f64(wait)).await
+        .map_err(|e| format!("cannot reach the sidecar at {addr}: {e}"))?;
+    seed(&client, &agent).await?;
     // A new conversation: forget what the sidecar injected earlier on this channel.
     client.reset_channel(&channel).await.map_err(|e| e.to_string())?;
     let mut history = vec![message(pb::Role::System, "You are a helpful engineering agent.")];

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use memsidecar_client::{pb, Client, Options};
 
 const WARMUP: usize = 10;
+const ABOUT: &str = "bench: times N sequential Inject calls and prints their percentiles.";
 
 fn nearest_rank(sorted: &[u128], q: f64) -> u128 {
     let rank = (q / 100.0 * sorted.len() as f64).ceil() as usize;
@@ -26,7 +27,12 @@ fn queries(path: Option<&String>) -> Result<Vec<String>, String> {
 }
 
 async fn run() -> Result<(), String> {
-    let flags = flags::parse(&["addr", "bench", "queries", "agent"])?;
+    let flags = flags::parse(ABOUT, &[
+        ("addr", "sidecar address HOST:PORT, unix:PATH or unix:///PATH (default 127.0.0.1:50051)"),
+        ("bench", "number of timed Inject calls (default 1000)"),
+        ("queries", "file of queries, one a line (default: one fixed query)"),
+        ("agent", "agent id of the calls (default agent-a)"),
+    ])?;
     let addr = flags.get("addr").cloned().unwrap_or_else(|| "127.0.0.1:50051".into());
     let n: usize = flags.get("bench").map_or(Ok(1000), |v| v.parse()).map_err(|e| format!("--bench: {e}"))?;
     let agent = flags.get("agent").cloned().unwrap_or_else(|| "agent-a".into());

@@ -1,0 +1,107 @@
+"""A template for a Python agent using memsidecar: copy it into your agent.
+
+Each stdin line is one user turn: PruneHistory (with the channel, keeping 3 blocks) drops the
+oldest memory blocks and tells the sidecar which memories the model no longer sees; Inject
+returns the block for this turn; the block goes into the history before the user's message;
+llm(history) answers; the answer is appended. Each turn's block is printed.
+
+    python clients/python/examples/agent_loop.py --addr 127.0.0.1:50051 --channel demo < q.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+from memsidecar.v1 import injection_pb2, memory_pb2, store_pb2
+from memsidecar_client import Client, MemsidecarError, memory_type, message
+
+MAX_BLOCKS = 3  # memory blocks the history keeps, the incoming one included
+# The example memories, shared with the Go and Rust templates (fixed ids).
+SEEDS = Path(__file__).resolve().parents[2] / "go" / "cmd" / "agent-loop" / "seeds.tsv"
+
+
+def llm(history: list[injection_pb2.Message]) -> str:
+    """Stands in for your model: CALL YOUR LLM HERE with the whole history (memory blocks
+    included). This stand-in echoes the last user message."""
+    return f"(echo) {history[-1].content}"
+
+
+def seeds(agent: str) -> Iterator[store_pb2.ImportItem]:
+    """The example memories of SEEDS: one "id<TAB>type<TAB>content" line each."""
+    for line in SEEDS.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            id, type, content = line.split("\t", 2)
+            yield store_pb2.ImportItem(memory=memory_pb2.Memory(
+                id=id, type=memory_type(type), content=content, agent_id=agent))
+
+
+def seed(client: Client, agent: str) -> None:
+    """Imports the example memories over a streaming import: those already stored with the
+    same fields count as deduplicated, so a second run stores nothing."""
+    summary = client.import_items(seeds(agent))
+    print(f"seeded {summary.received} memories: {summary.stored} stored, "
+          f"{summary.deduplicated} already there, {summary.rejected} rejected", file=sys.stderr)
+
+
+def step(client: Client, agent: str, channel: str, history: list[injection_pb2.Message],
+         text: str, turn: int) -> list[injection_pb2.Message]:
+    """Runs one turn and returns the grown history."""
+    pruned = client.prune_history(history, max_keep=MAX_BLOCKS, channel_id=channel,
+                                  agent_id=agent)
+    history = list(pruned.messages)
+    injected = client.inject(text, channel_id=channel, agent_id=agent, source="user")
+    print(f"--- turn {turn}")
+    print("released turns:", ",".join(map(str, pruned.released_turns)) or "-")
+    if injected.block:
+        print(injected.block)
+        history.append(message("user", injected.block))
+    else:
+        print(f"(no memory block: {injected.skip_reason})")
+    history.append(message("user", text))
+    reply = llm(history)
+    print(f"assistant: {reply}")
+    history.append(message("assistant", reply))
+    return history
+
+
+def run(args: argparse.Namespace) -> None:
+    tls = grpc.ssl_channel_credentials(Path(args.ca).read_bytes()) if args.ca else None
+    with Client(args.addr, token=args.token, tls=tls) as client:
+        try:
+            client.wait_ready(args.wait)
+        except MemsidecarError as err:
+            reason = f"cannot reach the sidecar at {args.addr}: {err}"
+            raise SystemExit(f"agent-loop: {reason}") from None
+        seed(client, args.agent)
+        # A new conversation: forget what the sidecar injected earlier on this channel.
+        client.reset_channel(args.channel, agent_id=args.agent)
+        history = [message("system", "You are a helpful engineering agent.")]
+        for turn, line in enumerate(sys.stdin, start=1):
+            history = step(client, args.agent, args.channel, history, line.rstrip("\n"), turn)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="A memsidecar agent loop: one turn per "
+                                                 "stdin line, each turn's block printed.")
+    parser.add_argument("--addr", default="127.0.0.1:50051",
+                        help="sidecar address HOST:PORT, unix:PATH or unix:///PATH")
+    parser.add_argument("--channel", default="agent-loop", help="conversation (channel) id")
+    parser.add_argument("--agent", default="agent-loop-example",
+                        help="agent id owning the seeded memories")
+    parser.add_argument("--token", default="", help="bearer token sent with every call")
+    parser.add_argument("--wait", type=float, default=30.0,
+                        help="seconds to wait for the sidecar to be ready")
+    parser.add_argument("--ca", default="",
+                        help="CA certificate (PEM) of a TLS sidecar; plaintext without it")
+    try:
+        run(parser.parse_args())
+    except MemsidecarError as err:
+        raise SystemExit(f"agent-loop: {err}") from None
+
+
+if __name__ == "__main__":
+    main()
