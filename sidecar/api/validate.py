@@ -2,8 +2,9 @@
 
 One walk over a request: every name-like string field (ids, ``agent_id``, ``channel_id``,
 ``source``, ``topic_id``, ...) at any depth of singular sub-messages is at most
-``MAX_NAME_CHARS`` characters with no control character (Unicode Cc); capped free-text fields
-have their own limits. A failure is INVALID_ARGUMENT naming the field; the value is never echoed
+``MAX_NAME_CHARS`` characters with no control character (Unicode Cc, Zl, Zp) and no secret or
+personal identifier (``sidecar.vault.pii``: names are logged and kept in histories, whatever
+``[vault] pii_gate`` says); capped free-text fields have their own limits. A failure is INVALID_ARGUMENT naming the field; the value is never echoed
 whole (``sidecar.redact.echo``).
 """
 
@@ -12,8 +13,10 @@ from __future__ import annotations
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from sidecar.errors import InvalidArgument
+from sidecar.errors import FailedPrecondition, InvalidArgument
 from sidecar.redact import echo, has_control
+from sidecar.vault import reasons
+from sidecar.vault.pii import find_pii_in_name
 
 MAX_NAME_CHARS = 256
 MAX_PAGE_TOKEN_CHARS = 1024
@@ -30,7 +33,7 @@ _MESSAGE = FieldDescriptor.TYPE_MESSAGE
 
 
 def check_name(value: str, field: str, max_chars: int = MAX_NAME_CHARS) -> None:
-    """A name-like value: at most ``max_chars`` characters, no control characters."""
+    """A name-like value: at most ``max_chars`` characters, no control characters, no PII."""
     if len(value) > max_chars:
         raise InvalidArgument(
             f"{field} has {len(value)} characters; at most {max_chars}", field=field,
@@ -39,6 +42,12 @@ def check_name(value: str, field: str, max_chars: int = MAX_NAME_CHARS) -> None:
         raise InvalidArgument(
             f"{field} contains a control character (got {echo(value)}); use printable text",
             field=field, reason="CONTROL_CHARACTER")
+    kinds = find_pii_in_name(value)
+    if kinds:  # a name is logged and kept in histories: never a secret or an identifier
+        raise FailedPrecondition(
+            f"{field} contains sensitive data ({', '.join(kinds)}); names and ids must not "
+            "carry personal data or secrets (the value is not echoed)", field=field,
+            reason=reasons.PII)
 
 
 def check_text(value: str, field: str, max_chars: int) -> None:

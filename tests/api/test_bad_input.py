@@ -172,6 +172,7 @@ def _other_cases() -> Iterator[Case]:
         yield Case(f"upsert.pii-{name}", lambda r, n=name: r.store.UpsertMemory(
             s.UpsertMemoryRequest(memory=_memory(**{n: CARD}))), f"memory.{name}",
             CARD, grpc.StatusCode.FAILED_PRECONDITION)
+    yield from _pii_name_cases()
     yield Case("import.item-agent_id", lambda r: _import_error(r, _memory(agent_id=LONG)),
                "items[0].agent_id")
     yield Case("import.item-source-control", lambda r: _import_error(
@@ -188,6 +189,37 @@ def _other_cases() -> Iterator[Case]:
         "items[0].created_at")
     yield Case("import_stream.batch-too-big", lambda r: list(r.store.ImportMemoriesStream(iter([
         s.ImportBatch(items=[s.ImportItem(memory=_memory())] * 101)]))), "items")
+
+
+SSN = "user 123-45-6789"
+FULLWIDTH_CARD = "".join(chr(0xFF10 + int(c)) for c in "4111111111111111")
+
+
+def _pii_name_cases() -> Iterator[Case]:
+    """Names and ids are logged and kept in histories: PII in them is refused, whatever the
+    vault's gates say, in other scripts and with other separators too."""
+    pii = grpc.StatusCode.FAILED_PRECONDITION
+    yield Case("upsert.pii-agent_id", lambda r: r.store.UpsertMemory(s.UpsertMemoryRequest(
+        memory=_memory(agent_id=SSN))), "memory.agent_id", SSN, pii)
+    yield Case("upsert.pii-fullwidth-source", lambda r: r.store.UpsertMemory(
+        s.UpsertMemoryRequest(memory=_memory(source=FULLWIDTH_CARD))), "memory.source",
+        FULLWIDTH_CARD, pii)
+    yield Case("forget.pii-source", lambda r: r.store.ForgetMemory(s.ForgetMemoryRequest(
+        id="x", source=SSN)), "source", SSN, pii)
+    yield Case("forget.pii-source-en-dash", lambda r: r.store.ForgetMemory(
+        s.ForgetMemoryRequest(id="x", source="by 123\u201345\u20136789")), "source",
+        "123\u201345\u20136789", pii)
+    yield Case("inject.pii-agent_id", lambda r: r.injection.Inject(inj.InjectRequest(
+        channel_id="c", text="hi", agent_id=SSN)), "agent_id", SSN, pii)
+    yield Case("inject.pii-channel_id", lambda r: r.injection.Inject(inj.InjectRequest(
+        channel_id=f"card {CARD}", text="hi")), "channel_id", CARD, pii)
+    yield Case("search.pii-agent_id", lambda r: r.store.Search(s.SearchRequest(
+        query="tea", agent_id=SSN)), "agent_id", SSN, pii)
+    yield Case("update_config.pii-agent_id", lambda r: r.settings.UpdateConfig(
+        st.UpdateConfigRequest(agent_id=SSN, memory_injection=st.MemoryInjectionConfig(
+            enabled=False))), "agent_id", SSN, pii)
+    yield Case("import.item-pii-agent_id", lambda r: _import_error(
+        r, _memory(agent_id=FULLWIDTH_CARD)), "items[0].agent_id", FULLWIDTH_CARD, pii)
 
 
 class ImportRejected(Exception):
