@@ -4,8 +4,9 @@ One walk over a request: every name-like string field (ids, ``agent_id``, ``chan
 ``source``, ``topic_id``, ...) at any depth of singular sub-messages is at most
 ``MAX_NAME_CHARS`` characters with no control character (Unicode Cc, Zl, Zp) and no secret or
 personal identifier (``sidecar.vault.pii``: names are logged and kept in histories, whatever
-``[vault] pii_gate`` says); capped free-text fields have their own limits. A failure is INVALID_ARGUMENT naming the field; the value is never echoed
-whole (``sidecar.redact.echo``).
+``[vault] pii_gate`` says); capped free-text fields have their own limits. A failure is
+INVALID_ARGUMENT (FAILED_PRECONDITION ``PII_DETECTED`` for PII) naming the field; the value is
+never echoed whole (``sidecar.redact.echo``).
 """
 
 from __future__ import annotations

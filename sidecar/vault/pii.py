@@ -4,8 +4,8 @@ Each detector is a regex plus, where a regex alone would trip on ordinary text, 
 Luhn and a card-network prefix for payment cards, character classes and Shannon entropy for
 unlabelled secrets. Text is folded first (``fold``: fullwidth, mathematical and other scripts'
 digits read as ASCII digits), and the number detectors read any run of spaces, dashes or
-punctuation between two digits as a separator (``number_text``). Results are kinds ("ssn", "payment_card", ...); the matched text is never
-returned, so it cannot leak into errors or logs.
+punctuation between two digits as a separator (``number_text``). Results are kinds ("ssn",
+"payment_card", ...); the matched text is never returned, so it cannot leak into errors or logs.
 """
 
 from __future__ import annotations
