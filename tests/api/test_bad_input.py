@@ -161,6 +161,9 @@ def _other_cases() -> Iterator[Case]:
         ("wrong-width", _token({"s": "recent", "k": [1]})),
         ("not-object", _token([1, 2])),
         ("too-long", "A" * 2000),
+        ("forged-stored", _token({"s": "stored", "k": [3]})),  # decodes, but unsigned
+        ("forged-mac", _token({"s": "stored", "k": [3]}) + "." + "0" * 32),
+        ("forged-empty-mac", _token({"s": "stored", "k": [3]}) + "."),
     ):
         yield Case(f"list.page_token-{label}", lambda r, t=token: r.store.ListMemories(
             s.ListMemoriesRequest(page_token=t)), "page_token")
