@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from memsidecar.v1 import settings_pb2 as st
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
+from sidecar.api.grpc_log import EVERY_S, GRPC_LOGGER, MALFORMED
 from sidecar.api.server_config import ServerConfig
 from sidecar.api.validate import (
     MAX_INJECT_TEXT_CHARS,
@@ -373,3 +375,29 @@ def test_bad_input(seeded: Running, case: Case) -> None:
     if case.bad:
         assert case.bad not in message and case.bad[:9] not in message
     assert dump(seeded) == before
+
+
+def test_a_malformed_request_logs_one_line_rate_limited(
+        seeded: Running, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(MALFORMED, "clock", lambda: now[0])
+    monkeypatch.setattr(MALFORMED, "_last", None)
+    monkeypatch.setattr(MALFORMED, "_count", 0)
+    raw = seeded.channel.unary_unary("/memsidecar.v1.MemoryStore/GetMemory")
+
+    def garbage(times: int) -> None:
+        for _ in range(times):
+            with pytest.raises(grpc.RpcError) as info:
+                raw(b"\xff\xff\xff\xff")
+            assert info.value.code() == grpc.StatusCode.INTERNAL  # type: ignore[attr-defined]
+
+    caplog.set_level(logging.WARNING)
+    garbage(5)
+    now[0] += EVERY_S - 0.001
+    garbage(3)
+    now[0] += 0.001
+    garbage(1)
+    lines = [r for r in caplog.records if r.name == GRPC_LOGGER]
+    assert [(r.levelname, r.exc_info, r.getMessage()) for r in lines] == [
+        ("WARNING", None, f"malformed requests: {n} not valid protobuf (DecodeError) since the "
+         "previous such line") for n in (1, 8)]
