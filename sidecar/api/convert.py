@@ -89,7 +89,7 @@ def restored_time(ts: Timestamp, field: str) -> int:
             f"{field} must be a time from 1970-01-01 to before 9999-01-01 with nanos "
             f"0..999999999 (got seconds={ts.seconds}, nanos={ts.nanos})", field=field,
             reason="BAD_RESTORE")
-    return ts.seconds * 1_000_000 + ts.nanos // 1000
+    return int(ts.seconds) * 1_000_000 + int(ts.nanos) // 1000
 
 
 def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
