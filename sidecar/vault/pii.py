@@ -26,6 +26,14 @@ OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 # A run of non-word characters (or underscores) between two digits, a separator candidate.
 BETWEEN_DIGITS = re.compile(r"(?<=[0-9])[\W_]+(?=[0-9])")
 LIST_PUNCTUATION = frozenset(",;:")
+# Identifiers whose digits are no number: a UUID (8-4-4-4-12 hex digits, never read across
+# its dashes) and a hex digest (32+ hex characters with a letter: MD5, SHA-1, SHA-256). A
+# random one of either holds a Luhn-valid card-like run about once in 1,000.
+IDENTIFIER = re.compile(
+    r"(?<![0-9A-Za-z])(?<![0-9]-)[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}"
+    r"(?![0-9A-Za-z])(?!-[0-9])"
+    r"|(?<![0-9A-Za-z])(?=[0-9]*[A-Fa-f])[0-9A-Fa-f]{32,}(?![0-9A-Za-z])")
+HEX_RUN = re.compile(r"[0-9A-Fa-f]{8}")  # what every identifier starts with: a cheap first test
 SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
 # 13-19 digits, each pair separated by at most one separator; any prefix (``billing:4111...``,
 # ``card4111...``) may touch the first digit.
@@ -88,8 +96,10 @@ def fold(text: str) -> str:
 
 
 def number_text(folded: str) -> str:
-    """A folded text as the number detectors (SSN, card) read it: every separator run between
-    two digits as one ``-`` or ``,`` (``_separator``)."""
+    """A folded text as the number detectors (SSN, card) read it: identifiers (UUIDs, hex
+    digests) masked, every separator run between two digits as one ``-`` or ``,``."""
+    if HEX_RUN.search(folded):
+        folded = IDENTIFIER.sub("id", folded)
     return BETWEEN_DIGITS.sub(_separator, folded)
 
 

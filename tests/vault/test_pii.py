@@ -136,3 +136,23 @@ def test_names_are_checked_for_everything_but_random_looking_ids() -> None:
     assert find_pii_in_name(_digits("4111111111111111", 0xFF10)) == ("payment_card",)
     assert find_pii_in_name(GITHUB) == ("api_key",)
     assert find_pii(RANDOM_SECRET) == ("secret",) and find_pii_in_name(RANDOM_SECRET) == ()
+
+
+
+@pytest.mark.parametrize("unlucky", [
+    "41111111-1111-1111-a111-111111111111",  # a UUID
+    "3f786850e387550fdab836ed7e6d4111111111111111",  # a SHA-1-like digest
+    "a" * 20 + "4111111111111111" + "b" * 28,  # a SHA-256-like digest
+])
+def test_identifiers_are_not_numbers(unlucky: str) -> None:
+    """A UUID's or a hex digest's digits are no number, even when they make a Luhn-valid card
+    with a network prefix (as about one random UUID or digest in 1,000 does)."""
+    for text in (unlucky, f"chat-{unlucky}", f"git:{unlucky} merged", unlucky.upper()):
+        assert find_pii(text) == () and find_pii_in_name(text) == ()
+    assert find_pii(f"{unlucky} 123-45-6789") == ("ssn",)
+
+
+def test_identifier_shapes_do_not_hide_ordinary_numbers() -> None:
+    assert find_pii("41111111-1111-1111-a111") == ("payment_card",)  # no UUID
+    assert find_pii("ref cafe4111111111111111") == ("payment_card",)  # 20 hex: no digest
+    assert find_pii("card4111111111111111") == ("payment_card",)
