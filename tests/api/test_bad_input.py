@@ -45,6 +45,7 @@ BAD_NAMES = {
     "del": "ali\x7fce",
     "c1": "ali\x85ce",
     "escape": "\x1b[31mred",
+    "line_separator": "alice\u2028INFO forged",
 }
 CARD = "billing:4111-1111-1111-1111"
 
