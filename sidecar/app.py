@@ -95,7 +95,8 @@ class App:
         live = settings.live()
         db = open_store(settings.current.store, config.db_path)
         private_dir(config.data_dir)  # the new database file: its WAL and shm take its mode
-        repos = Repositories.open(db)
+        signer = BlockSigner.open(Path(config.data_dir))  # the data dir's secret
+        repos = Repositories.open(db, page_key=signer.derive("page-token"))
         wanted = settings.current.embedding.model
         stored = _stored_model(repos)
         if embedder is None:  # queries use the model of the stored vectors until a switch
@@ -129,7 +130,7 @@ class App:
             config=live,
             states=ChannelStates(StateRepo(db), repos.memories.get_many,
                                  state_writes, shared=db.dialect == "postgres"),
-            signer=BlockSigner.open(Path(config.data_dir)),
+            signer=signer,
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
             trace=TraceRing(lambda: live.get().injection.trace_turns),
         )

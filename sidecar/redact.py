@@ -8,15 +8,33 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 
 ECHO_CHARS = 8
 LOG_CHARS = 96
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # Unicode category Cc: C0, DEL and C1
+# Unicode Cc (C0, DEL, C1) and the line and paragraph separators (Zl, Zp): what breaks a line.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def hidden(char: str) -> bool:
+    """A character outside printable text: Unicode Cc (controls), Cf (format: bidi overrides,
+    zero-width), Zl, Zp (line and paragraph separators), Co (private use), Cs (surrogates)
+    and Cn (unassigned). Spaces (Zs) are printable text."""
+    return not char.isprintable() and unicodedata.category(char) != "Zs"
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def escape(text: str) -> str:
-    """Control characters as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Every hidden character (``hidden``) as ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(c) if hidden(c) else c for c in text)
 
 
 def short_hash(value: str) -> str:
@@ -31,7 +49,7 @@ def echo(value: str) -> str:
 
 
 def loggable(value: object) -> str:
-    """A log field value: control characters escaped (no forged lines), long values cut."""
+    """A log field value: hidden characters escaped (no forged lines), long values cut."""
     text = escape(str(value))
     if len(text) > LOG_CHARS:
         return f"{text[:LOG_CHARS]}…(+{len(text) - LOG_CHARS} chars)"
@@ -39,4 +57,6 @@ def loggable(value: object) -> str:
 
 
 def has_control(value: str) -> bool:
+    """Whether ``value`` holds a control character or a line or paragraph separator (format
+    characters such as the zero-width non-joiner are part of some scripts' words)."""
     return _CONTROL.search(value) is not None

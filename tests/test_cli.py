@@ -22,6 +22,8 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import store_pb2_grpc
 
+from sidecar.store.db import Database
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -242,3 +244,22 @@ def test_token_add_prints_the_token_alone_on_its_last_line(tmp_path: Path) -> No
     assert stat.S_IMODE((tmp_path / "tokens.json").stat().st_mode) == 0o600
     run("revoke", token.split("_")[1])
     assert "alice" not in run("list")
+
+
+@pytest.mark.parametrize("damage", ["header", "truncated"])
+def test_a_corrupt_database_exits_2_with_one_line(tmp_path: Path, damage: str) -> None:
+    db_path = tmp_path / "memsidecar.sqlite3"
+    Database(db_path).close()  # a real store: the schema's tables and indexes
+    size = db_path.stat().st_size
+    with db_path.open("r+b") as f:
+        if damage == "header":
+            f.write(b"not a database at all" * 5)
+        else:
+            f.truncate(size // 2)
+    proc = spawn(f"127.0.0.1:{free_port()}", tmp_path)
+    out, _ = proc.communicate(timeout=60)
+    text = out.decode()
+    assert proc.returncode == 2, text
+    assert "Traceback" not in text
+    (line,) = [x for x in text.splitlines() if str(db_path) in x]
+    assert line.startswith("memsidecar serve: ") and "Restore the data dir" in line

@@ -10,6 +10,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from memsidecar.v1 import memory_pb2, store_pb2
 
 from sidecar.errors import InvalidArgument
+from sidecar.memory.validation import MAX_TIME_US
 from sidecar.records import Edge, Memory, MemoryDraft, MemoryType, Relation, Restored, Tier
 from sidecar.store.memories import ListQuery
 
@@ -75,8 +76,20 @@ def import_item_from_pb(item: store_pb2.ImportItem, prefix: str) -> MemoryDraft:
         return draft
     m = item.memory
     return replace(draft, restored=Restored(
-        created_at=m.created_at.ToMicroseconds(), updated_at=m.updated_at.ToMicroseconds(),
+        created_at=restored_time(m.created_at, f"{prefix}.created_at"),
+        updated_at=restored_time(m.updated_at, f"{prefix}.updated_at"),
         version=m.version, forgotten=m.forgotten))
+
+
+def restored_time(ts: Timestamp, field: str) -> int:
+    """A Timestamp of a restore in microseconds: from 1970 to before 9999, nanos 0..999999999;
+    else INVALID_ARGUMENT."""
+    if not 0 <= ts.nanos < 1_000_000_000 or not 0 <= ts.seconds < MAX_TIME_US // 1_000_000:
+        raise InvalidArgument(
+            f"{field} must be a time from 1970-01-01 to before 9999-01-01 with nanos "
+            f"0..999999999 (got seconds={ts.seconds}, nanos={ts.nanos})", field=field,
+            reason="BAD_RESTORE")
+    return int(ts.seconds) * 1_000_000 + int(ts.nanos) // 1000
 
 
 def memory_to_pb(memory: Memory) -> memory_pb2.Memory:

@@ -49,9 +49,12 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         else:
             max_keep = self.injector.config.get().injection_for(
                 request.agent_id).max_injected_blocks_in_history
+        channel = request.channel_id.strip()
+        if channel:  # the channel's state changes: its owner's, as for ResetChannel
+            self.owners.check(request.channel_id, request.agent_id)
         pruned = prune_history(messages, max_keep, self.injector.is_block)
         released = (self.injector.observe(request.channel_id, pruned.messages, max_keep)
-                    if request.channel_id.strip() else [])
+                    if channel else [])
         return injection_pb2.PruneHistoryResponse(
             messages=convert.messages_to_pb(pruned.messages), removed_indices=pruned.removed,
             released_turns=released,

@@ -21,6 +21,7 @@ from memsidecar.v1 import (
 )
 
 from sidecar.admin.build import admin_site
+from sidecar.api import grpc_log
 from sidecar.api.admission import AdmissionInterceptor, CountingExecutor
 from sidecar.api.auth_interceptor import AuthInterceptor
 from sidecar.api.exposure import check_exposure, reflection_enabled
@@ -54,6 +55,7 @@ class Server:
         self.app = app
         config = app.config
         check_exposure(config, listen)
+        grpc_log.install()  # malformed requests: one log line, rate-limited
         opts = [
             ("grpc.max_receive_message_length", config.max_message_bytes),
             ("grpc.max_send_message_length", config.max_message_bytes),

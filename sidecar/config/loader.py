@@ -68,8 +68,8 @@ def _section(section: Section, table: Any, path: str, issues: list[Issue]) -> An
 
 
 def _checks(section: Section, obj: Any, path: str) -> list[Issue]:
-    return [Issue(f"{path}.{key}", key, f"{path}.{key} = {literal(getattr(obj, key))}: {msg}")
-            for check in section.checks for key, msg in check(obj)]
+    return [Issue(f"{path}.{key}", key, f"{path}.{key} = {literal(getattr(obj, key))}: {msg}",
+                  msg) for check in section.checks for key, msg in check(obj)]
 
 
 def _defaults(table: Any, issues: list[Issue]) -> Any:

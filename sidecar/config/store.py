@@ -28,6 +28,7 @@ from sidecar.files import write_atomic
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.knobs import keep_restart_keys, restart_keys, secret_keys
 from sidecar.live import Live
+from sidecar.redact import echo
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +232,13 @@ def _get(obj: Any, dotted: str) -> Any:
 
 
 def _update_error(err: ConfigError, changes: Mapping[str, Any]) -> InvalidArgument:
+    """The first issue of the changed keys; a changed value shown cut (``echo``), never the
+    path (it holds the agent id)."""
     issue = next((i for i in err.issues if i.key in changes), err.issues[0])
-    field = f"memory_injection.{issue.key}" if issue.key in INJECTION_KEYS else issue.path
-    return InvalidArgument(issue.message, field=field, reason="BAD_CONFIG")
+    if issue.key not in INJECTION_KEYS or not issue.problem:
+        return InvalidArgument(issue.message, field=issue.path, reason="BAD_CONFIG")
+    field = f"memory_injection.{issue.key}"
+    value = changes.get(issue.key)
+    shown = f" = {echo(value)}" if isinstance(value, str) else (
+        "" if value is None or isinstance(value, list) else f" = {value}")
+    return InvalidArgument(f"{field}{shown}: {issue.problem}", field=field, reason="BAD_CONFIG")

@@ -14,6 +14,7 @@ import enum
 import functools
 import math
 import typing
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any
@@ -26,6 +27,7 @@ class Issue:
     path: str  # dotted path of the key, e.g. "defaults.memory_injection.pinned_sort"
     key: str  # the key itself ("pinned_sort")
     message: str  # a full sentence: path, value, what is allowed
+    problem: str = ""  # what is allowed, without the value (for callers that echo it cut)
 
 
 class Invalid(Exception):
@@ -76,7 +78,8 @@ def parse_table(cls: type, table: Any, path: str) -> tuple[dict[str, Any], list[
         try:
             values[key] = convert(raw, tp, rule)
         except Invalid as err:
-            issues.append(Issue(key_path, key, f"{key_path} = {literal(raw)}: {err.problem}"))
+            issues.append(Issue(key_path, key, f"{key_path} = {literal(raw)}: {err.problem}",
+                                err.problem))
     return values, issues
 
 
@@ -93,7 +96,7 @@ def convert(raw: Any, tp: Any, rule: Rule) -> Any:
                 items.append(convert(item, args[0], rule))
             except Invalid as err:
                 raise Invalid(f"item {index} ({literal(item)}) {err.problem}") from None
-        dupes = sorted({literal(i) for i in items if items.count(i) > 1})
+        dupes = sorted(literal(i) for i, n in Counter(items).items() if n > 1)
         if dupes:
             raise Invalid(f"lists {', '.join(dupes)} more than once")
         return tuple(items)

@@ -52,6 +52,10 @@ class BlockSigner:
             out.write(secret)
         return cls(secret)
 
+    def derive(self, purpose: str) -> bytes:
+        """A key for another use of the data dir's secret (``purpose`` keeps uses apart)."""
+        return hmac.new(self._secret, f"derive:{purpose}".encode(), hashlib.sha256).digest()
+
     def mac(self, body: str) -> str:
         digest = hmac.new(self._secret, body.encode(), hashlib.sha256).hexdigest()
         return digest[:MAC_CHARS]

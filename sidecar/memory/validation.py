@@ -10,6 +10,12 @@ from sidecar.records import DEFAULT_IMPORTANCE, MemoryDraft, MemoryType, Relatio
 from sidecar.redact import echo
 
 MAX_ID_CHARS = 128
+# A restored memory's version: the largest integer a JSON number keeps exactly, far enough
+# below the store's int64 that the memory can still be updated and forgotten.
+MAX_VERSION = 2**53 - 1
+# A restored time, in microseconds since 1970: before 9999-01-01T00:00:00Z, so a later update
+# (at least 1 µs after it) is still a valid protobuf Timestamp.
+MAX_TIME_US = 253_370_764_800 * 1_000_000
 
 
 def is_blank(text: str) -> bool:
@@ -85,13 +91,18 @@ def check_restored(draft: MemoryDraft, prefix: str) -> None:
     restored = draft.restored
     assert restored is not None
     check_id(draft.id, f"{prefix}.id")
-    if restored.version < 1:
-        raise InvalidArgument(f"{prefix}.version must be >= 1 to restore a memory",
-                              field=f"{prefix}.version", reason="BAD_RESTORE")
+    if not 1 <= restored.version <= MAX_VERSION:
+        raise InvalidArgument(
+            f"{prefix}.version must be between 1 and {MAX_VERSION} to restore a memory",
+            field=f"{prefix}.version", reason="BAD_RESTORE")
     if not 0 < restored.created_at <= restored.updated_at:
         raise InvalidArgument(
             f"{prefix}.created_at and updated_at must both be set, created_at first, to "
             "restore a memory", field=f"{prefix}.created_at", reason="BAD_RESTORE")
+    if restored.updated_at >= MAX_TIME_US:
+        raise InvalidArgument(
+            f"{prefix}.updated_at must be before 9999-01-01T00:00:00Z to restore a memory",
+            field=f"{prefix}.updated_at", reason="BAD_RESTORE")
 
 
 def check_relation(relation: object, field: str = "edge.relation") -> Relation:

@@ -76,8 +76,28 @@ class _Checkpointer:
             thread.join()
 
 
+class CorruptDatabase(OSError):
+    """The database file is damaged or not a database (its header overwritten, truncated)."""
+
+    def __init__(self, path: Path, err: apsw.Error) -> None:
+        super().__init__(
+            f"{path} is damaged or not a SQLite database ({err}); the sidecar will not use it. "
+            "Restore the data dir from a backup, or move this file away to start with an "
+            "empty store (then `memsidecar import` an export to refill it)")
+
+
+@contextmanager
+def _unless_corrupt(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except (apsw.NotADBError, apsw.CorruptError) as err:
+        raise CorruptDatabase(path, err) from err
+
+
 class Database:
-    """A serialised apsw connection. Every public method holds the lock for its duration."""
+    """A serialised apsw connection. Every public method holds the lock for its duration.
+
+    A damaged file raises CorruptDatabase (an OSError: the command line's one-line refusal)."""
 
     dialect: Dialect = "sqlite"
 
@@ -88,15 +108,20 @@ class Database:
         self._conn.set_busy_timeout(5000)
         self._lock = threading.RLock()
         self._closed = False
-        for pragma in (
-            "PRAGMA journal_mode=WAL",
-            "PRAGMA synchronous=NORMAL",
-            "PRAGMA foreign_keys=ON",
-            "PRAGMA temp_store=MEMORY",
-        ):
-            self._conn.execute(pragma).fetchall()
-        self._checkpointer = _Checkpointer(self.path)
-        self._migrate()
+        try:
+            with _unless_corrupt(self.path):
+                for pragma in (
+                    "PRAGMA journal_mode=WAL",
+                    "PRAGMA synchronous=NORMAL",
+                    "PRAGMA foreign_keys=ON",
+                    "PRAGMA temp_store=MEMORY",
+                ):
+                    self._conn.execute(pragma).fetchall()
+                self._checkpointer = _Checkpointer(self.path)
+                self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
         # A WAL hook replaces SQLite's auto-checkpoint: checkpoints move to a thread.
         self._conn.set_wal_hook(self._checkpointer.wal_hook)
 
@@ -132,12 +157,12 @@ class Database:
         return nullcontext()  # in-process: nothing to batch
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
-        with self._lock:
+        with self._lock, _unless_corrupt(self.path):
             self._check_open()
             return list(self._conn.execute(sql, params))
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        with self._lock:
+        with self._lock, _unless_corrupt(self.path):
             self._check_open()
             self._conn.executemany(sql, rows)
 

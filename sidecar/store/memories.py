@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from sidecar.errors import InvalidArgument
 from sidecar.records import Memory, MemoryType, Tier
 from sidecar.store.contract import Row, SqlStore, unhinted
+from sidecar.store.page_tokens import PageTokens
 from sidecar.store.versions import CREATE, UPDATE, VersionRepo
 
 COLUMNS = (
@@ -66,9 +64,11 @@ class ListQuery:
 class MemoryRepo:
     """Reads and writes memory rows. Callers group writes with ``db.transaction()``."""
 
-    def __init__(self, db: SqlStore, versions: VersionRepo) -> None:
+    def __init__(self, db: SqlStore, versions: VersionRepo,
+                 page_tokens: PageTokens | None = None) -> None:
         self.db = db
         self.versions = versions  # written in the same transaction as each change
+        self.page_tokens = page_tokens or PageTokens()
 
     def get(self, memory_id: str) -> Memory | None:
         row = self.db.query_one(f"SELECT {COLUMNS} FROM memories WHERE id = ?", (memory_id,))
@@ -225,7 +225,7 @@ class MemoryRepo:
             keys = ("seq",)
         order = "ASC" if query.sort == "stored" else "DESC"
         if query.page_token:
-            after = _decode_token(query.page_token, query.sort, len(keys))
+            after = self.page_tokens.decode(query.page_token, query.sort, len(keys))
             where.append(_keyset_clause(keys, ">" if order == "ASC" else "<"))
             params.extend(_keyset_params(after))
         sql = (
@@ -239,7 +239,7 @@ class MemoryRepo:
         token = ""
         if len(rows) > query.page_size and memories:
             last = memories[-1]
-            token = _encode_token(query.sort, [getattr(last, k) for k in keys])
+            token = self.page_tokens.encode(query.sort, [getattr(last, k) for k in keys])
         return memories, token
 
 
@@ -282,40 +282,3 @@ def _keyset_params(after: list[Any]) -> list[Any]:
     for i in range(len(after)):
         params.extend(after[: i + 1])
     return params
-
-
-def _encode_token(sort: str, values: list[Any]) -> str:
-    raw = json.dumps({"s": sort, "k": values}).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_token(token: str, sort: str, width: int) -> list[Any]:
-    try:
-        padded = token + "=" * (-len(token) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        values = data["k"]
-        ok = (data["s"] == sort and isinstance(values, list) and len(values) == width
-              and all(_token_value_ok(v, i == 0 and sort == "importance")
-                      for i, v in enumerate(values)))
-    except (ValueError, KeyError, TypeError):
-        ok = False
-    if not ok:
-        raise InvalidArgument(
-            "page_token is not a token returned by ListMemories with the same sort order; "
-            "pass the next_page_token of the previous page unchanged",
-            field="page_token",
-        )
-    return list(values)
-
-
-INT64_MAX = 2**63 - 1
-
-
-def _token_value_ok(value: Any, is_importance: bool) -> bool:
-    """A key value as ``_encode_token`` writes it: importance a finite float in [0, 1],
-    timestamps and seq non-negative int64s."""
-    if isinstance(value, bool):
-        return False
-    if is_importance:
-        return isinstance(value, (int, float)) and 0.0 <= value <= 1.0
-    return isinstance(value, int) and 0 <= value <= INT64_MAX

@@ -8,6 +8,7 @@ from sidecar.store.contract import SqlStore
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.model_repo import ModelRepo
+from sidecar.store.page_tokens import PageTokens
 from sidecar.store.vault_repo import VaultRepo
 from sidecar.store.versions import VersionRepo
 
@@ -22,7 +23,9 @@ class Repositories:
     models: ModelRepo
 
     @classmethod
-    def open(cls, db: SqlStore) -> Repositories:
+    def open(cls, db: SqlStore, page_key: bytes | None = None) -> Repositories:
+        """``page_key``: the key of ListMemories page tokens (None: one for this process)."""
         versions = VersionRepo(db)
-        return cls(db=db, memories=MemoryRepo(db, versions), edges=EdgeRepo(db),
+        return cls(db=db, memories=MemoryRepo(db, versions, PageTokens(page_key)),
+                   edges=EdgeRepo(db),
                    versions=versions, vault=VaultRepo(db), models=ModelRepo(db))

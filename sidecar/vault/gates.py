@@ -98,7 +98,7 @@ class PiiGate:
     """Rejects secrets and personal identifiers in every stored free-text field, naming the
     field and the kind found, never the value."""
 
-    FIELDS = ("content", "source", "topic_id", "channel_id")
+    FIELDS = ("content", "source", "topic_id", "channel_id", "agent_id")
 
     def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
         for name in self.FIELDS:

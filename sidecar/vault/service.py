@@ -12,7 +12,7 @@ from sidecar.errors import DomainError, FailedPrecondition
 from sidecar.knobs import check_ranges
 from sidecar.live import Live
 from sidecar.memory.service import MemoryService, WriteGate
-from sidecar.memory.validation import check_unit
+from sidecar.memory.validation import check_id, check_unit
 from sidecar.records import Memory, MemoryDraft, Tier
 from sidecar.redact import echo
 from sidecar.retrieval.scopes import ScopeScan
@@ -109,6 +109,7 @@ class Vault:
     def promote_to_canon(self, memory_id: str, canonical_text: str, agent_id: str = "",
                          shared_ok: bool = True) -> Memory:
         """REGISTER -> CANON, optionally rewording it; the new text passes the write gate."""
+        check_id(memory_id, "id")
         memory = self.service.writable(memory_id, agent_id, shared_ok)
         if memory.forgotten:
             raise FailedPrecondition(

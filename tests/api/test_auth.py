@@ -186,3 +186,23 @@ def test_injection_trace_reads_own_channels_or_any_with_the_operator(authed: Aut
                                                            agent_id="alice"),
                               metadata=authed.as_("bob"))) == grpc.StatusCode.PERMISSION_DENIED
     assert code(lambda: trace(request)) == grpc.StatusCode.UNAUTHENTICATED
+
+
+def test_pruning_reaches_only_own_channels(authed: Authed) -> None:
+    upsert(authed, "alice", "Alice keeps the spare key under the mat", "alice")
+
+    def inject() -> int:
+        return len(authed.live.injection.Inject(inj.InjectRequest(
+            channel_id="alice-chat", text="where is the spare key?"),
+            metadata=authed.as_("alice")).items)
+
+    assert inject() == 1
+    prune = authed.live.injection.PruneHistory
+    for request in (inj.PruneHistoryRequest(channel_id="alice-chat"),
+                    inj.PruneHistoryRequest(channel_id="alice-chat", agent_id="alice")):
+        assert code(lambda r=request: prune(r, metadata=authed.as_("bob"))) == \
+            grpc.StatusCode.PERMISSION_DENIED  # type: ignore[misc]
+    assert inject() == 0  # still in cooldown
+    assert list(prune(inj.PruneHistoryRequest(channel_id="alice-chat"),
+                      metadata=authed.as_("alice")).released_turns) == [1]
+    assert inject() == 1

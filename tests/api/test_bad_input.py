@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,15 +15,25 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from memsidecar.v1 import injection_pb2 as inj
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import settings_pb2 as st
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
+from sidecar.api.grpc_log import EVERY_S, GRPC_LOGGER, MALFORMED
 from sidecar.api.server_config import ServerConfig
-from sidecar.api.validate import MAX_INJECT_TEXT_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS
+from sidecar.api.validate import (
+    MAX_INJECT_TEXT_CHARS,
+    MAX_INJECT_TEXTS,
+    MAX_MESSAGES,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TYPE_FILTERS,
+)
 from sidecar.embedding import Embedder
+from sidecar.memory.validation import MAX_TIME_US, MAX_VERSION
 from tests.conftest import Running, start_server
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -34,6 +45,7 @@ BAD_NAMES = {
     "del": "ali\x7fce",
     "c1": "ali\x85ce",
     "escape": "\x1b[31mred",
+    "line_separator": "alice\u2028INFO forged",
 }
 CARD = "billing:4111-1111-1111-1111"
 
@@ -161,6 +173,9 @@ def _other_cases() -> Iterator[Case]:
         ("wrong-width", _token({"s": "recent", "k": [1]})),
         ("not-object", _token([1, 2])),
         ("too-long", "A" * 2000),
+        ("forged-stored", _token({"s": "stored", "k": [3]})),  # decodes, but unsigned
+        ("forged-mac", _token({"s": "stored", "k": [3]}) + "." + "0" * 32),
+        ("forged-empty-mac", _token({"s": "stored", "k": [3]}) + "."),
     ):
         yield Case(f"list.page_token-{label}", lambda r, t=token: r.store.ListMemories(
             s.ListMemoriesRequest(page_token=t)), "page_token")
@@ -172,6 +187,7 @@ def _other_cases() -> Iterator[Case]:
         yield Case(f"upsert.pii-{name}", lambda r, n=name: r.store.UpsertMemory(
             s.UpsertMemoryRequest(memory=_memory(**{n: CARD}))), f"memory.{name}",
             CARD, grpc.StatusCode.FAILED_PRECONDITION)
+    yield from _pii_name_cases()
     yield Case("import.item-agent_id", lambda r: _import_error(r, _memory(agent_id=LONG)),
                "items[0].agent_id")
     yield Case("import.item-source-control", lambda r: _import_error(
@@ -186,8 +202,104 @@ def _other_cases() -> Iterator[Case]:
     yield Case("import_stream.restore-no-times", lambda r: _stream_error(
         r, s.ImportItem(memory=_memory(id="restored", version=3), restore=True)),
         "items[0].created_at")
+    yield from _restore_cases()
+    yield from _count_cases()
     yield Case("import_stream.batch-too-big", lambda r: list(r.store.ImportMemoriesStream(iter([
         s.ImportBatch(items=[s.ImportItem(memory=_memory())] * 101)]))), "items")
+
+
+SSN = "user 123-45-6789"
+FULLWIDTH_CARD = "".join(chr(0xFF10 + int(c)) for c in "4111111111111111")
+
+
+def _pii_name_cases() -> Iterator[Case]:
+    """Names and ids are logged and kept in histories: PII in them is refused, whatever the
+    vault's gates say, in other scripts and with other separators too."""
+    pii = grpc.StatusCode.FAILED_PRECONDITION
+    yield Case("upsert.pii-agent_id", lambda r: r.store.UpsertMemory(s.UpsertMemoryRequest(
+        memory=_memory(agent_id=SSN))), "memory.agent_id", SSN, pii)
+    yield Case("upsert.pii-fullwidth-source", lambda r: r.store.UpsertMemory(
+        s.UpsertMemoryRequest(memory=_memory(source=FULLWIDTH_CARD))), "memory.source",
+        FULLWIDTH_CARD, pii)
+    yield Case("forget.pii-source", lambda r: r.store.ForgetMemory(s.ForgetMemoryRequest(
+        id="x", source=SSN)), "source", SSN, pii)
+    yield Case("forget.pii-source-en-dash", lambda r: r.store.ForgetMemory(
+        s.ForgetMemoryRequest(id="x", source="by 123\u201345\u20136789")), "source",
+        "123\u201345\u20136789", pii)
+    yield Case("inject.pii-agent_id", lambda r: r.injection.Inject(inj.InjectRequest(
+        channel_id="c", text="hi", agent_id=SSN)), "agent_id", SSN, pii)
+    yield Case("inject.pii-channel_id", lambda r: r.injection.Inject(inj.InjectRequest(
+        channel_id=f"card {CARD}", text="hi")), "channel_id", CARD, pii)
+    yield Case("search.pii-agent_id", lambda r: r.store.Search(s.SearchRequest(
+        query="tea", agent_id=SSN)), "agent_id", SSN, pii)
+    yield Case("update_config.pii-agent_id", lambda r: r.settings.UpdateConfig(
+        st.UpdateConfigRequest(agent_id=SSN, memory_injection=st.MemoryInjectionConfig(
+            enabled=False))), "agent_id", SSN, pii)
+    yield Case("import.item-pii-agent_id", lambda r: _import_error(
+        r, _memory(agent_id=FULLWIDTH_CARD)), "items[0].agent_id", FULLWIDTH_CARD, pii)
+
+
+def _restored(version: int = 3, created: int = 1_700_000_000, updated: int = 1_700_000_000,
+              nanos: int = 0) -> s.ImportItem:
+    return s.ImportItem(restore=True, memory=_memory(
+        id="restored", version=version, created_at=Timestamp(seconds=created, nanos=nanos),
+        updated_at=Timestamp(seconds=updated, nanos=nanos)))
+
+
+def _restore_cases() -> Iterator[Case]:
+    """Restores carry the server's own fields: each must fit the store and a later update."""
+    for label, item, field in (
+        ("version-2^64-1", _restored(version=2**64 - 1), "items[0].version"),
+        ("version-2^63", _restored(version=2**63), "items[0].version"),
+        ("version-2^63-1", _restored(version=2**63 - 1), "items[0].version"),
+        ("version-over-max", _restored(version=MAX_VERSION + 1), "items[0].version"),
+        ("created-2^40s", _restored(created=2**40, updated=2**40), "items[0].created_at"),
+        ("created-2^62s", _restored(created=2**62, updated=2**62), "items[0].created_at"),
+        ("updated-2^40s", _restored(updated=2**40), "items[0].updated_at"),
+        ("year-9999", _restored(updated=MAX_TIME_US // 1_000_000), "items[0].updated_at"),
+        ("nanos-2e9", _restored(nanos=2_000_000_000), "items[0].created_at"),
+        ("nanos-negative", _restored(nanos=-1), "items[0].created_at"),
+        ("before-1970", _restored(created=-5, updated=-5), "items[0].created_at"),
+    ):
+        yield Case(f"import_stream.restore-{label}",
+                   lambda r, i=item: _stream_error(r, i), field)
+
+
+def _update_config(**fields: Any) -> Callable[[Running], Any]:
+    return lambda r: r.settings.UpdateConfig(st.UpdateConfigRequest(
+        agent_id="alice", memory_injection=st.MemoryInjectionConfig(**fields)))
+
+
+def _count_cases() -> Iterator[Case]:
+    """Repeated fields over their documented maxima; settings checked before any work, their
+    errors echoing at most a cut, escaped value."""
+    message = inj.Message(role=inj.ROLE_USER, content="hi")
+    yield Case("list.types-too-many", lambda r: r.store.ListMemories(s.ListMemoriesRequest(
+        types=[m.MEMORY_TYPE_FACT] * 100_000)), "types")
+    yield Case("search.types-too-many", lambda r: r.store.Search(s.SearchRequest(
+        query="tea", types=[m.MEMORY_TYPE_FACT] * (MAX_TYPE_FILTERS + 1))), "types")
+    yield Case("inject.texts-too-many", lambda r: r.injection.Inject(inj.InjectRequest(
+        channel_id="c", texts=["hi"] * (MAX_INJECT_TEXTS + 1))), "texts")
+    yield Case("prune.messages-too-many", lambda r: r.injection.PruneHistory(
+        inj.PruneHistoryRequest(messages=[message] * (MAX_MESSAGES + 1))), "messages")
+    yield Case("render.messages-too-many", lambda r: r.injection.RenderTranscript(
+        inj.RenderTranscriptRequest(messages=[message] * (MAX_MESSAGES + 1))), "messages")
+    pinned = "memory_injection.pinned_types"
+    yield Case("update_config.pinned_types-10000", _update_config(
+        pinned_types=["fact"] * 10_000, set_pinned_types=True), pinned)
+    yield Case("update_config.pinned_types-1000-unknown", _update_config(
+        pinned_types=[f"unknown-{i}" for i in range(1000)], set_pinned_types=True), pinned)
+    yield Case("update_config.pinned_types-unknown", _update_config(
+        pinned_types=["fact", "secret-project-x"]), pinned, "secret-project-x")
+    yield Case("update_config.pinned_types-twice", _update_config(
+        pinned_types=["fact", "FACT"]), pinned)
+    for label, value in (("newline", "recent\nINFO forged line"), ("long", "importance" * 50)):
+        yield Case(f"update_config.pinned_sort-{label}", _update_config(pinned_sort=value),
+                   "memory_injection.pinned_sort", value)
+    yield Case("update_config.pinned_source-unknown", _update_config(
+        pinned_source="vault\u202eevil"), "memory_injection.pinned_source", "vault\u202eevil")
+    yield Case("promote.id-empty", lambda r: r.vault.PromoteToCanon(v.PromoteToCanonRequest(
+        id="")), "id")
 
 
 class ImportRejected(Exception):
@@ -260,7 +372,33 @@ def test_bad_input(seeded: Running, case: Case) -> None:
         field = dict(err.trailing_metadata())["memsidecar-field"]  # type: ignore[attr-defined]
         assert code == case.code, message
         assert field == case.field
-    assert case.field in message
+    assert case.field in message and len(message) < 400 and message.isprintable(), message
     if case.bad:
         assert case.bad not in message and case.bad[:9] not in message
     assert dump(seeded) == before
+
+
+def test_a_malformed_request_logs_one_line_rate_limited(
+        seeded: Running, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(MALFORMED, "clock", lambda: now[0])
+    monkeypatch.setattr(MALFORMED, "_last", None)
+    monkeypatch.setattr(MALFORMED, "_count", 0)
+    raw = seeded.channel.unary_unary("/memsidecar.v1.MemoryStore/GetMemory")
+
+    def garbage(times: int) -> None:
+        for _ in range(times):
+            with pytest.raises(grpc.RpcError) as info:
+                raw(b"\xff\xff\xff\xff")
+            assert info.value.code() == grpc.StatusCode.INTERNAL  # type: ignore[attr-defined]
+
+    caplog.set_level(logging.WARNING)
+    garbage(5)
+    now[0] += EVERY_S - 0.001
+    garbage(3)
+    now[0] += 0.001
+    garbage(1)
+    lines = [r for r in caplog.records if r.name == GRPC_LOGGER]
+    assert [(r.levelname, r.exc_info, r.getMessage()) for r in lines] == [
+        ("WARNING", None, f"malformed requests: {n} not valid protobuf (DecodeError) since the "
+         "previous such line") for n in (1, 8)]

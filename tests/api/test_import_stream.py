@@ -12,7 +12,9 @@ import grpc
 import pytest
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
+from memsidecar.v1 import vault_pb2 as v
 
+from sidecar.memory.validation import MAX_TIME_US, MAX_VERSION
 from tests.conftest import Running
 
 
@@ -170,6 +172,26 @@ def test_a_restore_needs_its_id_version_and_times(running: Running) -> None:
     no_version.memory.version = 0
     (ack,) = running.store.ImportMemoriesStream(iter([batch(0, [no_times, no_version])]))
     assert [(e.index, e.reason) for e in ack.errors] == [(0, "BAD_RESTORE"), (1, "BAD_RESTORE")]
+
+
+def test_a_memory_restored_at_the_largest_version_still_updates_and_forgets(
+        running: Running) -> None:
+    """Also the latest time a restore takes: the update after it is a valid Timestamp."""
+    top = restored(0)
+    top.memory.version = MAX_VERSION
+    top.memory.updated_at.FromMicroseconds(MAX_TIME_US - 1)
+    (ack,) = running.store.ImportMemoriesStream(iter([batch(0, [top])]))
+    assert ack.committed == 1, ack.errors
+    updated = running.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+        id="mem-0", content="fact number 0, changed", type=m.MEMORY_TYPE_FACT,
+        agent_id="ada"))).memory
+    assert updated.version == MAX_VERSION + 1
+    assert updated.updated_at.ToMicroseconds() == MAX_TIME_US
+    forgotten = running.store.ForgetMemory(s.ForgetMemoryRequest(id="mem-0", agent_id="ada"))
+    assert forgotten.changed and forgotten.memory.version == MAX_VERSION + 2
+    history = running.vault.GetMemoryHistory(v.GetMemoryHistoryRequest(id="mem-0",
+                                                                      agent_id="ada"))
+    assert {x.version for x in history.versions} == {MAX_VERSION + i for i in range(3)}
 
 
 def test_list_all_agents_pages_in_stored_order(running: Running) -> None:

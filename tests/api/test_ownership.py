@@ -114,3 +114,25 @@ def test_idle_channels_are_swept(running: Running) -> None:
     left = {r[0] for r in app.db.execute("SELECT channel_id FROM injection_channels")}
     assert left == {"fresh"}
     assert sweep_once(owners, app.injector.reset, ttl_s=0) == 0  # 0: keep forever
+
+
+def test_another_agents_channel_cannot_be_pruned(running: Running) -> None:
+    """PruneHistory with a channel changes the channel's cooldowns: its owner's only."""
+    for fact in ("Alice drinks green tea", "Alice drinks it at four", "Alice likes jasmine tea"):
+        upsert(running, fact, agent_id="alice")
+
+    def inject() -> list[str]:
+        reply = running.injection.Inject(inj.InjectRequest(
+            channel_id="chat-1", agent_id="alice", text="what tea does alice drink?"))
+        return [item.id for item in reply.items]
+
+    assert inject()
+    for agent in ("bob", ""):
+        assert code(lambda a=agent: running.injection.PruneHistory(  # type: ignore[misc]
+            inj.PruneHistoryRequest(channel_id="chat-1", agent_id=a))) == \
+            grpc.StatusCode.PERMISSION_DENIED
+    assert inject() == []  # still in cooldown
+    pruned = running.injection.PruneHistory(inj.PruneHistoryRequest(
+        channel_id="chat-1", agent_id="alice"))
+    assert list(pruned.released_turns) == [1]
+    assert inject()  # the owner's prune released them

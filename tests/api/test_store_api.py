@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import math
 
 import grpc
@@ -9,7 +11,9 @@ import pytest
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
-from tests.conftest import Running
+from sidecar.api.server_config import ServerConfig
+from sidecar.embedding import Embedder
+from tests.conftest import Running, start_server
 
 
 def upsert(live: Running, content: str, type_: int = m.MEMORY_TYPE_FACT, **kw: object) -> m.Memory:
@@ -135,6 +139,33 @@ def test_list_filters_sorts_and_pages(running: Running) -> None:
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in err.details()
     err = status_of(lambda: running.store.ListMemories(s.ListMemoriesRequest(page_size=5000)))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "page_size" in err.details()
+
+
+def test_page_tokens_are_signed_and_outlive_a_restart(config: ServerConfig,
+                                                       embedder: Embedder) -> None:
+    live = start_server(config, embedder)
+    try:
+        for i in range(3):
+            upsert(live, f"fact {i}")
+        first = live.store.ListMemories(s.ListMemoriesRequest(
+            page_size=1, sort=s.SORT_ORDER_STORED))
+        token = first.next_page_token
+    finally:
+        live.close()
+    body, mac = token.rsplit(".", 1)
+    keys = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    live = start_server(config, embedder)
+    try:
+        second = live.store.ListMemories(s.ListMemoriesRequest(
+            page_size=1, sort=s.SORT_ORDER_STORED, page_token=token))
+        assert [x.content for x in second.memories] == ["fact 1"]
+        keys["k"] = [keys["k"][0] + 1]  # skip a row with the genuine mac: refused
+        forged = base64.urlsafe_b64encode(json.dumps(keys).encode()).decode().rstrip("=")
+        err = status_of(lambda: live.store.ListMemories(s.ListMemoriesRequest(
+            sort=s.SORT_ORDER_STORED, page_token=f"{forged}.{mac}")))
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in err.details()
+    finally:
+        live.close()
 
 
 def test_edges(running: Running) -> None:

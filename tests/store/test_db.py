@@ -9,7 +9,7 @@ import pytest
 from sidecar.admin.dismissed import Dismissed
 from sidecar.errors import FailedPrecondition
 from sidecar.records import Memory, MemoryType
-from sidecar.store.db import Database
+from sidecar.store.db import CorruptDatabase, Database
 from sidecar.store.migrations import SCHEMA_VERSION
 from sidecar.store.repos import Repositories
 
@@ -71,3 +71,19 @@ def test_transaction_rolls_back_everything(tmp_path: Path) -> None:
     db.close()
     with pytest.raises(FailedPrecondition, match="closed"):
         repo.get("c")
+
+
+def test_damage_found_after_opening_is_a_corrupt_database_error(tmp_path: Path) -> None:
+    path = tmp_path / "m.sqlite3"
+    db = Database(path)
+    with db.transaction():
+        db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                       [(f"k{i}", "v" * 500) for i in range(400)])
+    db.close()
+    with path.open("r+b") as f:  # a page in the middle zeroed; header and size intact
+        f.seek(path.stat().st_size // 2 // 4096 * 4096)
+        f.write(b"\0" * 4096)
+    db = Database(path)
+    with pytest.raises(CorruptDatabase, match=str(path)):
+        db.execute("SELECT count(*), sum(length(value)) FROM meta")
+    db.close()

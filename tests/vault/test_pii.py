@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.vault.pii import find_pii, luhn_valid, shannon_entropy
+from sidecar.vault.pii import find_pii, find_pii_in_name, luhn_valid, shannon_entropy
 
 # Test values are built at runtime so secret scanners do not flag this file.
 JWT = ("eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0."
@@ -41,6 +41,64 @@ def test_detects(text: str, kind: str) -> None:
     assert kind in find_pii(text)
 
 
+CARD = "4111 1111 1111 1111"
+
+
+def _digits(text: str, zero: int) -> str:
+    """``text`` with its ASCII digits written in the script whose zero is ``zero``."""
+    return "".join(chr(zero + int(c)) if c.isdigit() else c for c in text)
+
+
+@pytest.mark.parametrize("text,kind", [
+    (_digits(CARD, 0xFF10), "payment_card"),  # fullwidth
+    (_digits(CARD, 0x1D7CE), "payment_card"),  # mathematical bold
+    (_digits(CARD, 0x0660), "payment_card"),  # Arabic-Indic
+    (_digits(CARD, 0x06F0), "payment_card"),  # extended Arabic-Indic (Persian)
+    (_digits(CARD, 0x0966), "payment_card"),  # Devanagari
+    (_digits("4111111111111111", 0x1D7F6), "payment_card"),  # mathematical monospace
+    (CARD.replace(" ", "\u00a0"), "payment_card"),  # no-break space
+    (CARD.replace(" ", "\u2009"), "payment_card"),  # thin space
+    (CARD.replace(" ", "\u202f"), "payment_card"),  # narrow no-break space
+    (CARD.replace(" ", "\u3000"), "payment_card"),  # ideographic space
+    (CARD.replace(" ", "\u2013"), "payment_card"),  # en dash
+    (CARD.replace(" ", "\u2014\u2014"), "payment_card"),  # em dashes
+    (CARD.replace(" ", "/"), "payment_card"),
+    (CARD.replace(" ", "_"), "payment_card"),
+    (CARD.replace(" ", "     "), "payment_card"),
+    (CARD.replace(" ", "\n"), "payment_card"),
+    (CARD.replace(" ", " / "), "payment_card"),
+    ("card (4111) 1111-1111·1111", "payment_card"),
+    (_digits(CARD, 0xFF10).replace(" ", "\u2013"), "payment_card"),
+    ("SSN 123\u201345\u20136789", "ssn"),  # en dashes
+    ("SSN 123.45.6789", "ssn"),
+    ("SSN 123/45/6789", "ssn"),
+    ("SSN 123\u00a045\u00a06789", "ssn"),
+    ("SSN " + _digits("123-45-6789", 0xFF10), "ssn"),
+    ("SSN " + _digits("123 45 6789", 0x0660), "ssn"),
+    ("ｐａｓｓｗｏｒｄ: hunter2!", "password"),  # fullwidth letters fold too
+])
+def test_detects_other_scripts_and_separators(text: str, kind: str) -> None:
+    assert kind in find_pii(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Released 2024-01-15, version 1.2.3.4",
+    "Call +1 (415) 555-2671 or 415.555.2671",
+    "Call +44 20 7946 0958 or +49 (0) 30 1234 5678 90",  # 14 digits, not Luhn-valid
+    "On 15/01/2024 at 10:30, again on 2024\u201301\u201316",
+    "values 100, 20, 3000 and 200; 30; 4000",  # list separators are no SSN's
+    "build 10.0.19041.1415 of ISBN 978-3-16-148410-0",
+    "pi is 3.14159265358979",
+    "order 4111 1111 1111 1112",  # Visa prefix, fails Luhn
+    "order " + _digits("4111 1111 1111 1112", 0xFF10),
+    "ip 192.168.100.200:8080",
+    "Tel. \u0660\u0661\u0662\u0663 \u0664\u0665\u0666 \u0667\u0668\u0669",
+    "timestamps 1700000000123 and 1700000000456",  # 13 digits, prefix 1
+])
+def test_other_scripts_and_separators_false_positive_traps_pass(text: str) -> None:
+    assert find_pii(text) == ()
+
+
 @pytest.mark.parametrize("text", [
     "Order 1234567812345678 shipped on Monday",  # 16 digits, fails Luhn
     "Invoice 4111111111111112 is overdue",  # Visa prefix but fails Luhn
@@ -71,3 +129,30 @@ def test_luhn_and_entropy_references() -> None:
     assert not luhn_valid("4111111111111112") and not luhn_valid("1234567812345678")
     assert shannon_entropy("aaaa") == 0.0
     assert shannon_entropy("abcd") == pytest.approx(2.0)
+
+
+def test_names_are_checked_for_everything_but_random_looking_ids() -> None:
+    assert find_pii_in_name("user 123-45-6789") == ("ssn",)
+    assert find_pii_in_name(_digits("4111111111111111", 0xFF10)) == ("payment_card",)
+    assert find_pii_in_name(GITHUB) == ("api_key",)
+    assert find_pii(RANDOM_SECRET) == ("secret",) and find_pii_in_name(RANDOM_SECRET) == ()
+
+
+
+@pytest.mark.parametrize("unlucky", [
+    "41111111-1111-1111-a111-111111111111",  # a UUID
+    "3f786850e387550fdab836ed7e6d4111111111111111",  # a SHA-1-like digest
+    "a" * 20 + "4111111111111111" + "b" * 28,  # a SHA-256-like digest
+])
+def test_identifiers_are_not_numbers(unlucky: str) -> None:
+    """A UUID's or a hex digest's digits are no number, even when they make a Luhn-valid card
+    with a network prefix (as about one random UUID or digest in 1,000 does)."""
+    for text in (unlucky, f"chat-{unlucky}", f"git:{unlucky} merged", unlucky.upper()):
+        assert find_pii(text) == () and find_pii_in_name(text) == ()
+    assert find_pii(f"{unlucky} 123-45-6789") == ("ssn",)
+
+
+def test_identifier_shapes_do_not_hide_ordinary_numbers() -> None:
+    assert find_pii("41111111-1111-1111-a111") == ("payment_card",)  # no UUID
+    assert find_pii("ref cafe4111111111111111") == ("payment_card",)  # 20 hex: no digest
+    assert find_pii("card4111111111111111") == ("payment_card",)
