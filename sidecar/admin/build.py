@@ -6,7 +6,7 @@ import logging
 
 from sidecar.admin.context import Services
 from sidecar.admin.dismissed import Dismissed
-from sidecar.admin.http import Serve, serve_with
+from sidecar.admin.handler import Serve, serve_with
 from sidecar.admin.session import Sessions
 from sidecar.admin.site import AdminSite
 from sidecar.admin.suggestions import SuggestionCache

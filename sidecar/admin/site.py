@@ -5,7 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sidecar.admin import home, injections, login, memories, memory, search, settings, vault
+from sidecar.admin.pages import (
+    home_page,
+    injections_page,
+    login_page,
+    memories_page,
+    memory_page,
+    search_page,
+    settings_page,
+    vault_page,
+)
 from sidecar.admin.context import Ctx, Services
 from sidecar.admin.html import e, page
 from sidecar.admin.session import Sessions, cookie, csrf_ok, host_ok
@@ -17,19 +26,19 @@ log = logging.getLogger(__name__)
 Page = Callable[[Ctx], Response]
 
 ROUTES: dict[tuple[str, str], Page] = {
-    ("GET", "/"): home.show,
-    ("GET", "/memories"): memories.show,
-    ("GET", "/search"): search.show,
-    ("GET", "/memory"): memory.show,
-    ("POST", "/memory/forget"): memory.forget,
-    ("POST", "/memory/restore"): memory.restore,
-    ("GET", "/injections"): injections.show,
-    ("GET", "/settings"): settings.show,
-    ("POST", "/settings/update"): settings.update,
-    ("POST", "/settings/revert"): settings.revert,
-    ("GET", "/vault"): vault.show,
-    ("POST", "/vault/accept"): vault.accept,
-    ("POST", "/vault/dismiss"): vault.dismiss,
+    ("GET", "/"): home_page.show,
+    ("GET", "/memories"): memories_page.show,
+    ("GET", "/search"): search_page.show,
+    ("GET", "/memory"): memory_page.show,
+    ("POST", "/memory/forget"): memory_page.forget,
+    ("POST", "/memory/restore"): memory_page.restore,
+    ("GET", "/injections"): injections_page.show,
+    ("GET", "/settings"): settings_page.show,
+    ("POST", "/settings/update"): settings_page.update,
+    ("POST", "/settings/revert"): settings_page.revert,
+    ("GET", "/vault"): vault_page.show,
+    ("POST", "/vault/accept"): vault_page.accept,
+    ("POST", "/vault/dismiss"): vault_page.dismiss,
 }
 
 
@@ -44,7 +53,7 @@ class AdminSite:
             return Response(421, "this admin page answers to its loopback address only\n",
                             "text/plain; charset=utf-8")
         if request.path == "/login":
-            return login.handle(request, self.sessions)
+            return login_page.handle(request, self.sessions)
         if request.path == "/logout":
             self.sessions.close(request)
             return Response(303, "", headers=[("Location", "/"), cookie(None)])
