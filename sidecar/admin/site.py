@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from sidecar.admin.context import Ctx, Services
+from sidecar.admin.html import e, frame, page
+from sidecar.admin.instance import Instance
 from sidecar.admin.pages import (
     home_page,
     injections_page,
@@ -15,8 +18,6 @@ from sidecar.admin.pages import (
     settings_page,
     vault_page,
 )
-from sidecar.admin.context import Ctx, Services
-from sidecar.admin.html import e, page
 from sidecar.admin.session import Sessions, cookie, csrf_ok, host_ok
 from sidecar.admin.web import Request, Response, redirect
 from sidecar.errors import DomainError
@@ -24,6 +25,7 @@ from sidecar.errors import DomainError
 log = logging.getLogger(__name__)
 
 Page = Callable[[Ctx], Response]
+Count = Callable[[str, int], None]  # (route path or "other", HTTP status): a page view
 
 ROUTES: dict[tuple[str, str], Page] = {
     ("GET", "/"): home_page.show,
@@ -43,12 +45,21 @@ ROUTES: dict[tuple[str, str], Page] = {
 
 
 class AdminSite:
-    def __init__(self, services: Services, sessions: Sessions, listen_host: str) -> None:
+    def __init__(self, services: Services, sessions: Sessions, listen_host: str,
+                 instance: Instance, count: Count = lambda path, status: None) -> None:
         self.services = services
         self.sessions = sessions
         self.listen_host = listen_host
+        self.instance = instance.html()
+        self.count = count
 
     def handle(self, request: Request) -> Response:
+        response = frame(self._route(request), self.instance, self.sessions.auth)
+        known = request.path in {path for _, path in ROUTES} | {"/login", "/logout"}
+        self.count(request.path if known else "other", response.status)
+        return response
+
+    def _route(self, request: Request) -> Response:
         if not self.sessions.auth and not host_ok(request.host, self.listen_host):
             return Response(421, "this admin page answers to its loopback address only\n",
                             "text/plain; charset=utf-8")

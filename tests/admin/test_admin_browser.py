@@ -9,6 +9,7 @@ from memsidecar.v1 import settings_pb2 as st
 from memsidecar.v1 import store_pb2 as s
 from playwright.sync_api import BrowserContext, Page, expect
 
+from sidecar import __version__
 from sidecar.api.server_config import ServerConfig
 from sidecar.auth.config import AuthConfig
 from sidecar.auth.identity import AGENT, OPERATOR
@@ -20,6 +21,21 @@ from tests.injection.helpers import inject, put
 DB = "We chose PostgreSQL 16 as the main database for the billing service."
 CAT = "The office cat sleeps on the windowsill every afternoon."
 HOSTILE = "Deploys run nightly <img src=x onerror=alert(1)> & \"quoted\" <b>bold</b>"
+
+
+def test_header_names_the_instance(site: Site, tab: Page) -> None:
+    app, server = site.live.server.app, site.live.server
+    for path in ("/", "/memories", "/injections?channel=none", "/no-such-page"):
+        tab.goto(site.url(path))
+        header = tab.locator("header #instance")
+        expect(header.locator("[data-field=data]")).to_have_text(
+            str(Path(app.config.data_dir).resolve()))
+        expect(header.locator("[data-field=grpc]")).to_have_text(server.listen)
+        expect(header.locator("[data-field=version]")).to_have_text(__version__)
+        expect(header.locator("[data-field=model]")).to_have_text(
+            app.settings.current.embedding.model)
+        expect(header.locator("[data-field=auth]")).to_have_text("off")
+        expect(tab.locator("header >> text=Log out")).to_have_count(0)
 
 
 def test_browse_and_search_memories(site: Site, tab: Page) -> None:
@@ -157,6 +173,7 @@ def test_login_with_auth_on(tmp_path: Path, embedder: Embedder, config: ServerCo
         tab.fill("input[name=token]", operator)
         tab.click("button:text('Log in')")
         expect(tab.locator("h1")).to_have_text("memsidecar")
+        expect(tab.locator("header [data-field=auth]")).to_have_text("on")
         (cookie,) = browser.cookies()
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
         assert operator not in cookie["value"]
