@@ -126,6 +126,12 @@ def test_metrics_beside_the_page(site: Site) -> None:
     assert status == 200 and "memsidecar_" in text
 
 
+def test_a_memory_never_injected_says_never(site: Site) -> None:
+    memory = put(site.live, "the deploy runs on friday")
+    status, _, text = call(site, "GET", f"/memory?id={memory.id}")
+    assert status == 200 and "<td><b>Injected</b></td><td>never</td>" in text
+
+
 def test_page_views_have_their_own_counter_not_the_rpcs(site: Site) -> None:
     inject(site.live, "which database?", channel="c1")
     before = call(site, "GET", "/metrics")[2]

@@ -12,6 +12,7 @@ from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
 from sidecar.embedding.models import FP32, INT8, identity, model_files
+from sidecar.metrics.config import HttpConfig
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.contract import SearchQuery
 from sidecar.store.model_repo import MODEL_KEY, TARGET_KEY, ModelRepo
@@ -32,7 +33,7 @@ def references() -> dict[str, Embedder]:
 @pytest.fixture
 def store_config(tmp_path: Path) -> ServerConfig:
     return ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"),
-                        embed_batch_size=BATCH)
+                        embed_batch_size=BATCH, http=HttpConfig(listen=""))
 
 
 def open_with(config: ServerConfig, model: str) -> App:
