@@ -7,15 +7,13 @@ import logging
 import os
 import signal
 import time
-from typing import Any
 
 from sidecar.cli.logs import FORMATS
 
 log = logging.getLogger("sidecar")
 
 
-def add(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="run the gRPC sidecar")
+def add(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--config", help="TOML config file (default: DATA_DIR/memsidecar.toml "
                        "if it exists, else built-in defaults)")
     serve.add_argument(

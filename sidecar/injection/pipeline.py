@@ -272,13 +272,14 @@ def _item(candidate: Candidate, content: str) -> InjectedItem:
                         is_update=candidate.is_update)
 
 
-def _drops(floored: list[Hit], deduped: list[tuple[Candidate, DropReason]],
+def _drops(floored: list[Hit], deduped: list[TracedDrop],
            kept: list[Candidate], chosen: list[Candidate]) -> list[TracedDrop]:
-    """What the turn left out, in pipeline order: floor, dedup, then budget."""
-    out = [TracedDrop(h.memory.id, DropReason.FLOOR, h.cosine, h.score) for h in floored]
-    out.extend(traced_drop(c, reason) for c, reason in deduped)
+    """What the turn left out: what dedup and the budget held back, then the floor's cuts
+    best first (the trace keeps the first MAX_DROPPED: the ones that explain the turn)."""
     selected = {id(c) for c in chosen}
-    out.extend(traced_drop(c, DropReason.BUDGET) for c in kept if id(c) not in selected)
+    out = deduped + [traced_drop(c, DropReason.BUDGET) for c in kept if id(c) not in selected]
+    cut = sorted(floored, key=lambda h: -h.score)
+    out.extend(TracedDrop(h.memory.id, DropReason.FLOOR, h.cosine, h.score) for h in cut)
     return out
 
 
