@@ -101,7 +101,7 @@ def show_trace(turn: int, trace: injection_pb2.GetInjectionTraceResponse, excerp
 def reason(dropped: injection_pb2.DroppedItem, excerpt: Excerpt) -> str:
     from memsidecar.v1 import injection_pb2
 
-    name = injection_pb2.DropReason.Name(dropped.reason).removeprefix("DROP_REASON_").lower()
+    name = str(injection_pb2.DropReason.Name(dropped.reason)).removeprefix("DROP_REASON_").lower()
     if dropped.shown_in_turn:
         return f"cooldown: still shown by turn {dropped.shown_in_turn}"
     if dropped.duplicate_of:
