@@ -73,9 +73,11 @@ class Server:
         self._register(reflection_enabled(config, listen))
         self.port = self._bind(listen, config.tls)
         self.listen = listen
+        bound = listen if listen.startswith("unix") else \
+            f"{listen.rpartition(':')[0]}:{self.port}"
         self.http: MetricsHttp | None = bind_http(  # a busy port refuses the start
             config.http.listen, app.metrics.registry, self.tokens,
-            admin_site(app, self.tokens, listen))
+            admin_site(app, self.tokens, bound))
 
     def _bind(self, listen: str, tls: TlsConfig) -> int:
         try:
