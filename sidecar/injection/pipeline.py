@@ -13,6 +13,7 @@ from sidecar import deadline
 from sidecar.embedding import Embedder
 from sidecar.errors import Unavailable
 from sidecar.injection import blocks, supersede
+from sidecar.injection.age import age_note
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.config import MemoryInjectionConfig
@@ -143,7 +144,8 @@ class Injector:
             # Cleaned once: the block line and the item carry the same content (ids are
             # unique after dedup).
             contents = {c.memory.id: blocks.clean(c.memory.content) for c in deduped.kept}
-            lines = [_line(c, contents[c.memory.id]) for c in deduped.kept]
+            now = now_us()
+            lines = [_line(c, contents[c.memory.id], config, now) for c in deduped.kept]
             budgeted = apply_budget(deduped.kept, lines, config.max_total, config.max_tokens,
                                     self.tokens, marker_tokens_max(self.tokens))
             stats.dropped_by_budget = budgeted.dropped
@@ -260,9 +262,13 @@ class Injector:
         )
 
 
-def _line(candidate: Candidate, content: str) -> str:
+def _line(candidate: Candidate, content: str, config: MemoryInjectionConfig,
+          now_us: int) -> str:
     if candidate.is_update:
         content = "(updated) " + content
+    if config.item_age:
+        content += " " + age_note(candidate.memory.created_at, now_us,
+                                  config.item_age_date_days)
     return blocks.line_for(candidate.memory.type, content)
 
 
