@@ -4,7 +4,9 @@ argument error, and `stats`, `search` and `inject` against a running sidecar.
 A sidecar is started on a free port over a fresh data dir (its HTTP endpoint off) with
 ``--memories`` memories; each command then runs ``--runs`` times as its own process
 (``.venv/bin/memsidecar ...``, the installed entry point), and the median, p90 and max wall
-times are printed. Python's own start (``python -c pass``) is printed beside them.
+times are printed, with the median CPU time (user + system) of the command's process, which a
+busy machine inflates far less than the wall time. Python's own start (``python -c pass``) is
+printed beside them.
 
 Run:  .venv/bin/python -m bench.cli_speed [--runs 15] [--memories 200]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -51,15 +54,19 @@ def start(data: Path, target: str) -> subprocess.Popen[bytes]:
     raise SystemExit("the sidecar did not come up")
 
 
-def wall(argv: list[str], runs: int, status: int = 0) -> np.ndarray:
-    times = []
+def timed(argv: list[str], runs: int, status: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(wall, CPU) seconds of each run."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         begin = time.perf_counter()
         done = subprocess.run(argv, cwd=ROOT, capture_output=True)
-        times.append(time.perf_counter() - begin)
+        walls.append(time.perf_counter() - begin)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         if done.returncode != status:
             raise SystemExit(f"{argv[1:3]} exited {done.returncode}: {done.stderr.decode()}")
-    return np.array(times)
+    return np.array(walls), np.array(cpus)
 
 
 def main() -> None:
@@ -87,11 +94,11 @@ def main() -> None:
             }
             print(f"{args.runs} runs each, {args.memories} memories, "
                   f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-            print(f"{'command':32} {'median':>8} {'p90':>8} {'max':>8}")
+            print(f"{'command':32} {'wall p50':>9} {'p90':>8} {'max':>8} {'CPU p50':>8}")
             for name, (argv, status) in cases.items():
-                t = wall(argv, args.runs, status) * 1000
-                print(f"{name:32} {np.median(t):7.0f}ms {np.percentile(t, 90):7.0f}ms "
-                      f"{t.max():7.0f}ms")
+                t, cpu = (x * 1000 for x in timed(argv, args.runs, status))
+                print(f"{name:32} {np.median(t):7.0f}ms {np.percentile(t, 90):6.0f}ms "
+                      f"{t.max():6.0f}ms {np.median(cpu):6.0f}ms")
         finally:
             proc.terminate()
             proc.wait(timeout=60)
