@@ -33,9 +33,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def spawn(listen: str, data_dir: Path) -> subprocess.Popen[bytes]:
+def spawn(listen: str, data_dir: Path, http_listen: str = "") -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "sidecar", "serve", "--listen", listen, "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "sidecar", "serve", "--listen", listen, "--data-dir", str(data_dir),
+         "--http-listen", http_listen],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
 
@@ -201,7 +202,8 @@ def test_one_server_per_data_dir_and_owner_only_files(tmp_path: Path, proc_clean
     data, sock = tmp_path / "data", tmp_path / "side.sock"
     proc = subprocess.Popen(  # umask 0: every mode below is the server's own doing
         [sys.executable, "-m", "sidecar", "serve", "--listen", f"unix://{sock}",
-         "--data-dir", str(data)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+         "--data-dir", str(data), "--http-listen", ""],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         preexec_fn=lambda: os.umask(0))
     proc_cleanup.append(proc)
     channel = wait_serving(f"unix://{sock}", proc)
@@ -221,6 +223,19 @@ def test_one_server_per_data_dir_and_owner_only_files(tmp_path: Path, proc_clean
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
     assert {stat.S_IMODE(p.stat().st_mode) for p in data.rglob("*") if p.is_file()} == {0o600}
+
+
+def test_a_busy_http_port_exits_2_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = f"127.0.0.1:{taken.getsockname()[1]}"
+        proc = spawn(f"127.0.0.1:{free_port()}", tmp_path, http_listen=busy)
+        out, _ = proc.communicate(timeout=120)
+    refusal = [line for line in out.decode().splitlines() if line.startswith("memsidecar serve:")]
+    assert proc.returncode == 2 and len(refusal) == 1
+    assert busy in refusal[0] and "--http-listen" in refusal[0]
+    assert "Traceback" not in out.decode()
 
 
 def test_remote_listen_without_auth_exits_2(tmp_path: Path) -> None:

@@ -19,6 +19,8 @@ STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{background:#1d2330;padding:.6em 1.2em}header a{color:#e8ecf3;margin-right:1.2em;
 text-decoration:none}header a.here{font-weight:700;border-bottom:2px solid #7fb0ff}
+header .instance{color:#aab3c2;font-size:12px;margin-top:.3em}header .instance b{color:#e8ecf3;
+font-weight:600}details>summary{cursor:pointer;color:#3a5fa0;margin:.3em 0}
 main{padding:1em 1.4em;max-width:78em}table{border-collapse:collapse;width:100%;
 background:#fff;margin:.6em 0}th,td{border:1px solid #dde1e8;padding:.3em .5em;
 text-align:left;vertical-align:top}th{background:#eef1f5}.num{text-align:right}
@@ -79,11 +81,25 @@ def notice(text: str, error: bool = False) -> str:
 
 
 def page(title: str, body: str, here: str = "/", status: int = 200) -> Response:
+    """A page's main part; the site frames it (``frame``) with the header of its instance."""
+    return Response(status, body, framed=(title, here))
+
+
+def frame(response: Response, instance: str, auth: bool) -> Response:
+    """The whole document of a ``page``: navigation, the instance line (HTML already), and
+    "Log out" only when there is a login."""
+    if response.framed is None:
+        return response
+    title, here = response.framed
     nav = "".join(f'<a href="{href}"{" class=here" if href == here else ""}>{e(label)}</a>'
                   for href, label in NAV)
-    text = (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
-            f"<meta name=viewport content='width=device-width'>"
-            f"<title>{e(title)} · memsidecar</title><style>{STYLE}</style></head>"
-            f"<body><header>{nav}<a href=\"/logout\">Log out</a></header>"
-            f"<main><h1>{e(title)}</h1>{body}</main></body></html>")
-    return Response(status, text)
+    if auth:
+        nav += '<a href="/logout">Log out</a>'
+    response.body = (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<meta name=viewport content='width=device-width'>"
+        f"<title>{e(title)} · memsidecar</title><style>{STYLE}</style></head>"
+        f'<body><header><nav>{nav}</nav><div class="instance" id="instance">{instance}</div>'
+        f"</header><main><h1>{e(title)}</h1>{response.body}</main></body></html>")
+    response.framed = None
+    return response

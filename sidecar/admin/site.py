@@ -5,9 +5,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from sidecar.admin import home, injections, login, memories, memory, search, settings, vault
 from sidecar.admin.context import Ctx, Services
-from sidecar.admin.html import e, page
+from sidecar.admin.html import e, frame, page
+from sidecar.admin.instance import Instance
+from sidecar.admin.pages import (
+    home_page,
+    injections_page,
+    login_page,
+    memories_page,
+    memory_page,
+    search_page,
+    settings_page,
+    vault_page,
+)
 from sidecar.admin.session import Sessions, cookie, csrf_ok, host_ok
 from sidecar.admin.web import Request, Response, redirect
 from sidecar.errors import DomainError
@@ -15,36 +25,46 @@ from sidecar.errors import DomainError
 log = logging.getLogger(__name__)
 
 Page = Callable[[Ctx], Response]
+Count = Callable[[str, int], None]  # (route path or "other", HTTP status): a page view
 
 ROUTES: dict[tuple[str, str], Page] = {
-    ("GET", "/"): home.show,
-    ("GET", "/memories"): memories.show,
-    ("GET", "/search"): search.show,
-    ("GET", "/memory"): memory.show,
-    ("POST", "/memory/forget"): memory.forget,
-    ("POST", "/memory/restore"): memory.restore,
-    ("GET", "/injections"): injections.show,
-    ("GET", "/settings"): settings.show,
-    ("POST", "/settings/update"): settings.update,
-    ("POST", "/settings/revert"): settings.revert,
-    ("GET", "/vault"): vault.show,
-    ("POST", "/vault/accept"): vault.accept,
-    ("POST", "/vault/dismiss"): vault.dismiss,
+    ("GET", "/"): home_page.show,
+    ("GET", "/memories"): memories_page.show,
+    ("GET", "/search"): search_page.show,
+    ("GET", "/memory"): memory_page.show,
+    ("POST", "/memory/forget"): memory_page.forget,
+    ("POST", "/memory/restore"): memory_page.restore,
+    ("GET", "/injections"): injections_page.show,
+    ("GET", "/settings"): settings_page.show,
+    ("POST", "/settings/update"): settings_page.update,
+    ("POST", "/settings/revert"): settings_page.revert,
+    ("GET", "/vault"): vault_page.show,
+    ("POST", "/vault/accept"): vault_page.accept,
+    ("POST", "/vault/dismiss"): vault_page.dismiss,
 }
+PATHS = frozenset({path for _, path in ROUTES} | {"/login", "/logout"})  # the counter's labels
 
 
 class AdminSite:
-    def __init__(self, services: Services, sessions: Sessions, listen_host: str) -> None:
+    def __init__(self, services: Services, sessions: Sessions, listen_host: str,
+                 instance: Instance, count: Count = lambda path, status: None) -> None:
         self.services = services
         self.sessions = sessions
         self.listen_host = listen_host
+        self.instance = instance.html()
+        self.count = count
 
     def handle(self, request: Request) -> Response:
+        response = frame(self._route(request), self.instance, self.sessions.auth)
+        self.count(request.path if request.path in PATHS else "other", response.status)
+        return response
+
+    def _route(self, request: Request) -> Response:
         if not self.sessions.auth and not host_ok(request.host, self.listen_host):
             return Response(421, "this admin page answers to its loopback address only\n",
                             "text/plain; charset=utf-8")
         if request.path == "/login":
-            return login.handle(request, self.sessions)
+            return login_page.handle(request, self.sessions)
         if request.path == "/logout":
             self.sessions.close(request)
             return Response(303, "", headers=[("Location", "/"), cookie(None)])

@@ -27,6 +27,7 @@ class Response:
     body: str
     content_type: str = "text/html; charset=utf-8"
     headers: list[tuple[str, str]] = field(default_factory=list)
+    framed: tuple[str, str] | None = None  # (title, nav path): ``body`` is the page's main part
 
 
 def parse_pairs(text: str) -> dict[str, str]:

@@ -93,6 +93,8 @@ def restored_time(ts: Timestamp, field: str) -> int:
 
 
 def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
+    """``last_accessed_at`` is left unset while the memory was never injected (stored 0)."""
+    accessed = timestamp_fields(memory.last_accessed_at) if memory.last_accessed_at else None
     return memory_pb2.Memory(
         id=memory.id,
         content=memory.content,
@@ -100,7 +102,7 @@ def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
         importance=memory.importance,
         created_at=timestamp_fields(memory.created_at),
         updated_at=timestamp_fields(memory.updated_at),
-        last_accessed_at=timestamp_fields(memory.last_accessed_at),
+        last_accessed_at=accessed,
         access_count=memory.access_count,
         source=memory.source,
         channel_id=memory.channel_id,

@@ -34,7 +34,7 @@ from sidecar.app import App
 from sidecar.auth.config import TlsConfig
 from sidecar.auth.tokens import TokenStore
 from sidecar.files import FILE_MODE
-from sidecar.metrics.http import MetricsHttp, start_http
+from sidecar.metrics.http import MetricsHttp, bind_http
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +70,16 @@ class Server:
             interceptors.insert(0, AuthInterceptor(self.tokens, config.auth.shared_write))
         interceptors.insert(0, MetricsInterceptor(app.metrics))  # outermost: sees refusals
         app.metrics.sources.refusals = lambda: self.admission.refused
-        self.http: MetricsHttp | None = None
         self.grpc = grpc.server(pool, options=opts, interceptors=interceptors)
         self.health = health.HealthServicer()
         self._register(reflection_enabled(config, listen))
         self.port = self._bind(listen, config.tls)
         self.listen = listen
+        bound = listen if listen.startswith("unix") else \
+            f"{listen.rpartition(':')[0]}:{self.port}"
+        self.http: MetricsHttp | None = bind_http(  # a busy port refuses the start
+            config.http.listen, app.metrics.registry, self.tokens,
+            admin_site(app, self.tokens, bound))
 
     def _bind(self, listen: str, tls: TlsConfig) -> int:
         try:
@@ -122,9 +126,8 @@ class Server:
     def start(self) -> None:
         """Start accepting calls, warm up, then report SERVING."""
         self.grpc.start()
-        self.http = start_http(self.app.config.http.listen, self.app.metrics.registry,
-                               self.tokens, admin_site(self.app, self.tokens))
-        if self.http is not None:  # off ("") or its port busy: stays NOT_SERVING
+        if self.http is not None:  # off (""): stays NOT_SERVING
+            self.http.start()
             self.health.set(HTTP_HEALTH, health_pb2.HealthCheckResponse.SERVING)
         self.app.settings.watch()
         self.app.warm_up()

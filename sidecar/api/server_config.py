@@ -41,7 +41,7 @@ class ServerConfig:
     tls: TlsConfig = field(default_factory=TlsConfig, metadata=knob(
         "TLS and mutual TLS.", restart=True))
     http: HttpConfig = field(default_factory=HttpConfig, metadata=knob(
-        "The HTTP endpoint (Prometheus metrics).", restart=True))
+        "The HTTP endpoint: the admin page and Prometheus metrics.", restart=True))
     shutdown_grace_s: float = field(default=5.0, metadata=knob(
         "Seconds in-flight calls get to finish on SIGTERM/SIGINT.", ge=0, le=3600,
         restart=True))

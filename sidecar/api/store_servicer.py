@@ -44,6 +44,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
             memory=convert.memory_to_pb(result.memory),
             created=result.created,
             deduplicated=result.deduplicated,
+            unchanged=result.unchanged,
         )
 
     @grpc_errors

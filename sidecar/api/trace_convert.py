@@ -56,4 +56,6 @@ def _item(item: TracedItem) -> injection_pb2.TracedItem:
 
 def _drop(drop: TracedDrop) -> injection_pb2.DroppedItem:
     return injection_pb2.DroppedItem(id=drop.memory_id, reason=_REASONS[drop.reason],
-                                     cosine=drop.cosine, score=drop.score)
+                                     cosine=drop.cosine, score=drop.score,
+                                     shown_in_turn=drop.shown_in_turn,
+                                     duplicate_of=drop.duplicate_of)

@@ -1,4 +1,5 @@
-"""The ``memsidecar`` command: one module per subcommand (``sidecar.cli.main`` assembles them)."""
+"""The ``memsidecar`` command: one module per subcommand, registered in ``sidecar.cli.main``
+and imported only when that subcommand runs."""
 
 from sidecar.cli.logs import FieldsFormatter, JsonFormatter
 from sidecar.cli.main import main

@@ -7,18 +7,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
-
-from memsidecar.v1 import store_pb2
-from memsidecar_client import Client, MemsidecarError, memory_to_dict
+from typing import TYPE_CHECKING
 
 from sidecar.cli import remote
+
+if TYPE_CHECKING:
+    from memsidecar_client import Client
 
 PAGE = 1000
 
 
-def add(sub: Any) -> None:
-    parser = remote.add_parser(sub, "export", "write memories as JSON Lines to stdout")
+def add(parser: argparse.ArgumentParser) -> None:
+    remote.add_options(parser)
     parser.add_argument("--agent", default=None,
                         help="only what agent A sees (its own memories and the shared ones); "
                         "default every agent's and the shared ones (with [server.auth] on, "
@@ -28,6 +28,9 @@ def add(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memsidecar.v1 import store_pb2
+    from memsidecar_client import memory_to_dict
+
     every = args.agent is None
     with remote.connect(args) as client:
         with remote.progress(_total(client, args.agent), "mem", args.progress) as bar:
@@ -47,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
 def _total(client: Client, agent: str | None) -> int | None:
     """How many memories the export will write, for the ETA; None when VaultStats is not
     allowed (an agent token)."""
+    from memsidecar_client import MemsidecarError
+
     try:
         stats = client.vault_stats()
     except MemsidecarError:

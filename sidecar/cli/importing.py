@@ -9,24 +9,21 @@ import argparse
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
-
-from memsidecar.v1 import store_pb2
-from memsidecar_client import MemsidecarError, RetryPolicy, item_from_dict
-from memsidecar_client.importing import MAX_BATCH
-from memsidecar_client.records import parse_line
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sidecar.cli import remote
 
-# A sidecar restarting (model load, index) may take a while: keep resending for ~1 minute.
-RESUME = RetryPolicy(max_attempts=20, initial_backoff_s=0.2, max_backoff_s=5.0)
+if TYPE_CHECKING:
+    from memsidecar.v1 import store_pb2
+
+MAX_BATCH = 100  # memsidecar_client.importing.MAX_BATCH (tested equal)
 
 
 @dataclass
 class Lines:
     """The parsed file: items to send with their line numbers, and lines that did not parse."""
 
-    items: list[store_pb2.ImportItem] = field(default_factory=list)
+    items: list[Any] = field(default_factory=list)
     numbers: list[int] = field(default_factory=list)
     bad: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
 
@@ -40,8 +37,8 @@ class Summary:
     acknowledged: int = 0
 
 
-def add(sub: Any) -> None:
-    parser = remote.add_parser(sub, "import", "import memories from a JSON Lines file")
+def add(parser: argparse.ArgumentParser) -> None:
+    remote.add_options(parser)
     parser.add_argument("file", help="FILE.jsonl, or - for standard input")
     parser.add_argument("--batch-size", type=int, default=MAX_BATCH,
                         help=f"items per acknowledged batch, 1..{MAX_BATCH}")
@@ -50,6 +47,9 @@ def add(sub: Any) -> None:
 
 
 def parse(lines: Iterable[str]) -> Lines:
+    from memsidecar_client import item_from_dict
+    from memsidecar_client.records import parse_line
+
     parsed = Lines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -66,13 +66,17 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.batch_size <= MAX_BATCH:
         print(f"memsidecar import: --batch-size must be 1..{MAX_BATCH}", file=sys.stderr)
         return 2
+    from memsidecar_client import MemsidecarError, RetryPolicy
+
+    # A sidecar restarting (model load, index) may take a while: keep resending for ~1 minute.
+    resume = RetryPolicy(max_attempts=20, initial_backoff_s=0.2, max_backoff_s=5.0)
     parsed = _read(args.file)
     summary = Summary(lines=len(parsed.items) + len(parsed.bad), rejected=list(parsed.bad))
     with remote.connect(args) as client, \
             remote.progress(len(parsed.items), "mem", args.progress) as bar:
         try:
             for ack in client.import_stream(parsed.items, batch_size=args.batch_size,
-                                            timeout_s=None, retry=RESUME):
+                                            timeout_s=None, retry=resume):
                 _count(summary, ack, parsed.numbers, ack.sequence * args.batch_size)
                 bar.update(ack.committed + ack.deduplicated + ack.rejected)
         except MemsidecarError as err:

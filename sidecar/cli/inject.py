@@ -1,21 +1,27 @@
 """``memsidecar inject --channel C "text"``: a real Inject for the next turn of channel C (it
-records the turn like an agent's call); prints the block, then the turn's trace: why each memory
-is in it (section, cosine, fused score, each source's rank) and why each candidate was left out."""
+records the turn like an agent's call); prints the block, then the turn's story: each memory
+injected (section, cosine, fused score, each source's rank), each one held back and why, then
+the best few cut by the relevance floor. Memories are named by a short excerpt and their id."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
-from typing import Any, TextIO
-
-from memsidecar.v1 import injection_pb2, store_pb2
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TextIO
 
 from sidecar.cli import remote
+from sidecar.story import FLOOR_SHOWN, best_first, plural, split_drops
+
+if TYPE_CHECKING:
+    from memsidecar.v1 import injection_pb2, store_pb2
+
+EXCERPT = 48  # characters of content that name a memory
+Excerpt = Callable[[str], str]  # memory id -> its excerpt
 
 
-def add(sub: Any) -> None:
-    parser = remote.add_parser(sub, "inject", "the context block for a turn, and why")
+def add(parser: argparse.ArgumentParser) -> None:
+    remote.add_options(parser)
     parser.add_argument("text")
     parser.add_argument("--channel", required=True, help="the conversation's channel id")
     parser.add_argument("--agent", default="", help="the agent taking the turn")
@@ -26,56 +32,97 @@ def add(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from memsidecar_client import MemsidecarError
+
     with remote.connect(args) as client:
         reply = client.inject(args.text, channel_id=args.channel, agent_id=args.agent,
                               source=args.source, turn=args.turn)
         show(reply, sys.stdout)
         trace = client.get_injection_trace(args.channel, agent_id=args.agent, last_n=1)
-        show_trace(reply.turn, trace, sys.stdout)
+        names = {item.id: item.content for item in reply.items}
+
+        def excerpt(memory_id: str) -> str:
+            if memory_id not in names:
+                try:
+                    names[memory_id] = client.get(memory_id, agent_id=args.agent).content
+                except MemsidecarError:
+                    names[memory_id] = ""
+            return short(names[memory_id], memory_id)
+
+        show_trace(reply.turn, trace, excerpt, sys.stdout)
     return 0
 
 
+def short(content: str, memory_id: str) -> str:
+    """``"first words of the memory…" (id)``; the id alone when the content is unknown."""
+    text = " ".join(content.split())
+    if not text:
+        return memory_id
+    cut = text if len(text) <= EXCERPT else text[:EXCERPT - 1].rstrip() + "…"
+    return f'"{cut}" ({memory_id[:8]})'
+
+
 def show(reply: injection_pb2.InjectResponse, out: TextIO) -> None:
-    """The block as the agent receives it, then one line per injected memory."""
+    """The block as the agent receives it, then the turn's counts."""
     if reply.skip_reason:
         print(f"turn {reply.turn}: nothing injected ({reply.skip_reason})", file=out)
         return
     print(reply.block, file=out)
-    print(f"\nturn {reply.turn}: {len(reply.items)} injected, "
-          f"{reply.stats.block_tokens} tokens; {reason_counts(reply.stats)}", file=out)
-    for item in reply.items:
-        print(f"  {item.id}  {why(item)}", file=out)
+    print(f"\nturn {reply.turn}: {plural(len(reply.items), 'memory', 'memories')} injected, "
+          f"{plural(reply.stats.block_tokens, 'token')}; {reason_counts(reply.stats)}", file=out)
 
 
-def show_trace(turn: int, trace: injection_pb2.GetInjectionTraceResponse, out: TextIO) -> None:
-    """The turn's trace: each source's rank per injected memory, then every candidate left out
-    with its reason. Says so when the trace is off (`[injection] trace_turns = 0`)."""
+def show_trace(turn: int, trace: injection_pb2.GetInjectionTraceResponse, excerpt: Excerpt,
+               out: TextIO) -> None:
+    """Injected, held back (and why), then the floor's best cuts, each highest score first.
+    Says so when the trace is off (`[injection] trace_turns = 0`)."""
+    from memsidecar.v1 import injection_pb2
+
     traced = [t for t in trace.turns if t.turn == turn]
     if not traced:
         print(f"turn {turn}: no trace held ([injection] trace_turns)", file=out)
         return
-    for item in traced[0].injected:
-        if item.sources:
-            print(f"  {item.id}  ranks {ranks(item.sources)}", file=out)
-    for dropped in traced[0].dropped:
-        reason = injection_pb2.DropReason.Name(dropped.reason).removeprefix("DROP_REASON_")
-        print(f"  dropped {dropped.id}  {reason.lower()}  cosine {dropped.cosine:.3f}  "
+    floor = injection_pb2.DROP_REASON_FLOOR
+    held, cut = split_drops(traced[0].dropped, lambda d: d.reason == floor, lambda d: d.score)
+    for item in best_first(traced[0].injected, lambda i: i.score):
+        print(f"  injected   {excerpt(item.id)}  {why(item)}", file=out)
+    for dropped in held:
+        print(f"  held back  {excerpt(dropped.id)}  {reason(dropped, excerpt)}  "
+              f"cosine {dropped.cosine:.3f}  score {dropped.score:.4f}", file=out)
+    for dropped in cut[:FLOOR_SHOWN]:
+        print(f"  floor      {excerpt(dropped.id)}  cosine {dropped.cosine:.3f}  "
               f"score {dropped.score:.4f}", file=out)
-    if traced[0].dropped_omitted:
-        print(f"  ... and {traced[0].dropped_omitted} more dropped", file=out)
+    more = len(cut) - FLOOR_SHOWN + traced[0].dropped_omitted
+    if more > 0:
+        print(f"  ... {plural(more, 'more memory', 'more memories')} below the floor",
+              file=out)
+
+
+def reason(dropped: injection_pb2.DroppedItem, excerpt: Excerpt) -> str:
+    from memsidecar.v1 import injection_pb2
+
+    name = str(injection_pb2.DropReason.Name(dropped.reason)).removeprefix("DROP_REASON_").lower()
+    if dropped.shown_in_turn:
+        return f"cooldown: still shown by turn {dropped.shown_in_turn}"
+    if dropped.duplicate_of:
+        return f"near-duplicate of {excerpt(dropped.duplicate_of)}"
+    return name.replace("_", " ")
 
 
 def ranks(sources: Iterable[store_pb2.SourceRank]) -> str:
     return " ".join(f"{s.name}={s.rank or '-'}" for s in sources)
 
 
-def why(item: injection_pb2.InjectedItem) -> str:
+def why(item: injection_pb2.TracedItem) -> str:
+    from memsidecar.v1 import injection_pb2
+
     section = injection_pb2.Section.Name(item.section).removeprefix("SECTION_").lower()
-    text = f"{section}  cosine {item.cosine:.3f}  score {item.score:.4f}  v{item.version}"
-    return text + ("  (updated)" if item.is_update else "")
+    text = f"{section}  cosine {item.cosine:.3f}  score {item.score:.4f}"
+    return text + (f"  ranks {ranks(item.sources)}" if item.sources else "")
 
 
 def reason_counts(stats: injection_pb2.InjectStats) -> str:
     """What the candidates became: deduplicated, dropped by the budget."""
-    return (f"{stats.candidates} candidates, {stats.deduped_by_id} already seen, "
-            f"{stats.deduped_semantic} near-duplicates, {stats.dropped_by_budget} over budget")
+    return (f"{plural(stats.candidates, 'candidate')}, {stats.deduped_by_id} already in view, "
+            f"{plural(stats.deduped_semantic, 'near-duplicate')}, "
+            f"{stats.dropped_by_budget} over budget")

@@ -4,15 +4,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from sidecar.api.server_config import DEFAULT_DATA_DIR
-from sidecar.auth.cli import token_command
-from sidecar.config.startup import check, docs
 
 
-def add_config(sub: Any) -> None:
-    config = sub.add_parser("config", help="config file tools")
+def add_config(config: argparse.ArgumentParser) -> None:
     config_sub = config.add_subparsers(dest="config_command", required=True)
     checker = config_sub.add_parser("check", help="validate FILE, print the effective config")
     checker.add_argument("file")
@@ -24,11 +20,12 @@ def add_config(sub: Any) -> None:
 
 
 def _config(args: argparse.Namespace) -> int:
+    from sidecar.config.startup import check, docs
+
     return check(args.file) if args.config_command == "check" else docs()
 
 
-def add_token(sub: Any) -> None:
-    token = sub.add_parser("token", help="bearer tokens for [server.auth]")
+def add_token(token: argparse.ArgumentParser) -> None:
     token_sub = token.add_subparsers(dest="token_command", required=True)
     add = token_sub.add_parser("add", help="create a token; prints it once, on the last line")
     who = add.add_mutually_exclusive_group(required=True)
@@ -40,4 +37,10 @@ def add_token(sub: Any) -> None:
     for command in (add, listing, revoke):
         command.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
         command.add_argument("--log-level", default="WARNING")
-    token.set_defaults(run=token_command)
+    token.set_defaults(run=_token)
+
+
+def _token(args: argparse.Namespace) -> int:
+    from sidecar.auth.cli import token_command
+
+    return token_command(args)

@@ -9,38 +9,75 @@ import FILE.jsonl|-, export [--agent A], search TEXT, inject --channel C TEXT, s
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
 import sys
 
-from memsidecar_client import MemsidecarError
+from sidecar.cli import logs
 
-from sidecar.cli import export, importing, inject, local, logs, migrate, search, serve, stats
-from sidecar.errors import DomainError
+# name -> ("module:function" adding the subcommand's arguments to its parser, one-line help).
+# Only the module of the command being run is imported: ``memsidecar --help`` and argument
+# errors load no model, no numba and no gRPC; each module imports its heavy parts in ``run``.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("sidecar.cli.serve:add", "run the gRPC sidecar"),
+    "config": ("sidecar.cli.local:add_config", "config file tools"),
+    "token": ("sidecar.cli.local:add_token", "bearer tokens for [server.auth]"),
+    "migrate": ("sidecar.cli.migrate:add", "copy a store: sqlite:PATH <-> postgres:DSN"),
+    "import": ("sidecar.cli.importing:add", "import memories from a JSON Lines file"),
+    "export": ("sidecar.cli.export:add", "write memories as JSON Lines to stdout"),
+    "search": ("sidecar.cli.search:add", "search the memories a sidecar holds"),
+    "inject": ("sidecar.cli.inject:add", "the context block for a turn, and why"),
+    "stats": ("sidecar.cli.stats:add", "the store's counts as plain numbers"),
+}
+SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for `... | head`
+# Errors a command reports in one line (exit 2): (module, class), matched only when loaded.
+EXPECTED = (("sidecar.errors", "DomainError"), ("memsidecar_client.errors", "MemsidecarError"))
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(chosen: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memsidecar", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    serve.add(sub)
-    local.add_config(sub)
-    local.add_token(sub)
-    migrate.add(sub)
-    for command in (importing, export, search, inject, stats):
-        command.add(sub)
+    for name, (spec, help) in COMMANDS.items():  # noqa: A001
+        command = sub.add_parser(name, help=help, description=help)
+        if name == chosen:
+            module, _, function = spec.partition(":")
+            getattr(importlib.import_module(module), function)(command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    args = _parser(chosen).parse_args(argv)
     logs.configure(args.log_level, getattr(args, "log_format", "text"))
     try:
-        return int(args.run(args))
-    except (DomainError, MemsidecarError) as err:
-        print(f"memsidecar {args.command}: {getattr(err, 'message', err)}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"memsidecar {args.command}: {err}", file=sys.stderr)
-        return 2
+        code = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return code
+    except BrokenPipeError:
+        _quiet_stdout()
+        return SIGPIPE_STATUS
     except KeyboardInterrupt:
         print(f"memsidecar {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:
+        if not (isinstance(err, OSError) or _expected(err)):
+            raise
+        print(f"memsidecar {args.command}: {getattr(err, 'message', err)}", file=sys.stderr)
+        return 2
+
+
+def _expected(err: Exception) -> bool:
+    for module, name in EXPECTED:
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(err, cls):
+            return True
+    return False
+
+
+def _quiet_stdout() -> None:
+    """The reader went away: later writes (and the flush at exit) go nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

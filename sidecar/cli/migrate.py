@@ -11,19 +11,15 @@ import argparse
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from sidecar.errors import InvalidArgument
-from sidecar.store.contract import SqlStore
-from sidecar.store.copy import copy_store
-from sidecar.store.db import Database
-from sidecar.store.lock import DataDirLock
+if TYPE_CHECKING:
+    from sidecar.store.contract import SqlStore
 
 DB_FILE = "memsidecar.sqlite3"
 
 
-def add(sub: Any) -> None:
-    migrate = sub.add_parser("migrate", help="copy a store: sqlite:PATH <-> postgres:DSN")
+def add(migrate: argparse.ArgumentParser) -> None:
     migrate.add_argument("--from", dest="source", required=True,
                          help="sqlite:PATH (data dir or file) or postgres:DSN")
     migrate.add_argument("--to", dest="target", required=True,
@@ -36,6 +32,8 @@ def add(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sidecar.store.copy import copy_store
+
     with ExitStack() as stack:
         source = _open(args.source, stack, lock=False)
         target = _open(args.target, stack, lock=True)
@@ -45,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(spec: str, stack: ExitStack, lock: bool) -> SqlStore:
+    from sidecar.errors import InvalidArgument
+    from sidecar.store.db import Database
+    from sidecar.store.lock import DataDirLock
+
     kind, _, rest = spec.partition(":")
     if kind == "postgres":
         from sidecar.store.postgres.db import PgDatabase

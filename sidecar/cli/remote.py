@@ -6,19 +6,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
-
-from memsidecar_client import Client, RetryPolicy
+from typing import TYPE_CHECKING, Any
 
 from sidecar.api.server_config import DEFAULT_LISTEN
 
+if TYPE_CHECKING:  # the client (gRPC) is imported when a command connects, not to parse
+    from memsidecar_client import Client
+
 TOKEN_ENV = "MEMSIDECAR_TOKEN"
-RETRY = RetryPolicy(max_attempts=2)
 
 
-def add_parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:  # noqa: A002
-    """A subcommand with ``--addr``, ``--token``, ``--timeout`` and ``--log-level``."""
-    parser: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """``--addr``, ``--token``, ``--timeout`` and ``--log-level``."""
     parser.add_argument("--addr", default=DEFAULT_LISTEN,
                         help=f"the sidecar: HOST:PORT or unix:PATH (default {DEFAULT_LISTEN})")
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV, ""),
@@ -26,12 +25,14 @@ def add_parser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:  # no
     parser.add_argument("--timeout", type=float, default=30.0,
                         help="seconds each call may take (default 30)")
     parser.add_argument("--log-level", default="WARNING")
-    return parser
 
 
 def connect(args: argparse.Namespace) -> Client:
     """A client whose reads are retried briefly: an unreachable sidecar fails in seconds."""
-    return Client(args.addr, token=args.token, timeout_s=args.timeout, retry=RETRY)
+    from memsidecar_client import Client, RetryPolicy
+
+    return Client(args.addr, token=args.token, timeout_s=args.timeout,
+                  retry=RetryPolicy(max_attempts=2))
 
 
 def progress(total: int | None, unit: str, enabled: bool) -> Any:

@@ -5,36 +5,39 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, TextIO
-
-from memsidecar.v1 import store_pb2
-from memsidecar_client.records import type_label
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sidecar.cli import remote
 
-MODES = {name.removeprefix("SEARCH_MODE_").lower(): value
-         for name, value in store_pb2.SearchMode.items() if value}
+if TYPE_CHECKING:
+    from memsidecar.v1 import store_pb2
+
+MODES = ("hybrid", "lexical", "vector")  # SearchMode without its SEARCH_MODE_ prefix
 
 
-def add(sub: Any) -> None:
-    parser = remote.add_parser(sub, "search", "search the memories a sidecar holds")
+def add(parser: argparse.ArgumentParser) -> None:
+    remote.add_options(parser)
     parser.add_argument("text")
     parser.add_argument("--agent", default="", help="search as agent A (its own memories and "
                         "the shared ones; default shared only)")
-    parser.add_argument("--mode", choices=sorted(MODES), default="hybrid")
+    parser.add_argument("--mode", choices=MODES, default="hybrid")
     parser.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from memsidecar.v1 import store_pb2
+
+    mode = store_pb2.SearchMode.Value(f"SEARCH_MODE_{args.mode.upper()}")
     with remote.connect(args) as client:
-        reply = client.search(args.text, agent_id=args.agent, limit=args.limit,
-                              mode=MODES[args.mode])
+        reply = client.search(args.text, agent_id=args.agent, limit=args.limit, mode=mode)
     show(reply, sys.stdout)
     return 0
 
 
 def show(reply: store_pb2.SearchResponse, out: TextIO) -> None:
+    from memsidecar_client.records import type_label
+
     if not reply.hits:
         print("no hits", file=out)
     for number, hit in enumerate(reply.hits, start=1):

@@ -7,20 +7,22 @@ import logging
 import os
 import signal
 import time
-from typing import Any
 
 from sidecar.cli.logs import FORMATS
 
 log = logging.getLogger("sidecar")
 
 
-def add(sub: Any) -> None:
-    serve = sub.add_parser("serve", help="run the gRPC sidecar")
+def add(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--config", help="TOML config file (default: DATA_DIR/memsidecar.toml "
                        "if it exists, else built-in defaults)")
     serve.add_argument(
         "--listen", help="HOST:PORT or unix:///path/to.sock (default 127.0.0.1:50051)"
     )
+    serve.add_argument(
+        "--http-listen", metavar="HOST:PORT",
+        help="the admin page and /metrics (default [server.http] listen, 127.0.0.1:9464); "
+        "'' turns them off; a port that cannot be bound stops the start")
     serve.add_argument(
         "--data-dir", help="directory of the SQLite file and indexes (default ./data)"
     )
@@ -38,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from sidecar.config.startup import open_settings
 
     os.umask(0o077)  # every file and socket the server creates is owner-only
-    config, settings = open_settings(args.config, args.listen, args.data_dir)
+    config, settings = open_settings(args.config, args.listen, args.data_dir,
+                                     args.http_listen)
     check_exposure(config, config.listen, warn=False)  # refuse before the slow start-up
     app = App.open(config, settings=settings)
     try:
@@ -52,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         # the signal lands while the main thread holds that same lock.
         signal.signal(sig, lambda signum, _frame: received.append(signum))
     server.start()
-    log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir)
+    log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir,
+             extra={"http": config.http.listen or "off"})
     # A signal may be delivered to one of gRPC's threads; the main thread only runs the
     # Python handler when it wakes, so sleep in short slices rather than forever.
     while not received:

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, TextIO
-
-from memsidecar.v1 import vault_pb2
+from typing import TYPE_CHECKING, TextIO
 
 from sidecar.cli import remote
+
+if TYPE_CHECKING:
+    from memsidecar.v1 import vault_pb2
 
 TOTALS = ("live", "forgotten", "history_rows", "db_size_bytes", "register_topics",
           "max_memories_per_scope")
 PER_SCOPE = ("live", "forgotten", "canon", "registers")
 
 
-def add(sub: Any) -> None:
-    parser = remote.add_parser(sub, "stats", "the store's counts as plain numbers")
+def add(parser: argparse.ArgumentParser) -> None:
+    remote.add_options(parser)
     parser.set_defaults(run=run)
 
 

@@ -2,7 +2,7 @@
 
 Rules: ``--config FILE`` must exist and be valid; without it, ``DATA_DIR/memsidecar.toml``
 is read when it exists (DATA_DIR from --data-dir, else the default), else built-in defaults.
-``--listen`` / ``--data-dir`` override the file's [server] values.
+``--listen`` / ``--data-dir`` / ``--http-listen`` override the file's [server] values.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from sidecar.config.store import ConfigStore
 
 
 def open_settings(
-    config_path: str | None, listen: str | None = None, data_dir: str | None = None
+    config_path: str | None, listen: str | None = None, data_dir: str | None = None,
+    http_listen: str | None = None,
 ) -> tuple[ServerConfig, ConfigStore]:
     """The running [server] config and the live store; raises ConfigError on a bad file."""
     if config_path:
@@ -32,6 +33,8 @@ def open_settings(
         server = replace(server, listen=listen)
     if data_dir:
         server = replace(server, data_dir=data_dir)
+    if http_listen is not None:  # "" = off
+        server = replace(server, http=replace(server.http, listen=http_listen))
     return server, store
 
 

@@ -68,6 +68,13 @@ class MemoryInjectionConfig:
     pinned_source: str = field(default="types", metadata=knob(
         'Pinned section from "types" (pinned_types) or the vault "snapshot".',
         choices=PINNED_SOURCES))
+    item_age: bool = field(default=True, metadata=knob(
+        'Each block line ends with how old the memory is at the turn: "(written 3 weeks '
+        'ago)", from item_age_date_days on "(written 14 Mar 2024)" (4 to 6 tokens a '
+        "line)."))
+    item_age_date_days: int = field(default=90, metadata=knob(
+        "Age in days from which item_age gives the date instead of a relative age.",
+        ge=1, le=36_500))
 
 
 def pinned_budget(config: MemoryInjectionConfig) -> list[tuple[str, str]]:

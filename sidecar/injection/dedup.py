@@ -11,7 +11,7 @@ import numpy as np
 
 from kernels.dedup import buffer_max, greedy_unique
 from sidecar.injection.state import ChannelState, Injected
-from sidecar.injection.trace import DropReason
+from sidecar.injection.trace import DropReason, TracedDrop, traced_drop
 from sidecar.injection.types import Candidate
 from sidecar.records import Memory
 
@@ -23,7 +23,7 @@ class Deduped:
     kept: list[Candidate]
     by_id: int
     semantic: int
-    dropped: list[tuple[Candidate, DropReason]]
+    dropped: list[TracedDrop]  # each with the turn or memory that explains it
 
 
 def dedup(candidates: list[Candidate], state: ChannelState, view: frozenset[int],
@@ -36,27 +36,42 @@ def dedup(candidates: list[Candidate], state: ChannelState, view: frozenset[int]
         if seen is not None:
             cooling[c.memory.id] = (c.memory, seen)
     updated = fresh(cooling) if cooling else set()
-    dropped: list[tuple[Candidate, DropReason]] = []
+    dropped: list[TracedDrop] = []
     taken: set[str] = set()
     survivors: list[Candidate] = []
     for c in candidates:
         mid = c.memory.id
         if mid in cooling and mid not in updated:  # (a)
-            dropped.append((c, DropReason.COOLDOWN))
+            dropped.append(traced_drop(c, DropReason.COOLDOWN, shown_in_turn=cooling[mid][1].turn))
         elif mid in taken:  # (b)
-            dropped.append((c, DropReason.DUPLICATE))
+            dropped.append(traced_drop(c, DropReason.DUPLICATE))
         else:
             taken.add(mid)
             survivors.append(replace(c, is_update=True) if mid in updated else c)
     by_id = len(dropped)
     if not survivors:
         return Deduped(kept=[], by_id=by_id, semantic=0, dropped=dropped)
-    keep = _semantic_keep(survivors, state.view_buffer(view), threshold)
+    buffer, buffer_ids = state.view_buffer(view), state.view_buffer_ids(view)
+    keep = _semantic_keep(survivors, buffer, threshold)
     kept = [c for c, k in zip(survivors, keep, strict=True) if k]
-    dropped.extend((c, DropReason.SEMANTIC) for c, k in zip(survivors, keep, strict=True)
-                   if not k)
+    dropped.extend(traced_drop(c, DropReason.SEMANTIC,
+                               duplicate_of=_nearest(c, buffer, buffer_ids, survivors[:i], keep))
+                   for i, (c, k) in enumerate(zip(survivors, keep, strict=True)) if not k)
     return Deduped(kept=kept, by_id=by_id, semantic=len(survivors) - len(kept),
                    dropped=dropped)
+
+
+def _nearest(c: Candidate, buffer: np.ndarray, buffer_ids: list[str],
+             before: list[Candidate], keep: np.ndarray) -> str:
+    """The memory ``c`` was too close to: the most similar of the blocks in view and of the
+    candidates kept before it."""
+    ids = buffer_ids + [b.memory.id for i, b in enumerate(before) if keep[i]]
+    rows = [buffer] if buffer.shape[0] else []
+    rows += [b.embedding[None, :] for i, b in enumerate(before) if keep[i]]
+    if not ids:
+        return ""
+    cosines = np.vstack(rows).astype(np.float32, copy=False) @ c.embedding.astype(np.float32)
+    return ids[int(np.argmax(cosines))]
 
 
 def _semantic_keep(survivors: list[Candidate], buffer: np.ndarray,

@@ -13,6 +13,7 @@ from sidecar import deadline
 from sidecar.embedding import Embedder
 from sidecar.errors import Unavailable
 from sidecar.injection import blocks, supersede
+from sidecar.injection.age import age_note
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.config import MemoryInjectionConfig
@@ -143,7 +144,8 @@ class Injector:
             # Cleaned once: the block line and the item carry the same content (ids are
             # unique after dedup).
             contents = {c.memory.id: blocks.clean(c.memory.content) for c in deduped.kept}
-            lines = [_line(c, contents[c.memory.id]) for c in deduped.kept]
+            now = now_us()
+            lines = [_line(c, contents[c.memory.id], config, now) for c in deduped.kept]
             budgeted = apply_budget(deduped.kept, lines, config.max_total, config.max_tokens,
                                     self.tokens, marker_tokens_max(self.tokens))
             stats.dropped_by_budget = budgeted.dropped
@@ -260,9 +262,13 @@ class Injector:
         )
 
 
-def _line(candidate: Candidate, content: str) -> str:
+def _line(candidate: Candidate, content: str, config: MemoryInjectionConfig,
+          now_us: int) -> str:
     if candidate.is_update:
         content = "(updated) " + content
+    if config.item_age:
+        content += " " + age_note(candidate.memory.created_at, now_us,
+                                  config.item_age_date_days)
     return blocks.line_for(candidate.memory.type, content)
 
 
@@ -272,13 +278,14 @@ def _item(candidate: Candidate, content: str) -> InjectedItem:
                         is_update=candidate.is_update)
 
 
-def _drops(floored: list[Hit], deduped: list[tuple[Candidate, DropReason]],
+def _drops(floored: list[Hit], deduped: list[TracedDrop],
            kept: list[Candidate], chosen: list[Candidate]) -> list[TracedDrop]:
-    """What the turn left out, in pipeline order: floor, dedup, then budget."""
-    out = [TracedDrop(h.memory.id, DropReason.FLOOR, h.cosine, h.score) for h in floored]
-    out.extend(traced_drop(c, reason) for c, reason in deduped)
+    """What the turn left out: what dedup and the budget held back, then the floor's cuts
+    best first (the trace keeps the first MAX_DROPPED: the ones that explain the turn)."""
     selected = {id(c) for c in chosen}
-    out.extend(traced_drop(c, DropReason.BUDGET) for c in kept if id(c) not in selected)
+    out = deduped + [traced_drop(c, DropReason.BUDGET) for c in kept if id(c) not in selected]
+    cut = sorted(floored, key=lambda h: -h.score)
+    out.extend(TracedDrop(h.memory.id, DropReason.FLOOR, h.cosine, h.score) for h in cut)
     return out
 
 

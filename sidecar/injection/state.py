@@ -101,6 +101,10 @@ class ChannelState:
                            count=len(self.buffer_turns))
         return self.buffer[mask]
 
+    def view_buffer_ids(self, view: frozenset[int]) -> list[str]:
+        """The memory of each row of ``view_buffer(view)``."""
+        return [m for m, t in zip(self.buffer_ids, self.buffer_turns, strict=True) if t in view]
+
     def record(self, entry: Committed, keep: int | None, depth: int) -> bool:
         """Commit ``entry`` and forget blocks the agent no longer holds.
 

@@ -45,6 +45,8 @@ class TracedDrop:
     reason: DropReason
     cosine: float
     score: float
+    shown_in_turn: int = 0  # cooldown: the turn of the block in view that carries it
+    duplicate_of: str = ""  # semantic duplicate: the memory it is too close to
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +67,9 @@ def traced_item(c: Candidate) -> TracedItem:
     return TracedItem(c.memory.id, c.section, c.cosine, c.score, c.ranks)
 
 
-def traced_drop(c: Candidate, reason: DropReason) -> TracedDrop:
-    return TracedDrop(c.memory.id, reason, c.cosine, c.score)
+def traced_drop(c: Candidate, reason: DropReason, shown_in_turn: int = 0,
+                duplicate_of: str = "") -> TracedDrop:
+    return TracedDrop(c.memory.id, reason, c.cosine, c.score, shown_in_turn, duplicate_of)
 
 
 class TraceRing:

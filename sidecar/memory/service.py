@@ -45,6 +45,11 @@ class UpsertResult:
     memory: Memory
     created: bool
     deduplicated: bool = False
+    unchanged: bool = False  # the id was stored with these very fields: nothing written
+
+    @property
+    def written(self) -> bool:
+        return not (self.deduplicated or self.unchanged)
 
 
 @dataclass(slots=True)
@@ -120,7 +125,7 @@ class MemoryService:
                 self.serialize()
                 result = self._write_one(draft, embedding, "memory")
                 ensure_alive()  # right before the commit: an expired call writes nothing
-            if not result.deduplicated:
+            if result.written:
                 self.listeners.stored([result.memory], embedding[None, :])
         return result
 
@@ -182,8 +187,8 @@ class MemoryService:
     ) -> bool:
         """Embed and commit one batch; False (nothing written) when the caller left meanwhile.
 
-        ``idempotent``: items already stored with the same fields write nothing, and the
-        caller is checked once more right before the commit (DeadlineExceeded rolls back)."""
+        Items already stored with the same fields write nothing. ``idempotent``: the caller
+        is checked once more right before the commit (DeadlineExceeded rolls back)."""
         stored: list[Memory] = []
         stored_rows: list[int] = []
         generation = self.embedder.generation
@@ -199,13 +204,12 @@ class MemoryService:
                 for row, (index, draft) in enumerate(valid):
                     try:
                         with self.db.transaction():  # savepoint: one bad item rolls back alone
-                            result = self._write_one(draft, vectors[row], f"items[{index}]",
-                                                     idempotent)
+                            result = self._write_one(draft, vectors[row], f"items[{index}]")
                     except DomainError as err:
                         summary.errors.append((index, draft.id, err))
                         continue
                     summary.ids.append(result.memory.id)
-                    if result.deduplicated:
+                    if not result.written:  # a resent item counts as deduplicated
                         summary.deduplicated += 1
                         continue
                     summary.stored += 1
@@ -218,15 +222,13 @@ class MemoryService:
                 self.listeners.stored(stored, vectors[stored_rows])
         return True
 
-    def _write_one(self, draft: MemoryDraft, embedding: np.ndarray, field: str,
-                   idempotent: bool = False) -> UpsertResult:
+    def _write_one(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> UpsertResult:
         with self.db.transaction():
             for resolver in self.resolvers:
                 draft = resolver.resolve(draft, field)
-            if idempotent or draft.restored is not None:
-                resent = self._already_stored(draft, field)
-                if resent is not None:
-                    return UpsertResult(resent, created=False, deduplicated=True)
+            resent = self._already_stored(draft, field)
+            if resent is not None:  # same version, no history row
+                return UpsertResult(resent, created=False, unchanged=True)
             for gate in self.gates:
                 existing_match = gate.check(draft, embedding, field)
                 if existing_match is not None:

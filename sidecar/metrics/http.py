@@ -2,8 +2,8 @@
 the admin page (``sidecar.admin``) at every other path when given.
 
 With a token store (``[server.auth] enabled``), a request must carry the operator token
-(``Authorization: Bearer <token>``), else 401. A busy or invalid address is not fatal: the
-sidecar serves gRPC without metrics and logs one WARNING naming ``[server.http] listen``.
+(``Authorization: Bearer <token>``), else 401. The address is bound when the server is built:
+a busy or invalid one is a start-up error (:class:`HttpListenError`), never a silent fallback.
 """
 
 from __future__ import annotations
@@ -26,23 +26,34 @@ Allow = Callable[[str], bool]  # the Authorization header -> may scrape
 Pages = Callable[[BaseHTTPRequestHandler, str], None]  # answers a GET or POST (the admin page)
 
 
+class HttpListenError(OSError):
+    """The configured HTTP address cannot be bound (busy, invalid, not allowed)."""
+
+
 class MetricsHttp:
+    """A bound endpoint; ``start`` serves it on its own thread."""
+
     def __init__(self, server: ThreadingHTTPServer) -> None:
         self.server = server
         self.port = int(server.server_address[1])
         self._thread = threading.Thread(target=server.serve_forever, name="metrics-http",
                                         daemon=True)
+
+    def start(self) -> None:
         self._thread.start()
+        log.info("metrics endpoint listening", extra={"port": self.port})
 
     def close(self) -> None:
-        self.server.shutdown()
+        if self._thread.is_alive():
+            self.server.shutdown()
+            self._thread.join()
         self.server.server_close()
-        self._thread.join()
 
 
-def start_http(listen: str, registry: CollectorRegistry,
-               tokens: TokenStore | None, pages: Pages | None = None) -> MetricsHttp | None:
-    """The endpoint listening on ``listen`` (HOST:PORT), or None when off ("") or busy."""
+def bind_http(listen: str, registry: CollectorRegistry,
+              tokens: TokenStore | None, pages: Pages | None = None) -> MetricsHttp | None:
+    """The endpoint bound to ``listen`` (HOST:PORT), not yet serving; None when off ("").
+    Raises :class:`HttpListenError` (one line naming the address and the flag)."""
     if not listen:
         return None
     host, _, port = listen.rpartition(":")
@@ -51,14 +62,13 @@ def start_http(listen: str, registry: CollectorRegistry,
         server = ThreadingHTTPServer((host.strip("[]"), int(port)),
                                      _handler(registry, allow, pages))
     except (OSError, ValueError) as err:
-        log.warning("metrics endpoint off: cannot listen on %s (%s); set [server.http] listen "
-                    "to a free HOST:PORT, or \"\" to turn it off", listen, err,
-                    extra={"key": "server.http.listen"})
-        return None
+        why = err.strerror if isinstance(err, OSError) and err.strerror else "not HOST:PORT"
+        raise HttpListenError(
+            f"cannot serve the admin page and /metrics on {listen} ({why}): pass "
+            "--http-listen HOST:PORT with a free port, or --http-listen '' to turn it off "
+            "([server.http] listen)") from None
     server.daemon_threads = True
-    http = MetricsHttp(server)
-    log.info("metrics endpoint listening", extra={"listen": listen, "port": http.port})
-    return http
+    return MetricsHttp(server)
 
 
 def _everyone(header: str) -> bool:

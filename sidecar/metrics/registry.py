@@ -67,9 +67,16 @@ class Metrics:
         self.rejections = Counter(
             f"{PREFIX}_write_rejections", "Writes refused by the vault's write gates, "
             "by reason.", ("reason",), registry=r)
+        self.admin_requests = Counter(
+            f"{PREFIX}_admin_requests", "Admin page requests by page and HTTP status (not "
+            "client RPCs: they are never counted in rpc_duration_seconds).",
+            ("page", "status"), registry=r)
         r.register(_State(self.sources))
         for standard in (ProcessCollector, PlatformCollector, GCCollector):
             standard(registry=r)
+
+    def count_admin(self, page: str, status: int) -> None:
+        self.admin_requests.labels(page, str(status)).inc()
 
     def names(self) -> list[str]:
         """The names of the metrics the sidecar defines (not the standard collectors')."""

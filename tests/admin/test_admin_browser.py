@@ -2,24 +2,42 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import settings_pb2 as st
 from memsidecar.v1 import store_pb2 as s
-from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
+from sidecar import __version__
 from sidecar.api.server_config import ServerConfig
 from sidecar.auth.config import AuthConfig
 from sidecar.auth.identity import AGENT, OPERATOR
 from sidecar.auth.tokens import TokenStore
 from sidecar.embedding import Embedder
+from tests.admin.channel import CHANNEL, QUESTIONS, converse, fill
 from tests.admin.conftest import SCREENSHOT, Site, start_site
 from tests.injection.helpers import inject, put
 
 DB = "We chose PostgreSQL 16 as the main database for the billing service."
 CAT = "The office cat sleeps on the windowsill every afternoon."
 HOSTILE = "Deploys run nightly <img src=x onerror=alert(1)> & \"quoted\" <b>bold</b>"
+
+
+def test_header_names_the_instance(site: Site, tab: Page) -> None:
+    app, server = site.live.server.app, site.live.server
+    for path in ("/", "/memories", "/injections?channel=none", "/no-such-page"):
+        tab.goto(site.url(path))
+        header = tab.locator("header #instance")
+        expect(header.locator("[data-field=data]")).to_have_text(
+            str(Path(app.config.data_dir).resolve()))
+        expect(header.locator("[data-field=grpc]")).to_have_text(f"127.0.0.1:{server.port}")
+        expect(header.locator("[data-field=version]")).to_have_text(__version__)
+        expect(header.locator("[data-field=model]")).to_have_text(
+            app.settings.current.embedding.model)
+        expect(header.locator("[data-field=auth]")).to_have_text("off")
+        expect(tab.locator("header >> text=Log out")).to_have_count(0)
 
 
 def test_browse_and_search_memories(site: Site, tab: Page) -> None:
@@ -88,6 +106,49 @@ def test_timeline_after_three_injects(site: Site, tab: Page) -> None:
     expect(turns.nth(2)).to_contain_text("vector #1")
     expect(turns.nth(0)).to_contain_text("cooldown")  # turn 3: the database fact is in view
     expect(turns.nth(0).locator(f"a[href='/memory?id={db.id}']")).to_have_count(1)
+    held = turns.nth(0).locator("section.held tr", has_text="cooldown")
+    expect(held).to_contain_text("still shown by turn 1")
+
+
+def scores(rows: Locator, column: int) -> list[float]:
+    return [float(rows.nth(i).locator("td").nth(column).text_content() or "")
+            for i in range(rows.count())]
+
+
+def test_timeline_tells_each_turn_story_first(site: Site, tab: Page) -> None:
+    fill(site.live)
+    converse(site.live)
+    tab.goto(site.url(f"/injections?channel={CHANNEL}"))
+    turns = tab.locator(".turn")
+    expect(turns).to_have_count(len(QUESTIONS))
+    for i in range(len(QUESTIONS)):
+        turn = turns.nth(i)
+        order = [turn.locator(f"section.{name}").count() for name in ("injected", "held")]
+        assert order == [1, 1]
+        heads = turn.locator("h4").all_inner_texts()
+        assert heads[0].startswith("Injected") and heads[1].startswith("Held back")
+        assert all(not h.startswith("Below") for h in heads[:2])
+        injected = turn.locator("section.injected tr:has(td)")
+        held = turn.locator("section.held tr:has(td)")
+        shown = turn.locator("section.floor > table tr:has(td)")
+        for rows, column in ((injected, 3), (held, 3), (shown, 3)):
+            values = scores(rows, column)
+            assert values == sorted(values, reverse=True)
+        assert shown.count() <= 3
+        collapsed = turn.locator("section.floor details.floor-more")
+        if collapsed.count():
+            expect(collapsed.locator("summary")).to_have_text(
+                re.compile(r"^\d+ more below the floor"))
+            expect(collapsed.locator("tr:has(td)").first).to_be_hidden()
+            best_hidden = scores(collapsed.locator("tr:has(td)"), 3)[0]
+            assert best_hidden <= scores(shown, 3)[-1]
+    renderer = tab.locator("#turn-2 section.held tr", has_text="invoice-renderer worker")
+    expect(renderer).to_contain_text("cooldown still shown by turn 1")
+    expect(renderer.locator("a[href='#turn-1']")).to_have_count(1)
+    folded = turns.locator("details.floor-more").first
+    folded.locator("summary").click()
+    expect(folded.locator("tr:has(td)").first).to_be_visible()
+    tab.goto(site.url(f"/injections?channel={CHANNEL}"))
     SCREENSHOT.parent.mkdir(exist_ok=True)
     tab.screenshot(path=str(SCREENSHOT), full_page=False)
     assert SCREENSHOT.stat().st_size > 10_000
@@ -157,6 +218,7 @@ def test_login_with_auth_on(tmp_path: Path, embedder: Embedder, config: ServerCo
         tab.fill("input[name=token]", operator)
         tab.click("button:text('Log in')")
         expect(tab.locator("h1")).to_have_text("memsidecar")
+        expect(tab.locator("header [data-field=auth]")).to_have_text("on")
         (cookie,) = browser.cookies()
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
         assert operator not in cookie["value"]

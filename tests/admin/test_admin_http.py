@@ -126,6 +126,28 @@ def test_metrics_beside_the_page(site: Site) -> None:
     assert status == 200 and "memsidecar_" in text
 
 
+def test_a_memory_never_injected_says_never(site: Site) -> None:
+    memory = put(site.live, "the deploy runs on friday")
+    status, _, text = call(site, "GET", f"/memory?id={memory.id}")
+    assert status == 200 and "<td><b>Injected</b></td><td>never</td>" in text
+
+
+def test_page_views_have_their_own_counter_not_the_rpcs(site: Site) -> None:
+    inject(site.live, "which database?", channel="c1")
+    before = call(site, "GET", "/metrics")[2]
+    for path in ("/injections?channel=c1", "/injections?channel=c1", "/nowhere"):
+        call(site, "GET", path)
+    after = call(site, "GET", "/metrics")[2]
+
+    def samples(text: str, prefix: str) -> list[str]:
+        return sorted(line for line in text.splitlines() if line.startswith(prefix))
+
+    rpc = "memsidecar_rpc_duration_seconds_count"
+    assert samples(after, rpc) == samples(before, rpc)
+    assert 'memsidecar_admin_requests_total{page="/injections",status="200"} 2.0' in after
+    assert 'memsidecar_admin_requests_total{page="other",status="404"} 1.0' in after
+
+
 def test_no_open_admin_page_on_a_remote_address(config: ServerConfig, embedder: Embedder,
                                                caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):

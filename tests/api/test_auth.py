@@ -24,6 +24,7 @@ from sidecar.auth.config import AuthConfig
 from sidecar.auth.identity import AGENT, OPERATOR
 from sidecar.auth.tokens import TokenStore
 from sidecar.embedding import Embedder
+from sidecar.metrics.config import HttpConfig
 from tests.conftest import Running
 
 Call = Callable[..., object]
@@ -45,7 +46,7 @@ def authed(tmp_path: Path, embedder: Embedder) -> Iterator[Authed]:
     tokens = {"alice": store.add(AGENT, "alice")[0], "bob": store.add(AGENT, "bob")[0],
               "op": store.add(OPERATOR)[0]}
     config = ServerConfig(listen="127.0.0.1:0", data_dir=str(data),
-                          auth=AuthConfig(enabled=True))
+                          auth=AuthConfig(enabled=True), http=HttpConfig(listen=""))
     server = create_server(App.open(config, embedder=embedder))
     server.start()
     live = Running(server)
@@ -150,7 +151,8 @@ def test_imports_follow_the_same_rules(authed: Authed) -> None:
 
 def test_remote_listen_without_auth_is_refused(tmp_path: Path, embedder: Embedder,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    config = ServerConfig(listen="0.0.0.0:0", data_dir=str(tmp_path / "d"))
+    config = ServerConfig(listen="0.0.0.0:0", data_dir=str(tmp_path / "d"),
+                          http=HttpConfig(listen=""))
     app = App.open(config, embedder=embedder)
     try:
         with pytest.raises(OSError, match="allow_insecure_remote"):

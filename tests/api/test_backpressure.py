@@ -23,6 +23,7 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.errors import DeadlineExceeded
+from sidecar.metrics.config import HttpConfig
 from sidecar.records import MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
 
@@ -44,7 +45,7 @@ def held_import(live: Running, release: threading.Event, items: int = 0) -> grpc
 @pytest.fixture
 def small(tmp_path: Path, embedder: Embedder) -> Iterator[Running]:
     config = ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"),
-                          max_workers=1, max_concurrent_rpcs=2)
+                          max_workers=1, max_concurrent_rpcs=2, http=HttpConfig(listen=""))
     live = start_server(config, embedder)
     yield live
     live.close()

@@ -34,6 +34,7 @@ from sidecar.api.validate import (
 )
 from sidecar.embedding import Embedder
 from sidecar.memory.validation import MAX_TIME_US, MAX_VERSION
+from sidecar.metrics.config import HttpConfig
 from tests.conftest import Running, start_server
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -334,7 +335,8 @@ def test_the_catalogue_is_large_and_covers_every_rpc() -> None:
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Running]:
     data = tmp_path_factory.mktemp("bad-input")
-    live = start_server(ServerConfig(listen="127.0.0.1:0", data_dir=str(data)), embedder)
+    live = start_server(ServerConfig(listen="127.0.0.1:0", data_dir=str(data),
+                                     http=HttpConfig(listen="")), embedder)
     a = live.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(
         content="Alice drinks green tea", agent_id="alice"))).memory
     b = live.store.UpsertMemory(s.UpsertMemoryRequest(memory=_memory(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -21,4 +23,6 @@ def test_memory_timestamps_round_trip() -> None:
     pb = memory_to_pb(memory)
     assert pb.created_at.ToMicroseconds() == memory.created_at
     assert pb.updated_at.ToMicroseconds() == memory.updated_at
-    assert pb.HasField("last_accessed_at") and pb.last_accessed_at.ToMicroseconds() == 0
+    assert not pb.HasField("last_accessed_at")  # never injected: unset, not the epoch
+    accessed = memory_to_pb(replace(memory, last_accessed_at=1_700_000_002_000_001))
+    assert accessed.last_accessed_at.ToMicroseconds() == 1_700_000_002_000_001

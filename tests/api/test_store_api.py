@@ -14,6 +14,7 @@ from memsidecar.v1 import store_pb2 as s
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
 from tests.conftest import Running, start_server
+from tests.injection.helpers import inject
 
 
 def upsert(live: Running, content: str, type_: int = m.MEMORY_TYPE_FACT, **kw: object) -> m.Memory:
@@ -57,6 +58,35 @@ def test_upsert_existing_id_updates_in_place(running: Running) -> None:
     assert reply.memory.version == 2 and reply.memory.content == "v2"
     assert reply.memory.created_at == first.created_at
     assert reply.memory.updated_at.ToMicroseconds() > first.updated_at.ToMicroseconds()
+
+
+def test_upsert_that_changes_nothing_is_a_no_op(running: Running) -> None:
+    first = upsert(running, "the deploy runs on friday", id="same", agent_id="a1",
+                   importance=0.5, source="user", channel_id="c1")
+    again = running.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+        id="same", content="the deploy runs on friday", type=m.MEMORY_TYPE_FACT,
+        agent_id="a1", importance=0.5, source="user", channel_id="c1")))
+    assert again.unchanged and not again.created and not again.deduplicated
+    assert again.memory == first and again.memory.version == 1
+    versions = running.server.app.memories.memories.versions.versions("same")
+    assert [v.version for v in versions] == [1]  # no history row for it
+    moved = running.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+        id="same", content="the deploy runs on friday", type=m.MEMORY_TYPE_FACT,
+        agent_id="a1", importance=0.6, source="user", channel_id="c1")))
+    assert not moved.unchanged and moved.memory.version == 2  # one field is a change
+
+
+def test_last_accessed_at_unset_until_first_injected(running: Running) -> None:
+    mem = upsert(running, "the billing service runs on PostgreSQL 16", agent_id="a1")
+    assert not mem.HasField("last_accessed_at") and mem.access_count == 0
+    got = running.store.GetMemory(s.GetMemoryRequest(id=mem.id, agent_id="a1"))
+    assert not got.HasField("last_accessed_at")
+    reply = inject(running, "which database does billing use?", agent_id="a1")
+    assert [item.id for item in reply.items] == [mem.id]
+    running.server.app.injector.states.writer.flush()
+    got = running.store.GetMemory(s.GetMemoryRequest(id=mem.id, agent_id="a1"))
+    assert got.HasField("last_accessed_at") and got.access_count == 1
+    assert got.last_accessed_at.ToMicroseconds() >= mem.created_at.ToMicroseconds()
 
 
 @pytest.mark.parametrize("memory,field", [

@@ -22,6 +22,7 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.auth.config import TlsConfig
 from sidecar.embedding import Embedder
+from sidecar.metrics.config import HttpConfig
 
 Key = ec.EllipticCurvePrivateKey
 
@@ -81,7 +82,7 @@ def start(tmp_path: Path, embedder: Embedder) -> Iterator[StartServer]:
 
     def run(**server: object) -> Server:
         config = ServerConfig(listen="localhost:0", data_dir=str(tmp_path / f"d{len(servers)}"),
-                              **server)  # type: ignore[arg-type]
+                              http=HttpConfig(listen=""), **server)  # type: ignore[arg-type]
         started = create_server(App.open(config, embedder=embedder))
         started.start()
         servers.append(started)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
@@ -33,21 +37,46 @@ def test_search_shows_each_hit_with_its_source_ranks(running: Running,
     assert code == 0 and out == "no hits\n"  # shared only: Ada's memory is not visible
 
 
-def test_inject_prints_the_block_and_why_each_memory_is_in_it(
+UNRELATED = ["The office cat sleeps on the windowsill every afternoon.",
+             "Grandma's apple pie needs two cups of flour.",
+             "The hiking trail closes at sunset in winter.",
+             "Bob prefers tabs over spaces in Python files.",
+             "The team offsite is planned for the lake house.",
+             "Ada learned to play the cello last summer."]
+
+
+def test_inject_prints_the_block_and_the_turn_story(
         running: Running, capsys: pytest.CaptureFixture[str]) -> None:
     port = put(running, "The billing service runs on port 8080", "ada", m.MEMORY_TYPE_DECISION)
+    for text in UNRELATED:
+        put(running, text, "ada")
     code, out = run(capsys, running, "inject", "--channel", "c1", "--agent", "ada",
                     "which port does billing use?")
     assert code == 0
     block, _, why = out.partition("\n\nturn 1: ")
     assert block.startswith("[Context from memory]") and "[Decision] The billing" in block
-    assert why.startswith("1 injected")
-    assert f"  {port}  contextual  cosine 0." in why
-    assert f"  {port}  ranks vector=1 lexical=1" in why
+    assert why.startswith("1 memory injected, ") and " 1 candidates" not in why
+    named = f'"The billing service runs on port 8080" ({port[:8]})'
+    assert f"  injected   {named}  contextual  cosine 0." in why
+    assert "ranks vector=1 lexical=1" in why
+    floor = [line for line in why.splitlines() if line.startswith("  floor      \"")]
+    more = [line for line in why.splitlines() if "below the floor" in line]
+    assert 1 <= len(floor) <= 3 and len(more) == (len(floor) == 3)
     code, out = run(capsys, running, "inject", "--channel", "c1", "--agent", "ada",
                     "which port does billing use?")
     assert code == 0 and out.startswith("turn 2: nothing injected (")
-    assert f"  dropped {port}  cooldown  cosine 0." in out
+    assert f"  held back  {named}  cooldown: still shown by turn 1  cosine 0." in out
+
+
+def test_a_closed_pipe_ends_quietly(running: Running) -> None:
+    put(running, "The billing service runs on port 8080")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    done = subprocess.run(
+        [sys.executable, "-m", "sidecar", "search", "billing port", "--addr", running.target],
+        stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(write)
+    assert done.returncode == 141 and done.stderr == ""
 
 
 def test_stats_prints_plain_numbers(running: Running, capsys: pytest.CaptureFixture[str]) -> None:

@@ -115,7 +115,7 @@ def test_serve_config_file_with_command_line_overrides(tmp_path: Path) -> None:
                     f'data_dir = "{tmp_path / "from-file"}"\n\n{GOOD}')
     proc = subprocess.Popen(
         [sys.executable, "-m", "sidecar", "serve", "--config", str(path),
-         "--listen", f"127.0.0.1:{port}"],
+         "--listen", f"127.0.0.1:{port}", "--http-listen", ""],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         channel = wait_serving(f"127.0.0.1:{port}", proc)  # --listen beats the file

@@ -17,6 +17,7 @@ from sidecar.embedding.model_files import (
     legacy_int8_model_files,
 )
 from sidecar.embedding.models import FP32, INT8, ModelIdentity, identity, model_files
+from sidecar.metrics.config import HttpConfig
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.retrieval.contract import SearchQuery
 from sidecar.store.model_repo import MODEL_KEY, TARGET_KEY, ModelRepo
@@ -37,7 +38,7 @@ def references() -> dict[str, Embedder]:
 @pytest.fixture
 def store_config(tmp_path: Path) -> ServerConfig:
     return ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"),
-                        embed_batch_size=BATCH)
+                        embed_batch_size=BATCH, http=HttpConfig(listen=""))
 
 
 def open_with(config: ServerConfig, model: str) -> App:

@@ -21,6 +21,7 @@ from tests.injection.helpers import body, ids, inject, put
 DB_FACT = "We chose PostgreSQL 16 as the main database for the billing service."
 DB_QUESTION = "Which database does the billing service use?"
 CAT = "The office cat sleeps on the windowsill every afternoon."
+NOW = "(written just now)"  # item_age of a memory stored by the test a moment before
 
 
 def test_first_turn_injects_with_exact_format(serve: Serve) -> None:
@@ -28,7 +29,8 @@ def test_first_turn_injects_with_exact_format(serve: Serve) -> None:
     fact = put(live, DB_FACT)
     put(live, CAT)
     reply = inject(live, DB_QUESTION)
-    assert body(reply) == f"[Context from memory]\n[Relevant to this message]\n[Fact] {DB_FACT}"
+    assert body(reply) == (f"[Context from memory]\n[Relevant to this message]\n"
+                           f"[Fact] {DB_FACT} {NOW}")
     assert ids(reply) == [fact.id]
     item = reply.items[0]
     assert item.section == inj.SECTION_CONTEXTUAL and item.type == m.MEMORY_TYPE_FACT
@@ -169,8 +171,8 @@ def test_pinned_section_and_sort(serve: Serve) -> None:
     reply = inject(live, DB_QUESTION)
     assert body(reply) == (
         "[Context from memory]\n[Pinned context]\n"
-        f"[Todo] {t3.content}\n[Todo] {t2.content}\n\n"
-        f"[Relevant to this message]\n[Fact] {fact.content}"
+        f"[Todo] {t3.content} {NOW}\n[Todo] {t2.content} {NOW}\n\n"
+        f"[Relevant to this message]\n[Fact] {fact.content} {NOW}"
     )
     assert [i.section for i in reply.items] == [inj.SECTION_PINNED] * 2 + [
         inj.SECTION_CONTEXTUAL]
@@ -183,7 +185,7 @@ def test_pinned_by_importance_and_only_pinned(serve: Serve) -> None:
     top = put(live, "Ship version 2", m.MEMORY_TYPE_GOAL, importance=0.99)
     put(live, "Tidy the wiki", m.MEMORY_TYPE_GOAL, importance=0.2)
     reply = inject(live, "did you see the game last night?")
-    assert body(reply) == f"[Context from memory]\n[Pinned context]\n[Goal] {top.content}"
+    assert body(reply) == f"[Context from memory]\n[Pinned context]\n[Goal] {top.content} {NOW}"
 
 
 def test_pinned_off_unless_ambient(serve: Serve) -> None:

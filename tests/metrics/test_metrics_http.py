@@ -25,6 +25,7 @@ from sidecar.auth.identity import AGENT, OPERATOR
 from sidecar.auth.tokens import TokenStore
 from sidecar.embedding import Embedder
 from sidecar.metrics.config import HttpConfig
+from sidecar.metrics.http import HttpListenError
 from tests.conftest import Running
 from tests.injection.helpers import inject, put
 
@@ -139,23 +140,31 @@ def test_operations_doc_lists_every_metric(live: Running) -> None:
     assert [n for n in names if f"`{n}`" not in doc] == []
 
 
-def test_busy_port_keeps_grpc_and_warns_once(config: ServerConfig, embedder: Embedder,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_busy_port_refuses_the_start(config: ServerConfig, embedder: Embedder) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = f"127.0.0.1:{taken.getsockname()[1]}"
-        with caplog.at_level(logging.WARNING):
-            running = serve(config, embedder, busy)
+        config = replace(config, listen="127.0.0.1:0", http=HttpConfig(listen=busy))
+        app = App.open(config, embedder=embedder)
         try:
-            assert running.server.http is None
-            assert http_health(running) == health_pb2.HealthCheckResponse.NOT_SERVING
-            put(running, "still served over gRPC")
-            warnings = [r for r in caplog.records if r.levelno == logging.WARNING
-                        and "server.http" in r.getMessage()]
-            assert len(warnings) == 1 and busy in warnings[0].getMessage()
+            with pytest.raises(HttpListenError) as refused:
+                create_server(app)
         finally:
-            running.close()
+            app.close()
+    message = str(refused.value)
+    assert "\n" not in message and busy in message and "--http-listen" in message
+
+
+def test_off_logs_no_warning(config: ServerConfig, embedder: Embedder,
+                             caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        running = serve(config, embedder, "")
+    try:
+        assert running.server.http is None
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    finally:
+        running.close()
 
 
 def test_auth_on_needs_the_operator_token(tmp_path: Path, embedder: Embedder) -> None:

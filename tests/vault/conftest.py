@@ -15,6 +15,7 @@ from sidecar.api.server import create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
+from sidecar.metrics.config import HttpConfig
 from sidecar.vault import VaultConfig
 from tests.conftest import Running, settings_for
 
@@ -70,7 +71,8 @@ def history(live: Running, memory_id: str, agent_id: str = "") -> list[v.MemoryV
 def vault_live(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Running]:
     """One default-config server per test module; tests isolate themselves by agent_id."""
     data = tmp_path_factory.mktemp("vault")
-    app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data)), embedder=embedder)
+    app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data),
+                                http=HttpConfig(listen="")), embedder=embedder)
     server = create_server(app)
     server.start()
     live = Running(server)

@@ -46,9 +46,12 @@ def test_forgotten_memory_does_not_block_and_updates_are_not_gated(vault_live: R
     vault_live.store.ForgetMemory(s.ForgetMemoryRequest(id=old.id, agent_id="dup4"))
     new = upsert(vault_live, "The cat is called Miso", agent_id="dup4")
     assert new.created and new.memory.id != old.id
-    # Rewriting a memory by id with its own text is an update, not a duplicate of itself.
+    # Rewriting a memory by id with its own fields is not a duplicate of itself: a no-op.
     same = upsert(vault_live, "The cat is called Miso", id=new.memory.id, agent_id="dup4")
-    assert not same.deduplicated and same.memory.version == 2
+    assert not same.deduplicated and same.unchanged and same.memory.version == 1
+    moved = upsert(vault_live, "The cat is called Miso", id=new.memory.id, agent_id="dup4",
+                   importance=0.2)
+    assert not moved.deduplicated and moved.memory.version == 2
 
 
 def test_threshold_is_configurable(start_vault: StartVault) -> None:

@@ -233,7 +233,8 @@ type Memory struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// Set by the server on every change.
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	// Last time the memory was injected into an agent turn (0/unset = never).
+	// Last time the memory was injected into an agent turn; unset until it first is (never
+	// the Unix epoch).
 	LastAccessedAt *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=last_accessed_at,json=lastAccessedAt,proto3" json:"last_accessed_at,omitempty"`
 	// Number of times the memory was injected.
 	AccessCount uint64 `protobuf:"varint,8,opt,name=access_count,json=accessCount,proto3" json:"access_count,omitempty"`

@@ -9,7 +9,7 @@ import time
 from sidecar.admin.context import Ctx
 from sidecar.admin.dismissed import deletion_key, pair_key
 from sidecar.admin.html import button_form, e, link, notice, page, table
-from sidecar.admin.memory import ADMIN_SOURCE
+from sidecar.admin.pages.memory_page import ADMIN_SOURCE
 from sidecar.admin.web import Response, redirect, url
 from sidecar.errors import InvalidArgument, NotFound
 from sidecar.redact import echo

@@ -64,9 +64,16 @@ def _fields(m: Memory) -> str:
             ("Channel", e(m.channel_id)), ("Source", e(m.source)), ("Topic", e(m.topic_id)),
             ("Importance", f"{m.importance:.2f}"), ("Version", str(m.version)),
             ("Created", e(when(m.created_at))), ("Updated", e(when(m.updated_at))),
-            ("Injected / read", f"{m.access_count} times, last {e(when(m.last_accessed_at))}"),
+            ("Injected", _accessed(m)),
             ("State", "forgotten" if m.forgotten else "live")]
     return table(("Field", "Value"), ([f"<b>{k}</b>", v] for k, v in rows))
+
+
+def _accessed(m: Memory) -> str:
+    if not m.last_accessed_at:
+        return "never"
+    times = "once" if m.access_count == 1 else f"{m.access_count} times"
+    return f"{times}, last {e(when(m.last_accessed_at))}"
 
 
 def _edge(edge: Edge) -> list[str]:

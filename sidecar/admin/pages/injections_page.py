@@ -5,8 +5,9 @@ from __future__ import annotations
 from sidecar.admin.context import Ctx
 from sidecar.admin.html import e, link, page, table, when
 from sidecar.admin.web import Response, url
-from sidecar.injection.trace import TracedDrop, TracedItem, TraceTurn
+from sidecar.injection.trace import DropReason, TracedDrop, TracedItem, TraceTurn
 from sidecar.records import Memory
+from sidecar.story import FLOOR_SHOWN, best_first, split_drops
 
 
 def show(ctx: Ctx) -> Response:
@@ -18,7 +19,8 @@ def show(ctx: Ctx) -> Response:
         return page("Injections", form + _channels(ctx), here="/injections")
     turns = ctx.services.injector.trace.last(channel)
     ids = {i.memory_id for t in turns for i in t.injected} | {
-        d.memory_id for t in turns for d in t.dropped}
+        d.memory_id for t in turns for d in t.dropped} | {
+        d.duplicate_of for t in turns for d in t.dropped if d.duplicate_of}
     memories = ctx.services.memories.memories.get_many(sorted(ids))
     body = form + (f"<p>{len(turns)} turns of channel <b>{e(channel)}</b>, newest first.</p>"
                    if turns else '<p class="muted">No turns traced for this channel.</p>')
@@ -36,22 +38,44 @@ def _channels(ctx: Ctx) -> str:
 
 
 def _turn(turn: TraceTurn, memories: dict[str, Memory]) -> str:
+    """The turn's story: injected, held back and why, then the floor's best cuts (the rest
+    collapsed); each group highest score first."""
     cut = f" (first {len(turn.query)} of {turn.query_chars} characters)" \
         if turn.query_chars > len(turn.query) else ""
     skip = f' · nothing injected: <span class="tag">{e(turn.skip_reason)}</span>' \
         if turn.skip_reason else ""
-    more = f'<p class="muted">{turn.dropped_omitted} more dropped.</p>' \
-        if turn.dropped_omitted else ""
+    held, floor = split_drops(turn.dropped, lambda d: d.reason is DropReason.FLOOR,
+                              lambda d: d.score)
     return (f'<div class="turn" id="turn-{turn.turn}"><h3>Turn {turn.turn}</h3>'
             f'<p class="muted">{e(when(turn.at_us))} · agent {e(turn.agent_id or "(shared)")}'
             f" · {turn.elapsed_us / 1000:.1f} ms{skip}</p>"
-            f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p><h4>Injected</h4>"
+            f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p>"
+            f'<section class="injected"><h4>Injected ({len(turn.injected)})</h4>'
             + table(("Memory", "Section", "Cosine", "Fused score", "Source ranks"),
-                    (_item(i, memories) for i in turn.injected), "Nothing injected.")
-            + "<h4>Dropped</h4>"
+                    (_item(i, memories) for i in best_first(turn.injected, lambda i: i.score)),
+                    "Nothing injected.")
+            + f'</section><section class="held"><h4>Held back ({len(held)})</h4>'
             + table(("Memory", "Reason", "Cosine", "Fused score"),
-                    (_drop(d, memories) for d in turn.dropped), "Nothing dropped.")
-            + more + "</div>")
+                    (_drop(d, memories) for d in held), "Nothing held back.")
+            + "</section>" + _floor(floor, turn.dropped_omitted, memories) + "</div>")
+
+
+def _floor(floor: list[TracedDrop], omitted: int, memories: dict[str, Memory]) -> str:
+    """The best few cuts of the relevance floor; the others behind "N more below the floor"
+    (a <details>: opens without a script)."""
+    if not floor and not omitted:
+        return ""
+    head = ("Memory", "Reason", "Cosine", "Fused score")
+    shown, rest = floor[:FLOOR_SHOWN], floor[FLOOR_SHOWN:]
+    more = ""
+    if rest or omitted:
+        kept = f" ({omitted} beyond the trace's {len(floor)} not kept)" if omitted else ""
+        more = (f'<details class="floor-more"><summary>{len(rest) + omitted} more below the '
+                f"floor{e(kept)}</summary>"
+                + table(head, (_drop(d, memories) for d in rest), "None kept by the trace.")
+                + "</details>")
+    return (f'<section class="floor"><h4>Below the relevance floor ({len(floor) + omitted})'
+            "</h4>" + table(head, (_drop(d, memories) for d in shown)) + more + "</section>")
 
 
 def _content(memory_id: str, memories: dict[str, Memory]) -> str:
@@ -68,5 +92,18 @@ def _item(item: TracedItem, memories: dict[str, Memory]) -> list[str]:
 
 
 def _drop(drop: TracedDrop, memories: dict[str, Memory]) -> list[str]:
-    return [_content(drop.memory_id, memories), f'<span class="tag">{e(drop.reason.value)}'
-            "</span>", f"{drop.cosine:.3f}", f"{drop.score:.4f}"]
+    return [_content(drop.memory_id, memories),
+            f'<span class="tag">{e(drop.reason.value)}</span>{_why(drop, memories)}',
+            f"{drop.cosine:.3f}", f"{drop.score:.4f}"]
+
+
+def _why(drop: TracedDrop, memories: dict[str, Memory]) -> str:
+    if drop.reason is DropReason.COOLDOWN and drop.shown_in_turn:
+        return (f' <span class="why">still shown by <a href="#turn-{drop.shown_in_turn}">turn '
+                f"{drop.shown_in_turn}</a></span>")
+    if drop.reason is DropReason.SEMANTIC and drop.duplicate_of:
+        return (' <span class="why">duplicates '
+                f"{_content(drop.duplicate_of, memories)}</span>")
+    if drop.reason is DropReason.BUDGET:
+        return ' <span class="why">over max_total or max_tokens</span>'
+    return ""
