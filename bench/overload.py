@@ -9,7 +9,8 @@ second; server side (the ``memsidecar_rpc_duration_seconds`` histogram, interpol
 its buckets as Prometheus' ``histogram_quantile`` does): p99 of admitted calls and of refusals.
 
 Run:  .venv/bin/python -m bench.overload [--memories 2000] [--searches 1000] [--channels 64]
-      [--injects 100] [--root DIR]   (``--root``: serve the code in DIR, e.g. an older checkout)
+      [--injects 100] [--root DIR] [--set KEY=VALUE ...]
+``--root``: serve the code in DIR (e.g. an older checkout); ``--set``: a ``[server]`` key.
 Writes bench/results/overload.md.
 """
 
@@ -141,10 +142,13 @@ def build_store(n: int, root: Path) -> Path:
     return cached
 
 
-def serve(data: Path, root: Path, http_port: int) -> tuple[subprocess.Popen[bytes], int]:
+def serve(data: Path, root: Path, http_port: int, keys: tuple[str, ...] = ()
+          ) -> tuple[subprocess.Popen[bytes], int]:
     data.mkdir(parents=True, exist_ok=True)
     listen = f'"127.0.0.1:{http_port}"' if http_port else '""'
-    (data / "memsidecar.toml").write_text(f"[server.http]\nlisten = {listen}\n")
+    server = "".join(f"{key}\n" for key in keys)
+    (data / "memsidecar.toml").write_text(
+        f"[server]\n{server}\n[server.http]\nlisten = {listen}\n")
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "sidecar", "serve", "--listen",
                              f"127.0.0.1:{port}", "--data-dir", str(data), "--log-level",
@@ -235,6 +239,8 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--injects", type=int, default=100)
     parser.add_argument("--root", type=Path, default=ROOT)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a [server] key for the run, e.g. --set max_workers=2")
     args = parser.parse_args()
     from bench.results import recorded
 
@@ -243,7 +249,7 @@ def main() -> None:
         data = Path(tmp) / "data"
         shutil.copytree(store, data)
         http = free_port()
-        proc, port = serve(data, args.root, http)
+        proc, port = serve(data, args.root, http, tuple(args.set))
         try:
             channel = grpc.insecure_channel(f"127.0.0.1:{port}")
             lines = phase(f"Search flood ({args.searches} at once)",
@@ -254,7 +260,7 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=60)
-        print(f"root: {args.root}; {args.memories} memories")
+        print(f"root: {args.root}; {args.memories} memories; [server] {args.set or 'defaults'}")
         print("| calls | OK | RESOURCE_EXHAUSTED | other | OK p50 ms | OK p99 ms | "
               "OK p99 ms (server) | refused p50 ms | refused p99 ms | refused p99 ms (server) "
               "| OK/s | load |")

@@ -2,7 +2,8 @@
 
 The decision is taken when a call arrives, before it is queued for a thread. The expected wait
 of a new call is the number of calls ahead of it for a worker slot times the moving average of
-how long a call holds one, divided by the ``max_workers`` slots; a call whose expected wait is
+how long a call holds one, divided by the number of slots (at most ``max_workers``, fewer when
+calls slow each other down: ``sidecar.api.workers``); a call whose expected wait is
 over ``queue_target_ms``, or that would make more than ``max_concurrent_rpcs`` calls queued or
 in progress, is answered RESOURCE_EXHAUSTED at once. So the queue is as long as the server can
 clear within the target whatever the calls cost: the calls it admits stay fast and the excess
@@ -86,8 +87,8 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
 
     def expected_wait_s(self) -> float:
         """How long a call arriving now would wait for a worker slot."""
-        ahead = self.admitted - self.workers.size + 1
-        return max(0, ahead) * self.workers.hold_s / self.workers.size
+        slots = self.workers.slots
+        return max(0, self.admitted - slots + 1) * self.workers.hold_s / slots
 
     def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
         handler = continuation(details)
@@ -106,7 +107,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                                 f"{wait * 1000:.0f} ms for a worker, over "
                                 f"server.queue_target_ms ({self.queue_target_s * 1000:g}); "
                                 "retry with backoff")
-        return wrap_handler(handler, self._guard)
+        return wrap_handler(handler, lambda behavior: self._guard(details.method, behavior))
 
     def _refuse(self, handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
         self.refused += 1
@@ -116,7 +117,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
 
         return wrap_handler(handler, lambda behavior: refused)
 
-    def _guard(self, behavior: Behavior) -> Behavior:
+    def _guard(self, method: str, behavior: Behavior) -> Behavior:
         def guarded(request: Any, context: grpc.ServicerContext) -> Any:
             with self._lock:
                 self._running += 1
@@ -129,11 +130,11 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                 with bound(context, lambda: True):
                     result = behavior(request, context)
             except BaseException:
-                self._leave(start)
+                self._leave(start, method)
                 raise
             if isinstance(result, Iterator):  # a response stream keeps its worker to the end
                 return self._streaming(result, context)
-            self._leave(start)
+            self._leave(start, method)
             return result
 
         return guarded
@@ -145,9 +146,9 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
             self.workers.give()
             self._leave()
 
-    def _leave(self, started: float | None = None) -> None:
+    def _leave(self, started: float | None = None, method: str = "") -> None:
         if started is not None:
-            self.workers.give(time.perf_counter() - started)
+            self.workers.give(time.perf_counter() - started, method)
         with self._lock:
             self._running -= 1
 

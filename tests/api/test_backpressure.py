@@ -23,7 +23,7 @@ from memsidecar.v1 import vault_pb2 as v
 
 from sidecar import deadline
 from sidecar.api.server_config import ServerConfig
-from sidecar.api.workers import FIRST_GUESS_S, SMOOTHING, Workers
+from sidecar.api.workers import FIRST_GUESS_S, MIN_SLOTS, SMOOTHING, TOLERANCE, Workers
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.errors import DeadlineExceeded
@@ -162,6 +162,26 @@ def test_the_expected_wait_follows_the_average_hold_time() -> None:
     assert workers.hold_s == pytest.approx(first + SMOOTHING * (0.5 - first))
     assert workers.working == 0
     assert not workers.take(lambda: False, lambda: None)  # a caller gone takes no slot
+
+
+def test_the_slots_shrink_while_calls_slow_each_other_down_and_grow_back() -> None:
+    workers = Workers(8)
+    assert workers.slots == 8
+
+    def calls(n: int, held_s: float, method: str = "Search") -> None:
+        for _ in range(n):
+            assert workers.take(lambda: True, lambda: None)
+        for _ in range(n):
+            workers.give(held_s, method)
+
+    calls(1, 0.01)  # uncontended: a Search takes 10 ms
+    calls(1, 0.2, "Inject")  # each method has its own uncontended time
+    calls(8 * 20, 0.05)  # eight at once, each five times slower
+    assert workers.stretch > TOLERANCE and workers.slots == MIN_SLOTS
+    calls(MIN_SLOTS * 200, 0.01)  # back to their usual time with every slot in use
+    assert workers.slots == 8
+    calls(1, 0.2, "Inject")
+    assert workers.working == 0
 
 
 def test_a_call_that_expires_while_queued_changes_nothing(
