@@ -167,21 +167,26 @@ def test_the_expected_wait_follows_the_average_hold_time() -> None:
 def test_the_slots_shrink_while_calls_slow_each_other_down_and_grow_back() -> None:
     workers = Workers(8)
     assert workers.slots == 8
+    one = Workers(1)
+    assert one.slots == 1
 
-    def calls(n: int, held_s: float, method: str = "Search") -> None:
+    def rounds(n: int, held_s: float, method: str = "Search") -> None:
+        """``n`` times: as many calls as there are slots, each taking ``held_s``."""
         for _ in range(n):
-            assert workers.take(lambda: True, lambda: None)
-        for _ in range(n):
-            workers.give(held_s, method)
+            at_once = workers.slots
+            for _ in range(at_once):
+                assert workers.take(lambda: True, lambda: None)
+            for _ in range(at_once):
+                workers.give(held_s, method)
 
-    calls(1, 0.01)  # uncontended: a Search takes 10 ms
-    calls(1, 0.2, "Inject")  # each method has its own uncontended time
-    calls(8 * 20, 0.05)  # eight at once, each five times slower
+    rounds(1, 0.01)  # alone, a Search takes 10 ms
+    rounds(1, 0.2, "Inject")  # and an Inject 200 ms
+    rounds(20, 0.05)  # each Search five times slower than alone
     assert workers.stretch > TOLERANCE and workers.slots == MIN_SLOTS
-    calls(MIN_SLOTS * 200, 0.01)  # back to their usual time with every slot in use
+    rounds(200, 0.01)  # back to their usual time with every slot in use
     assert workers.slots == 8
-    calls(1, 0.2, "Inject")
-    assert workers.working == 0
+    rounds(1, 0.2, "Inject")  # an Inject's usual time is not a slowdown
+    assert workers.slots == 8 and workers.working == 0
 
 
 def test_a_call_that_expires_while_queued_changes_nothing(
