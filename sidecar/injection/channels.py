@@ -222,8 +222,10 @@ class ChannelStates:
             try:
                 self._reconcile()
             except Unavailable:
-                log.warning("shared store away at stop: channel state commits not written",
-                            extra={"deferred": len(self._deferred)})
+                pass
+        if self._deferred:  # the store away, or channels whose claim was never settled
+            log.warning("shared store away at stop: channel state commits not written",
+                        extra={"deferred": len(self._deferred)})
 
 
 def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> None:

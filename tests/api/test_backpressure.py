@@ -106,6 +106,10 @@ def refused(call: Callable[[], Any]) -> grpc.RpcError:
     return info.value
 
 
+def readers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "stream-reader"]
+
+
 def live_count(live: Running) -> int:
     return live.vault.VaultStats(v.VaultStatsRequest()).live
 
@@ -239,11 +243,12 @@ def test_a_silent_stream_ends_after_the_idle_timeout(serve: Serve, method: str) 
     with pytest.raises(grpc.RpcError) as info:
         reply = call(nothing(), timeout=30)
         list(reply) if method == "ImportMemoriesStream" else reply
-    release.set()
     assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
     assert "no message from the client for 0.05 s" in info.value.details()  # type: ignore
     assert "stream_idle_timeout_s" in info.value.details()  # type: ignore[attr-defined]
     until(lambda: not small.server.admission.streams.open)
+    until(lambda: not readers())  # the client still holds its side open: no thread waits
+    release.set()
     small.store.Search(s.SearchRequest(query="anything"), timeout=10)
 
 
