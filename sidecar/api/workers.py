@@ -73,6 +73,7 @@ class Workers:
                     return True
                 left = remaining()
                 self._cond.wait(POLL_S if left is None else min(POLL_S, left))
+            self._cond.notify()  # a slot this call was woken for goes to the next one
         return False
 
     def give(self, held_s: float | None = None, method: str = "") -> None:
@@ -82,7 +83,7 @@ class Workers:
             self.working -= 1
             if held_s is not None:
                 self._learn(held_s, method)
-            self._cond.notify_all()
+            self._cond.notify()
 
     def _learn(self, held_s: float, method: str) -> None:
         self.hold_s += SMOOTHING * (held_s - self.hold_s)
