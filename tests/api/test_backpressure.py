@@ -230,6 +230,20 @@ def test_silent_streams_beyond_their_bound_leave_unary_calls_served(serve: Serve
     assert live_count(small) == 9
 
 
+def test_forty_silent_imports_leave_searches_served(running: Running) -> None:
+    release = threading.Event()
+    silent = [held_import(running, release) for _ in range(40)]
+    until(lambda: sum(f.done() for f in silent) == 40 - ServerConfig().max_streams)
+    assert {f.code() for f in silent if f.done()} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+    for n in range(8):
+        running.store.Search(s.SearchRequest(query=f"anything {n}"), timeout=10)
+    healthy(running)
+    release.set()
+    codes = [f.code() for f in silent]  # each waits for its call's end
+    assert codes.count(grpc.StatusCode.OK) == ServerConfig().max_streams
+    assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 40 - ServerConfig().max_streams
+
+
 @pytest.mark.parametrize("method", ["ImportMemories", "ImportMemoriesStream"])
 def test_a_silent_stream_ends_after_the_idle_timeout(serve: Serve, method: str) -> None:
     small = serve(stream_idle_timeout_s=0.05)
