@@ -92,8 +92,9 @@ def serve(tmp_path: Path, embedder: Embedder) -> Iterator[Serve]:
 
 
 def until(check: Callable[[], bool]) -> None:
-    """Wait (at most 10 s) for a state the server reaches on its own."""
-    limit = time.monotonic() + 10
+    """Wait (at most 60 s: a bound on failure, not a margin) for a state the server reaches
+    on its own."""
+    limit = time.monotonic() + 60
     while not check() and time.monotonic() < limit:
         time.sleep(0.01)
     assert check()
