@@ -55,7 +55,7 @@ class PacedRequests(Iterator[Any]):
             raise StreamStopped(idle=True)
         if isinstance(item, BaseException):
             raise item
-        if not self._workers.take(self.wanted, self._context.time_remaining):
+        if not self._workers.take(self.wanted, self._context.time_remaining, stream=True):
             raise StreamStopped(idle=False)
         self._holding = True
         if item is _END:

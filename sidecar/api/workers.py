@@ -1,7 +1,8 @@
 """Worker slots: how many calls the server works for at once, adapted to measured latency.
 
 A unary call holds a slot from its start to its end; a client stream holds one only while the
-server works on a message it received, never while it waits for the next.
+server works on a message it received, never while it waits for the next, and never the last
+free one: streams cannot take every slot from unary calls.
 
 The number of slots (``limit``) moves between ``MIN_SLOTS`` and ``size`` (``max_workers``)
 from what calls take: each method's fastest recent time is its time without contention, and
@@ -63,12 +64,15 @@ class Workers:
     def slots(self) -> int:
         return min(self.size, max(MIN_SLOTS, int(self.limit)))
 
-    def take(self, wanted: Callable[[], bool], remaining: Callable[[], float | None]) -> bool:
+    def take(self, wanted: Callable[[], bool], remaining: Callable[[], float | None],
+             stream: bool = False) -> bool:
         """Take a slot unless ``wanted()`` turns False first (the caller left or its deadline
-        passed; ``remaining()`` is the time to that deadline, None without one)."""
+        passed; ``remaining()`` is the time to that deadline, None without one). A client
+        stream's message (``stream``) leaves one slot free for unary calls."""
         with self._cond:
             while wanted():
-                if self.working < self.slots:
+                slots = self.slots
+                if self.working < (slots - 1 if stream and slots > 1 else slots):
                     self.working += 1
                     return True
                 left = remaining()

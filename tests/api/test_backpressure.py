@@ -194,6 +194,22 @@ def test_the_slots_shrink_while_calls_slow_each_other_down_and_grow_back() -> No
     assert workers.slots == 8 and workers.working == 0
 
 
+def test_stream_messages_leave_a_slot_to_unary_calls() -> None:
+    workers = Workers(2)
+    assert workers.take(lambda: True, lambda: None, stream=True)
+    asked: list[bool] = []
+
+    def once() -> bool:  # wanted on the first look only: one try, no wait
+        asked.append(True)
+        return len(asked) == 1
+
+    assert not workers.take(once, lambda: 0.0, stream=True)  # the last slot is not for it
+    assert workers.take(lambda: True, lambda: None)  # a unary call takes it
+    assert workers.working == 2
+    alone = Workers(1)  # one slot: shared
+    assert alone.take(lambda: True, lambda: None, stream=True)
+
+
 def test_a_call_that_expires_while_queued_changes_nothing(
         serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     small = serve()
