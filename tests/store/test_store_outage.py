@@ -19,6 +19,7 @@ from sidecar.api.server import STORE_HEALTH
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.errors import PermissionDenied, Unavailable
+from sidecar.injection.types import InjectRequest
 from sidecar.records import MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
 from tests.pg.cluster import Cluster
@@ -158,18 +159,22 @@ def test_a_channel_first_used_during_an_outage_is_served_then_settled(
         for n in range(6):
             a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
                                           MemoryType.FACT))
-        wait_for(lambda: len(server.server.app.retriever.live) == 6)
+            a.memories.upsert(MemoryDraft(f"Nightly backups of shard {n} go to cold storage",
+                                          MemoryType.FACT))
+        wait_for(lambda: len(server.server.app.retriever.live) == 12)
         cluster.stop()
         wait_for(lambda: health(server, STORE_HEALTH) == health_pb2.HealthCheckResponse.NOT_SERVING)
 
-        def inject(channel: str, agent: str = "ada") -> i.InjectResponse:
+        def inject(channel: str, agent: str = "ada", text: str = "who gets paged on failure?"
+                   ) -> i.InjectResponse:
             return server.injection.Inject(i.InjectRequest(
-                channel_id=channel, agent_id=agent, text="who gets paged on failure?"))
+                channel_id=channel, agent_id=agent, text=text))
 
         first, second = inject("fresh"), inject("fresh")
         assert first.items and (first.turn, second.turn) == (1, 2)
         assert not ids(first) & ids(second)  # the cooldown holds in memory
         assert inject("taken").turn == 1
+        here = inject("twice", text="where do the nightly backups go?")
         with pytest.raises(grpc.RpcError) as denied:
             inject("fresh", agent="bob")  # the provisional owner is enforced meanwhile
         assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
@@ -177,6 +182,9 @@ def test_a_channel_first_used_during_an_outage_is_served_then_settled(
         cluster.start(cluster.port)
         wait_for(lambda: a.feed is not None and a.feed.connected)
         a.owners.claim("taken", "bob")  # the other sidecar claims "taken" first
+        a.owners.claim("twice", "ada")  # and "twice", for the same agent, injecting on it
+        there = a.injector.inject(InjectRequest("ada", "twice", "who gets paged on failure?"))
+        assert there.turn == 1
         third = inject("fresh")  # settled: nobody claimed it meanwhile
         assert third.turn == 3 and not ids(third) & (ids(first) | ids(second))
         with pytest.raises(PermissionDenied):
@@ -184,12 +192,20 @@ def test_a_channel_first_used_during_an_outage_is_served_then_settled(
         with pytest.raises(grpc.RpcError) as lost:
             inject("taken")
         assert lost.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        again = inject("twice")  # on the other sidecar's state: its turn, not this one's
+        assert again.turn == 2
         dropped = [r for r in caplog.records if "dropped, not merged" in r.getMessage()]
-        assert [(r.channel, r.turns) for r in dropped] == [("taken", 1)]  # type: ignore
+        assert [(r.channel, r.turns) for r in dropped] == [  # type: ignore[attr-defined]
+            ("taken", 1), ("twice", 1)]
         server.server.app.injector.states.writer.flush()
         assert a.injector.states.repo.load("taken") is None  # nothing of it was merged
         fresh = a.injector.states.repo.load("fresh")
         assert fresh is not None and fresh.turn == 3
+        twice = a.injector.states.repo.load("twice")
+        assert twice is not None and twice.turn == 2
+        assert {r.memory_id for r in twice.injected} == \
+            {item.memory.id for item in there.items} | ids(again)
+        assert here.items and not ids(here) & {r.memory_id for r in twice.injected}
     finally:
         if server is not None:
             server.close()
