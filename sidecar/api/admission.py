@@ -31,7 +31,7 @@ from typing import Any
 import grpc
 
 from sidecar import deadline
-from sidecar.api.handlers import Behavior, in_steps, is_health, wrap_handler
+from sidecar.api.handlers import Behavior, in_steps, is_health, live, wrap_handler
 from sidecar.api.streams import StreamGate, wrap_stream
 from sidecar.api.workers import Workers
 
@@ -162,10 +162,3 @@ def bound(context: grpc.ServicerContext, also: Callable[[], bool]) -> Iterator[N
         yield
     finally:
         deadline.unbind(token)
-
-
-def live(context: grpc.ServicerContext) -> bool:
-    """The caller still waits: not cancelled, deadline (if any) not passed. ``time_remaining``
-    is 0, not negative, once the deadline has passed."""
-    remaining = context.time_remaining()
-    return bool(context.is_active()) and (remaining is None or remaining > 0)

@@ -27,6 +27,13 @@ def is_health(method: str) -> bool:
     return method.startswith("/grpc.health.v1.Health/")
 
 
+def live(context: grpc.ServicerContext) -> bool:
+    """The caller still waits: not cancelled, deadline (if any) not passed. ``time_remaining``
+    is 0, not negative, once the deadline has passed."""
+    remaining = context.time_remaining()
+    return bool(context.is_active()) and (remaining is None or remaining > 0)
+
+
 T = TypeVar("T")
 
 

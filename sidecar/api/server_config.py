@@ -27,7 +27,8 @@ class ServerConfig:
     max_content_chars: int = field(default=16_384, metadata=knob(
         "Longest memory content accepted (characters).", ge=1, restart=True))
     max_workers: int = field(default=8, metadata=knob(
-        "Worker threads serving RPCs.", ge=1, le=1024, restart=True))
+        "Most calls worked on at once (fewer while they slow each other down).", ge=1,
+        le=1024, restart=True))
     # 2 cores: 8 workers busy, 24 queued; beyond that a caller is better told to back off
     # than queued behind seconds of work.
     max_concurrent_rpcs: int = field(default=32, metadata=knob(
@@ -37,7 +38,8 @@ class ServerConfig:
     # better told at once to back off than queued.
     queue_target_ms: float = field(default=100.0, metadata=knob(
         "A call is admitted while its expected wait for a worker (calls ahead x the average "
-        "time a call takes / max_workers) is at most this; else RESOURCE_EXHAUSTED at once.",
+        "time a call takes / the worker slots, at most max_workers) is at most this; else "
+        "RESOURCE_EXHAUSTED at once.",
         ge=0, le=600_000, restart=True))
     max_streams: int = field(default=16, metadata=knob(
         "Client streams (ImportMemories, ImportMemoriesStream) open at once, apart from "

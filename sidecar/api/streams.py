@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 
-from sidecar.api.handlers import in_steps
+from sidecar.api.handlers import in_steps, live
 from sidecar.api.workers import Workers
 
 _EMPTY, _END, _IDLE = object(), object(), object()
@@ -64,9 +64,7 @@ class PacedRequests(Iterator[Any]):
 
     def wanted(self) -> bool:
         """The client still waits and has not fallen silent."""
-        remaining = self._context.time_remaining()
-        return not self.idle and bool(self._context.is_active()) and (
-            remaining is None or remaining > 0)
+        return not self.idle and live(self._context)
 
     def expire(self) -> None:
         """Time out now if no message is waiting (the idle clock's end, brought forward)."""
