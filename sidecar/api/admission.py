@@ -10,10 +10,11 @@ clear within the target whatever the calls cost: the calls it admits stay fast a
 learns at once that it should back off. Client streams are bounded apart
 (``sidecar.api.streams``).
 
-Health checks are never counted nor refused, and never wait for work: admitted calls and open
-streams can occupy at most ``max_concurrent_rpcs + max_streams`` threads of a pool
-``HEALTH_THREADS`` larger, so a health check (or a refusal, which takes microseconds) always
-finds a free thread. If an admitted call's deadline passes or its caller goes away while it
+Refusals run on a small pool of their own (``REFUSAL_THREADS``): a burst of them never queues
+in front of the calls admitted after it. Health checks are never counted nor refused, and never
+wait for work: admitted calls and open streams can occupy at most ``max_concurrent_rpcs +
+max_streams`` threads of a pool ``HEALTH_THREADS`` larger, so a health check always finds a
+free thread. If an admitted call's deadline passes or its caller goes away while it
 waits for a worker, its work is skipped. While it runs, ``sidecar.deadline`` tells the domain
 whether it is still wanted (checked right before writes commit).
 """
@@ -31,13 +32,21 @@ from typing import Any
 import grpc
 
 from sidecar import deadline
-from sidecar.api.handlers import Behavior, in_steps, is_health, live, wrap_handler
+from sidecar.api.handlers import (
+    POOL_ATTRIBUTE,
+    Behavior,
+    in_steps,
+    is_health,
+    live,
+    wrap_handler,
+)
 from sidecar.api.streams import StreamGate, wrap_stream
 from sidecar.api.workers import Workers
 
 log = logging.getLogger(__name__)
 
 HEALTH_THREADS = 4
+REFUSAL_THREADS = 2
 
 
 class CountingExecutor(futures.ThreadPoolExecutor):
@@ -73,6 +82,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         self._running = 0  # admitted unary calls whose handler started
         self._lock = threading.Lock()
         self.refused = 0
+        self._refusals = futures.ThreadPoolExecutor(REFUSAL_THREADS, thread_name_prefix="refuse")
 
     @property
     def admitted(self) -> int:
@@ -115,6 +125,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         def refused(request: Any, context: grpc.ServicerContext) -> Any:
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
+        setattr(refused, POOL_ATTRIBUTE, self._refusals)
         return wrap_handler(handler, lambda behavior: refused)
 
     def _guard(self, method: str, behavior: Behavior) -> Behavior:

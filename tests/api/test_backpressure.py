@@ -130,6 +130,7 @@ def test_over_the_bound_is_resource_exhausted_and_health_still_answers(
     until(lambda: small.server.admission.admitted == 2)
     error = refused(lambda: small.store.Search(s.SearchRequest(query="anything"), timeout=5))
     assert "max_concurrent_rpcs" in error.details()  # type: ignore[attr-defined]
+    assert any(t.name.startswith("refuse") for t in threading.enumerate())  # their own pool
     healthy(small)
     held.release.set()
     assert first.result(timeout=10).hits is not None and second.result(timeout=10)
