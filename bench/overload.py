@@ -20,6 +20,7 @@ import argparse
 import collections
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import grpc
 import numpy as np
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memsidecar.v1 import injection_pb2 as inj
 from memsidecar.v1 import injection_pb2_grpc, store_pb2_grpc
 from memsidecar.v1 import memory_pb2 as m
@@ -156,7 +158,6 @@ def serve(data: Path, root: Path, http_port: int, keys: tuple[str, ...] = ()
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
         grpc.channel_ready_future(channel).result(timeout=120)
-        from grpc_health.v1 import health_pb2, health_pb2_grpc
         stub = health_pb2_grpc.HealthStub(channel)
         for _ in range(1200):
             try:
@@ -172,7 +173,6 @@ def serve(data: Path, root: Path, http_port: int, keys: tuple[str, ...] = ()
 
 
 def free_port() -> int:
-    import socket
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
