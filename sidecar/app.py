@@ -134,7 +134,7 @@ class App:
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
             trace=TraceRing(lambda: live.get().injection.trace_turns),
         )
-        owners = ChannelOwners(db)
+        owners = ChannelOwners(db, injector.states)
         sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))
         sweeper.start()
         reembed = None

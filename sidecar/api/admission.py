@@ -1,20 +1,29 @@
-"""Backpressure: at most ``max_concurrent_rpcs`` calls admitted, ``max_workers`` running.
+"""Backpressure: a call is admitted while its expected wait for a worker is short.
 
-The decision is taken when a call arrives, before it is queued for a thread: a call that
-would make more than ``max_concurrent_rpcs`` calls queued or in progress is answered
-RESOURCE_EXHAUSTED at once instead of waiting behind seconds of work. Health checks are never
-counted nor refused, and never wait for work: admitted calls can occupy at most
-``max_concurrent_rpcs`` threads of a pool ``HEALTH_THREADS`` larger, so a health check (or a
-refusal, which takes microseconds) always finds a free thread. An admitted call then waits for
-one of ``max_workers`` slots; if its deadline passes or its caller goes away meanwhile, its
-work is skipped. While it runs, ``sidecar.deadline`` tells the domain whether it is still
-wanted (checked right before writes commit).
+The decision is taken when a call arrives, before it is queued for a thread. The expected wait
+of a new call is the number of calls ahead of it for a worker slot times the moving average of
+how long a call holds one, divided by the number of slots (at most ``max_workers``, fewer when
+calls slow each other down: ``sidecar.api.workers``); a call whose expected wait is
+over ``queue_target_ms``, or that would make more than ``max_concurrent_rpcs`` calls queued or
+in progress, is answered RESOURCE_EXHAUSTED at once. So the queue is as long as the server can
+clear within the target whatever the calls cost: the calls it admits stay fast and the excess
+learns at once that it should back off. Client streams are bounded apart
+(``sidecar.api.streams``).
+
+Refusals run on a small pool of their own (``REFUSAL_THREADS``): a burst of them never queues
+in front of the calls admitted after it. Health checks are never counted nor refused, and never
+wait for work: admitted calls and open streams can occupy at most ``max_concurrent_rpcs +
+max_streams`` threads of a pool ``HEALTH_THREADS`` larger, so a health check always finds a
+free thread. If an admitted call's deadline passes or its caller goes away while it
+waits for a worker, its work is skipped. While it runs, ``sidecar.deadline`` tells the domain
+whether it is still wanted (checked right before writes commit).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
@@ -23,19 +32,28 @@ from typing import Any
 import grpc
 
 from sidecar import deadline
-from sidecar.api.handlers import Behavior, in_steps, is_health, wrap_handler
+from sidecar.api.handlers import (
+    POOL_ATTRIBUTE,
+    Behavior,
+    in_steps,
+    is_health,
+    live,
+    wrap_handler,
+)
+from sidecar.api.streams import StreamGate, wrap_stream
+from sidecar.api.workers import Workers
 
 log = logging.getLogger(__name__)
 
 HEALTH_THREADS = 4
+REFUSAL_THREADS = 2
 
 
 class CountingExecutor(futures.ThreadPoolExecutor):
     """A thread pool that knows how many submitted jobs have not started yet."""
 
-    def __init__(self, max_concurrent_rpcs: int) -> None:
-        super().__init__(max_workers=max_concurrent_rpcs + HEALTH_THREADS,
-                         thread_name_prefix="rpc")
+    def __init__(self, threads: int) -> None:
+        super().__init__(max_workers=threads + HEALTH_THREADS, thread_name_prefix="rpc")
         self._pending = 0
         self._lock = threading.Lock()
 
@@ -56,98 +74,102 @@ class CountingExecutor(futures.ThreadPoolExecutor):
 
 
 class AdmissionInterceptor(grpc.ServerInterceptor):
-    def __init__(self, pool: CountingExecutor, max_concurrent: int, max_workers: int) -> None:
-        self.pool = pool
+    def __init__(self, pool: CountingExecutor, workers: Workers, streams: StreamGate,
+                 max_concurrent: int, queue_target_s: float) -> None:
+        self.pool, self.workers, self.streams = pool, workers, streams
         self.max_concurrent = max_concurrent
-        self._running = 0  # admitted calls whose handler started (running or waiting a worker)
-        self.working = 0  # calls holding a worker now
+        self.queue_target_s = queue_target_s
+        self._running = 0  # admitted unary calls whose handler started
         self._lock = threading.Lock()
-        self._workers = threading.BoundedSemaphore(max_workers)
         self.refused = 0
+        self._refusals = futures.ThreadPoolExecutor(REFUSAL_THREADS, thread_name_prefix="refuse")
 
     @property
     def admitted(self) -> int:
-        """Calls admitted and not finished: queued for a thread, running, or waiting a worker."""
+        """Calls admitted and not finished: queued for a thread, running, or waiting a worker
+        (a stream not yet started on its thread counts while it is queued)."""
         return self._running + self.pool.pending
+
+    @property
+    def working(self) -> int:
+        """Calls and stream messages the server works on now."""
+        return self.workers.working
+
+    def expected_wait_s(self) -> float:
+        """How long a call arriving now would wait for a worker slot."""
+        slots = self.workers.slots
+        return max(0, self.admitted - slots + 1) * self.workers.hold_s / slots
 
     def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
         handler = continuation(details)
         if handler is None or is_health(details.method):
             return handler
+        if handler.request_streaming:
+            if self.streams.admit():
+                return wrap_handler(handler, lambda b: wrap_stream(self.streams, bound, b))
+            return self._refuse(handler, self.streams.refusal())
         if self.admitted >= self.max_concurrent:
-            self.refused += 1
-            return wrap_handler(handler, self._refuse)
-        return wrap_handler(handler, self._guard)
+            return self._refuse(handler, f"server busy: {self.max_concurrent} calls in "
+                                "progress (server.max_concurrent_rpcs); retry with backoff")
+        wait = self.expected_wait_s()
+        if wait > self.queue_target_s:
+            return self._refuse(handler, f"server busy: a call would wait about "
+                                f"{wait * 1000:.0f} ms for a worker, over "
+                                f"server.queue_target_ms ({self.queue_target_s * 1000:g}); "
+                                "retry with backoff")
+        return wrap_handler(handler, lambda behavior: self._guard(details.method, behavior))
 
-    def _refuse(self, behavior: Behavior) -> Behavior:
+    def _refuse(self, handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
+        self.refused += 1
+
         def refused(request: Any, context: grpc.ServicerContext) -> Any:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                          f"server busy: {self.max_concurrent} calls in progress "
-                          "(server.max_concurrent_rpcs); retry with backoff")
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
-        return refused
+        setattr(refused, POOL_ATTRIBUTE, self._refusals)
+        return wrap_handler(handler, lambda behavior: refused)
 
-    def _guard(self, behavior: Behavior) -> Behavior:
+    def _guard(self, method: str, behavior: Behavior) -> Behavior:
         def guarded(request: Any, context: grpc.ServicerContext) -> Any:
             with self._lock:
                 self._running += 1
-            if not self._wait_for_worker(context):
-                self._leave(worker=False)
+            if not self.workers.take(lambda: live(context), context.time_remaining):
+                self._leave()
                 context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                               "deadline passed while queued; nothing was done")
-            with self._lock:
-                self.working += 1
+            start = time.perf_counter()
             try:
-                with _deadline_of(context):
+                with bound(context, lambda: True):
                     result = behavior(request, context)
             except BaseException:
-                self._leave()
+                self._leave(start, method)
                 raise
             if isinstance(result, Iterator):  # a response stream keeps its worker to the end
                 return self._streaming(result, context)
-            self._leave()
+            self._leave(start, method)
             return result
 
         return guarded
 
     def _streaming(self, results: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
         try:
-            yield from in_steps(results, lambda: _deadline_of(context))
+            yield from in_steps(results, lambda: bound(context, lambda: True))
         finally:
+            self.workers.give()
             self._leave()
 
-    def _leave(self, worker: bool = True) -> None:
+    def _leave(self, started: float | None = None, method: str = "") -> None:
+        if started is not None:
+            self.workers.give(time.perf_counter() - started, method)
         with self._lock:
-            if worker:
-                self.working -= 1
-                self._workers.release()
             self._running -= 1
-
-    def _wait_for_worker(self, context: grpc.ServicerContext) -> bool:
-        """Take a worker slot unless the call expires or is cancelled first."""
-        while live(context):
-            remaining = context.time_remaining()
-            step = 0.05 if remaining is None else min(0.05, remaining)
-            if self._workers.acquire(timeout=step):
-                if live(context):
-                    return True
-                self._workers.release()
-                return False
-        return False
 
 
 @contextmanager
-def _deadline_of(context: grpc.ServicerContext) -> Iterator[None]:
-    """``sidecar.deadline`` answers for this call while the block runs."""
-    bound = deadline.bind(lambda: live(context))
+def bound(context: grpc.ServicerContext, also: Callable[[], bool]) -> Iterator[None]:
+    """``sidecar.deadline`` answers for this call while the block runs: alive while the
+    caller waits and ``also()`` holds."""
+    token = deadline.bind(lambda: live(context) and also())
     try:
         yield
     finally:
-        deadline.unbind(bound)
-
-
-def live(context: grpc.ServicerContext) -> bool:
-    """The caller still waits: not cancelled, deadline (if any) not passed. ``time_remaining``
-    is 0, not negative, once the deadline has passed."""
-    remaining = context.time_remaining()
-    return bool(context.is_active()) and (remaining is None or remaining > 0)
+        deadline.unbind(token)

@@ -2,9 +2,10 @@
 
 Outermost interceptor: calls refused by authentication or admission are counted with their
 status (UNAUTHENTICATED, RESOURCE_EXHAUSTED). An aborted call reports the code it was aborted
-with; an unexpected exception counts as UNKNOWN. Health checks are not counted. A response
-stream is timed to its end. A write refused by the write gate counts as a rejection, and so
-does each item of an import the gate refused.
+with; an unexpected exception counts as UNKNOWN. Health checks are not counted. A call is
+timed from its arrival (its wait for a thread included), a response stream to its end. A write
+refused by the write gate counts as a rejection, and so does each item of an import the gate
+refused.
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         if handler is None or is_health(details.method):
             return handler
         method = details.method.rsplit("/", 1)[-1]
-        return wrap_handler(handler, lambda behavior: self._timed(method, behavior))
+        arrived = time.perf_counter()
+        return wrap_handler(handler, lambda behavior: self._timed(method, behavior, arrived))
 
-    def _timed(self, method: str, behavior: Behavior) -> Behavior:
+    def _timed(self, method: str, behavior: Behavior, start: float) -> Behavior:
         def timed(request: Any, context: grpc.ServicerContext) -> Any:
-            start = time.perf_counter()
             try:
                 reply = behavior(request, context)
             except BaseException:

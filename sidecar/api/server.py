@@ -29,7 +29,9 @@ from sidecar.api.injection_servicer import MemoryInjectionServicer
 from sidecar.api.metrics_interceptor import MetricsInterceptor
 from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
+from sidecar.api.streams import StreamGate
 from sidecar.api.vault_servicer import VaultServicer
+from sidecar.api.workers import Workers
 from sidecar.app import App
 from sidecar.auth.config import TlsConfig
 from sidecar.auth.tokens import TokenStore
@@ -61,9 +63,11 @@ class Server:
             ("grpc.max_send_message_length", config.max_message_bytes),
             ("grpc.so_reuseport", 0),
         ]
-        pool = CountingExecutor(config.max_concurrent_rpcs)
-        self.admission = AdmissionInterceptor(pool, config.max_concurrent_rpcs,
-                                              config.max_workers)
+        pool = CountingExecutor(config.max_concurrent_rpcs + config.max_streams)
+        workers = Workers(config.max_workers)
+        streams = StreamGate(config.max_streams, config.stream_idle_timeout_s, workers)
+        self.admission = AdmissionInterceptor(pool, workers, streams, config.max_concurrent_rpcs,
+                                              config.queue_target_ms / 1000)
         interceptors: list[grpc.ServerInterceptor] = [self.admission]
         self.tokens = TokenStore(config.data_dir) if config.auth.enabled else None
         if self.tokens is not None:

@@ -27,12 +27,28 @@ class ServerConfig:
     max_content_chars: int = field(default=16_384, metadata=knob(
         "Longest memory content accepted (characters).", ge=1, restart=True))
     max_workers: int = field(default=8, metadata=knob(
-        "Worker threads serving RPCs.", ge=1, le=1024, restart=True))
+        "Most calls worked on at once (fewer while they slow each other down).", ge=1,
+        le=1024, restart=True))
     # 2 cores: 8 workers busy, 24 queued; beyond that a caller is better told to back off
     # than queued behind seconds of work.
     max_concurrent_rpcs: int = field(default=32, metadata=knob(
         "Calls in progress or queued at once; one more is answered RESOURCE_EXHAUSTED. "
         "Health checks are not counted and never refused.", ge=1, le=100_000, restart=True))
+    # Admitted calls should answer within a few hundred ms even under a flood; the excess is
+    # better told at once to back off than queued.
+    queue_target_ms: float = field(default=100.0, metadata=knob(
+        "A call is admitted while its expected wait for a worker (calls ahead x the average "
+        "time a call takes / the worker slots, at most max_workers) is at most this; else "
+        "RESOURCE_EXHAUSTED at once.",
+        ge=0, le=600_000, restart=True))
+    max_streams: int = field(default=16, metadata=knob(
+        "Client streams (ImportMemories, ImportMemoriesStream) open at once, apart from "
+        "max_concurrent_rpcs; one more is answered RESOURCE_EXHAUSTED. A stream holds a "
+        "worker only while the server works on a message.", ge=1, le=10_000, restart=True))
+    stream_idle_timeout_s: float = field(default=30.0, metadata=knob(
+        "A client stream that sends no message for this long is closed with "
+        "DEADLINE_EXCEEDED (what it committed before stays).", ge=0.001, le=86_400,
+        restart=True))
     reflection: str = field(default="auto", metadata=knob(
         "gRPC server reflection: auto = on for loopback and Unix sockets, off otherwise.",
         choices=("auto", "on", "off"), restart=True))

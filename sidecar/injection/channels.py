@@ -47,6 +47,7 @@ class ChannelStates:
         self._lock = threading.Lock()
         self._pending: dict[str, int] = {}  # channel -> writes queued, not yet run
         self._pending_lock = threading.Lock()
+        self._held: set[str] = set()  # claimed provisionally: commits wait for the claim
 
     def get(self, channel_id: str) -> ChannelState:
         with self._lock:
@@ -67,8 +68,15 @@ class ChannelStates:
 
     def _load(self, channel_id: str) -> ChannelState:
         self._settle(channel_id)  # an evicted channel may still have writes queued
-        saved = self.repo.load(channel_id)
         state = ChannelState(channel_id=channel_id)
+        try:
+            saved = self.repo.load(channel_id)
+        except Unavailable:
+            if not self.shared:
+                raise
+            log.warning("shared store away: channel served from an empty state until it is "
+                        "back", extra={"channel": channel_id})
+            return state
         if saved is not None:
             _restore(state, saved, self.fetch)
         return state
@@ -114,6 +122,8 @@ class ChannelStates:
         channel since this copy was read: ``drop`` it and build again. While the store is
         away the memory copy serves and the commit waits here."""
         try:
+            if channel_id in self._held:
+                raise Unavailable("the channel's claim is not settled")
             self._reconcile()
             self.repo.save(channel_id, saved, expect=expect)
         except Unavailable:
@@ -123,12 +133,41 @@ class ChannelStates:
                         extra={"channel": channel_id, "deferred": len(self._deferred)})
 
     def _reconcile(self) -> None:
-        """Write the commits made while the store was away (turn: the larger; ids: union)."""
+        """Write the commits made while the store was away (turn: the larger; ids: union),
+        except those of channels whose provisional claim is not settled yet."""
         with self._deferred_lock:
-            while self._deferred:
-                channel_id, saved = self._deferred[0]
-                self.repo.merge(channel_id, saved)
-                self._deferred.popleft()
+            held: list[tuple[str, Saved]] = []
+            try:
+                while self._deferred:
+                    channel_id, saved = self._deferred[0]
+                    if channel_id in self._held:
+                        held.append(self._deferred.popleft())
+                        continue
+                    self.repo.merge(channel_id, saved)
+                    self._deferred.popleft()
+            finally:
+                self._deferred.extendleft(reversed(held))
+
+    def hold(self, channel_id: str) -> None:
+        """The channel was claimed provisionally: keep its commits here until ``settle``."""
+        self._held.add(channel_id)
+
+    def settle(self, channel_id: str, kept: bool) -> None:
+        """The provisional claim is settled: its commits are written with the others
+        (``kept``), or dropped with the memory copy (another sidecar's claim won)."""
+        self._held.discard(channel_id)
+        if kept:
+            return
+        with self._deferred_lock:
+            dropped = [entry for entry in self._deferred if entry[0] == channel_id]
+            others = [entry for entry in self._deferred if entry[0] != channel_id]
+            self._deferred.clear()
+            self._deferred.extend(others)
+        self.drop(channel_id)
+        if dropped:
+            log.warning("channel claimed by another sidecar while the shared store was away: "
+                        "the turns served here are dropped, not merged",
+                        extra={"channel": channel_id, "turns": len(dropped)})
 
     def observe(self, channel_id: str, digests: set[str], keep: int) -> list[int]:
         """A PruneHistory of the channel's history: the agent keeps ``keep`` blocks and holds
@@ -183,8 +222,10 @@ class ChannelStates:
             try:
                 self._reconcile()
             except Unavailable:
-                log.warning("shared store away at stop: channel state commits not written",
-                            extra={"deferred": len(self._deferred)})
+                pass
+        if self._deferred:  # the store away, or channels whose claim was never settled
+            log.warning("shared store away at stop: channel state commits not written",
+                        extra={"deferred": len(self._deferred)})
 
 
 def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> None:

@@ -1,15 +1,18 @@
-"""Backpressure, deadlines and interrupted imports against a real server.
+"""Backpressure, client streams, deadlines and interrupted imports against a real server.
 
-A client-streamed ImportMemories whose request stream waits on an Event holds its admission
-slot (and its worker) for as long as the test wants: no sleeps decide the outcome.
+Searches that stop inside the server on an Event (``Held``) hold a worker for as long as the
+test wants; client streams wait on an Event for their next message; the idle clock of open
+streams is brought forward with ``StreamGate.expire_idle``: no sleep decides an outcome.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -20,12 +23,15 @@ from memsidecar.v1 import vault_pb2 as v
 
 from sidecar import deadline
 from sidecar.api.server_config import ServerConfig
+from sidecar.api.workers import FIRST_GUESS_S, MIN_SLOTS, SMOOTHING, TOLERANCE, Workers
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.errors import DeadlineExceeded
 from sidecar.metrics.config import HttpConfig
 from sidecar.records import MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
+
+Serve = Callable[..., Running]
 
 
 def memory(text: str) -> s.UpsertMemoryRequest:
@@ -42,64 +48,276 @@ def held_import(live: Running, release: threading.Event, items: int = 0) -> grpc
     return live.store.ImportMemories.future(stream())
 
 
+def held_batches(live: Running, release: threading.Event,
+                 batches: list[s.ImportBatch]) -> Any:
+    """An ImportMemoriesStream that sends ``batches``, then waits for ``release``."""
+    def stream() -> Iterator[s.ImportBatch]:
+        yield from batches
+        release.wait(30)
+
+    return live.store.ImportMemoriesStream(stream())
+
+
+class Held:
+    """Searches that stop inside the server, holding their worker, until ``release``."""
+
+    def __init__(self, live: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.live, self.release = live, threading.Event()
+        retriever = live.server.app.retriever
+        real = retriever.search
+
+        def search(query: Any) -> Any:
+            self.release.wait(30)
+            return real(query)
+
+        monkeypatch.setattr(retriever, "search", search)
+
+    def search(self) -> grpc.Future:
+        return self.live.store.Search.future(s.SearchRequest(query="anything"), timeout=30)
+
+
 @pytest.fixture
-def small(tmp_path: Path, embedder: Embedder) -> Iterator[Running]:
-    config = ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"),
-                          max_workers=1, max_concurrent_rpcs=2, http=HttpConfig(listen=""))
-    live = start_server(config, embedder)
-    yield live
-    live.close()
+def serve(tmp_path: Path, embedder: Embedder) -> Iterator[Serve]:
+    """Start a server with one worker and the given ``[server]`` keys."""
+    started: list[Running] = []
+
+    def start(**keys: Any) -> Running:
+        config = ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"),
+                              max_workers=1, max_concurrent_rpcs=2, http=HttpConfig(listen=""))
+        started.append(start_server(replace(config, **keys), embedder))
+        return started[-1]
+
+    yield start
+    for live in started:
+        live.close()
 
 
-def wait_admitted(live: Running, calls: int) -> None:
-    deadline = time.monotonic() + 10
-    while live.server.admission.admitted < calls and time.monotonic() < deadline:
+def until(check: Callable[[], bool]) -> None:
+    """Wait (at most 60 s: a bound on failure, not a margin) for a state the server reaches
+    on its own."""
+    limit = time.monotonic() + 60
+    while not check() and time.monotonic() < limit:
         time.sleep(0.01)
-    assert live.server.admission.admitted == calls
+    assert check()
 
 
-def wait_working(live: Running, calls: int) -> None:
-    """Until ``calls`` calls hold a worker (not merely admitted and still queued)."""
-    deadline = time.monotonic() + 10
-    while live.server.admission.working < calls and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert live.server.admission.working == calls
+def refused(call: Callable[[], Any]) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as info:
+        call()
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
+    return info.value
+
+
+def readers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "stream-reader"]
 
 
 def live_count(live: Running) -> int:
     return live.vault.VaultStats(v.VaultStatsRequest()).live
 
 
-def test_over_the_bound_is_resource_exhausted_and_health_still_answers(small: Running) -> None:
-    release = threading.Event()
-    first = held_import(small, release)  # holds the one worker
-    second = held_import(small, release)  # admitted, waits for the worker
-    wait_admitted(small, 2)
-    with pytest.raises(grpc.RpcError) as info:
-        small.store.Search(s.SearchRequest(query="anything"), timeout=5)
-    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
-    assert "max_concurrent_rpcs" in info.value.details()  # type: ignore[attr-defined]
-    health = health_pb2_grpc.HealthStub(small.channel)
+def healthy(live: Running) -> None:
+    health = health_pb2_grpc.HealthStub(live.channel)
     for _ in range(20):
-        assert health.Check(health_pb2.HealthCheckRequest(), timeout=1).status == \
+        assert health.Check(health_pb2.HealthCheckRequest(), timeout=5).status == \
             health_pb2.HealthCheckResponse.SERVING
-    release.set()
-    assert first.result(timeout=10).received == 0 and second.result(timeout=10).received == 0
+
+
+def test_over_the_bound_is_resource_exhausted_and_health_still_answers(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    small = serve(queue_target_ms=600_000)  # only the count bounds admission here
+    held = Held(small, monkeypatch)
+    first, second = held.search(), held.search()  # one holds the worker, one waits
+    until(lambda: small.server.admission.admitted == 2)
+    error = refused(lambda: small.store.Search(s.SearchRequest(query="anything"), timeout=5))
+    assert "max_concurrent_rpcs" in error.details()  # type: ignore[attr-defined]
+    assert any(t.name.startswith("refuse") for t in threading.enumerate())  # their own pool
+    healthy(small)
+    held.release.set()
+    assert first.result(timeout=10).hits is not None and second.result(timeout=10)
     small.store.Search(s.SearchRequest(query="anything"), timeout=5)
 
 
-def test_a_call_that_expires_while_queued_changes_nothing(small: Running) -> None:
-    release = threading.Event()
-    holder = held_import(small, release)
-    wait_working(small, 1)  # the import holds the one worker
+def test_a_call_whose_expected_wait_is_over_the_target_is_refused_at_once(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    small = serve(max_concurrent_rpcs=32, queue_target_ms=100)
+    held = Held(small, monkeypatch)
+    small.server.admission.workers.hold_s = 0.08  # a call holds the worker 80 ms on average
+    first = held.search()
+    until(lambda: small.server.admission.working == 1)
+    second = held.search()  # waits for one call: 80 ms, within the target
+    until(lambda: small.server.admission.admitted == 2)
+    assert small.server.admission.expected_wait_s() == pytest.approx(0.16)
+    error = refused(lambda: small.store.Search(s.SearchRequest(query="anything"), timeout=5))
+    assert "about 160 ms" in error.details()  # type: ignore[attr-defined]
+    assert "queue_target_ms (100)" in error.details()  # type: ignore[attr-defined]
+    refused(lambda: small.store.UpsertMemory(memory("Refused before any work"), timeout=5))
+    healthy(small)
+    held.release.set()
+    first.result(timeout=10)
+    second.result(timeout=10)
+    assert live_count(small) == 0
+
+
+def test_the_expected_wait_follows_the_average_hold_time() -> None:
+    workers = Workers(2)
+    assert workers.hold_s == FIRST_GUESS_S
+    for held in (1.0, 0.5):
+        assert workers.take(lambda: True, lambda: None)
+        workers.give(held)
+    first = FIRST_GUESS_S + SMOOTHING * (1.0 - FIRST_GUESS_S)
+    assert workers.hold_s == pytest.approx(first + SMOOTHING * (0.5 - first))
+    assert workers.working == 0
+    assert not workers.take(lambda: False, lambda: None)  # a caller gone takes no slot
+
+
+def test_the_slots_shrink_while_calls_slow_each_other_down_and_grow_back() -> None:
+    workers = Workers(8)
+    assert workers.slots == 8
+    one = Workers(1)
+    assert one.slots == 1
+
+    def rounds(n: int, held_s: float, method: str = "Search") -> None:
+        """``n`` times: as many calls as there are slots, each taking ``held_s``."""
+        for _ in range(n):
+            at_once = workers.slots
+            for _ in range(at_once):
+                assert workers.take(lambda: True, lambda: None)
+            for _ in range(at_once):
+                workers.give(held_s, method)
+
+    rounds(1, 0.01)  # alone, a Search takes 10 ms
+    rounds(1, 0.2, "Inject")  # and an Inject 200 ms
+    rounds(20, 0.05)  # each Search five times slower than alone
+    assert workers.stretch > TOLERANCE and workers.slots == MIN_SLOTS
+    rounds(200, 0.01)  # back to their usual time with every slot in use
+    assert workers.slots == 8
+    rounds(1, 0.2, "Inject")  # an Inject's usual time is not a slowdown
+    assert workers.slots == 8 and workers.working == 0
+
+
+def test_stream_messages_leave_a_slot_to_unary_calls() -> None:
+    workers = Workers(2)
+    assert workers.take(lambda: True, lambda: None, stream=True)
+    asked: list[bool] = []
+
+    def once() -> bool:  # wanted on the first look only: one try, no wait
+        asked.append(True)
+        return len(asked) == 1
+
+    assert not workers.take(once, lambda: 0.0, stream=True)  # the last slot is not for it
+    assert workers.take(lambda: True, lambda: None)  # a unary call takes it
+    assert workers.working == 2
+    alone = Workers(1)  # one slot: shared
+    assert alone.take(lambda: True, lambda: None, stream=True)
+
+
+def test_a_call_that_expires_while_queued_changes_nothing(
+        serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    small = serve()
+    held = Held(small, monkeypatch)
+    holder = held.search()
+    until(lambda: small.server.admission.working == 1)  # the Search holds the one worker
     with pytest.raises(grpc.RpcError) as info:
         small.store.UpsertMemory(memory("The deadline passed before the worker was free"),
                                  timeout=0.3)
     assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
-    release.set()
+    held.release.set()
     holder.result(timeout=10)
-    time.sleep(0.2)  # the expired call's handler has finished (it skipped its work)
+    until(lambda: small.server.admission.admitted == 0)  # the expired call skipped its work
     assert live_count(small) == 0
+
+
+def test_silent_streams_beyond_their_bound_leave_unary_calls_served(serve: Serve) -> None:
+    small = serve(max_streams=3)
+    release = threading.Event()
+    silent = [held_import(small, release), held_import(small, release, items=3)]
+    acks = held_batches(small, release, [s.ImportBatch(sequence=0, items=[
+        s.ImportItem(memory=memory("A fact sent before the stream fell silent").memory)])])
+    assert next(acks).committed == 1  # the stream holds no worker while it waits for more
+    until(lambda: len(small.server.admission.streams.open) == 3)
+    error = refused(lambda: small.store.ImportMemories(iter([]), timeout=5))
+    assert "max_streams" in error.details()  # type: ignore[attr-defined]
+    for n in range(5):  # one worker, three streams open: every unary call is still served
+        small.store.Search(s.SearchRequest(query=f"fact {n}"), timeout=10)
+        small.store.UpsertMemory(memory(f"Upserted while streams wait, number {n}"), timeout=10)
+    healthy(small)
+    release.set()
+    assert [f.result(timeout=10).received for f in silent] == [0, 3]
+    assert list(acks) == []
+    until(lambda: not small.server.admission.streams.open)
+    assert live_count(small) == 9
+
+
+def test_forty_silent_imports_leave_searches_served(running: Running) -> None:
+    release = threading.Event()
+    silent = [held_import(running, release) for _ in range(40)]
+    until(lambda: sum(f.done() for f in silent) == 40 - ServerConfig().max_streams)
+    assert {f.code() for f in silent if f.done()} == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+    for n in range(8):
+        running.store.Search(s.SearchRequest(query=f"anything {n}"), timeout=10)
+    healthy(running)
+    release.set()
+    codes = [f.code() for f in silent]  # each waits for its call's end
+    assert codes.count(grpc.StatusCode.OK) == ServerConfig().max_streams
+    assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 40 - ServerConfig().max_streams
+
+
+@pytest.mark.parametrize("method", ["ImportMemories", "ImportMemoriesStream"])
+def test_a_silent_stream_ends_after_the_idle_timeout(serve: Serve, method: str) -> None:
+    small = serve(stream_idle_timeout_s=0.05)
+    release = threading.Event()
+
+    def nothing() -> Iterator[Any]:
+        release.wait(30)
+        yield from ()
+
+    call = getattr(small.store, method)
+    with pytest.raises(grpc.RpcError) as info:
+        reply = call(nothing(), timeout=30)
+        list(reply) if method == "ImportMemoriesStream" else reply
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+    assert "no message from the client for 0.05 s" in info.value.details()  # type: ignore
+    assert "stream_idle_timeout_s" in info.value.details()  # type: ignore[attr-defined]
+    until(lambda: not small.server.admission.streams.open)
+    until(lambda: not readers())  # the client still holds its side open: no thread waits
+    release.set()
+    small.store.Search(s.SearchRequest(query="anything"), timeout=10)
+
+
+def test_a_timed_out_import_keeps_the_committed_batches_and_nothing_after(
+        running: Running) -> None:
+    release = threading.Event()
+    future = held_import(running, release, items=300)  # one batch of 256, then 44 pending
+    until(lambda: live_count(running) == 256)
+    running.server.admission.streams.expire_idle()
+    with pytest.raises(grpc.RpcError) as info:
+        future.result(timeout=30)
+    release.set()
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+    assert "stream_idle_timeout_s" in info.value.details()  # type: ignore[attr-defined]
+    trailers = dict(info.value.trailing_metadata())  # type: ignore[attr-defined]
+    assert trailers["memsidecar-committed"] == "256"
+    until(lambda: not running.server.admission.streams.open)
+    assert live_count(running) == 256  # the 44 items after the last commit were not written
+
+
+def test_a_timed_out_batch_stream_keeps_every_acknowledged_batch(running: Running) -> None:
+    release = threading.Event()
+    batches = [s.ImportBatch(sequence=n, items=[s.ImportItem(
+        memory=memory(f"Batch {n} item {i} about the harbour crane").memory)
+        for i in range(5)]) for n in range(2)]
+    acks = held_batches(running, release, batches)
+    answered = [next(acks), next(acks)]
+    assert [a.sequence for a in answered] == [0, 1]
+    assert sum(a.committed + a.deduplicated for a in answered) == 10
+    running.server.admission.streams.expire_idle()
+    with pytest.raises(grpc.RpcError) as info:
+        next(acks)
+    release.set()
+    assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+    until(lambda: not running.server.admission.streams.open)
+    assert live_count(running) == sum(a.committed for a in answered)
 
 
 def test_an_interrupted_import_reports_what_was_committed(

@@ -18,7 +18,8 @@ from memsidecar.v1 import store_pb2 as s
 from sidecar.api.server import STORE_HEALTH
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
-from sidecar.errors import Unavailable
+from sidecar.errors import PermissionDenied, Unavailable
+from sidecar.injection.types import InjectRequest
 from sidecar.records import MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
 from tests.pg.cluster import Cluster
@@ -135,4 +136,79 @@ def test_restart_under_writes_loses_nothing_acknowledged(config: ServerConfig,
     finally:
         for app in apps:
             app.close()
+        cluster.remove()
+
+
+def test_a_channel_first_used_during_an_outage_is_served_then_settled(
+        config: ServerConfig, embedder: Embedder, caplog: pytest.LogCaptureFixture) -> None:
+    """New channels during the outage: served from memory under a provisional owner. Once
+    PostgreSQL is back, one nobody claimed meanwhile keeps its owner and turns; one another
+    sidecar claimed meanwhile is theirs, and the turns served here are dropped (logged)."""
+    caplog.set_level("WARNING", logger="sidecar")
+    cluster = Cluster()
+    cluster.start()
+    a = server = None
+    try:
+        dsn = cluster.new_database()
+        a = open_app(config, "a", embedder, dsn)
+        mine = replace(config, data_dir=f"{config.data_dir}-b")
+        Path(mine.data_dir).mkdir(parents=True)
+        (Path(mine.data_dir) / "memsidecar.toml").write_text(
+            f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
+        server = start_server(mine, embedder)
+        for n in range(6):
+            a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
+                                          MemoryType.FACT))
+            a.memories.upsert(MemoryDraft(f"Nightly backups of shard {n} go to cold storage",
+                                          MemoryType.FACT))
+        wait_for(lambda: len(server.server.app.retriever.live) == 12)
+        cluster.stop()
+        wait_for(lambda: health(server, STORE_HEALTH) == health_pb2.HealthCheckResponse.NOT_SERVING)
+
+        def inject(channel: str, agent: str = "ada", text: str = "who gets paged on failure?"
+                   ) -> i.InjectResponse:
+            return server.injection.Inject(i.InjectRequest(
+                channel_id=channel, agent_id=agent, text=text))
+
+        first, second = inject("fresh"), inject("fresh")
+        assert first.items and (first.turn, second.turn) == (1, 2)
+        assert not ids(first) & ids(second)  # the cooldown holds in memory
+        assert inject("taken").turn == 1
+        here = inject("twice", text="where do the nightly backups go?")
+        with pytest.raises(grpc.RpcError) as denied:
+            inject("fresh", agent="bob")  # the provisional owner is enforced meanwhile
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+        cluster.start(cluster.port)
+        wait_for(lambda: a.feed is not None and a.feed.connected)
+        a.owners.claim("taken", "bob")  # the other sidecar claims "taken" first
+        a.owners.claim("twice", "ada")  # and "twice", for the same agent, injecting on it
+        there = a.injector.inject(InjectRequest("ada", "twice", "who gets paged on failure?"))
+        assert there.turn == 1
+        third = inject("fresh")  # settled: nobody claimed it meanwhile
+        assert third.turn == 3 and not ids(third) & (ids(first) | ids(second))
+        with pytest.raises(PermissionDenied):
+            a.owners.check("fresh", "bob")
+        with pytest.raises(grpc.RpcError) as lost:
+            inject("taken")
+        assert lost.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        again = inject("twice")  # on the other sidecar's state: its turn, not this one's
+        assert again.turn == 2
+        dropped = [r for r in caplog.records if "dropped, not merged" in r.getMessage()]
+        assert [(r.channel, r.turns) for r in dropped] == [  # type: ignore[attr-defined]
+            ("taken", 1), ("twice", 1)]
+        server.server.app.injector.states.writer.flush()
+        assert a.injector.states.repo.load("taken") is None  # nothing of it was merged
+        fresh = a.injector.states.repo.load("fresh")
+        assert fresh is not None and fresh.turn == 3
+        twice = a.injector.states.repo.load("twice")
+        assert twice is not None and twice.turn == 2
+        assert {r.memory_id for r in twice.injected} == \
+            {item.memory.id for item in there.items} | ids(again)
+        assert here.items and not ids(here) & {r.memory_id for r in twice.injected}
+    finally:
+        if server is not None:
+            server.close()
+        if a is not None:
+            a.close()
         cluster.remove()
