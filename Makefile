@@ -113,3 +113,19 @@ bench-latency: install
 	$(PY) -m pytest bench/latency -p no:cacheprovider --benchmark-only \
 		--benchmark-json=bench/results/latency.json $(PYTEST_ARGS)
 	$(PY) -m bench.latency.summary bench/results/latency.json
+
+# The server and client wheels in dist/, built in the project's virtualenv (it has what the
+# server wheel's embedded model is built with: build_support/wheel_backend.py).
+.PHONY: dist
+dist: install
+	rm -rf dist
+	$(PY) -m pip wheel --quiet --no-build-isolation --no-deps --wheel-dir dist . ./clients/python
+
+# Deployment checks (deploy/tests): the wheels installed outside the repository, the container
+# image built and run with podman, the systemd unit verified, the Kubernetes example checked.
+# Installs podman, runc, debootstrap and systemd from Debian when missing; caches the base image
+# (build/deploy/ and podman's store). CI runs it after `make test`.
+.PHONY: test-deploy
+test-deploy: dist
+	$(VENV)/bin/ruff check deploy build_support
+	$(PY) -m pytest deploy/tests -p no:cacheprovider $(PYTEST_ARGS)

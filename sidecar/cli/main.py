@@ -1,6 +1,6 @@
 """memsidecar: the sidecar and the tools around it.
 
-On this machine: serve, config check|docs, token add|list|revoke,
+On this machine: serve, health [--addr] [--timeout], config check|docs, token add|list|revoke,
 migrate --from sqlite:PATH|postgres:DSN --to ... [--append].
 Against a running sidecar (--addr HOST:PORT|unix:PATH, --token T after the command name):
 import FILE.jsonl|-, export [--agent A], search TEXT, inject --channel C TEXT, stats.
@@ -13,15 +13,29 @@ import sys
 
 from memsidecar_client import MemsidecarError
 
-from sidecar.cli import export, importing, inject, local, logs, migrate, search, serve, stats
+from sidecar.cli import (
+    export,
+    health,
+    importing,
+    inject,
+    local,
+    logs,
+    migrate,
+    search,
+    serve,
+    stats,
+    version,
+)
 from sidecar.errors import DomainError
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memsidecar", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    version.add(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     serve.add(sub)
+    health.add(sub)
     local.add_config(sub)
     local.add_token(sub)
     migrate.add(sub)

