@@ -62,6 +62,14 @@ def wait_serving(addr: str, timeout: float = START_TIMEOUT_S) -> None:
     raise AssertionError(f"{addr} stopped before reporting SERVING")
 
 
+@pytest.fixture(scope="session")
+def image() -> str:
+    """The image of ``deploy/podman/podman.sh image`` (built from dist/), by its tag."""
+    from deploy.tests.podman import build_image
+
+    return build_image()
+
+
 @pytest.fixture
 def notify_socket(tmp_path: Path) -> Iterator[socket.socket]:
     """A datagram socket standing in for systemd's ``$NOTIFY_SOCKET``."""
