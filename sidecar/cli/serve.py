@@ -39,15 +39,18 @@ def run(args: argparse.Namespace) -> int:
     from sidecar.config.startup import open_settings
 
     os.umask(0o077)  # every file and socket the server creates is owner-only
-    received = _catch_stop_signals()  # first: as PID 1 (a container) SIGTERM has no default
+    # As PID 1 (a container) SIGTERM has no default action: during start-up it interrupts like
+    # Ctrl-C (KeyboardInterrupt, the start-up closes what it opened), then it stops the server.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     config, settings = open_settings(args.config, args.listen, args.data_dir)
     check_exposure(config, config.listen, warn=False)  # refuse before the slow start-up
     app = App.open(config, settings=settings)
     try:
         server = create_server(app)
-    except Exception:
+    except BaseException:
         app.close()
         raise
+    received = _catch_stop_signals()
     server.start()
     log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir)
     notify(READY)  # systemd's Type=notify: started, warmed up, SERVING
@@ -62,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _catch_stop_signals() -> list[int]:
-    """SIGTERM and SIGINT append to the list returned; a stop asked for during start-up is
-    acted on once the server has started."""
+    """From here on, SIGTERM and SIGINT append to the list returned (one asked for during the
+    warm-up is acted on once it is done)."""
     received: list[int] = []
     for sig in (signal.SIGTERM, signal.SIGINT):
         # The handler only appends: a handler that takes a lock (Event.set) deadlocks when
