@@ -124,8 +124,9 @@ dist: install
 # Deployment checks (deploy/tests): the wheels installed outside the repository, the container
 # image built and run with podman, the systemd unit verified, the Kubernetes example checked.
 # Installs podman, runc, debootstrap and systemd from Debian when missing; caches the base image
-# (build/deploy/ and podman's store). CI runs it after `make test`.
+# (build/deploy/ and podman's store). CI runs it after `make test`. The first image build on a
+# machine takes minutes (debootstrap, the dependencies, hnswlib compiled): 30 min per test.
 .PHONY: test-deploy
 test-deploy: dist
 	$(VENV)/bin/ruff check deploy build_support
-	$(PY) -m pytest deploy/tests -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest deploy/tests -p no:cacheprovider --timeout=1800 $(PYTEST_ARGS)
