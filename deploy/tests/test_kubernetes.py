@@ -4,15 +4,17 @@ probe is the grpc health check on that port, and the config passes ``memsidecar 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tomllib
+import uuid
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from deploy.tests.conftest import ROOT, clean_env
-from deploy.tests.podman import inspect
+from deploy.tests.podman import inspect, podman
 
 KUBE = ROOT / "deploy" / "kubernetes"
 
@@ -67,6 +69,23 @@ def test_token_reaches_the_agent_through_a_memory_volume() -> None:
     assert mounts(init)["data"] == mounts(containers(pod)["memsidecar"])["data"]
     assert mounts(init)["token"] == mounts(agent)["token"]
     assert "/run/memsidecar/token" in init["args"][0]
+
+
+def test_token_init_container_writes_a_token(image: str) -> None:
+    """The init container's command, run in the image with the pod's mounts."""
+    pod = deployment()["spec"]["template"]["spec"]
+    init = containers(pod)["memsidecar-token"]
+    env = [f"--env={e['name']}={e['value']}" for e in init["env"]]
+    volume = f"memsidecar-test-{uuid.uuid4().hex[:8]}"
+    podman("volume", "create", volume)
+    try:
+        done = podman("run", "--rm", *env, f"--volume={volume}:{mounts(init)['data']}",
+                      f"--tmpfs={mounts(init)['token']}:mode=1777", "--read-only",
+                      f"--entrypoint={init['command'][0]}", image, *init["command"][1:],
+                      f"{init['args'][0]} && cat /run/memsidecar/token")
+        assert re.fullmatch(r"msk_[0-9a-f]{8}_\S+\n", done.stdout), done.stdout
+    finally:
+        podman("volume", "rm", "--force", volume, check=False)
 
 
 def test_config_passes_config_check(wheel_venv: Path) -> None:
