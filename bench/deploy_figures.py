@@ -50,7 +50,7 @@ def main() -> None:
         again = [start_to_serving(image, volume) for _ in range(args.restarts)]
     finally:
         podman("volume", "rm", "--force", volume, check=False)
-    rows = [f"| {w.name} | {w.stat().st_size / 1e6:.1f} MB |" for w in sorted(DIST.glob("*.whl"))]
+    rows = [f"| {w.name} | {w.stat().st_size / 1e6:.2f} MB |" for w in sorted(DIST.glob("*.whl"))]
     size = float(inspect("image", image)["Size"]) / 1e6
     report = "\n".join([
         "| Artefact | Size |", "|---|---|", *rows, f"| image {image} | {size:.0f} MB |", "",
