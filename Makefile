@@ -115,11 +115,13 @@ bench-latency: install
 	$(PY) -m bench.latency.summary bench/results/latency.json
 
 # The server and client wheels in dist/, built in the project's virtualenv (it has what the
-# server wheel's embedded model is built with: build_support/wheel_backend.py).
+# server wheel's embedded model is built with: build_support/wheel_backend.py), and their
+# third-party requirements (dist/requirements.txt, the Containerfile's dependency layer).
 .PHONY: dist
 dist: install
 	rm -rf dist
 	$(PY) -m pip wheel --quiet --no-build-isolation --no-deps --wheel-dir dist . ./clients/python
+	$(PY) deploy/podman/requirements.py dist > dist/requirements.txt
 
 # Deployment checks (deploy/tests): the wheels installed outside the repository, the container
 # image built and run with podman, the systemd unit verified, the Kubernetes example checked.

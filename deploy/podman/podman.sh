@@ -2,7 +2,7 @@
 # Build the memsidecar image with podman from a local Debian base (no registry needed).
 #
 #   deploy/podman/podman.sh base    # localhost/memsidecar-base:<key>, cached (prints its name)
-#   deploy/podman/podman.sh image   # localhost/memsidecar:<version> from dist/*.whl
+#   deploy/podman/podman.sh image   # localhost/memsidecar:<version> from dist/ (make dist)
 #
 # The base is `debootstrap --variant=minbase bookworm` from this machine's own Debian mirror
 # (/etc/apt/sources.list*), imported with `podman import`; its rootfs tarball is kept in
@@ -47,8 +47,8 @@ image() {
   base="$(base)"
   version="$(grep -m1 '^version' "$ROOT/pyproject.toml" | cut -d'"' -f2)"
   tag="localhost/memsidecar:$version"
-  ls "$ROOT"/dist/memsidecar-"$version"-*.whl "$ROOT"/dist/memsidecar_client-*.whl >/dev/null
-  python3 "$ROOT/deploy/podman/requirements.py" "$ROOT/dist" > "$ROOT/dist/requirements.txt"
+  ls "$ROOT"/dist/memsidecar-"$version"-*.whl "$ROOT"/dist/memsidecar_client-*.whl \
+    "$ROOT/dist/requirements.txt" >/dev/null  # make dist
   podman build --network=host --build-arg BASE="$base" \
     --build-arg PIP_CERT=/run/host-ca.crt \
     -v /etc/ssl/certs/ca-certificates.crt:/run/host-ca.crt:ro \
