@@ -123,3 +123,22 @@ bench-latency: install
 	$(PY) -m pytest bench/latency -p no:cacheprovider --benchmark-only \
 		--benchmark-json=bench/results/latency.json $(PYTEST_ARGS)
 	$(PY) -m bench.latency.summary bench/results/latency.json
+
+# The server and client wheels in dist/, built in the project's virtualenv (it has what the
+# server wheel's embedded model is built with: build_support/wheel_backend.py), and their
+# third-party requirements (dist/requirements.txt, the Containerfile's dependency layer).
+.PHONY: dist
+dist: install
+	rm -rf dist
+	$(PY) -m pip wheel --quiet --no-build-isolation --no-deps --wheel-dir dist . ./clients/python
+	$(PY) deploy/podman/requirements.py dist > dist/requirements.txt
+
+# Deployment checks (deploy/tests): the wheels installed outside the repository, the container
+# image built and run with podman, the systemd unit verified, the Kubernetes example checked.
+# Installs podman, runc, debootstrap and systemd from Debian when missing; caches the base image
+# (build/deploy/ and podman's store). CI runs it after `make test`. The first image build on a
+# machine takes minutes (debootstrap, the dependencies, hnswlib compiled): 30 min per test.
+.PHONY: test-deploy
+test-deploy: dist
+	$(VENV)/bin/ruff check deploy build_support
+	$(PY) -m pytest deploy/tests -p no:cacheprovider --timeout=1800 $(PYTEST_ARGS)

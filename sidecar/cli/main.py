@@ -1,6 +1,6 @@
 """memsidecar: the sidecar and the tools around it.
 
-On this machine: serve, config check|docs, token add|list|revoke,
+On this machine: serve, health [--addr] [--timeout], config check|docs, token add|list|revoke,
 migrate --from sqlite:PATH|postgres:DSN --to ... [--append].
 Against a running sidecar (--addr HOST:PORT|unix:PATH, --token T after the command name):
 import FILE.jsonl|-, export [--agent A], search TEXT, inject --channel C TEXT, stats.
@@ -13,13 +13,15 @@ import importlib
 import os
 import sys
 
-from sidecar.cli import logs
+from sidecar.cli import logs, version
 
 # name -> ("module:function" adding the subcommand's arguments to its parser, one-line help).
 # Only the module of the command being run is imported: ``memsidecar --help`` and argument
 # errors load no model, no numba and no gRPC; each module imports its heavy parts in ``run``.
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("sidecar.cli.serve:add", "run the gRPC sidecar"),
+    "health": ("sidecar.cli.health:add", "check a running sidecar's gRPC health (exit 0: "
+               "SERVING)"),
     "config": ("sidecar.cli.local:add_config", "config file tools"),
     "token": ("sidecar.cli.local:add_token", "bearer tokens for [server.auth]"),
     "migrate": ("sidecar.cli.migrate:add", "copy a store: sqlite:PATH <-> postgres:DSN"),
@@ -37,6 +39,7 @@ EXPECTED = (("sidecar.errors", "DomainError"), ("memsidecar_client.errors", "Mem
 def _parser(chosen: str | None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memsidecar", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    version.add(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (spec, help) in COMMANDS.items():  # noqa: A001
         command = sub.add_parser(name, help=help, description=help)

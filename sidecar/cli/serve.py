@@ -9,6 +9,7 @@ import signal
 import time
 
 from sidecar.cli.logs import FORMATS
+from sidecar.cli.sd_notify import READY, STOPPING, notify
 
 log = logging.getLogger("sidecar")
 
@@ -40,27 +41,39 @@ def run(args: argparse.Namespace) -> int:
     from sidecar.config.startup import open_settings
 
     os.umask(0o077)  # every file and socket the server creates is owner-only
+    # As PID 1 (a container) SIGTERM has no default action: during start-up it interrupts like
+    # Ctrl-C (KeyboardInterrupt, the start-up closes what it opened), then it stops the server.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     config, settings = open_settings(args.config, args.listen, args.data_dir,
                                      args.http_listen)
     check_exposure(config, config.listen, warn=False)  # refuse before the slow start-up
     app = App.open(config, settings=settings)
     try:
         server = create_server(app)
-    except Exception:
+    except BaseException:
         app.close()
         raise
-    received: list[int] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # The handler only appends: a handler that takes a lock (Event.set) deadlocks when
-        # the signal lands while the main thread holds that same lock.
-        signal.signal(sig, lambda signum, _frame: received.append(signum))
+    received = _catch_stop_signals()
     server.start()
     log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir,
              extra={"http": config.http.listen or "off"})
+    notify(READY)  # systemd's Type=notify: started, warmed up, SERVING
     # A signal may be delivered to one of gRPC's threads; the main thread only runs the
     # Python handler when it wakes, so sleep in short slices rather than forever.
     while not received:
         time.sleep(0.2)
     log.info("shutting down")
+    notify(STOPPING)
     server.stop()
     return 0
+
+
+def _catch_stop_signals() -> list[int]:
+    """From here on, SIGTERM and SIGINT append to the list returned (one asked for during the
+    warm-up is acted on once it is done)."""
+    received: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        # The handler only appends: a handler that takes a lock (Event.set) deadlocks when
+        # the signal lands while the main thread holds that same lock.
+        signal.signal(sig, lambda signum, _frame: received.append(signum))
+    return received

