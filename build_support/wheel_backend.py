@@ -55,7 +55,8 @@ def build_model(staging: Path) -> Path:
          "print(int8_model_path().name)"],
         cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout.strip()
     out = staging / name
-    subprocess.run([sys.executable, "-m", "sidecar.embedding.quantize", "--out", str(out)],
+    subprocess.run([sys.executable, "-m", "sidecar.embedding.quantize", "--out", str(out),
+                    "--legacy-out", ""],
                    cwd=ROOT, env=env, check=True)
     return out
 

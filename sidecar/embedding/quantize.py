@@ -148,12 +148,13 @@ def ensure(out: Path, expected: str, seven_bit: bool = True) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=int8_model_path())
-    parser.add_argument("--legacy-out", type=Path, default=legacy_int8_model_path(),
+    parser.add_argument("--legacy-out", default=str(legacy_int8_model_path()),
                         help="the 8-bit-weight build, served to stores recorded with it "
-                             "until they are re-embedded")
+                             "until they are re-embedded ('' = not built)")
     args = parser.parse_args(argv)
     built = ensure(args.out, INT8_SHA256)
-    legacy = ensure(args.legacy_out, LEGACY_INT8_SHA256, seven_bit=False)
+    legacy = not args.legacy_out or ensure(Path(args.legacy_out), LEGACY_INT8_SHA256,
+                                           seven_bit=False)
     return 0 if built and legacy else 1
 
 
