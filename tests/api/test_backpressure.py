@@ -128,7 +128,7 @@ def test_over_the_bound_is_resource_exhausted_and_health_still_answers(
     small = serve(queue_target_ms=600_000)  # only the count bounds admission here
     held = Held(small, monkeypatch)
     first, second = held.search(), held.search()  # one holds the worker, one waits
-    until(lambda: small.server.admission.admitted == 2)
+    until(lambda: small.server.admission.admitted == 2 and small.server.admission.pool.pending == 0)
     error = refused(lambda: small.store.Search(s.SearchRequest(query="anything"), timeout=5))
     assert "max_concurrent_rpcs" in error.details()  # type: ignore[attr-defined]
     assert any(t.name.startswith("refuse") for t in threading.enumerate())  # their own pool
