@@ -70,7 +70,6 @@ bench: install
 	$(PY) -m bench.grpc_hop
 	$(PY) -m bench.replay_longmemeval
 	$(PY) -m bench.inject_breakdown
-	$(PY) -m bench.query_cut
 	$(PY) -m bench.import_stream
 	$(MAKE) bench-latency
 
