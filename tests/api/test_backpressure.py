@@ -7,7 +7,6 @@ slot (and its worker) for as long as the test wants: no sleeps decide the outcom
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from sidecar.embedding import Embedder
 from sidecar.errors import DeadlineExceeded
 from sidecar.records import MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
+from tests.waiting import wait_for
 
 
 def memory(text: str) -> s.UpsertMemoryRequest:
@@ -36,7 +36,7 @@ def held_import(live: Running, release: threading.Event, items: int = 0) -> grpc
     def stream() -> Iterator[s.UpsertMemoryRequest]:
         for i in range(items):
             yield memory(f"Imported fact number {i} about project {i * 7}")
-        release.wait(30)
+        release.wait()
 
     return live.store.ImportMemories.future(stream())
 
@@ -51,17 +51,13 @@ def small(tmp_path: Path, embedder: Embedder) -> Iterator[Running]:
 
 
 def wait_admitted(live: Running, calls: int) -> None:
-    deadline = time.monotonic() + 10
-    while live.server.admission.admitted < calls and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: live.server.admission.admitted >= calls)
     assert live.server.admission.admitted == calls
 
 
 def wait_working(live: Running, calls: int) -> None:
     """Until ``calls`` calls hold a worker (not merely admitted and still queued)."""
-    deadline = time.monotonic() + 10
-    while live.server.admission.working < calls and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: live.server.admission.working >= calls)
     assert live.server.admission.working == calls
 
 
@@ -75,16 +71,16 @@ def test_over_the_bound_is_resource_exhausted_and_health_still_answers(small: Ru
     second = held_import(small, release)  # admitted, waits for the worker
     wait_admitted(small, 2)
     with pytest.raises(grpc.RpcError) as info:
-        small.store.Search(s.SearchRequest(query="anything"), timeout=5)
+        small.store.Search(s.SearchRequest(query="anything"))
     assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # type: ignore[attr-defined]
     assert "max_concurrent_rpcs" in info.value.details()  # type: ignore[attr-defined]
     health = health_pb2_grpc.HealthStub(small.channel)
     for _ in range(20):
-        assert health.Check(health_pb2.HealthCheckRequest(), timeout=1).status == \
+        assert health.Check(health_pb2.HealthCheckRequest()).status == \
             health_pb2.HealthCheckResponse.SERVING
     release.set()
-    assert first.result(timeout=10).received == 0 and second.result(timeout=10).received == 0
-    small.store.Search(s.SearchRequest(query="anything"), timeout=5)
+    assert first.result().received == 0 and second.result().received == 0
+    small.store.Search(s.SearchRequest(query="anything"))
 
 
 def test_a_call_that_expires_while_queued_changes_nothing(small: Running) -> None:
@@ -96,8 +92,8 @@ def test_a_call_that_expires_while_queued_changes_nothing(small: Running) -> Non
                                  timeout=0.3)
     assert info.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
     release.set()
-    holder.result(timeout=10)
-    time.sleep(0.2)  # the expired call's handler has finished (it skipped its work)
+    holder.result()
+    wait_for(lambda: small.server.admission.admitted == 0)  # the expired call's handler left
     assert live_count(small) == 0
 
 
@@ -106,16 +102,11 @@ def test_an_interrupted_import_reports_what_was_committed(
     caplog.set_level("INFO", logger="sidecar")
     release = threading.Event()
     future = held_import(running, release, items=300)  # one batch of 256, then 44 pending
-    deadline = time.monotonic() + 60
-    while live_count(running) < 256 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: live_count(running) >= 256)
     assert live_count(running) == 256
     future.cancel()
     release.set()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not any(
-            r.getMessage() == "import interrupted" for r in caplog.records):
-        time.sleep(0.05)
+    wait_for(lambda: any(r.getMessage() == "import interrupted" for r in caplog.records))
     record = next(r for r in caplog.records if r.getMessage() == "import interrupted")
     assert record.levelname == "INFO" and record.stored == 256  # type: ignore[attr-defined]
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
