@@ -110,7 +110,8 @@ def profile(n: int, texts: list[str], embedder: Embedder, rounds: int, ef: int
     row = {"memories": f"{n:,}", "ef": str(hnsw.ef_search if hnsw else "exact"),
            "recall@20": f"{recall:.3f}"}
     for name, values in (*stage.items(), *parts.items()):
-        row[name] = f"{np.percentile(values, 50):.0f} / {np.percentile(values, 95):.0f}"
+        row[name] = (f"{np.percentile(values, 50):.0f} / {np.percentile(values, 95):.0f}"
+                     if values else "")  # no hnsw k-nn below the exact threshold
     return row
 
 
