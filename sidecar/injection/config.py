@@ -19,7 +19,7 @@ class MemoryInjectionConfig:
     search_limit: int = field(default=20, metadata=knob(
         "Most hybrid-search results considered per turn.", ge=1, le=1000))
     # Chosen from the evidence kept vs unrelated turns let through on LongMemEval
-    # (docs/decisions/0001-cosine-floor.md, bench/cosine_floor.py).
+    # (docs/decisions/0001-cosine-floor.md, bench/experiments/cosine_floor.py).
     contextual_min_score: float = field(default=0.25, metadata=unit(
         "Cosine floor of a contextual (searched) candidate."))
     # The next four chosen on the LongMemEval replay at 5.4k and 100k memories, score fusion

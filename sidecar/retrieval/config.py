@@ -133,7 +133,7 @@ class RetrievalConfig:
         "cores (onnx_long_text_tokens); any other query runs BM25 during its embedding.",
         ge=0, le=1_000_000_000))
     # 256 = the model's own cap (memories are embedded up to it). A shorter cut speeds up the
-    # longest turns but changes what they retrieve (bench/query_cut.py, docs/benchmarks.md).
+    # longest turns but changes what they retrieve (docs/decisions/0004-long-text-session.md).
     query_max_tokens: int = field(default=256, metadata=knob(
         "Model tokens (with [CLS] and [SEP]) of a query text that are embedded, for Search "
         "and Inject; the rest is cut. BM25 always sees the whole text.", ge=8, le=256))

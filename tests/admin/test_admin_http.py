@@ -26,7 +26,7 @@ Reply = tuple[int, dict[str, str], str]
 def call(site: Site, method: str, path: str, body: dict[str, str] | None = None,
          **headers: str) -> Reply:
     port = int(site.base.rsplit(":", 1)[1])
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", port)
     data = urlencode(body) if body is not None else None
     sent = {k.replace("_", "-"): v for k, v in headers.items()}
     if data is not None:

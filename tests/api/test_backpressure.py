@@ -8,7 +8,6 @@ streams is brought forward with ``StreamGate.expire_idle``: no sleep decides an 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +29,7 @@ from sidecar.errors import DeadlineExceeded
 from sidecar.metrics.config import HttpConfig
 from sidecar.records import MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
+from tests.waiting import wait_for
 
 Serve = Callable[..., Running]
 
@@ -43,7 +43,7 @@ def held_import(live: Running, release: threading.Event, items: int = 0) -> grpc
     def stream() -> Iterator[s.UpsertMemoryRequest]:
         for i in range(items):
             yield memory(f"Imported fact number {i} about project {i * 7}")
-        release.wait(30)
+        release.wait()
 
     return live.store.ImportMemories.future(stream())
 
@@ -92,13 +92,7 @@ def serve(tmp_path: Path, embedder: Embedder) -> Iterator[Serve]:
         live.close()
 
 
-def until(check: Callable[[], bool]) -> None:
-    """Wait (at most 60 s: a bound on failure, not a margin) for a state the server reaches
-    on its own."""
-    limit = time.monotonic() + 60
-    while not check() and time.monotonic() < limit:
-        time.sleep(0.01)
-    assert check()
+until = wait_for  # a state the server reaches on its own
 
 
 def refused(call: Callable[[], Any]) -> grpc.RpcError:
@@ -327,16 +321,11 @@ def test_an_interrupted_import_reports_what_was_committed(
     caplog.set_level("INFO", logger="sidecar")
     release = threading.Event()
     future = held_import(running, release, items=300)  # one batch of 256, then 44 pending
-    deadline = time.monotonic() + 60
-    while live_count(running) < 256 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: live_count(running) >= 256)
     assert live_count(running) == 256
     future.cancel()
     release.set()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not any(
-            r.getMessage() == "import interrupted" for r in caplog.records):
-        time.sleep(0.05)
+    wait_for(lambda: any(r.getMessage() == "import interrupted" for r in caplog.records))
     record = next(r for r in caplog.records if r.getMessage() == "import interrupted")
     assert record.levelname == "INFO" and record.stored == 256  # type: ignore[attr-defined]
     assert not [r for r in caplog.records if r.levelname == "ERROR"]

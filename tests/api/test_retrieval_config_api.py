@@ -15,8 +15,8 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.retrieval.config import RetrievalConfig
 from tests.api.test_search_api import NOTES
-from tests.api.test_settings_api import wait_for
 from tests.conftest import Running, start_server
+from tests.waiting import wait_for
 
 # RRF, no boosts: a hit's score is then exactly sum_s weight_s / (rrf_k + rank_s).
 FILE = """\

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
 import tomllib
-from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
@@ -15,19 +13,13 @@ from memsidecar.v1 import settings_pb2 as pb
 
 from sidecar.injection.config import MemoryInjectionConfig
 from tests.conftest import Running
+from tests.waiting import wait_for
 
 DEFAULTS = MemoryInjectionConfig()
 
 
 def config_path(running: Running) -> Path:
     return Path(running.server.app.config.data_dir) / "memsidecar.toml"
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
 
 
 def update(running: Running, agent_id: str = "", reset: bool = False,
@@ -118,7 +110,7 @@ def test_hand_edit_is_served_and_broken_edit_is_not(running: Running) -> None:
     wait_for(lambda: running.settings.GetConfig(pb.GetConfigRequest()).memory_injection
              .search_limit == 15)
     path.write_text("[defaults.memory_injection]\nsearch_limit = -3\n")
-    time.sleep(1.5)  # several polls; nothing to wait *for*: the old config must stay
+    wait_for(lambda: running.server.app.settings.reloads[1] == 1)  # the watcher rejected it
     assert running.settings.GetConfig(pb.GetConfigRequest()).memory_injection.search_limit == 15
     with pytest.raises(grpc.RpcError) as caught:  # an update would overwrite the operator's edit
         update(running, "", search_limit=3)

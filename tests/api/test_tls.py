@@ -94,7 +94,7 @@ def start(tmp_path: Path, embedder: Embedder) -> Iterator[StartServer]:
 
 
 def _list(channel: grpc.Channel) -> None:
-    store_pb2_grpc.MemoryStoreStub(channel).ListMemories(s.ListMemoriesRequest(), timeout=5)
+    store_pb2_grpc.MemoryStoreStub(channel).ListMemories(s.ListMemoriesRequest())
 
 
 def test_tls_serves_trusting_clients_only(tmp_path: Path, start: StartServer) -> None:
@@ -126,7 +126,7 @@ def _reflects(server: Server) -> bool:
         stub = reflection_pb2_grpc.ServerReflectionStub(channel)
         request = reflection_pb2.ServerReflectionRequest(list_services="")
         try:
-            replies = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+            replies = list(stub.ServerReflectionInfo(iter([request])))
         except grpc.RpcError as err:
             assert err.code() == grpc.StatusCode.UNIMPLEMENTED
             return False

@@ -63,7 +63,7 @@ def test_serve_with_json_logs_writes_only_json_lines(tmp_path: Path) -> None:
                 break
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, rest = proc.communicate(timeout=60)
+        _, rest = proc.communicate()
     entries += [json.loads(line) for line in rest.splitlines()]
     assert proc.returncode == 0
     serving = next(e for e in entries if e["message"] == "serving")

@@ -20,6 +20,7 @@ from sidecar.cli import main
 from sidecar.embedding import Embedder
 from tests.api.test_auth import Authed
 from tests.conftest import Running, start_server
+from tests.waiting import wait_for
 
 RECORDS: list[dict[str, object]] = [
     {"id": "m-ada-1", "content": "Ada deploys the billing service on Fridays", "type": "decision",
@@ -133,12 +134,11 @@ def test_an_import_resumes_when_the_sidecar_restarts(
     worker = threading.Thread(target=lambda: result.append(main(
         ["import", str(path), "--addr", f"127.0.0.1:{port}", "--no-progress"])))
     worker.start()
-    while first.server.app.memories.memories.count() < 100:
-        threading.Event().wait(0.02)
+    wait_for(lambda: first.server.app.memories.memories.count() >= 100)
     first.close()  # the break: the stream fails with UNAVAILABLE
     second = start_at(at, embedder)
     try:
-        worker.join(120)
+        worker.join()
         assert result == [0], capsys.readouterr().err
         assert "2000 lines:" in capsys.readouterr().err
         assert second.server.app.memories.memories.count() == 2000

@@ -131,4 +131,4 @@ def test_serve_config_file_with_command_line_overrides(tmp_path: Path) -> None:
         assert (tmp_path / "from-file" / "memsidecar.sqlite3").exists()  # data_dir from file
     finally:
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait() == 0

@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from sidecar.config import ConfigStore, load_text
 from sidecar.errors import FailedPrecondition, InvalidArgument
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.records import MemoryType
+from tests.waiting import wait_for
 
 BASE = """# operator notes: keep this comment
 [server]
@@ -38,14 +38,6 @@ ambient_enabled = true
 [vault]
 max_chars = 900
 """
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Poll until ``predicate`` holds; fail after ``timeout`` (a bound, not a latency claim)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.02)
 
 
 def replace_file(path: Path, text: str) -> None:

@@ -20,16 +20,17 @@ Serve = Callable[..., Running]
 
 @pytest.fixture
 def serve(config: ServerConfig, embedder: Embedder) -> Iterator[Serve]:
-    """``serve(**injection_config_fields)`` starts a server on the test's data dir."""
+    """``serve(**injection_config_fields)`` starts a server on the test's data dir (with the
+    session's embedder, or ``with_embedder``)."""
     started: list[Running] = []
 
-    def start(**fields: object) -> Running:
+    def start(with_embedder: Embedder | None = None, **fields: object) -> Running:
         # The vault's write-time duplicate gate would merge >= 0.95 paraphrases before they
         # are stored; these tests exercise the injection-time dedup, so it is off here.
         settings = settings_for(config, vault=VaultConfig(duplicate_gate=False),
                                 defaults=MemoryInjectionConfig(**fields))  # type: ignore[arg-type]
-        app = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder,
-                       settings=settings)
+        app = App.open(replace(config, listen="127.0.0.1:0"),
+                       embedder=with_embedder or embedder, settings=settings)
         server = create_server(app)
         server.start()
         live = Running(server)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 
 import grpc
 import numpy as np
@@ -17,6 +16,7 @@ from sidecar.embedding import Embedder
 from sidecar.records import MemoryType
 from tests.injection.conftest import Serve
 from tests.injection.helpers import body, ids, inject, put
+from tests.waiting import wait_for
 
 DB_FACT = "We chose PostgreSQL 16 as the main database for the billing service."
 DB_QUESTION = "Which database does the billing service use?"
@@ -261,14 +261,8 @@ def test_injection_records_access(serve: Serve) -> None:
     live = serve()
     fact = put(live, DB_FACT)
     inject(live, DB_QUESTION)
-    deadline = time.monotonic() + 5
-    count = 0
-    while time.monotonic() < deadline:
-        count = live.store.GetMemory(s.GetMemoryRequest(id=fact.id)).access_count
-        if count:
-            break
-        time.sleep(0.02)
-    assert count == 1
+    wait_for(lambda: live.store.GetMemory(s.GetMemoryRequest(id=fact.id)).access_count > 0)
+    assert live.store.GetMemory(s.GetMemoryRequest(id=fact.id)).access_count == 1
 
 
 def test_tracing_lines(serve: Serve, caplog: pytest.LogCaptureFixture) -> None:

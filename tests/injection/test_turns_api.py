@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
-import time
 
 import grpc
 import pytest
 from memsidecar.v1 import injection_pb2 as inj
 from memsidecar.v1 import store_pb2 as s
 
+from sidecar.embedding import Embedder
+from tests.held import HeldEmbedder
 from tests.injection.conftest import Serve
 from tests.injection.helpers import ids, inject, put
 from tests.injection.test_inject_api import CAT, DB_FACT, DB_QUESTION
+from tests.waiting import wait_for
 
 
 def refused(call: object) -> grpc.RpcError:
@@ -54,23 +56,25 @@ def test_same_turn_is_a_retry_recording_nothing_twice(serve: Serve) -> None:
     assert inject(live, DB_QUESTION).turn == 2
 
 
-def test_expired_deadline_records_nothing(serve: Serve,
+def test_expired_deadline_records_nothing(serve: Serve, embedder: Embedder,
                                           caplog: pytest.LogCaptureFixture) -> None:
-    """The handler outlives a real deadline (the longest text allowed takes about twice 20 ms
-    to search on an idle machine, longer under load): the calls fail with DEADLINE_EXCEEDED
-    and leave no turn, no cooldown and no access count."""
-    live = serve()
+    """Each call's query embedding is held until its deadline has passed, so the handler
+    outlives it: the calls fail with DEADLINE_EXCEEDED and leave no turn, no cooldown and no
+    access count. Until three handlers were held, each call has a longer deadline (on a
+    loaded machine one may expire before its handler reaches the model)."""
+    held = HeldEmbedder(embedder, "embed_tokens")
+    live = serve(with_embedder=held)
     fact = put(live, DB_FACT)
-    slow = ("Which database does billing use? " * 2000)[:65_536]  # the longest text allowed
     caplog.set_level(logging.INFO, logger="sidecar.injection.pipeline")
-    for _ in range(3):
+    timeout = 0.05
+    while held.entered < 3:
         with pytest.raises(grpc.RpcError) as err:
-            live.injection.Inject(inj.InjectRequest(channel_id="c1", text=slow), timeout=0.02)
+            live.injection.Inject(inj.InjectRequest(channel_id="c1", text=DB_QUESTION),
+                                  timeout=timeout)
         assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    deadline = time.monotonic() + 30  # the handlers run on after the client gave up
-    while abandoned(caplog) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert abandoned(caplog) == 3, [r.getMessage() for r in caplog.records]
+        timeout *= 2
+    wait_for(lambda: live.server.admission.admitted == 0)  # the held handlers finished
+    assert abandoned(caplog) >= 3, [r.getMessage() for r in caplog.records]
     live.close()  # writes anything queued
     live = serve()
     assert live.store.GetMemory(s.GetMemoryRequest(id=fact.id)).access_count == 0

@@ -44,7 +44,7 @@ def scrape(live: Running, token: str = "") -> Samples:
     request = urllib.request.Request(f"http://127.0.0.1:{live.server.http.port}/metrics")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=10) as reply:
+    with urllib.request.urlopen(request) as reply:
         text = reply.read().decode()
     return {(sample.name, frozenset(sample.labels.items())): sample.value
             for family in text_string_to_metric_families(text) for sample in family.samples}

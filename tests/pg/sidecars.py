@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import replace
 
 from sidecar.api.server_config import ServerConfig
@@ -12,15 +10,6 @@ from sidecar.embedding import Embedder
 from sidecar.retrieval.contract import SearchQuery
 from sidecar.store.config import StoreConfig
 from tests.conftest import settings_for
-
-WAIT_S = 10.0  # a bound for a loaded test machine; bench/pg_store.py measures the latency
-
-
-def wait_for(check: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not check():
-        assert time.monotonic() < deadline, "the change did not arrive"
-        time.sleep(0.02)
 
 
 def open_app(config: ServerConfig, name: str, embedder: Embedder, dsn: str) -> App:

@@ -42,7 +42,7 @@ def run_together(writer: Callable[[], None], reader: Callable[[int], None],
     for t in threads:
         t.start()
     for t in threads:
-        t.join(timeout=120)
+        t.join()
 
 
 def test_searches_racing_writes() -> None:

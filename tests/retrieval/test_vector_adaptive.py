@@ -38,7 +38,7 @@ def held_builds(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     real_build = adaptive_module.build_hnsw
 
     def slow_build(*args: object, **kwargs: object) -> HnswVectors | None:
-        release.wait(30)
+        release.wait()
         return real_build(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(adaptive_module, "build_hnsw", slow_build)
@@ -237,7 +237,7 @@ def test_journal_is_replayed_mostly_without_blocking_writes(
     real_build, real_replay = adaptive_module.build_hnsw, adaptive_module._replay
 
     def slow_build(*args: object, **kwargs: object) -> HnswVectors | None:
-        release.wait(30)
+        release.wait()
         return real_build(*args, **kwargs)  # type: ignore[arg-type]
 
     vectors = clustered(900, DIM, seed=15)

@@ -211,7 +211,7 @@ def test_periodic_save_after_many_changes(tmp_path: Path, repo: MemoryRepo) -> N
         index.add(np.array([stored.seq]), vector[None])
     saver = index._saver
     assert saver is not None
-    saver.join(30)
+    saver.join()
     meta = json.loads(meta_path(tmp_path / INDEX_FILE).read_text())
     assert meta["count"] == N + 50  # saved in the background when the 50th change came in
     index.close()

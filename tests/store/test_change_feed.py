@@ -16,7 +16,8 @@ from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType, Relation, Restored
 from tests.conftest import Running, start_server
-from tests.pg.sidecars import found, open_app, wait_for
+from tests.pg.sidecars import found, open_app
+from tests.waiting import wait_for
 
 
 @pytest.fixture

@@ -21,8 +21,9 @@ from memsidecar.v1 import store_pb2_grpc
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.store.postgres.dsn import DSN_ENV
-from tests.pg.sidecars import open_app, wait_for
+from tests.pg.sidecars import open_app
 from tests.test_cli import free_port, spawn, wait_serving
+from tests.waiting import wait_for
 
 WORDS = ("alpha billing cache deploy edge failover gateway host index job kernel ledger "
          "mirror node owner pager queue replica shard token upgrade vault worker zone").split()

@@ -12,7 +12,8 @@ from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.injection.types import Injection, InjectRequest
 from sidecar.records import MemoryDraft, MemoryType
-from tests.pg.sidecars import open_app, wait_for
+from tests.pg.sidecars import open_app
+from tests.waiting import wait_for
 
 TOPICS = ["the billing service", "the search cluster", "the mobile app", "the data lake",
           "the auth gateway", "the CI runners", "the CDN edge", "the queue workers",

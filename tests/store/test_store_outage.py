@@ -23,7 +23,8 @@ from sidecar.injection.types import InjectRequest
 from sidecar.records import MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
 from tests.pg.cluster import Cluster
-from tests.pg.sidecars import found, open_app, wait_for
+from tests.pg.sidecars import found, open_app
+from tests.waiting import wait_for
 
 
 def health(server: Running, service: str) -> int:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
 
 from sidecar.store import db as db_module
 from sidecar.store.db import Database
+from tests.waiting import wait_for
 
 PAGE = 4096
 
@@ -29,10 +29,7 @@ def test_checkpointer_thread_backfills_the_database(
     db.execute("CREATE TABLE t (x BLOB)")
     before = path.stat().st_size
     _write(db, 10)  # ~100 pages in the WAL
-    deadline = time.monotonic() + 20
-    while path.stat().st_size <= before + 50 * PAGE and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.stat().st_size > before + 50 * PAGE  # pages copied by the thread
+    wait_for(lambda: path.stat().st_size > before + 50 * PAGE)  # pages copied by the thread
     assert db.query_one("SELECT count(*) FROM t") == (100,)
     db.close()
     again = Database(path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from sidecar.errors import Unavailable
 from sidecar.store.db import Database
 from sidecar.store.write_behind import WriteBehind
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -40,10 +40,10 @@ def gate(db: Database) -> tuple[WriteBehind, threading.Event, threading.Event]:
 
     def hold() -> None:
         started.set()
-        release.wait(10)
+        release.wait()
 
     writer.submit(hold)
-    assert started.wait(10)
+    started.wait()
     return writer, started, release
 
 
@@ -76,8 +76,8 @@ def test_a_failed_job_is_rolled_back_alone(db: Database,
 def test_jobs_queued_together_share_one_commit_and_fail_alone(db: Database) -> None:
     writer = WriteBehind(db, max_pending=8)
     started, release = threading.Event(), threading.Event()
-    writer.submit(lambda: (started.set(), release.wait(10)) and None)
-    assert started.wait(10)
+    writer.submit(lambda: (started.set(), release.wait()) and None)
+    started.wait()
     other = apsw.Connection(str(db.path))  # sees committed rows only
     seen: list[list[int]] = []
 
@@ -103,8 +103,11 @@ def test_close_writes_everything_queued(db: Database) -> None:
     writer, _, release = gate(db)
     writer.submit(lambda: insert(db, 1))
     writer.submit(lambda: insert(db, 2))  # queued behind the held job
-    threading.Timer(0.05, release.set).start()
-    writer.close()
+    closing = threading.Thread(target=writer.close)
+    closing.start()
+    wait_for(lambda: writer._closed)  # close() has begun while a job holds the writer
+    release.set()
+    closing.join()
     assert rows(db) == [1, 2]
     writer.close()  # idempotent
 
@@ -118,8 +121,7 @@ def test_submit_blocks_when_max_pending_jobs_wait(db: Database) -> None:
     third.join(0.2)
     assert third.is_alive()  # back-pressure: held until the writer drains
     release.set()
-    third.join(10)
-    assert not third.is_alive()
+    third.join()
     writer.close()
     assert rows(db) == [1, 2, 3]
 
@@ -129,13 +131,12 @@ def test_a_job_submitted_while_closing_lands_after_the_queued_ones(db: Database)
     writer.submit(lambda: insert(db, 1))
     closing = threading.Thread(target=writer.close)
     closing.start()
-    while not writer._closed:  # close() has begun: later jobs take the straggler path
-        time.sleep(0.001)
+    wait_for(lambda: writer._closed)  # close() has begun: later jobs take the straggler path
     late = threading.Thread(target=writer.submit, args=(lambda: insert(db, 2),))
     late.start()
     release.set()
-    closing.join(10)
-    late.join(10)
+    closing.join()
+    late.join()
     assert rows(db) == [1, 2]
 
 
@@ -163,10 +164,7 @@ def test_held_jobs_run_again_when_the_store_is_back_without_a_new_job(db: Databa
     writer.flush()
     assert rows(db) == []  # held
     away.clear()
-    deadline = time.monotonic() + 10
-    while rows(db) != [1]:  # no new job: the periodic retry writes it
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_for(lambda: rows(db) == [1])  # no new job: the periodic retry writes it
     away.set()
     writer.submit(lambda: insert(db, 2))
     writer.flush()

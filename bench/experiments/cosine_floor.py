@@ -2,7 +2,7 @@
 
 Related: a LongMemEval question vs the user turns of its evidence session that carry the
 answer (``has_answer``). Unrelated: the same question vs user turns of other questions.
-Run: .venv/bin/python -m bench.cosine_floor [--model minilm-int8]
+Run: .venv/bin/python -m bench.experiments.cosine_floor [--model minilm-int8]
 """
 
 from __future__ import annotations

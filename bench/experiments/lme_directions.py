@@ -16,8 +16,8 @@
 - a question split into clauses (commas, "and", "or", "between"), each searched by BM25 on
   its own beside the whole question.
 
-    .venv/bin/python bench/lme_directions.py [--held] [--only channel rm3 ... clauses]
-    .venv/bin/python bench/lme_directions.py --rm3-cost bench/.cache/speed_100000
+    .venv/bin/python bench/experiments/lme_directions.py [--held] [--only channel rm3 ... clauses]
+    .venv/bin/python bench/experiments/lme_directions.py --rm3-cost bench/.cache/speed_100000
 
 In numpy over the cached embeddings (``minilm-int8``) and the engine's own BM25 index, outside
 the engine: the default score fusion redone here (vector and BM25 top 20, every candidate's
@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))
 
 import numpy as np  # noqa: E402
 from lme_data import Question, cached_embeddings, load_oracle, pooled_turns, questions  # noqa: E402

@@ -6,7 +6,7 @@ model's 256 cap) and cut, then searches the cached 10k replay store with each em
 cosine between the two query vectors, Jaccard of the two kept sets, and their sizes. There is
 no relevance label for these turns, so this measures change, not quality.
 
-Run:  .venv/bin/python -m bench.query_cut [--cut 128] [--size 10000]
+Run:  .venv/bin/python -m bench.experiments.query_cut [--cut 128] [--size 10000]
 """
 
 from __future__ import annotations
