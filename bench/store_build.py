@@ -22,6 +22,7 @@ from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
 from sidecar.embedding.models import FP32, identity
+from sidecar.metrics.config import HttpConfig
 from sidecar.records import DEFAULT_IMPORTANCE, Memory, MemoryType
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.store.db import Database
@@ -65,7 +66,8 @@ class Served:
         start = time.perf_counter()
         config = Config(retrieval=retrieval, embedding=EmbeddingConfig(model))
         settings = ConfigStore(data_dir / CONFIG_FILENAME, config, None)
-        app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data_dir)),
+        app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data_dir),
+                                    http=HttpConfig(listen="")),
                        embedder=embedder, settings=settings)
         self.server: Server = create_server(app)
         self.server.start()
