@@ -61,7 +61,7 @@ def test_inject_prints_the_block_and_the_turn_story(
     assert "ranks vector=1 lexical=1" in why
     floor = [line for line in why.splitlines() if line.startswith("  floor      \"")]
     more = [line for line in why.splitlines() if "below the floor" in line]
-    assert 1 <= len(floor) <= 3 and len(more) == (len(floor) == 3)
+    assert len(floor) in (1, 2, 3) and len(more) == (len(floor) == 3)
     code, out = run(capsys, running, "inject", "--channel", "c1", "--agent", "ada",
                     "which port does billing use?")
     assert code == 0 and out.startswith("turn 2: nothing injected (")

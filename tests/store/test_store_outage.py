@@ -17,6 +17,7 @@ from memsidecar.v1 import store_pb2 as s
 
 from sidecar.api.server import STORE_HEALTH
 from sidecar.api.server_config import ServerConfig
+from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.errors import PermissionDenied, Unavailable
 from sidecar.injection.types import InjectRequest
@@ -36,24 +37,31 @@ def ids(reply: i.InjectResponse) -> set[str]:
     return {item.id for item in reply.items}
 
 
+def sidecars(config: ServerConfig, embedder: Embedder, dsn: str) -> tuple[App, Running]:
+    """Sidecar "a" (an app) and a served one on the same database, both holding 12 memories
+    written through "a"."""
+    a = open_app(config, "a", embedder, dsn)
+    mine = replace(config, data_dir=f"{config.data_dir}-b")
+    Path(mine.data_dir).mkdir(parents=True)
+    (Path(mine.data_dir) / "memsidecar.toml").write_text(
+        f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
+    server = start_server(mine, embedder)
+    for n in range(6):
+        a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
+                                      MemoryType.FACT))
+        a.memories.upsert(MemoryDraft(f"Nightly backups of shard {n} go to cold storage",
+                                      MemoryType.FACT))
+    wait_for(lambda: len(server.server.app.retriever.live) == 12)
+    return a, server
+
+
 def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
     cluster = Cluster()
     cluster.start()
     a = server = None
     try:
         dsn = cluster.new_database()
-        a = open_app(config, "a", embedder, dsn)
-        mine = replace(config, data_dir=f"{config.data_dir}-b")
-        Path(mine.data_dir).mkdir(parents=True)
-        (Path(mine.data_dir) / "memsidecar.toml").write_text(
-            f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
-        server = start_server(mine, embedder)
-        for n in range(6):
-            a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
-                                          MemoryType.FACT))
-            a.memories.upsert(MemoryDraft(f"Nightly backups of shard {n} go to cold storage",
-                                          MemoryType.FACT))
-        wait_for(lambda: len(server.server.app.retriever.live) == 12)
+        a, server = sidecars(config, embedder, dsn)
         inject = i.InjectRequest(channel_id="c", text="who gets paged on failure?")
         before = server.injection.Inject(inject)
         assert before.items
@@ -151,18 +159,7 @@ def test_a_channel_first_used_during_an_outage_is_served_then_settled(
     a = server = None
     try:
         dsn = cluster.new_database()
-        a = open_app(config, "a", embedder, dsn)
-        mine = replace(config, data_dir=f"{config.data_dir}-b")
-        Path(mine.data_dir).mkdir(parents=True)
-        (Path(mine.data_dir) / "memsidecar.toml").write_text(
-            f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
-        server = start_server(mine, embedder)
-        for n in range(6):
-            a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
-                                          MemoryType.FACT))
-            a.memories.upsert(MemoryDraft(f"Nightly backups of shard {n} go to cold storage",
-                                          MemoryType.FACT))
-        wait_for(lambda: len(server.server.app.retriever.live) == 12)
+        a, server = sidecars(config, embedder, dsn)
         cluster.stop()
         wait_for(lambda: health(server, STORE_HEALTH) == health_pb2.HealthCheckResponse.NOT_SERVING)
 
