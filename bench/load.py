@@ -92,8 +92,8 @@ class Prober(threading.Thread):
 
 def start_server(data: Path, port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-m", "sidecar", "serve", "--listen",
-                             f"127.0.0.1:{port}", "--data-dir", str(data), "--log-level",
-                             "WARNING"], cwd=ROOT)
+                             f"127.0.0.1:{port}", "--data-dir", str(data), "--http-listen", "",
+                             "--log-level", "WARNING"], cwd=ROOT)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     stub = health_pb2_grpc.HealthStub(channel)
     for _ in range(600):

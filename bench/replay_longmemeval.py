@@ -173,7 +173,7 @@ def sidecar_process(data_dir: Path, target: str = "",
     log = open(data_dir / "sidecar.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "sidecar", "serve", "--listen", target, "--data-dir",
-         str(data_dir), "--log-level", "WARNING"],
+         str(data_dir), "--http-listen", "", "--log-level", "WARNING"],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
     )
     channel = grpc.insecure_channel(target)

@@ -69,13 +69,15 @@ def measure(data: str, code_root: str) -> None:
     from sidecar.embedding import Embedder
     from sidecar.embedding.config import EmbeddingConfig
     from sidecar.embedding.models import model_files
+    from sidecar.metrics.config import HttpConfig
 
     name = EmbeddingConfig().model
     embedder = Embedder(model_files(name))
     embedder.embed_one("warm up")
     before = rss_mb()
     start = time.perf_counter()
-    app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=data), embedder=embedder)
+    config = ServerConfig(listen="127.0.0.1:0", data_dir=data, http=HttpConfig(listen=""))
+    app = App.open(config, embedder=embedder)
     server = create_server(app)
     server.start()
     with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:

@@ -16,6 +16,7 @@ from sidecar.api.server import Server, create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder, bundled_model_files
+from sidecar.metrics.config import HttpConfig
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +27,8 @@ def embedder() -> Embedder:
 @pytest.fixture(scope="session")
 def probe(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Client]:
     """A client on an empty server: tells which RPCs exist before the 10k store is built."""
-    config = ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path_factory.mktemp("probe")))
+    config = ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path_factory.mktemp("probe")),
+                          http=HttpConfig(listen=""))
     live = create_server(App.open(config, embedder=embedder))
     live.start()
     with Client(f"127.0.0.1:{live.port}") as c:

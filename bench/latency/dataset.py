@@ -20,6 +20,7 @@ from sidecar.api.server import create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
+from sidecar.metrics.config import HttpConfig
 
 VERSION = 1  # bump when the generated text or metadata change
 CACHE = Path(__file__).resolve().parents[1] / ".cache"
@@ -43,7 +44,8 @@ def cached_store(n: int, embedder: Embedder) -> Path:
         return folder
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(folder)), embedder=embedder)
+    app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(folder),
+                                http=HttpConfig(listen="")), embedder=embedder)
     server = create_server(app)
     server.start()
     try:
@@ -60,4 +62,5 @@ def cached_store(n: int, embedder: Embedder) -> Path:
 def working_copy(cached: Path, target: Path) -> ServerConfig:
     """Copy the cached store to ``target`` and return a config serving it."""
     shutil.copytree(cached, target, ignore=shutil.ignore_patterns("COMPLETE"))
-    return replace(ServerConfig(), listen="127.0.0.1:0", data_dir=str(target))
+    return replace(ServerConfig(), listen="127.0.0.1:0", data_dir=str(target),
+                   http=HttpConfig(listen=""))
