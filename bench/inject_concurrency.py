@@ -118,7 +118,8 @@ def main() -> None:
     texts = [q.text for q in questions(load_oracle())]
     store = CACHE / f"lme_store_user{store_suffix(args.model)}"
     if not store.exists():
-        raise SystemExit(f"{store} missing: run bench/longmemeval_quality.py --model {args.model}")
+        raise SystemExit(f"{store} missing: run bench/longmemeval_quality.py --model "
+                         f"{args.model} --channels off (or both)")
     embedder = Embedder(model_files(args.model))
     extra = args.config.replace("\\n", "\n")
     print(f"model {args.model}; {len(texts)} question texts; "
