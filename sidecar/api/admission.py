@@ -10,13 +10,16 @@ clear within the target whatever the calls cost: the calls it admits stay fast a
 learns at once that it should back off. Client streams are bounded apart
 (``sidecar.api.streams``).
 
-Refusals run on a small pool of their own (``REFUSAL_THREADS``): a burst of them never queues
-in front of the calls admitted after it. Health checks are never counted nor refused, and never
-wait for work: admitted calls and open streams can occupy at most ``max_concurrent_rpcs +
-max_streams`` threads of a pool ``HEALTH_THREADS`` larger, so a health check always finds a
-free thread. If an admitted call's deadline passes or its caller goes away while it
-waits for a worker, its work is skipped. While it runs, ``sidecar.deadline`` tells the domain
-whether it is still wanted (checked right before writes commit).
+A refusal is answered on the thread that received the call, before anything else it brings is
+read (``refusal_handler``): it takes no thread from the pool and no trip through it, so a burst
+of them costs a few tens of microseconds each and never queues in front of admitted calls.
+
+Health checks are never counted nor refused, and never wait for work: admitted calls and open
+streams can occupy at most ``max_concurrent_rpcs + max_streams`` threads of a pool
+``HEALTH_THREADS`` larger, so a health check always finds a free thread. If an admitted call's
+deadline passes or its caller goes away while it waits for a worker, its work is skipped. While
+it runs, ``sidecar.deadline`` tells the domain whether it is still wanted (checked right before
+writes commit).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from sidecar.api.handlers import (
     in_steps,
     is_health,
     live,
+    refusal_handler,
     wrap_handler,
 )
 from sidecar.api.streams import StreamGate, wrap_stream
@@ -46,49 +50,49 @@ from sidecar.api.workers import Workers
 log = logging.getLogger(__name__)
 
 HEALTH_THREADS = 4
-REFUSAL_THREADS = 2
 
 
-class CountingExecutor(futures.ThreadPoolExecutor):
-    """A thread pool that knows how many submitted jobs have not started yet."""
+class AdmittedCalls(futures.ThreadPoolExecutor):
+    """Runs admitted unary calls on the server's pool and counts them from their admission to
+    their end (queued for a thread, reading their request, waiting for a worker slot,
+    running), whether their behaviour ran or not: a call whose caller left before its request
+    arrived ends with its job. (A ThreadPoolExecutor only because grpc honours
+    ``POOL_ATTRIBUTE`` for those alone; it starts no thread of its own.)"""
 
-    def __init__(self, threads: int) -> None:
-        super().__init__(max_workers=threads + HEALTH_THREADS, thread_name_prefix="rpc")
-        self._pending = 0
+    def __init__(self, pool: futures.Executor) -> None:
+        super().__init__(max_workers=1)
+        self.pool = pool
+        self.count = 0
         self._lock = threading.Lock()
-
-    @property
-    def pending(self) -> int:
-        return self._pending
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> futures.Future[Any]:
         with self._lock:
-            self._pending += 1
+            self.count += 1
+        try:
+            future = self.pool.submit(fn, *args, **kwargs)
+        except BaseException:
+            self._ended()
+            raise
+        future.add_done_callback(self._ended)
+        return future
 
-        def started() -> Any:
-            with self._lock:
-                self._pending -= 1
-            return fn(*args, **kwargs)
-
-        return super().submit(started)
+    def _ended(self, _future: object = None) -> None:
+        with self._lock:
+            self.count -= 1
 
 
 class AdmissionInterceptor(grpc.ServerInterceptor):
-    def __init__(self, pool: CountingExecutor, workers: Workers, streams: StreamGate,
+    def __init__(self, pool: futures.Executor, workers: Workers, streams: StreamGate,
                  max_concurrent: int, queue_target_s: float) -> None:
-        self.pool, self.workers, self.streams = pool, workers, streams
+        self.calls, self.workers, self.streams = AdmittedCalls(pool), workers, streams
         self.max_concurrent = max_concurrent
         self.queue_target_s = queue_target_s
-        self._running = 0  # admitted unary calls whose handler started
-        self._lock = threading.Lock()
         self.refused = 0
-        self._refusals = futures.ThreadPoolExecutor(REFUSAL_THREADS, thread_name_prefix="refuse")
 
     @property
     def admitted(self) -> int:
-        """Calls admitted and not finished: queued for a thread, running, or waiting a worker
-        (a stream not yet started on its thread counts while it is queued)."""
-        return self._running + self.pool.pending
+        """Unary calls admitted and not finished (client streams are counted apart)."""
+        return self.calls.count
 
     @property
     def working(self) -> int:
@@ -121,19 +125,11 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
 
     def _refuse(self, handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
         self.refused += 1
-
-        def refused(request: Any, context: grpc.ServicerContext) -> Any:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
-
-        setattr(refused, POOL_ATTRIBUTE, self._refusals)
-        return wrap_handler(handler, lambda behavior: refused)
+        return refusal_handler(handler, grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
     def _guard(self, method: str, behavior: Behavior) -> Behavior:
         def guarded(request: Any, context: grpc.ServicerContext) -> Any:
-            with self._lock:
-                self._running += 1
             if not self.workers.take(lambda: live(context), context.time_remaining):
-                self._leave()
                 context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                               "deadline passed while queued; nothing was done")
             start = time.perf_counter()
@@ -141,13 +137,14 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
                 with bound(context, lambda: True):
                     result = behavior(request, context)
             except BaseException:
-                self._leave(start, method)
+                self.workers.give(time.perf_counter() - start, method)
                 raise
             if isinstance(result, Iterator):  # a response stream keeps its worker to the end
                 return self._streaming(result, context)
-            self._leave(start, method)
+            self.workers.give(time.perf_counter() - start, method)
             return result
 
+        setattr(guarded, POOL_ATTRIBUTE, self.calls)
         return guarded
 
     def _streaming(self, results: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
@@ -155,13 +152,6 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
             yield from in_steps(results, lambda: bound(context, lambda: True))
         finally:
             self.workers.give()
-            self._leave()
-
-    def _leave(self, started: float | None = None, method: str = "") -> None:
-        if started is not None:
-            self.workers.give(time.perf_counter() - started, method)
-        with self._lock:
-            self._running -= 1
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import grpc
 from google.protobuf.message import Message
 
 from sidecar.api.authorize import authorize
-from sidecar.api.handlers import Behavior, in_steps, is_health, wrap_handler
+from sidecar.api.handlers import Behavior, in_steps, is_health, refusal_handler, wrap_handler
 from sidecar.api.status import abort_with
 from sidecar.auth import identity
 from sidecar.auth.identity import Identity
@@ -36,6 +36,10 @@ def bearer(metadata: Any) -> str:
     return ""
 
 
+REFUSAL = ("missing or invalid token: send 'authorization: Bearer <token>' "
+           "(memsidecar token add)")
+
+
 class AuthInterceptor(grpc.ServerInterceptor):
     def __init__(self, tokens: TokenStore, shared_write: str = "operator") -> None:
         self.tokens = tokens
@@ -49,18 +53,9 @@ class AuthInterceptor(grpc.ServerInterceptor):
         who = self.tokens.verify(token) if token else None
         if who is None:
             log.info("call refused: no valid token", extra={"method": details.method})
-            return wrap_handler(handler, _refuse)
+            return refusal_handler(handler, grpc.StatusCode.UNAUTHENTICATED, REFUSAL)
         who = replace(who, write_shared=who.operator or self.shared_write)
         return wrap_handler(handler, lambda behavior: _as(who, behavior))
-
-
-def _refuse(behavior: Behavior) -> Behavior:
-    def refused(request: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED,
-                      "missing or invalid token: send 'authorization: Bearer <token>' "
-                      "(memsidecar token add)")
-
-    return refused
 
 
 def _as(who: Identity, behavior: Behavior) -> Behavior:

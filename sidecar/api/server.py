@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from concurrent import futures
 from pathlib import Path
 
 import grpc
@@ -22,7 +23,7 @@ from memsidecar.v1 import (
 
 from sidecar.admin.build import admin_site
 from sidecar.api import grpc_log
-from sidecar.api.admission import AdmissionInterceptor, CountingExecutor
+from sidecar.api.admission import HEALTH_THREADS, AdmissionInterceptor
 from sidecar.api.auth_interceptor import AuthInterceptor
 from sidecar.api.exposure import check_exposure, reflection_enabled
 from sidecar.api.injection_servicer import MemoryInjectionServicer
@@ -63,7 +64,9 @@ class Server:
             ("grpc.max_send_message_length", config.max_message_bytes),
             ("grpc.so_reuseport", 0),
         ]
-        pool = CountingExecutor(config.max_concurrent_rpcs + config.max_streams)
+        pool = futures.ThreadPoolExecutor(
+            config.max_concurrent_rpcs + config.max_streams + HEALTH_THREADS,
+            thread_name_prefix="rpc")
         workers = Workers(config.max_workers)
         streams = StreamGate(config.max_streams, config.stream_idle_timeout_s, workers)
         self.admission = AdmissionInterceptor(pool, workers, streams, config.max_concurrent_rpcs,

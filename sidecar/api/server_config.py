@@ -27,8 +27,8 @@ class ServerConfig:
     max_content_chars: int = field(default=16_384, metadata=knob(
         "Longest memory content accepted (characters).", ge=1, restart=True))
     max_workers: int = field(default=8, metadata=knob(
-        "Most calls worked on at once (fewer while they slow each other down).", ge=1,
-        le=1024, restart=True))
+        "Most calls worked on at once (from 2 at start, more while calls keep their usual "
+        "time, fewer while they slow each other down).", ge=1, le=1024, restart=True))
     # 2 cores: 8 workers busy, 24 queued; beyond that a caller is better told to back off
     # than queued behind seconds of work.
     max_concurrent_rpcs: int = field(default=32, metadata=knob(

@@ -2,7 +2,10 @@
 
 A unary call holds a slot from its start to its end; a client stream holds one only while the
 server works on a message it received, never while it waits for the next, and never the last
-free one: streams cannot take every slot from unary calls.
+free one: streams cannot take every slot from unary calls. Slots go to waiting calls in the
+order they asked (a slot given back is handed to the first waiter that may take it; a new call
+never takes one ahead of the calls already waiting), so a call's wait is the work ahead of it,
+which is what admission estimates.
 
 The number of slots (``limit``) moves between ``MIN_SLOTS`` and ``size`` (``max_workers``)
 from what calls take: each method's fastest recent time is its time without contention, and
@@ -17,8 +20,9 @@ call holds one: admission uses it to estimate the wait of a new call.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Weight of the newest call in the moving averages.
 SMOOTHING = 0.1
@@ -50,15 +54,25 @@ class Floor:
         return min(self.current, self.previous)
 
 
+@dataclass(eq=False)
+class Ticket:
+    """A call waiting for a slot; ``granted`` once a slot is handed to it."""
+
+    wake: threading.Condition
+    stream: bool
+    granted: bool = field(default=False)
+
+
 class Workers:
     def __init__(self, size: int) -> None:
         self.size = size
-        self.limit = float(size)  # slots usable now: int(limit), at least MIN_SLOTS
+        self.limit = float(MIN_SLOTS)  # slots usable now: int(limit), at least MIN_SLOTS
         self.working = 0  # slots held now
         self.hold_s = FIRST_GUESS_S  # moving average of a unary call's hold time
         self.stretch = 1.0  # moving average of hold time / the method's uncontended time
         self._floors: dict[str, Floor] = {}
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._waiting: deque[Ticket] = deque()
 
     @property
     def slots(self) -> int:
@@ -66,28 +80,46 @@ class Workers:
 
     def take(self, wanted: Callable[[], bool], remaining: Callable[[], float | None],
              stream: bool = False) -> bool:
-        """Take a slot unless ``wanted()`` turns False first (the caller left or its deadline
-        passed; ``remaining()`` is the time to that deadline, None without one). A client
-        stream's message (``stream``) leaves one slot free for unary calls."""
-        with self._cond:
-            while wanted():
-                slots = self.slots
-                if self.working < (slots - 1 if stream and slots > 1 else slots):
-                    self.working += 1
-                    return True
+        """Take a slot, in turn, unless ``wanted()`` turns False first (the caller left or its
+        deadline passed; ``remaining()`` is the time to that deadline, None without one). A
+        client stream's message (``stream``) leaves one slot free for unary calls."""
+        if not wanted():
+            return False
+        with self._lock:
+            ticket = Ticket(threading.Condition(self._lock), stream)
+            self._waiting.append(ticket)
+            self._hand_out()
+            while not ticket.granted:
+                if not wanted():
+                    self._waiting.remove(ticket)
+                    return False
                 left = remaining()
-                self._cond.wait(POLL_S if left is None else min(POLL_S, left))
-            self._cond.notify()  # a slot this call was woken for goes to the next one
-        return False
+                ticket.wake.wait(POLL_S if left is None else min(POLL_S, left))
+        return True
 
     def give(self, held_s: float | None = None, method: str = "") -> None:
         """Give a slot back; ``held_s``: how long a unary call of ``method`` held it (the
         averages and the limit learn from it)."""
-        with self._cond:
+        with self._lock:
             self.working -= 1
             if held_s is not None:
                 self._learn(held_s, method)
-            self._cond.notify()
+            self._hand_out()
+
+    def _hand_out(self) -> None:
+        """Free slots go to the waiting calls in order (a stream message passes its turn when
+        only the slot kept for unary calls is free)."""
+        slots = self.slots
+        index = 0
+        while index < len(self._waiting) and self.working < slots:
+            ticket = self._waiting[index]
+            if ticket.stream and slots > 1 and self.working >= slots - 1:
+                index += 1
+                continue
+            del self._waiting[index]
+            ticket.granted = True
+            self.working += 1
+            ticket.wake.notify()
 
     def _learn(self, held_s: float, method: str) -> None:
         self.hold_s += SMOOTHING * (held_s - self.hold_s)
