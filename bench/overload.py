@@ -7,10 +7,12 @@ Throughout, a health check every 100 ms with a 1 s deadline. Reported per phase,
 OK / RESOURCE_EXHAUSTED counts, p50/p99 of admitted calls and of refusals, admitted calls per
 second; server side (the ``memsidecar_rpc_duration_seconds`` histogram, interpolated within
 its buckets as Prometheus' ``histogram_quantile`` does): p99 of admitted calls and of refusals.
-The client side of a burst counts the client's own work too: this one Python process sends
-the calls one after the other (about 0.3 ms each) on the cores the server uses, and grpc
-takes each arriving call in turn on one thread, so the last of 1,000 calls sent at once is
-answered a few hundred ms after it was sent even when each refusal costs the server 1 ms.
+The client side of a burst counts more than the server's time: this one Python process
+sends the calls one after the other (0.1-0.2 ms each) on the cores the server uses, and grpc
+takes each arriving call in on one thread (about 0.5 ms each, measured as the time the whole
+burst takes, while it shares the cores with the admitted work and the client), so the last
+of 1,000 calls sent at once is answered some 0.4-0.6 s after the first was sent, even though
+a refusal then costs the server about 1 ms.
 
 Run:  .venv/bin/python -m bench.overload [--memories 2000] [--searches 1000] [--channels 64]
       [--injects 100] [--root DIR] [--set KEY=VALUE ...]
