@@ -5,7 +5,8 @@
   This is the ``minilm-fp32`` model.
 - ``minilm-int8`` is built from it by ``make install`` (``sidecar.embedding.quantize``): integer
   MatMuls (onnxruntime dynamic quantisation, 7-bit weights: the same vectors on every x86 CPU),
-  written to ``<venv>/share/memsidecar/``.
+  written to ``<venv>/share/memsidecar/`` (a wheel installed with ``pip install --user`` puts
+  it under the user's base: ``model_dirs``).
 - The earlier ``minilm-int8`` build (8-bit weights: its vectors depend on the CPU) is built
   beside it only to keep serving a store recorded with it until the store is re-embedded.
 - The tokenizer (``tokenizer.json`` of all-MiniLM-L6-v2, Apache-2.0) ships inside this package,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import site
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,7 @@ TOKENIZER = Path(__file__).resolve().parent / "minilm_tokenizer" / "tokenizer.js
 # The quantised graphs are reproducible (pinned onnx + onnxruntime): the build checks these.
 INT8_SHA256 = "d2b35e9bae79566ff65acf890a0549ff869e1145fa283088a3bd0fceb0a026cc"
 LEGACY_INT8_SHA256 = "e940eb69b5196e6444ce4f7215de6619ced1d5227dbf16226f1650c21907ec8c"
+INT8_FILE, LEGACY_INT8_FILE = "minilm-int8.onnx", "minilm-int8-8bit.onnx"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,16 +57,32 @@ def _package_dir(name: str, pip_hint: str) -> Path:
 
 
 def built_model_dir() -> Path:
-    """Where ``make install`` writes the models it builds (inside the virtualenv)."""
+    """Where ``make install`` writes the models it builds (inside the virtualenv), and where
+    a wheel installed into an environment puts them."""
     return Path(sys.prefix) / "share" / "memsidecar"
 
 
+def model_dirs() -> tuple[Path, ...]:
+    """Where the built models are looked for: the environment's prefix (a virtualenv, an
+    image, a system install), then the user's base, where ``pip install --user`` puts a
+    wheel's data (``~/.local/share/memsidecar`` unless PYTHONUSERBASE says otherwise)."""
+    return built_model_dir(), Path(site.getuserbase()) / "share" / "memsidecar"
+
+
+def _installed(name: str) -> Path:
+    """The first of ``model_dirs()`` holding ``name``; the environment's when none does."""
+    for folder in model_dirs():
+        if (folder / name).is_file():
+            return folder / name
+    return built_model_dir() / name
+
+
 def int8_model_path() -> Path:
-    return built_model_dir() / "minilm-int8.onnx"
+    return _installed(INT8_FILE)
 
 
 def legacy_int8_model_path() -> Path:
-    return built_model_dir() / "minilm-int8-8bit.onnx"
+    return _installed(LEGACY_INT8_FILE)
 
 
 def file_sha256(path: Path) -> str:

@@ -45,12 +45,13 @@ from onnx import helper, numpy_helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 from sidecar.embedding.model_files import (
+    INT8_FILE,
     INT8_SHA256,
+    LEGACY_INT8_FILE,
     LEGACY_INT8_SHA256,
+    built_model_dir,
     bundled_model_files,
     file_sha256,
-    int8_model_path,
-    legacy_int8_model_path,
 )
 
 INT8 = 3  # onnx.TensorProto.INT8
@@ -147,8 +148,8 @@ def ensure(out: Path, expected: str, seven_bit: bool = True) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=int8_model_path())
-    parser.add_argument("--legacy-out", default=str(legacy_int8_model_path()),
+    parser.add_argument("--out", type=Path, default=built_model_dir() / INT8_FILE)
+    parser.add_argument("--legacy-out", default=str(built_model_dir() / LEGACY_INT8_FILE),
                         help="the 8-bit-weight build, served to stores recorded with it "
                              "until they are re-embedded ('' = not built)")
     args = parser.parse_args(argv)

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import shutil
+import site
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,7 +12,13 @@ import pytest
 from onnx import numpy_helper
 
 from sidecar.embedding import Embedder
-from sidecar.embedding.model_files import INT8_SHA256, ModelFiles, file_sha256
+from sidecar.embedding.model_files import (
+    INT8_SHA256,
+    ModelFiles,
+    file_sha256,
+    int8_model_files,
+    int8_model_path,
+)
 from sidecar.embedding.models import (
     FP32,
     INT8,
@@ -124,3 +133,20 @@ def test_int8_gives_a_text_the_same_vector_alone_and_in_a_batch(int8: Embedder) 
     batch = int8.embed(TEXTS, batch_size=4)
     for text, row in zip(TEXTS, batch, strict=True):
         np.testing.assert_allclose(int8.embed_one(text), row, atol=1e-6)
+
+
+def test_the_built_graph_is_found_where_a_user_install_puts_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pip install --user`` puts a wheel's data under the user's base, not the prefix."""
+    built = int8_model_files(verify=True).onnx
+    prefix, user = tmp_path / "prefix", tmp_path / "user"
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    monkeypatch.setattr(site, "USER_BASE", str(user))
+    in_prefix, in_user = (base / "share" / "memsidecar" / built.name for base in (prefix, user))
+    assert int8_model_path() == in_prefix  # found nowhere: named where make install builds it
+    in_user.parent.mkdir(parents=True)
+    shutil.copyfile(built, in_user)
+    assert int8_model_files(verify=True).onnx == in_user
+    in_prefix.parent.mkdir(parents=True)
+    shutil.copyfile(built, in_prefix)
+    assert int8_model_path() == in_prefix  # the environment's own comes first
