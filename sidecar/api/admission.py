@@ -12,7 +12,8 @@ learns at once that it should back off. Client streams are bounded apart
 
 A refusal is answered on the thread that received the call, before anything else it brings is
 read (``refusal_handler``): it takes no thread from the pool and no trip through it, so a burst
-of them costs a few tens of microseconds each and never queues in front of admitted calls.
+of them costs the server about a millisecond each at most and never queues in front of
+admitted calls.
 
 Health checks are never counted nor refused, and never wait for work: admitted calls and open
 streams can occupy at most ``max_concurrent_rpcs + max_streams`` threads of a pool

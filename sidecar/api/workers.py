@@ -7,14 +7,15 @@ order they asked (a slot given back is handed to the first waiter that may take 
 never takes one ahead of the calls already waiting), so a call's wait is the work ahead of it,
 which is what admission estimates.
 
-The number of slots (``limit``) moves between ``MIN_SLOTS`` and ``size`` (``max_workers``)
-from what calls take: each method's fastest recent time is its time without contention, and
-a call that took longer than that by more than ``TOLERANCE`` says the server runs more calls
-at once than its cores (and the GIL) can serve; the limit then shrinks in proportion, and
-grows by one slot at a time while calls take their usual time. On a CPU-bound load a call then
-holds its slot about as long as it needs the CPU, not ``max_workers`` times longer, and the
-server clears as many calls per second. The slots also keep a moving average of how long a
-call holds one: admission uses it to estimate the wait of a new call.
+The number of slots (``limit``) starts at ``MIN_SLOTS`` and moves between it and ``size``
+(``max_workers``) from what calls take: each method's fastest recent time is its time without
+contention, and a call that took longer than that by more than ``TOLERANCE`` says the server
+runs more calls at once than its cores (and the GIL) can serve; the limit then shrinks in
+proportion, and grows by one slot at a time while calls take their usual time with every slot
+in use. On a CPU-bound load a call then holds its slot about as long as it needs the CPU, not
+``max_workers`` times longer, and the server clears as many calls per second. The slots also
+keep a moving average of how long a call holds one: admission uses it to estimate the wait of
+a new call.
 """
 
 from __future__ import annotations
