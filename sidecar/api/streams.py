@@ -82,7 +82,7 @@ class PacedRequests(Iterator[Any]):
     def _give(self) -> None:
         if self._holding:
             self._holding = False
-            self._workers.give()
+            self._workers.give(stream=True)
 
     def _wait(self) -> object:
         end = time.monotonic() + self._idle_s

@@ -98,13 +98,19 @@ class Workers:
                 ticket.wake.wait(POLL_S if left is None else min(POLL_S, left))
         return True
 
-    def give(self, held_s: float | None = None, method: str = "") -> None:
+    def give(self, held_s: float | None = None, method: str = "", stream: bool = False
+             ) -> None:
         """Give a slot back; ``held_s``: how long a unary call of ``method`` held it (the
-        averages and the limit learn from it)."""
+        averages and the limit learn from it). A client stream's message (``stream``) that
+        leaves calls waiting while unary calls keep their usual time adds a slot: several
+        imports at once are not held to one message at a time (a message can take seconds,
+        so the limit grows by whole slots; unary calls shrink it when they slow down)."""
         with self._lock:
             self.working -= 1
             if held_s is not None:
                 self._learn(held_s, method)
+            elif stream and self._waiting and self.stretch <= TOLERANCE:
+                self.limit = min(float(self.size), self.limit + 1)
             self._hand_out()
 
     def _hand_out(self) -> None:

@@ -209,6 +209,25 @@ def test_stream_messages_leave_a_slot_to_unary_calls() -> None:
     assert alone.take(lambda: True, lambda: None, stream=True)
 
 
+def test_stream_messages_that_keep_others_waiting_grow_the_slots() -> None:
+    """Imports alone: while messages queue for the one slot streams may use, the slots grow
+    (as unary calls' do), so several streams are worked on at once."""
+    workers = Workers(8)
+    assert workers.slots == MIN_SLOTS
+    assert workers.take(lambda: True, lambda: None, stream=True)
+    waiter = threading.Thread(target=lambda: workers.take(lambda: True, lambda: None,
+                                                          stream=True))
+    waiter.start()
+    wait_for(lambda: len(workers._waiting) == 1)
+    workers.give(stream=True)  # the slot goes to the waiter, and the limit grows by one
+    waiter.join()
+    assert workers.slots == MIN_SLOTS + 1
+    assert workers.take(lambda: True, lambda: None, stream=True)  # a second stream, at once
+    assert workers.working == 2
+    workers.give(stream=True)  # nobody waits: no growth
+    assert workers.slots == MIN_SLOTS + 1
+
+
 def test_slots_go_to_waiting_calls_in_the_order_they_asked() -> None:
     workers = Workers(2)
     assert workers.take(lambda: True, lambda: None) and workers.take(lambda: True, lambda: None)
