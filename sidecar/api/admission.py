@@ -46,7 +46,7 @@ from sidecar.api.handlers import (
     wrap_handler,
 )
 from sidecar.api.streams import StreamGate, wrap_stream
-from sidecar.api.workers import Workers
+from sidecar.api.workers import SMOOTHING, Workers
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         self.calls, self.workers, self.streams = AdmittedCalls(pool), workers, streams
         self.max_concurrent = max_concurrent
         self.queue_target_s = queue_target_s
+        self.bias_s = 0.0  # moving average of (measured - estimated) wait of admitted calls
         self.refused = 0
 
     @property
@@ -100,10 +101,18 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         """Calls and stream messages the server works on now."""
         return self.workers.working
 
-    def expected_wait_s(self) -> float:
-        """How long a call arriving now would wait for a worker slot."""
+    def queued_work_s(self) -> float:
+        """The work ahead of a call arriving now, per slot."""
         slots = self.workers.slots
         return max(0, self.admitted - slots + 1) * self.workers.hold_s / slots
+
+    def expected_wait_s(self) -> float:
+        """How long a call arriving now would wait for a worker slot: none while a slot is
+        free; else the work ahead of it, corrected by how far recent calls' waits were from
+        that estimate. (A free slot always admits, so the correction is measured afresh and
+        a past burst cannot keep the server refusing.)"""
+        work = self.queued_work_s()
+        return max(0.0, work + self.bias_s) if work > 0 else 0.0
 
     def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
         handler = continuation(details)
@@ -116,24 +125,28 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
         if self.admitted >= self.max_concurrent:
             return self._refuse(handler, f"server busy: {self.max_concurrent} calls in "
                                 "progress (server.max_concurrent_rpcs); retry with backoff")
-        wait = self.expected_wait_s()
+        estimate, wait = self.queued_work_s(), self.expected_wait_s()
         if wait > self.queue_target_s:
             return self._refuse(handler, f"server busy: a call would wait about "
                                 f"{wait * 1000:.0f} ms for a worker, over "
                                 f"server.queue_target_ms ({self.queue_target_s * 1000:g}); "
                                 "retry with backoff")
-        return wrap_handler(handler, lambda behavior: self._guard(details.method, behavior))
+        arrived = time.perf_counter()
+        return wrap_handler(handler, lambda behavior: self._guard(details.method, behavior,
+                                                                  arrived, estimate))
 
     def _refuse(self, handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
         self.refused += 1
         return refusal_handler(handler, grpc.StatusCode.RESOURCE_EXHAUSTED, message)
 
-    def _guard(self, method: str, behavior: Behavior) -> Behavior:
+    def _guard(self, method: str, behavior: Behavior, arrived: float, estimate: float
+               ) -> Behavior:
         def guarded(request: Any, context: grpc.ServicerContext) -> Any:
             if not self.workers.take(lambda: live(context), context.time_remaining):
                 context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
                               "deadline passed while queued; nothing was done")
             start = time.perf_counter()
+            self.bias_s += SMOOTHING * (start - arrived - estimate - self.bias_s)
             try:
                 with bound(context, lambda: True):
                     result = behavior(request, context)
