@@ -3,7 +3,9 @@
 The decision is taken when a call arrives, before it is queued for a thread. The expected wait
 of a new call is the number of calls ahead of it for a worker slot times the moving average of
 how long a call holds one, divided by the number of slots (at most ``max_workers``, fewer when
-calls slow each other down: ``sidecar.api.workers``); a call whose expected wait is
+calls slow each other down: ``sidecar.api.workers``), plus the moving average of how far
+admitted calls' real waits were from that estimate (``bias_s``: the estimate lags when the
+cores slow down), and zero while a slot is free; a call whose expected wait is
 over ``queue_target_ms``, or that would make more than ``max_concurrent_rpcs`` calls queued or
 in progress, is answered RESOURCE_EXHAUSTED at once. So the queue is as long as the server can
 clear within the target whatever the calls cost: the calls it admits stay fast and the excess
