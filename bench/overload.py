@@ -2,11 +2,13 @@
 
 A store of ``--memories`` memories (built once, cached in ``bench/.cache/``, copied per run).
 Phase 1: ``--searches`` Searches sent at once. Phase 2: ``--channels`` conversations (one
-thread each) of ``--injects`` Injects, all at once; a refused Inject is retried after 50 ms.
-Throughout, a health check every 100 ms with a 1 s deadline. Reported per phase, client side:
-OK / RESOURCE_EXHAUSTED counts, p50/p99 of admitted calls and of refusals, admitted calls per
-second; server side (the ``memsidecar_rpc_duration_seconds`` histogram, interpolated within
-its buckets as Prometheus' ``histogram_quantile`` does): p99 of admitted calls and of refusals.
+thread each) of ``--injects`` Injects, all at once; a refused Inject is retried after 50 ms;
+with ``--writer``, a client upserts memories without pause meanwhile (its calls get a row of
+their own). Throughout, a health check every 100 ms with a 1 s deadline. Reported per phase,
+client side: OK / RESOURCE_EXHAUSTED counts, p50/p99 of admitted calls and of refusals,
+admitted calls per second; server side (the ``memsidecar_rpc_duration_seconds`` histogram,
+interpolated within its buckets as Prometheus' ``histogram_quantile`` does): p99 of admitted
+calls and of refusals.
 The client side of a burst counts more than the server's time: this one Python process
 sends the calls one after the other (0.1-0.2 ms each) on the cores the server uses, and grpc
 takes each arriving call in on one thread (about 0.5 ms each, measured as the time the whole
@@ -15,7 +17,7 @@ of 1,000 calls sent at once is answered some 0.4-0.6 s after the first was sent,
 a refusal then costs the server about 1 ms.
 
 Run:  .venv/bin/python -m bench.overload [--memories 2000] [--searches 1000] [--channels 64]
-      [--injects 100] [--root DIR] [--set KEY=VALUE ...]
+      [--injects 100] [--writer] [--root DIR] [--set KEY=VALUE ...]
 ``--root``: serve the code in DIR (e.g. an older checkout); ``--set``: a ``[server]`` key.
 Writes bench/results/overload.md.
 """
@@ -47,12 +49,12 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
 from bench.corpus import corpus
-from bench.load import TOPICS, Prober
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench" / ".cache"
 OK, BUSY = grpc.StatusCode.OK.name, grpc.StatusCode.RESOURCE_EXHAUSTED.name
 METRIC = "memsidecar_rpc_duration_seconds"
+TOPICS = ("tea", "the deploy", "the parser", "Oslo", "the budget", "the cat", "jazz", "rust")
 
 
 @dataclass
@@ -81,6 +83,32 @@ class Tally:
                 f"{pct(ok, 99)} | {server.get(OK, float('nan')):.0f} | {pct(busy, 50)} | "
                 f"{pct(busy, 99)} | {server.get(BUSY, float('nan')):.1f} | "
                 f"{len(ok) / seconds:.0f} | {os.getloadavg()[0]:.1f} |")
+
+
+class Prober(threading.Thread):
+    """A health check every 100 ms with a 1 s deadline."""
+
+    def __init__(self, channel: grpc.Channel) -> None:
+        super().__init__(daemon=True)
+        self.stub = health_pb2_grpc.HealthStub(channel)
+        self.stop = threading.Event()
+        self.answered, self.missed, self.slowest_ms = 0, 0, 0.0
+
+    def run(self) -> None:
+        while not self.stop.wait(0.1):
+            start = time.perf_counter()
+            try:
+                self.stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                self.answered += 1
+                self.slowest_ms = max(self.slowest_ms, (time.perf_counter() - start) * 1000)
+            except grpc.RpcError:
+                self.missed += 1
+
+    def report(self) -> str:
+        self.stop.set()
+        self.join()
+        return (f"health: {self.answered} answered, {self.missed} missed, slowest "
+                f"{self.slowest_ms:.1f} ms")
 
 
 def pct(values: list[float], q: int) -> str:
@@ -210,9 +238,12 @@ def search_flood(channel: grpc.Channel, n: int) -> tuple[Tally, float]:
     return tally, last - start
 
 
-def inject_flood(channel: grpc.Channel, channels: int, injects: int) -> tuple[Tally, float]:
+def inject_flood(channel: grpc.Channel, channels: int, injects: int,
+                 written: Tally | None = None) -> tuple[Tally, float]:
+    """The conversations; with ``written``, a client upserting without pause meanwhile."""
     stub = injection_pb2_grpc.MemoryInjectionStub(channel)
-    tally = Tally()
+    store = store_pb2_grpc.MemoryStoreStub(channel)
+    tally, stop = Tally(), threading.Event()
 
     def conversation(index: int) -> None:
         for turn in range(injects):
@@ -222,20 +253,41 @@ def inject_flood(channel: grpc.Channel, channels: int, injects: int) -> tuple[Ta
             while tally.timed(lambda r=request: stub.Inject(r, timeout=60)) == BUSY:
                 time.sleep(0.05)
 
+    def write(into: Tally) -> None:
+        i = 0
+        while not stop.is_set():
+            memory = m.Memory(content=f"Note {i}: {TOPICS[i % len(TOPICS)]} came up again",
+                              type=m.MEMORY_TYPE_FACT, agent_id=f"agent-{i % 8}")
+            request = s.UpsertMemoryRequest(memory=memory)
+            into.timed(lambda r=request: store.UpsertMemory(r, timeout=60))
+            i += 1
+
+    writer = threading.Thread(target=write, args=(written,), daemon=True)
+    if written is not None:
+        writer.start()
     start = time.perf_counter()
     with futures.ThreadPoolExecutor(channels) as pool:
         list(pool.map(conversation, range(channels)))
+    stop.set()
+    if written is not None:
+        writer.join()
     return tally, time.perf_counter() - start
 
 
 def phase(name: str, run: Callable[[], tuple[Tally, float]], channel: grpc.Channel,
-          http: int, method: str) -> list[str]:
+          http: int, method: str, beside: tuple[tuple[str, Tally, str], ...] = ()
+          ) -> list[str]:
+    """One row for ``run``'s calls of ``method``, one per (name, tally, method) ``beside``
+    it (calls other clients made meanwhile), then the health line."""
     prober = Prober(channel)
     prober.start()
-    before = buckets(http, method)
+    methods = (method, *(other for _, _, other in beside))
+    before = {m: buckets(http, m) for m in methods}
     tally, seconds = run()
-    server = quantiles(before, buckets(http, method), 0.99)
-    return [tally.row(name, seconds, server), f"{name}: {seconds:.1f} s; {prober.report()}"]
+    rows = [(name, tally, method), *beside]
+    return [*(t.row(n, seconds, quantiles(before[m], buckets(http, m), 0.99))
+              for n, t, m in rows),
+            f"{name}: {seconds:.1f} s; {prober.report()}"]
 
 
 def main() -> None:
@@ -244,6 +296,8 @@ def main() -> None:
     parser.add_argument("--searches", type=int, default=1000)
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--injects", type=int, default=100)
+    parser.add_argument("--writer", action="store_true",
+                        help="a client upserts memories without pause during the Inject flood")
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a [server] key for the run, e.g. --set max_workers=2")
@@ -260,9 +314,13 @@ def main() -> None:
             channel = grpc.insecure_channel(f"127.0.0.1:{port}")
             lines = phase(f"Search flood ({args.searches} at once)",
                           lambda: search_flood(channel, args.searches), channel, http, "Search")
+            written = Tally()
             lines += phase(f"Inject flood ({args.channels} channels x {args.injects})",
-                           lambda: inject_flood(channel, args.channels, args.injects),
-                           channel, http, "Inject")
+                           lambda: inject_flood(channel, args.channels, args.injects,
+                                                written if args.writer else None),
+                           channel, http, "Inject",
+                           (("UpsertMemory (writer)", written, "UpsertMemory"),)
+                           if args.writer else ())
         finally:
             proc.terminate()
             proc.wait(timeout=60)
