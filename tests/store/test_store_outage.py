@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,31 +39,38 @@ def ids(reply: i.InjectResponse) -> set[str]:
     return {item.id for item in reply.items}
 
 
-def sidecars(config: ServerConfig, embedder: Embedder, dsn: str) -> tuple[App, Running]:
-    """Sidecar "a" (an app) and a served one on the same database, both holding 12 memories
-    written through "a"."""
-    a = open_app(config, "a", embedder, dsn)
-    mine = replace(config, data_dir=f"{config.data_dir}-b")
-    Path(mine.data_dir).mkdir(parents=True)
-    (Path(mine.data_dir) / "memsidecar.toml").write_text(
-        f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
-    server = start_server(mine, embedder)
-    for n in range(6):
-        a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
-                                      MemoryType.FACT))
-        a.memories.upsert(MemoryDraft(f"Nightly backups of shard {n} go to cold storage",
-                                      MemoryType.FACT))
-    wait_for(lambda: len(server.server.app.retriever.live) == 12)
-    return a, server
-
-
-def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
+@contextmanager
+def sidecars(config: ServerConfig, embedder: Embedder) -> Iterator[tuple[Cluster, App, Running]]:
+    """A throwaway cluster, sidecar "a" (an app) and a served one on one database of it, both
+    holding 12 memories written through "a"; all closed and removed afterwards."""
     cluster = Cluster()
     cluster.start()
     a = server = None
     try:
         dsn = cluster.new_database()
-        a, server = sidecars(config, embedder, dsn)
+        a = open_app(config, "a", embedder, dsn)
+        mine = replace(config, data_dir=f"{config.data_dir}-b")
+        Path(mine.data_dir).mkdir(parents=True)
+        (Path(mine.data_dir) / "memsidecar.toml").write_text(
+            f'[store]\nbackend = "postgres"\ndsn = "{dsn}"\n')
+        server = start_server(mine, embedder)
+        for n in range(6):
+            a.memories.upsert(MemoryDraft(f"Service {n} pages the platform team on failure",
+                                          MemoryType.FACT))
+            a.memories.upsert(MemoryDraft(f"Nightly backups of shard {n} go to cold storage",
+                                          MemoryType.FACT))
+        wait_for(lambda: len(server.server.app.retriever.live) == 12)
+        yield cluster, a, server
+    finally:
+        if server is not None:
+            server.close()
+        if a is not None:
+            a.close()
+        cluster.remove()
+
+
+def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
+    with sidecars(config, embedder) as (cluster, a, server):
         inject = i.InjectRequest(channel_id="c", text="who gets paged on failure?")
         before = server.injection.Inject(inject)
         assert before.items
@@ -94,12 +103,6 @@ def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
         touched = a.memories.memories.get_many(list(ids(during)))
         assert touched and all(m.access_count == 1 for m in touched.values())
         assert a.memories.memories.count() == 13  # every acknowledged write, nothing else
-    finally:
-        if server is not None:
-            server.close()
-        if a is not None:
-            a.close()
-        cluster.remove()
 
 
 def test_restart_under_writes_loses_nothing_acknowledged(config: ServerConfig,
@@ -154,12 +157,7 @@ def test_a_channel_first_used_during_an_outage_is_served_then_settled(
     PostgreSQL is back, one nobody claimed meanwhile keeps its owner and turns; one another
     sidecar claimed meanwhile is theirs, and the turns served here are dropped (logged)."""
     caplog.set_level("WARNING", logger="sidecar")
-    cluster = Cluster()
-    cluster.start()
-    a = server = None
-    try:
-        dsn = cluster.new_database()
-        a, server = sidecars(config, embedder, dsn)
+    with sidecars(config, embedder) as (cluster, a, server):
         cluster.stop()
         wait_for(lambda: health(server, STORE_HEALTH) == health_pb2.HealthCheckResponse.NOT_SERVING)
 
@@ -204,9 +202,3 @@ def test_a_channel_first_used_during_an_outage_is_served_then_settled(
         assert {r.memory_id for r in twice.injected} == \
             {item.memory.id for item in there.items} | ids(again)
         assert here.items and not ids(here) & {r.memory_id for r in twice.injected}
-    finally:
-        if server is not None:
-            server.close()
-        if a is not None:
-            a.close()
-        cluster.remove()
