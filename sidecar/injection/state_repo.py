@@ -95,12 +95,13 @@ class StateRepo:
                             reply=None if reply is None else json.loads(reply[1]))
 
     def save(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
-        """Upsert the turn, the reply and the new rows in one transaction.
+        """Upsert the turn, the reply and the new rows in one transaction of writes (a
+        shared store gets it in one round trip).
 
         ``expect``: compare-and-swap; the stored turn must still be ``expect`` (0: no
         state), else ChannelMoved and nothing is written (another sidecar committed first).
-        The rows go first and the turn last, so a shared store gets them in one batch."""
-        with self.db.transaction(), self.db.batched():
+        The swap goes last: a shared store reports its failure with the batch's end."""
+        with self.db.batched():
             self.db.execute(
                 "INSERT INTO injection_replies (channel_id, keep, reply) VALUES (?, ?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET keep = excluded.keep, "
@@ -121,7 +122,7 @@ class StateRepo:
     def merge(self, channel_id: str, saved: Saved) -> None:
         """A commit made while the store was away, reconciled: the turn takes the larger
         value, ids and buffer rows are added to what is there (the cooldown is the union)."""
-        with self.db.transaction():
+        with self.db.batched():
             self.db.execute(
                 "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET turn = CASE WHEN excluded.turn > "
@@ -130,18 +131,17 @@ class StateRepo:
             self._insert(channel_id, saved)
 
     def _swap_turn(self, channel_id: str, expect: int, turn: int) -> None:
+        moved = ChannelMoved(channel_id)
         if expect == 0:
-            self.db.execute("INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
-                            "ON CONFLICT (channel_id) DO NOTHING", (channel_id, turn))
+            self.db.guard("INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
+                          "ON CONFLICT (channel_id) DO NOTHING", (channel_id, turn), moved)
         else:
-            self.db.execute("UPDATE injection_channels SET turn = ? WHERE channel_id = ? "
-                            "AND turn = ?", (turn, channel_id, expect))
-        if self.db.changes() == 0:
-            raise ChannelMoved(channel_id)
+            self.db.guard("UPDATE injection_channels SET turn = ? WHERE channel_id = ? "
+                          "AND turn = ?", (turn, channel_id, expect), moved)
 
     def save_view(self, channel_id: str, keep: int, held: frozenset[int]) -> None:
         """What a PruneHistory reported: the blocks still held and the keep it used."""
-        with self.db.transaction():
+        with self.db.batched():
             self.db.execute(
                 "UPDATE injection_replies SET keep = ? WHERE channel_id = ?", (keep, channel_id))
             self._retain(channel_id, held)

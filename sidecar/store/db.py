@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +154,14 @@ class Database:
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def batched(self) -> AbstractContextManager[None]:
-        return nullcontext()  # in-process: nothing to batch
+        return self.transaction()  # in-process: nothing to batch
+
+    def guard(self, sql: str, params: tuple[Any, ...] | dict[str, Any],
+              error: Exception) -> None:
+        with self._lock:
+            self.execute(sql, params)
+            if self._conn.changes() == 0:
+                raise error
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
         with self._lock, _unless_corrupt(self.path):

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from typing import Any
 
@@ -35,6 +35,9 @@ MIGRATION_LOCK = 0x6D656D73  # "mems"
 FEED_LOCK = 0x6D656D74
 CONNECT_TIMEOUT_S = 10.0  # how long opening the store waits for a first connection
 PROBE_EVERY_S = 1.0  # while the server is away: one call a second tries it, others fail fast
+# A ``guard`` statement that changed no row fails in the server with this text (a cast error:
+# SQL has no RAISE outside a function) and the index of the guard in its batch.
+GUARD = "memsidecar guard: no row changed, guard"
 
 
 class PgDatabase:
@@ -101,6 +104,7 @@ class PgDatabase:
             self._check_open()
             conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
             if conn is not None:
+                self._not_batched("a transaction")
                 with self._errors(), conn.transaction():
                     yield
                 return
@@ -115,16 +119,67 @@ class PgDatabase:
 
     @contextmanager
     def batched(self) -> Iterator[None]:
-        """psycopg's pipeline mode on the transaction's connection: statements are sent
-        without waiting for each result (only writes belong inside)."""
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        assert conn is not None, "batched() belongs inside a transaction"
-        with self._errors(), conn.pipeline() as pipeline:
-            self._local.pipeline = pipeline
-            try:
-                yield
-            finally:
-                self._local.pipeline = None
+        """A transaction of writes sent in one round trip: psycopg's pipeline mode queues the
+        statements and sends them with one Sync on exit. Without a BEGIN, the statements up
+        to a Sync are one implicit transaction: committed together at the Sync, or, when one
+        fails (a ``guard``), not at all (the rest are skipped; the error is raised). Nothing
+        inside may read a result or sync (``changes``, a nested ``transaction``). Nested in
+        a transaction: a savepoint whose statements are sent at once."""
+        with self._lock:
+            self._check_open()
+            if getattr(self._local, "conn", None) is not None:
+                with self.transaction():
+                    yield
+                return
+            self._reachable()
+            with self._errors(), self._pool.connection() as conn:
+                self._local.conn, self._local.guards = conn, []
+                try:
+                    with self._guarded(), conn.pipeline() as pipeline:
+                        self._local.pipeline = pipeline
+                        try:
+                            yield
+                        except BaseException:
+                            _abandon(conn)
+                            raise
+                        finally:
+                            self._local.pipeline = None
+                finally:
+                    self._local.conn, self._local.guards = None, None
+
+    def guard(self, sql: str, params: Params, error: Exception) -> None:
+        """``sql`` wrapped so that the server fails the statement when it changes no row:
+        in a batch (put it last) the failure comes with the batch's Sync and nothing of the
+        batch is committed; elsewhere at once. Either way it is raised as ``error``."""
+        batch: list[Exception] | None = getattr(self._local, "guards", None)
+        if getattr(self._local, "pipeline", None) is None:
+            batch = None
+        wrapped = (f"WITH guarded AS ({sql} RETURNING 1) SELECT CASE WHEN EXISTS "
+                   f"(SELECT 1 FROM guarded) THEN 0 ELSE (SELECT '{GUARD} "
+                   f"{0 if batch is None else len(batch)}'::text)::integer END")
+        if batch is not None:
+            batch.append(error)  # read when the batch's Sync reports the failure
+            self.execute(wrapped, params)
+            return
+        previous, self._local.guards = getattr(self._local, "guards", None), [error]
+        try:
+            with self._guarded():
+                self.execute(wrapped, params)
+        finally:
+            self._local.guards = previous
+
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """The server's refusal of a ``guard`` statement -> the error it was given."""
+        try:
+            yield
+        except psycopg.errors.InvalidTextRepresentation as err:
+            message = err.diag.message_primary or ""
+            guards: list[Exception] = getattr(self._local, "guards", None) or []
+            if GUARD not in message or not guards:
+                raise
+            index = int(message.split(GUARD, 1)[1].split('"')[0])
+            raise guards[index] from None
 
     def execute(self, sql: str, params: Params = ()) -> list[Row]:
         with self._connection() as conn:
@@ -147,10 +202,7 @@ class PgDatabase:
         return rows[0] if rows else None
 
     def changes(self) -> int:
-        pipeline = getattr(self._local, "pipeline", None)
-        if pipeline is not None:
-            with self._errors():
-                pipeline.sync()
+        self._not_batched("changes()")
         cur = getattr(self._local, "cursor", None)
         return 0 if cur is None else max(0, int(cur.rowcount))
 
@@ -208,6 +260,11 @@ class PgDatabase:
                            "memory writes are refused until it is back, searches and "
                            "injections are served from memory")
 
+    def _not_batched(self, what: str) -> None:
+        """A sync inside ``batched`` would split its implicit transaction in two."""
+        if getattr(self._local, "pipeline", None) is not None:
+            raise RuntimeError(f"{what} inside batched(): a batch holds writes only")
+
     def _check_open(self) -> None:
         if self._closed:
             raise FailedPrecondition("the database is closed (the sidecar is shutting down)")
@@ -217,3 +274,10 @@ class PgDatabase:
 def _pg(sql: str) -> bytes:
     """The contract's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
     return sql.replace("%", "%%").replace("?", "%s").encode()
+
+
+def _abandon(conn: psycopg.Connection[Any]) -> None:
+    """A batch left by an exception: one more statement, one that fails, so the Sync on the
+    pipeline's exit rolls back what was already sent instead of committing it."""
+    with suppress(psycopg.Error):  # already failed (an earlier statement's error): as good
+        conn.execute(b"SELECT 'memsidecar: batch abandoned'::integer")
