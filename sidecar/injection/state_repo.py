@@ -147,21 +147,23 @@ class StateRepo:
             self._retain(channel_id, held)
 
     def _insert(self, channel_id: str, saved: Saved) -> None:
-        if saved.injected:
-            self.db.executemany(
+        """One statement per table, not one per row (a server parses and runs each)."""
+        # An upsert's VALUES may not name a row twice (a turn's ids are distinct anyway).
+        injected = list({r.memory_id: r for r in saved.injected}.values())
+        if injected:
+            self.db.execute(
                 "INSERT INTO injection_ids (channel_id, memory_id, turn, version, "
-                "injected_at) VALUES (?,?,?,?,?) ON CONFLICT (channel_id, memory_id) DO "
-                "UPDATE SET turn = excluded.turn, version = excluded.version, "
+                f"injected_at) VALUES {_rows(5, len(injected))} ON CONFLICT (channel_id, "
+                "memory_id) DO UPDATE SET turn = excluded.turn, version = excluded.version, "
                 "injected_at = excluded.injected_at",
-                [(channel_id, r.memory_id, r.turn, r.version, r.at_us) for r in saved.injected],
-            )
-        if saved.buffer:
-            self.db.executemany(
+                tuple(v for r in injected
+                      for v in (channel_id, r.memory_id, r.turn, r.version, r.at_us)))
+        if saved.buffer:  # seq (the buffer's order) follows the order of VALUES
+            self.db.execute(
                 "INSERT INTO injection_buffer (channel_id, memory_id, turn, embedding) "
-                "VALUES (?,?,?,?)",
-                [(channel_id, r.memory_id, r.turn, embedding_to_blob(r.embedding))
-                 for r in saved.buffer],
-            )
+                f"VALUES {_rows(4, len(saved.buffer))}",
+                tuple(v for r in saved.buffer
+                      for v in (channel_id, r.memory_id, r.turn, embedding_to_blob(r.embedding))))
         if saved.block is not None:
             self.db.execute(
                 "INSERT INTO injection_blocks (channel_id, turn, digest) VALUES (?, ?, ?) "
@@ -200,3 +202,9 @@ class StateRepo:
                           "injection_replies", "injection_channels"):
                 self.db.execute(f"DELETE FROM {table} WHERE channel_id = ?", (channel_id,))
             return existed
+
+
+def _rows(columns: int, count: int) -> str:
+    """``count`` rows of ``columns`` placeholders for a multi-row VALUES."""
+    row = f"({','.join('?' * columns)})"
+    return ",".join([row] * count)

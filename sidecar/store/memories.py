@@ -13,6 +13,7 @@ from sidecar.store.contract import Row, SqlStore, unhinted
 from sidecar.store.page_tokens import PageTokens
 from sidecar.store.versions import CREATE, UPDATE, VersionRepo
 
+TOUCH_CHUNK = 500  # ids per access-record statement (SQLite binds at most 32,766)
 COLUMNS = (
     "seq, id, content, type, importance, created_at, updated_at, last_accessed_at, "
     "access_count, source, channel_id, agent_id, forgotten, version, tier, topic_id"
@@ -165,12 +166,14 @@ class MemoryRepo:
         return stored
 
     def touch(self, ids: Iterable[str], now_us: int) -> None:
-        """Record an access (Get, Inject): last_accessed_at and access_count."""
-        self.db.executemany(
-            "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1 "
-            "WHERE id = ?",
-            [(now_us, memory_id) for memory_id in ids],
-        )
+        """Record an access (Get, Inject): last_accessed_at and access_count (once per
+        distinct id). One statement per TOUCH_CHUNK ids (one round trip to a server)."""
+        unique = sorted(set(ids))
+        for at in range(0, len(unique), TOUCH_CHUNK):
+            chunk = unique[at:at + TOUCH_CHUNK]
+            self.db.execute(
+                "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1 "
+                f"WHERE id IN ({','.join('?' * len(chunk))})", (now_us, *chunk))
 
     def iter_live_embeddings(self, batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
         """All live memories with their embeddings, in seq order, in batches."""
