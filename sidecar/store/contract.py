@@ -36,8 +36,7 @@ class SqlStore(Protocol):
     def guard(self, sql: str, params: Params, error: Exception) -> None:
         """A write (INSERT or UPDATE, no RETURNING) that must change a row: when it changes
         none, ``error`` is raised and nothing of the enclosing transaction or batch is
-        written. In ``batched``, the last statement (a server reports it on the batch's
-        exit)."""
+        written (in ``batched``, on its exit)."""
         ...
 
     def execute(self, sql: str, params: Params = ()) -> list[Row]: ...

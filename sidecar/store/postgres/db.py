@@ -14,7 +14,8 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -119,78 +120,67 @@ class PgDatabase:
 
     @contextmanager
     def batched(self) -> Iterator[None]:
-        """A transaction of writes sent in one round trip: psycopg's pipeline mode queues the
-        statements and sends them with one Sync on exit. Without a BEGIN, the statements up
-        to a Sync are one implicit transaction: committed together at the Sync, or, when one
-        fails (a ``guard``), not at all (the rest are skipped; the error is raised). Nothing
-        inside may read a result or sync (``changes``, a nested ``transaction``). Nested in
-        a transaction: a savepoint whose statements are sent at once."""
+        """A transaction of writes sent in one round trip: the statements are kept here and
+        sent on exit as one query string (parameters bound client-side, by psycopg's
+        escaping). PostgreSQL runs the statements of one query string as one implicit
+        transaction: all committed, or, when one fails (a ``guard``), none (the error is
+        raised). Nothing is sent when the block raises. Nothing inside may read a result or
+        call ``changes()``/``transaction()``. Nested in a transaction: a savepoint."""
         with self._lock:
             self._check_open()
             if getattr(self._local, "conn", None) is not None:
                 with self.transaction():
                     yield
                 return
-            self._reachable()
-            with self._errors(), self._pool.connection() as conn:
-                self._local.conn, self._local.guards = conn, []
-                try:
-                    with self._guarded(), conn.pipeline() as pipeline:
-                        self._local.pipeline = pipeline
-                        try:
-                            yield
-                        except BaseException:
-                            _abandon(conn)
-                            raise
-                        finally:
-                            self._local.pipeline = None
-                finally:
-                    self._local.conn, self._local.guards = None, None
+            batch = _Batch()
+            self._local.batch = batch
+            try:
+                yield
+            finally:
+                self._local.batch = None
+            if batch.statements:
+                self._send(batch)
+
+    def _send(self, batch: _Batch) -> None:
+        self._reachable()
+        with self._errors(), self._pool.connection() as conn, _guarded(batch.guards):
+            bind = psycopg.ClientCursor(conn)
+            text = ";\n".join(bind.mogrify(_pg(sql), params) if params else sql
+                              for sql, params in batch.statements)
+            conn.execute(text.encode())  # no parameters: the simple protocol, one message
 
     def guard(self, sql: str, params: Params, error: Exception) -> None:
         """``sql`` wrapped so that the server fails the statement when it changes no row:
-        in a batch (put it last) the failure comes with the batch's Sync and nothing of the
-        batch is committed; elsewhere at once. Either way it is raised as ``error``."""
-        batch: list[Exception] | None = getattr(self._local, "guards", None)
-        if getattr(self._local, "pipeline", None) is None:
-            batch = None
+        raised as ``error``, at once, or in a batch when it is sent (nothing of the batch
+        committed)."""
+        batch: _Batch | None = getattr(self._local, "batch", None)
+        guards = batch.guards if batch is not None else []
         wrapped = (f"WITH guarded AS ({sql} RETURNING 1) SELECT CASE WHEN EXISTS "
-                   f"(SELECT 1 FROM guarded) THEN 0 ELSE (SELECT '{GUARD} "
-                   f"{0 if batch is None else len(batch)}'::text)::integer END")
+                   f"(SELECT 1 FROM guarded) THEN 0 ELSE (SELECT '{GUARD} {len(guards)}'"
+                   "::text)::integer END")
+        guards.append(error)
         if batch is not None:
-            batch.append(error)  # read when the batch's Sync reports the failure
             self.execute(wrapped, params)
             return
-        previous, self._local.guards = getattr(self._local, "guards", None), [error]
-        try:
-            with self._guarded():
-                self.execute(wrapped, params)
-        finally:
-            self._local.guards = previous
-
-    @contextmanager
-    def _guarded(self) -> Iterator[None]:
-        """The server's refusal of a ``guard`` statement -> the error it was given."""
-        try:
-            yield
-        except psycopg.errors.InvalidTextRepresentation as err:
-            message = err.diag.message_primary or ""
-            guards: list[Exception] = getattr(self._local, "guards", None) or []
-            if GUARD not in message or not guards:
-                raise
-            index = int(message.split(GUARD, 1)[1].split('"')[0])
-            raise guards[index] from None
+        with _guarded(guards):
+            self.execute(wrapped, params)
 
     def execute(self, sql: str, params: Params = ()) -> list[Row]:
+        batch: _Batch | None = getattr(self._local, "batch", None)
+        if batch is not None:
+            batch.statements.append((sql, params))
+            return []
         with self._connection() as conn:
             cur = conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
             self._local.cursor = cur
-            if getattr(self._local, "pipeline", None) is not None:
-                return []  # batched: a write, its result arrives with the next sync
             return cur.fetchall() if cur.description is not None else []
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
+            return
+        batch: _Batch | None = getattr(self._local, "batch", None)
+        if batch is not None:
+            batch.statements.extend((sql, row) for row in rows)
             return
         with self._connection() as conn:
             cur = conn.cursor()
@@ -261,8 +251,8 @@ class PgDatabase:
                            "injections are served from memory")
 
     def _not_batched(self, what: str) -> None:
-        """A sync inside ``batched`` would split its implicit transaction in two."""
-        if getattr(self._local, "pipeline", None) is not None:
+        """A batch's statements are only sent at its end."""
+        if getattr(self._local, "batch", None) is not None:
             raise RuntimeError(f"{what} inside batched(): a batch holds writes only")
 
     def _check_open(self) -> None:
@@ -276,8 +266,21 @@ def _pg(sql: str) -> bytes:
     return sql.replace("%", "%%").replace("?", "%s").encode()
 
 
-def _abandon(conn: psycopg.Connection[Any]) -> None:
-    """A batch left by an exception: one more statement, one that fails, so the Sync on the
-    pipeline's exit rolls back what was already sent instead of committing it."""
-    with suppress(psycopg.Error):  # already failed (an earlier statement's error): as good
-        conn.execute(b"SELECT 'memsidecar: batch abandoned'::integer")
+@dataclass(slots=True)
+class _Batch:
+    """The statements of a ``batched`` block, and the errors of its guards by index."""
+
+    statements: list[tuple[str, Params]] = field(default_factory=list)
+    guards: list[Exception] = field(default_factory=list)
+
+
+@contextmanager
+def _guarded(guards: list[Exception]) -> Iterator[None]:
+    """The server's refusal of a ``guard`` statement -> the error it was given."""
+    try:
+        yield
+    except psycopg.errors.InvalidTextRepresentation as err:
+        message = err.diag.message_primary or ""
+        if GUARD not in message:
+            raise
+        raise guards[int(message.split(GUARD, 1)[1].split('"')[0])] from None
