@@ -3,8 +3,8 @@
 1. Inject p50/p99 at --size memories: the same queries on a SQLite sidecar and a PostgreSQL
    sidecar, interleaved call by call (a fresh channel every 10 turns), in-process; --rounds
    times (fresh channels each round), with the median of the rounds' p50s and their ratio.
-   Then the round trips to PostgreSQL per Inject on the calling thread (a blocking read of
-   the socket counts as one; counted in a pass of its own, its wait is not psycopg's).
+   Then the round trips to PostgreSQL per Inject on the calling thread (psycopg's waits in
+   which an answer was read; counted in a pass of its own).
 2. Write-to-visible latency across sidecars: a memory upserted on A, timed until it is in
    B's indexes; sequential (one writer) and concurrent (4 writers on two sidecars).
 3. Import rate (import_stream, batches of 256) on each backend.
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import select
 import tempfile
 import threading
 import time
@@ -32,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg import waiting
 
 from bench.results import write_results
@@ -128,32 +126,29 @@ def rounds(apps: dict[str, App], count: int, times: int) -> dict[str, object]:
 
 
 def round_trips(app: App, count: int) -> float:
-    """Blocking reads of a PostgreSQL socket per Inject on the calling thread (each is a
-    round trip: the client waits for the server's answer)."""
-    blocked = [0]
+    """Round trips to PostgreSQL per Inject on the calling thread: the waits of psycopg's
+    connections in which the client read the server's answer (one per request answered)."""
+    answered = [0]
     caller = threading.get_ident()
     original = waiting.wait
 
-    def counting(gen: Any, fileno: int, interval: float = 0.0,
-                 timeout: float | None = None) -> Any:
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def reading(gen: Any) -> Any:  # the generator, noting whether an answer was read
+        read = False
         try:
             wanted = next(gen)
             while True:
-                reads = [fileno] if wanted & waiting.Wait.R else []
-                writes = [fileno] if wanted & waiting.Wait.W else []
-                r, w, _ = select.select(reads, writes, [], 0)
-                if not r and not w:
-                    if reads and threading.get_ident() == caller:
-                        blocked[0] += 1
-                    left = 1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-                    r, w, _ = select.select(reads, writes, [], min(1.0, left))
-                    if not r and not w and deadline is not None and time.monotonic() >= deadline:
-                        raise psycopg.errors._WaitTimeout("wait timeout expired")
-                ready = (waiting.Ready.R if r else 0) | (waiting.Ready.W if w else 0)
+                ready = yield wanted
+                read = read or bool(ready & waiting.Ready.R)
                 wanted = gen.send(ready)
         except StopIteration as stop:
             return stop.value
+        finally:
+            if read and threading.get_ident() == caller:
+                answered[0] += 1
+
+    def counting(gen: Any, fileno: int, interval: float = 0.0,
+                 timeout: float | None = None) -> Any:
+        return original(reading(gen), fileno, interval=interval, timeout=timeout)
 
     rng = random.Random(5)
     waiting.wait = counting
@@ -162,7 +157,7 @@ def round_trips(app: App, count: int) -> float:
             app.injector.inject(InjectRequest("", f"trips-{n // 10}", sentence(rng) + "?"))
     finally:
         waiting.wait = original
-    return round(blocked[0] / count, 2)
+    return round(answered[0] / count, 2)
 
 
 def visible(writers: list[App], reader: App, writes: int, threads: int) -> dict[str, float]:

@@ -100,7 +100,7 @@ class StateRepo:
 
         ``expect``: compare-and-swap; the stored turn must still be ``expect`` (0: no
         state), else ChannelMoved and nothing is written (another sidecar committed first).
-        The swap goes last: a shared store reports its failure with the batch's end."""
+        The swap goes last: the channel's row is locked for the end of the transaction only."""
         with self.db.batched():
             self.db.execute(
                 "INSERT INTO injection_replies (channel_id, keep, reply) VALUES (?, ?, ?) "

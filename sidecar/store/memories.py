@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -166,14 +167,17 @@ class MemoryRepo:
         return stored
 
     def touch(self, ids: Iterable[str], now_us: int) -> None:
-        """Record an access (Get, Inject): last_accessed_at and access_count (once per
-        distinct id). One statement per TOUCH_CHUNK ids (one round trip to a server)."""
-        unique = sorted(set(ids))
-        for at in range(0, len(unique), TOUCH_CHUNK):
-            chunk = unique[at:at + TOUCH_CHUNK]
-            self.db.execute(
-                "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1 "
-                f"WHERE id IN ({','.join('?' * len(chunk))})", (now_us, *chunk))
+        """Record an access (Get, Inject): last_accessed_at and access_count (+1 per time an
+        id is listed). One statement per TOUCH_CHUNK ids (one round trip to a server)."""
+        by_times: dict[int, list[str]] = {}
+        for memory_id, times in sorted(Counter(ids).items()):
+            by_times.setdefault(times, []).append(memory_id)
+        for times, group in by_times.items():
+            for at in range(0, len(group), TOUCH_CHUNK):
+                chunk = group[at:at + TOUCH_CHUNK]
+                self.db.execute(
+                    "UPDATE memories SET last_accessed_at = ?, access_count = access_count + ? "
+                    f"WHERE id IN ({','.join('?' * len(chunk))})", (now_us, times, *chunk))
 
     def iter_live_embeddings(self, batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
         """All live memories with their embeddings, in seq order, in batches."""

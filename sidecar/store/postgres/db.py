@@ -103,9 +103,9 @@ class PgDatabase:
     def transaction(self) -> Iterator[None]:
         with self._lock:
             self._check_open()
+            self._not_batched("a transaction")
             conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
             if conn is not None:
-                self._not_batched("a transaction")
                 with self._errors(), conn.transaction():
                     yield
                 return
@@ -128,6 +128,9 @@ class PgDatabase:
         call ``changes()``/``transaction()``. Nested in a transaction: a savepoint."""
         with self._lock:
             self._check_open()
+            if getattr(self._local, "batch", None) is not None:
+                yield  # part of the batch around it
+                return
             if getattr(self._local, "conn", None) is not None:
                 with self.transaction():
                     yield
@@ -145,9 +148,10 @@ class PgDatabase:
         self._reachable()
         with self._errors(), self._pool.connection() as conn, _guarded(batch.guards):
             bind = psycopg.ClientCursor(conn)
-            text = ";\n".join(bind.mogrify(_pg(sql), params) if params else sql
-                              for sql, params in batch.statements)
-            conn.execute(text.encode())  # no parameters: the simple protocol, one message
+            text = "\n;\n".join(bind.mogrify(_pg(sql), params) if params else sql
+                                for sql, params in batch.statements)
+            # No parameters, never prepared: the simple protocol, one message.
+            conn.execute(text.encode(), prepare=False)
 
     def guard(self, sql: str, params: Params, error: Exception) -> None:
         """``sql`` wrapped so that the server fails the statement when it changes no row:
