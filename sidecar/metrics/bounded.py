@@ -9,10 +9,12 @@ body with :meth:`BoundedHandler.read_body`.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import re
 import socket
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -80,17 +82,16 @@ class BoundedServer(ThreadingHTTPServer):
     def _turn_away(self, request: socket.socket) -> None:
         """503 and close, on the accepting thread, without waiting for the client."""
         self.refusals.refused(503, "connection limit reached")
-        try:
-            request.setblocking(False)
-            request.recv(self.limits.max_header_bytes)  # what has arrived: a close sends FIN
+        request.setblocking(False)
+        with contextlib.suppress(OSError):  # what has arrived: the close then sends FIN
+            request.recv(self.limits.max_header_bytes)
+        with contextlib.suppress(OSError):
             request.send(BUSY)
-        except OSError:
-            pass
         self.shutdown_request(request)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection failing outside a request (a client resetting it): no traceback."""
-        log.debug("http connection failed", exc_info=True)
+        log.debug("http connection failed: %s", type(sys.exc_info()[1]).__name__)
 
 
 class BoundedHandler(BaseHTTPRequestHandler):
@@ -101,8 +102,8 @@ class BoundedHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         limits = self.server.limits
-        self.timeout = limits.write_s  # the socket's timeout outside reads: writes
         super().setup()
+        self.connection.settimeout(limits.write_s)  # outside reads: bounds writes
         self.rfile.close()  # replaced: reads run against the deadline and the header budget
         self.reader = DeadlineReader(self.connection, time.monotonic() + limits.header_s,
                                      limits.max_header_bytes, limits.write_s)
