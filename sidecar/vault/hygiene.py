@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernels.pairs import top_pairs
+from sidecar.deadline import ensure_waited_for
 from sidecar.records import Memory
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
@@ -17,7 +19,7 @@ SUPERSEDED = "SUPERSEDED"
 NEAR_DUPLICATE = "NEAR_DUPLICATE"
 STALE_LOW_IMPORTANCE = "STALE_LOW_IMPORTANCE"
 US_PER_DAY = 86_400 * 1_000_000
-BLOCK_ROWS = 512
+SCAN = "the similar-pairs scan (a scope of n memories compares n²/2 pairs: allow it more time)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,27 +37,20 @@ class DeletionCandidate:
     related_id: str = ""  # the superseding / duplicated memory, when there is one
 
 
-def similar_pairs(vectors: np.ndarray, floor: float) -> list[tuple[int, int, float]]:
-    """(i, j, cosine) with i < j and cosine >= floor, most similar first. Blocked so memory
-    stays O(BLOCK_ROWS * n)."""
-    found: list[tuple[int, int, float]] = []
-    n = len(vectors)
-    for start in range(0, n, BLOCK_ROWS):
-        block = vectors[start : start + BLOCK_ROWS] @ vectors[start:].T  # upper triangle only
-        rows, cols = np.nonzero(block >= floor)
-        upper = cols > rows  # each pair once, never a row with itself
-        rows, cols = rows[upper], cols[upper]
-        scores = block[rows, cols].tolist()
-        found.extend(zip((rows + start).tolist(), (cols + start).tolist(), scores, strict=True))
-    found.sort(key=lambda t: (-t[2], t[0], t[1]))
-    return found
+def similar_pairs(vectors: np.ndarray, floor: float, limit: int) -> list[tuple[int, int, float]]:
+    """The best ``limit`` (i, j, cosine) with i < j and cosine >= floor, most similar first
+    (then by i, then j). Memory stays bounded by the tile and ``limit``, not by the pairs;
+    a passed deadline stops the scan between tiles (DeadlineExceeded)."""
+    first, second, cosines = top_pairs(vectors, floor, limit,
+                                       between_tiles=lambda: ensure_waited_for(SCAN))
+    return list(zip(first.tolist(), second.tolist(), cosines.tolist(), strict=True))
 
 
 def consolidation_candidates(
     index: ScopeScan, repo: MemoryRepo, agent_id: str, floor: float, limit: int
 ) -> list[SimilarPair]:
     ids, vectors = index.rows(agent_id)
-    pairs = similar_pairs(vectors, floor)[:limit]
+    pairs = similar_pairs(vectors, floor, limit)
     wanted = sorted({ids[i] for i, _, _ in pairs} | {ids[j] for _, j, _ in pairs})
     memories = repo.get_many(wanted)
     result = []

@@ -9,8 +9,9 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
+from sidecar import deadline
 from sidecar.config import ConfigError, load_text
-from sidecar.errors import InvalidArgument
+from sidecar.errors import DeadlineExceeded, InvalidArgument
 from sidecar.knobs import check_ranges
 from sidecar.vault import VaultConfig
 from sidecar.vault.hygiene import similar_pairs
@@ -20,20 +21,37 @@ from tests.vault.conftest import StartVault, rpc_error, stats, upsert
 def test_similar_pairs_match_naive_reference() -> None:
     rng = np.random.default_rng(3)
     base = rng.normal(size=(40, 32)).astype(np.float32)
-    rows = base[rng.integers(0, 40, size=700)] + 0.35 * rng.normal(size=(700, 32))
+    rows = base[rng.integers(0, 40, size=1500)] + 0.35 * rng.normal(size=(1500, 32))
     vectors = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
     floor = 0.9
-    expected = {
-        (i, j): float(vectors[i] @ vectors[j]) for i in range(700) for j in range(i + 1, 700)
-        if float(vectors[i] @ vectors[j]) >= floor + 1e-5}
-    borderline = {
-        (i, j) for i in range(700) for j in range(i + 1, 700)
-        if abs(float(vectors[i] @ vectors[j]) - floor) < 1e-5}
-    got = similar_pairs(vectors, floor)
-    assert len(expected) > 100 and any(i < 512 <= j for i, j in expected)  # blocks crossed
+    gram = vectors.astype(np.float64) @ vectors.T.astype(np.float64)
+    upper = np.triu(np.ones_like(gram, dtype=bool), k=1)
+    expected = set(zip(*np.nonzero(upper & (gram >= floor + 1e-5)), strict=True))
+    borderline = set(zip(*np.nonzero(upper & (np.abs(gram - floor) < 1e-5)), strict=True))
+    got = similar_pairs(vectors, floor, 10**9)
+    assert len(expected) > 100 and any(i < 1024 <= j for i, j in expected)  # tiles crossed
     assert set(expected) <= {(i, j) for i, j, _ in got} <= set(expected) | borderline
-    assert all(abs(c - float(vectors[i] @ vectors[j])) < 1e-5 for i, j, c in got)
+    assert all(abs(c - gram[i, j]) < 1e-5 for i, j, c in got)
     assert [c for _, _, c in got] == sorted((c for _, _, c in got), reverse=True)
+    assert similar_pairs(vectors, floor, 7) == got[:7]
+
+
+def test_similar_pairs_stop_when_the_caller_is_gone() -> None:
+    vectors = np.eye(3000, 8, dtype=np.float32)
+    checks: list[int] = []
+
+    def alive() -> bool:
+        checks.append(1)
+        return len(checks) < 2
+
+    token = deadline.bind(alive)
+    try:
+        with pytest.raises(DeadlineExceeded) as info:
+            similar_pairs(vectors, 0.0, 1)
+    finally:
+        deadline.unbind(token)
+    assert len(checks) == 2 and info.value.reason == "STOPPED"  # stopped after the 2nd tile
+    assert "similar-pairs scan" in info.value.message
 
 
 def test_consolidation_candidates(start_vault: StartVault) -> None:
