@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -47,7 +46,8 @@ def embeddings(n: int, seed: int = 7) -> np.ndarray:
     centres = rng.standard_normal((max(1, n // 20), DIM))
     rows = (1.5 * common / np.linalg.norm(common) * np.sqrt(DIM) / 4
             + centres[rng.integers(0, len(centres), n)] + 0.6 * rng.standard_normal((n, DIM)))
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    unit: np.ndarray = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    return unit
 
 
 def store(n: int) -> Path:
@@ -130,4 +130,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
