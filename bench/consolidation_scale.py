@@ -8,12 +8,13 @@ limit=--limit)`` is timed at the client, and the server's peak RSS during the ca
 from ``/proc/PID/status`` (``VmHWM``, reset through ``clear_refs`` right before the call)
 minus its RSS before the call.
 
-``--before DIR`` serves another checkout (e.g. the code before a change) on the same stores,
+``--root DIR`` serves the code in DIR (default: this checkout; a frozen copy keeps edits made
+during a long run out of it); ``--before DIR`` serves another checkout (e.g. the code before a change) on the same stores,
 interleaved with this one size by size, for sizes up to ``--before-max`` (the code that keeps
 every pair needs ~2.6 GB at 4,500 memories and would need tens of GB at 20,000).
 
 Run:  .venv/bin/python -m bench.consolidation_scale [--sizes 1500,3000,4500,20000]
-      [--floor 0.0] [--limit 1] [--before DIR] [--before-max 4500]
+      [--floor 0.0] [--limit 1] [--root DIR] [--before DIR] [--before-max 4500]
 Writes bench/results/consolidation_scale.md.
 """
 
@@ -103,11 +104,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="1500,3000,4500,20000")
     parser.add_argument("--floor", type=float, default=0.0)
     parser.add_argument("--limit", type=int, default=1)
+    parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--before", type=Path, default=None)
     parser.add_argument("--before-max", type=int, default=4500)
     args = parser.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
-    roots = [("after", ROOT)] + ([("before", args.before)] if args.before else [])
+    roots = [("after", args.root)] + ([("before", args.before)] if args.before else [])
     flags = sorted(set(open("/proc/cpuinfo").read().split()) & {
         "avx", "avx2", "avx512f", "avx512_vnni", "avx512bw", "fma"})
     with recorded("consolidation_scale"):
