@@ -93,6 +93,36 @@ class VaultRepo:
         )
         return [(r[0], int(r[1]), int(r[2]), bool(r[3]), int(r[4])) for r in rows]
 
+    def scope_counts(self, after: str | None, before: str | None, limit: int
+                     ) -> list[tuple[str, int, int, int, int]]:
+        """(agent_id, live, forgotten, live CANON, live REGISTER) of at most ``limit`` scopes
+        in agent_id order: the first ones, the ones after ``after`` or the last ones before
+        ``before`` (a page of scopes; the index on agent_id stops the scan at the page)."""
+        where, order = "", ""
+        bound: tuple[str, ...] = ()
+        if before is not None:
+            where, order, bound = "WHERE agent_id < ?", " DESC", (before,)
+        elif after is not None:
+            where, bound = "WHERE agent_id > ?", (after,)
+        rows = self.db.execute(
+            "SELECT agent_id, sum(CASE WHEN forgotten = 0 THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN forgotten = 0 THEN 0 ELSE 1 END), "
+            "sum(CASE WHEN forgotten = 0 AND tier = ? THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN forgotten = 0 AND tier = ? THEN 1 ELSE 0 END) "
+            f"FROM memories {where} GROUP BY agent_id ORDER BY agent_id{order} LIMIT ?",
+            (int(Tier.CANON), int(Tier.REGISTER), *bound, limit),
+        )
+        found = [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+        return found[::-1] if before is not None else found
+
+    def totals(self) -> tuple[int, int, int]:
+        """(live, forgotten, scopes) over the whole store."""
+        row = self.db.query_one(
+            "SELECT sum(CASE WHEN forgotten = 0 THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN forgotten = 0 THEN 0 ELSE 1 END), count(DISTINCT agent_id) "
+            "FROM memories")
+        return (int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)) if row else (0, 0, 0)
+
     def register_topics(self) -> int:
         row = self.db.query_one(
             "SELECT count(*) FROM (SELECT DISTINCT agent_id, topic_id FROM memories "

@@ -1,0 +1,140 @@
+"""The admin pages list scopes a page at a time: 5,000+ agents give pages of bounded size,
+and the Next / Previous links walk every scope exactly once."""
+
+from __future__ import annotations
+
+import html
+import http.client
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sidecar.admin.scopes import PAGE_SIZE
+from sidecar.api.server_config import ServerConfig
+from sidecar.embedding import Embedder
+from sidecar.embedding.config import EmbeddingConfig
+from sidecar.embedding.models import identity
+from sidecar.records import Memory, MemoryType, Tier
+from sidecar.store.db import Database
+from sidecar.store.model_repo import MODEL_KEY, ModelRepo
+from sidecar.store.repos import Repositories
+from tests.admin.conftest import Site, start_site
+
+AGENTS = 5_100
+
+
+def fill(config: ServerConfig, agents: int) -> None:
+    """One memory per agent (agent-00000 ...), two shared and one forgotten, written into the
+    SQLite file before the server opens it (embedding 5,000 texts would take minutes)."""
+    Path(config.data_dir).mkdir(parents=True, exist_ok=True)
+    db = Database(config.db_path)
+    try:
+        repo = Repositories.open(db).memories
+        rng = np.random.default_rng(5)
+        now = time.time_ns() // 1000
+        with db.transaction():
+            owners = [f"agent-{i:05d}" for i in range(agents)] + ["", "", "agent-00003"]
+            for n, agent in enumerate(owners):
+                vector = rng.standard_normal(384).astype(np.float32)
+                repo.insert(Memory(
+                    id=f"m{n}", content=f"memory {n}", type=MemoryType.FACT, importance=0.5,
+                    created_at=now, updated_at=now, last_accessed_at=0, access_count=0,
+                    source="test", channel_id="", agent_id=agent, forgotten=n == len(owners) - 1,
+                    version=1, tier=Tier.REGISTER if n % 7 == 0 else Tier.CANON),
+                    vector / np.linalg.norm(vector))
+            ModelRepo(db).set(MODEL_KEY, identity(EmbeddingConfig().model).to_json())
+    finally:
+        db.close()
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Site]:
+    data = tmp_path_factory.mktemp("crowded")
+    config = ServerConfig(listen="127.0.0.1:0", data_dir=str(data / "data"))
+    fill(config, AGENTS)
+    site = start_site(config, embedder)
+    yield site
+    site.live.close()
+
+
+def get(site: Site, path: str) -> tuple[int, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", int(site.base.rsplit(":", 1)[1]))
+    conn.request("GET", path)
+    reply = conn.getresponse()
+    out = reply.status, reply.read().decode()
+    conn.close()
+    return out
+
+
+def links(text: str, label: str) -> list[str]:
+    return [html.unescape(h) for h in re.findall(rf'<a href="([^"]+)">{label}</a>', text)]
+
+
+def rows(text: str) -> list[str]:
+    """The scope names of the page's scope table (first cells linking to a scope)."""
+    return [html.unescape(s) for s in re.findall(
+        r'<tr><td><a href="/(?:memories|vault)(?:\?[^"]*)?">([^<]*)</a></td>', text)]
+
+
+@pytest.mark.parametrize("path", ["/", "/vault"])
+def test_every_scope_once_in_pages_of_bounded_size(crowded: Site, path: str) -> None:
+    seen: list[str] = []
+    target, pages, biggest = path, [], 0
+    while True:
+        status, text = get(crowded, target)
+        assert status == 200, text[:500]
+        found = rows(text)
+        assert 0 < len(found) <= PAGE_SIZE
+        biggest = max(biggest, len(text))
+        seen += found
+        pages.append((target, found))
+        following = links(text, "Next scopes")
+        if not following:
+            break
+        target = following[0]
+    assert seen == ["(shared)"] + [f"agent-{i:05d}" for i in range(AGENTS)]
+    assert len(pages) == -(-(AGENTS + 1) // PAGE_SIZE)
+    assert biggest < 40_000  # a few KB per page, whatever the number of agents
+    assert f"{AGENTS + 1} scopes" in get(crowded, path)[1]
+    # Previous goes back exactly one page, also from the last.
+    for index in (1, len(pages) - 1):
+        text = get(crowded, pages[index][0])[1]
+        back = links(text, "Previous scopes")
+        assert len(back) == 1 and rows(get(crowded, back[0])[1]) == pages[index - 1][1]
+    assert not links(get(crowded, path)[1], "Previous scopes")
+
+
+def test_the_vault_page_keeps_the_scope_shown_while_paging(crowded: Site) -> None:
+    status, text = get(crowded, "/vault?scope=agent-00003")
+    assert status == 200 and "Scope: agent-00003" in text
+    following = links(text, "Next scopes")
+    assert following and "scope=agent-00003" in following[0]
+    status, text = get(crowded, following[0])
+    assert status == 200 and "Scope: agent-00003" in text
+    counts = re.search(r"agent-00003</a></td><td>(\d+)</td><td>(\d+)</td>", get(
+        crowded, "/vault")[1])
+    assert counts is not None and counts.groups() == ("1", "1")  # live, forgotten
+
+
+def test_the_memories_page_lists_a_bounded_page_of_agents(crowded: Site) -> None:
+    status, text = get(crowded, "/memories")
+    assert status == 200
+    agents = re.findall(r'<a href="/memories\?agent=(agent-\d+)">', text)
+    assert len(agents) == PAGE_SIZE - 1  # the first page also holds the shared scope
+    following = links(text, "Next scopes")
+    assert following
+    status, text = get(crowded, following[0])
+    assert status == 200 and f"agent-{PAGE_SIZE - 1:05d}" in text
+
+
+@pytest.mark.parametrize("token", ["bogus", "x" * 200, "%3Eagent"])
+def test_a_forged_position_is_a_clear_page(crowded: Site, token: str) -> None:
+    status, text = get(crowded, f"/?scopes={token}")
+    if token.startswith("%3E"):  # a valid position, just not one of the page's links
+        assert status == 200 and rows(text)
+    else:
+        assert status == 400 and "scopes must come from a Next or Previous link" in text
