@@ -85,6 +85,31 @@ class VaultRepo:
             found.update({r[0]: r[1] for r in rows})
         return found
 
+    def superseded_in_scope(self, agent_id: str, limit: int) -> list[tuple[Memory, str]]:
+        """(memory, the id of its newest live successor) for at most ``limit`` live memories
+        of exactly this scope that a live memory UPDATES (edge relation 2), in seq order."""
+        rows = self.db.execute(
+            f"SELECT * FROM (SELECT {COLUMNS}, (SELECT e.source_id FROM edges e JOIN memories s "
+            "ON s.id = e.source_id WHERE e.target_id = memories.id AND e.relation = 2 "
+            "AND s.forgotten = 0 ORDER BY s.updated_at DESC, s.seq DESC LIMIT 1) AS successor "
+            "FROM memories WHERE agent_id = ? AND forgotten = 0) AS scoped "
+            "WHERE successor IS NOT NULL ORDER BY seq LIMIT ?",
+            (agent_id, limit),
+        )
+        return [(row_to_memory(r), str(r[16])) for r in rows]
+
+    def stale_in_scope(self, agent_id: str, max_importance: float, before_us: int,
+                       limit: int) -> list[Memory]:
+        """At most ``limit`` live memories of exactly this scope with importance <=
+        ``max_importance``, neither updated nor accessed since ``before_us``, in seq order."""
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND forgotten = 0 "
+            "AND importance <= ? AND updated_at < ? AND last_accessed_at < ? ORDER BY seq "
+            "LIMIT ?",
+            (agent_id, max_importance, before_us, before_us, limit),
+        )
+        return [row_to_memory(r) for r in rows]
+
     def counts(self) -> list[tuple[str, int, int, bool, int]]:
         """(agent_id, tier, type, forgotten, count) for every non-empty group."""
         rows = self.db.execute(

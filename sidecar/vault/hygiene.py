@@ -19,6 +19,7 @@ SUPERSEDED = "SUPERSEDED"
 NEAR_DUPLICATE = "NEAR_DUPLICATE"
 STALE_LOW_IMPORTANCE = "STALE_LOW_IMPORTANCE"
 US_PER_DAY = 86_400 * 1_000_000
+MAX_PROPOSALS = 1000  # ProposeDeletions answers at most this many (the reply stays small)
 SCAN = "the similar-pairs scan (a scope of n memories compares n²/2 pairs: allow it more time)"
 
 
@@ -65,27 +66,27 @@ def consolidation_candidates(
 
 def propose_deletions(
     index: ScopeScan, memories: MemoryRepo, vault: VaultRepo, agent_id: str,
-    config: VaultConfig, now_us: int,
+    config: VaultConfig, now_us: int, limit: int = MAX_PROPOSALS,
 ) -> list[DeletionCandidate]:
-    live = vault.live_in_scope(agent_id)
-    found: list[DeletionCandidate] = []
-    by_id = {m.id: m for m in live}
-    for target, source in vault.superseded(list(by_id)).items():
-        found.append(DeletionCandidate(by_id[target], SUPERSEDED,
-                                       "a live memory UPDATES it (edge)", source))
-    for pair in consolidation_candidates(index, memories, agent_id,
-                                         config.duplicate_threshold, len(live) + 1):
+    """At most ``limit`` proposals: superseded ones first, then near-duplicates, then stale
+    ones (each memory once per reason). Memory and reply stay bounded by ``limit``, not by the
+    scope."""
+    found = [DeletionCandidate(memory, SUPERSEDED, "a live memory UPDATES it (edge)", source)
+             for memory, source in vault.superseded_in_scope(agent_id, limit)]
+    pairs = consolidation_candidates(index, memories, agent_id, config.duplicate_threshold,
+                                     limit - len(found))
+    for pair in pairs:
         drop, keep = weaker(pair.first, pair.second)
         found.append(DeletionCandidate(
             drop, NEAR_DUPLICATE, f"cosine {pair.cosine:.3f} to a memory that is kept", keep.id))
     cutoff = now_us - int(config.stale_after_days * US_PER_DAY)
-    for memory in live:
+    for memory in vault.stale_in_scope(agent_id, config.stale_max_importance, cutoff,
+                                       limit - len(found)):
         touched = max(memory.updated_at, memory.last_accessed_at)
-        if memory.importance <= config.stale_max_importance and touched < cutoff:
-            days = (now_us - touched) / US_PER_DAY
-            found.append(DeletionCandidate(
-                memory, STALE_LOW_IMPORTANCE,
-                f"importance {memory.importance:.2f}, untouched for {days:.0f} days"))
+        days = (now_us - touched) / US_PER_DAY
+        found.append(DeletionCandidate(
+            memory, STALE_LOW_IMPORTANCE,
+            f"importance {memory.importance:.2f}, untouched for {days:.0f} days"))
     return found
 
 

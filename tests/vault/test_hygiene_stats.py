@@ -13,8 +13,15 @@ from sidecar import deadline
 from sidecar.config import ConfigError, load_text
 from sidecar.errors import DeadlineExceeded, InvalidArgument
 from sidecar.knobs import check_ranges
+from sidecar.timing import now_us
 from sidecar.vault import VaultConfig
-from sidecar.vault.hygiene import similar_pairs
+from sidecar.vault.hygiene import (
+    NEAR_DUPLICATE,
+    STALE_LOW_IMPORTANCE,
+    SUPERSEDED,
+    propose_deletions,
+    similar_pairs,
+)
 from tests.vault.conftest import StartVault, rpc_error, stats, upsert
 
 
@@ -100,6 +107,37 @@ def test_propose_deletions_suggests_and_never_deletes(start_vault: StartVault) -
     after = stats(live)
     assert (after.live, after.history_rows) == (before.live, before.history_rows)
     assert not live.vault.ProposeDeletions(v.ProposeDeletionsRequest(scope="x")).candidates
+
+
+def test_propose_deletions_is_bounded_by_its_limit(start_vault: StartVault) -> None:
+    live = start_vault(duplicate_gate=False, stale_after_days=0, stale_max_importance=0.3)
+    olds = [upsert(live, f"The API uses auth scheme number {i}").memory for i in range(3)]
+    for i, old in enumerate(olds):
+        new = upsert(live, f"The API moved to auth scheme number {i + 10}").memory
+        live.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(source_id=new.id, target_id=old.id,
+                                                        relation=m.RELATION_UPDATES)))
+    upsert(live, "The user prefers dark mode", importance=0.9)
+    upsert(live, "User prefers the dark mode", importance=0.5)
+    for i in range(3):
+        upsert(live, f"Saw a blue car outside, number {i}", type_=m.MEMORY_TYPE_OBSERVATION)
+    app = live.server.app
+    vault = app.vault
+
+    def proposals(limit: int) -> list[tuple[str, str]]:
+        found = propose_deletions(vault.index, vault.service.memories, vault.repo, "",
+                                  vault.config, now_us(), limit)
+        return [(c.memory.id, c.reason) for c in found]
+
+    everything = proposals(1000)
+    reasons = [r for _, r in everything]
+    assert reasons[:3] == [SUPERSEDED] * 3 and NEAR_DUPLICATE in reasons
+    assert reasons.count(STALE_LOW_IMPORTANCE) >= 3
+    assert reasons == sorted(reasons, key=[SUPERSEDED, NEAR_DUPLICATE,
+                                           STALE_LOW_IMPORTANCE].index)
+    for limit in range(len(everything) + 1):
+        assert proposals(limit) == everything[:limit]
+    reply = live.vault.ProposeDeletions(v.ProposeDeletionsRequest())
+    assert [c.memory.id for c in reply.candidates] == [i for i, _ in everything]
 
 
 def test_vault_stats(start_vault: StartVault) -> None:
