@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sidecar.admin.pages.memory_page import SHOWN
 from sidecar.admin.scopes import PAGE_SIZE
+from sidecar.admin.suggestions import SCOPES_HELD, SuggestionCache
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
@@ -23,6 +25,7 @@ from sidecar.store.db import Database
 from sidecar.store.model_repo import MODEL_KEY, ModelRepo
 from sidecar.store.repos import Repositories
 from tests.admin.conftest import Site, start_site
+from tests.injection.helpers import put
 
 AGENTS = 5_100
 
@@ -138,3 +141,23 @@ def test_a_forged_position_is_a_clear_page(crowded: Site, token: str) -> None:
         assert status == 200 and rows(text)
     else:
         assert status == 400 and "scopes must come from a Next or Previous link" in text
+
+
+def test_the_suggestion_cache_holds_a_bounded_number_of_scopes(crowded: Site) -> None:
+    cache = SuggestionCache(crowded.live.server.app.vault)
+    first = cache.get("agent-00000")
+    for i in range(1, SCOPES_HELD + 1):
+        cache.get(f"agent-{i:05d}")
+    last = cache.get(f"agent-{SCOPES_HELD:05d}")
+    assert cache.get(f"agent-{SCOPES_HELD:05d}") is last  # still held
+    assert cache.get("agent-00000") is not first  # the oldest was let go, computed again
+
+
+def test_the_memory_page_shows_the_latest_versions_only(site: Site) -> None:
+    for n in range(SHOWN + 5):
+        put(site.live, f"the deploy moved to slot {n}", id="busy")
+    status, text = get(site, "/memory?id=busy")
+    assert status == 200
+    assert text.count("the deploy moved to slot") == SHOWN + 1  # the fields, then versions
+    assert f"slot {SHOWN + 4}" in text and "slot 3<" not in text
+    assert "5 older versions not shown." in text
