@@ -25,8 +25,7 @@ def show(ctx: Ctx) -> Response:
     scopes = " · ".join(link(url("/vault", scope=s.agent_id, scopes=position),
                              s.agent_id or "(shared)") for s in shown.scopes)
     counts = table(("Scope", "Live", "Forgotten", "Canon", "Registers"),
-                   ([link(url("/vault", scope=s.agent_id, scopes=position),
-                          s.agent_id or "(shared)"), str(s.live), str(s.forgotten), str(s.canon),
+                   ([e(s.agent_id or "(shared)"), str(s.live), str(s.forgotten), str(s.canon),
                      str(s.registers)] for s in shown.scopes),
                    "The store is empty." if not stats.scopes else "No scopes on this page.")
     counts += scope_nav("/vault", shown, scope=scope)
