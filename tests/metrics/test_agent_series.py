@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from sidecar.api.server import create_server
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
+from sidecar.config import ConfigError, load_text
 from sidecar.embedding import Embedder
 from sidecar.metrics.config import HttpConfig
 from sidecar.metrics.registry import OTHER_AGENTS, Metrics, Sources
@@ -89,3 +91,11 @@ def test_the_key_reaches_the_served_metrics(config: ServerConfig, embedder: Embe
     labels = {dict(key[1])["agent"] for key in got if key[0] == "memsidecar_memories"}
     assert labels == {"", "ada", OTHER_AGENTS}
     assert value(got, "memsidecar_memories", agent=OTHER_AGENTS, type="fact", tier="canon") == 2
+
+
+@pytest.mark.parametrize("value", ["-1", "10001", "2.5", '"many"'])
+def test_the_key_is_validated(value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_text(f"[server.http]\nmetrics_agents = {value}\n")
+    assert info.value.field == "server.http.metrics_agents"
+    assert load_text("[server.http]\nmetrics_agents = 0\n").server.http.metrics_agents == 0
