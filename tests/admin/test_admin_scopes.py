@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from memsidecar.v1 import settings_pb2 as st
 
 from sidecar.admin.pages.memory_page import SHOWN
 from sidecar.admin.scopes import PAGE_SIZE
@@ -162,3 +163,24 @@ def test_the_memory_page_shows_the_latest_versions_only(site: Site) -> None:
     assert text.count("the deploy moved to slot") == SHOWN + 1  # the fields, then versions
     assert f"slot {SHOWN + 4}" in text and "slot 3<" not in text
     assert "5 older versions not shown." in text
+
+
+def test_the_settings_page_lists_a_bounded_page_of_agents(site: Site) -> None:
+    off = st.MemoryInjectionConfig(enabled=False)
+    names = [f"bot-{i:03d}" for i in range(PAGE_SIZE + 7)]
+    for name in names:
+        site.live.settings.UpdateConfig(st.UpdateConfigRequest(agent_id=name,
+                                                               memory_injection=off))
+    status, text = get(site, "/settings?agent=bot-055")
+    assert status == 200
+    listed = re.findall(r'<a href="/settings\?agent=(bot-\d+)">', text)
+    assert listed == names[:PAGE_SIZE] and "<b>bot-055</b>" in text  # the one shown, added
+    following = links(text, "Next agents")
+    assert following and "agent=bot-055" in following[0]
+    status, text = get(site, following[0])
+    listed = re.findall(r'<a href="/settings\?agent=(bot-\d+)">', text)
+    assert listed == [n for n in names[PAGE_SIZE:] if n != "bot-055"]
+    assert "<b>bot-055</b>" in text and not links(text, "Next agents")
+    back = links(text, "Previous agents")
+    assert back and re.findall(r'<a href="/settings\?agent=(bot-\d+)">', get(
+        site, back[0])[1]) == names[:PAGE_SIZE]
