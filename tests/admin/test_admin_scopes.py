@@ -15,6 +15,7 @@ import pytest
 from memsidecar.v1 import settings_pb2 as st
 
 from sidecar.admin.pages.memory_page import SHOWN
+from sidecar.admin.pages.vault_page import PROPOSALS_SHOWN
 from sidecar.admin.scopes import PAGE_SIZE
 from sidecar.admin.suggestions import SCOPES_HELD, SuggestionCache
 from sidecar.api.server_config import ServerConfig
@@ -25,15 +26,18 @@ from sidecar.records import Memory, MemoryType, Tier
 from sidecar.store.db import Database
 from sidecar.store.model_repo import MODEL_KEY, ModelRepo
 from sidecar.store.repos import Repositories
+from sidecar.vault.config import VaultConfig
 from tests.admin.conftest import Site, start_site
+from tests.conftest import settings_for
 from tests.injection.helpers import put
 
 AGENTS = 5_100
 
 
-def fill(config: ServerConfig, agents: int) -> None:
-    """One memory per agent (agent-00000 ...), two shared and one forgotten, written into the
-    SQLite file before the server opens it (embedding 5,000 texts would take minutes)."""
+def fill(config: ServerConfig, agents: int, shared: int = 2) -> None:
+    """One memory per agent (agent-00000 ...), ``shared`` shared ones and one forgotten, written
+    into the SQLite file before the server opens it (embedding 5,000 texts would take
+    minutes)."""
     Path(config.data_dir).mkdir(parents=True, exist_ok=True)
     db = Database(config.db_path)
     try:
@@ -41,7 +45,7 @@ def fill(config: ServerConfig, agents: int) -> None:
         rng = np.random.default_rng(5)
         now = time.time_ns() // 1000
         with db.transaction():
-            owners = [f"agent-{i:05d}" for i in range(agents)] + ["", "", "agent-00003"]
+            owners = [f"agent-{i:05d}" for i in range(agents)] + [""] * shared + ["agent-00003"]
             for n, agent in enumerate(owners):
                 vector = rng.standard_normal(384).astype(np.float32)
                 repo.insert(Memory(
@@ -184,3 +188,17 @@ def test_the_settings_page_lists_a_bounded_page_of_agents(site: Site) -> None:
     back = links(text, "Previous agents")
     assert back and re.findall(r'<a href="/settings\?agent=(bot-\d+)">', get(
         site, back[0])[1]) == names[:PAGE_SIZE]
+
+
+def test_the_vault_page_shows_a_bounded_number_of_proposals(
+        tmp_path: Path, embedder: Embedder) -> None:
+    config = ServerConfig(listen="127.0.0.1:0", data_dir=str(tmp_path / "data"))
+    fill(config, 3, shared=PROPOSALS_SHOWN + 30)
+    site = start_site(config, embedder, settings_for(config, vault=VaultConfig(
+        duplicate_gate=False, stale_after_days=0, stale_max_importance=1.0)))
+    try:
+        status, text = get(site, "/vault")
+    finally:
+        site.live.close()
+    assert status == 200 and text.count("<td>STALE_LOW_IMPORTANCE</td>") == PROPOSALS_SHOWN
+    assert "30 more not shown" in text

@@ -16,6 +16,8 @@ from sidecar.errors import InvalidArgument, NotFound
 from sidecar.redact import echo
 from sidecar.vault.hygiene import DeletionCandidate, SimilarPair, weaker
 
+PROPOSALS_SHOWN = 100
+
 
 def show(ctx: Ctx) -> Response:
     scope = ctx.request.arg("scope")
@@ -47,7 +49,10 @@ def show(ctx: Ctx) -> Response:
                     "No near-duplicate pairs.")
             + '</section><section id="proposals"><h3>Deletion proposals</h3>'
             + table(("Memory", "Reason", "Detail", "Decide"),
-                    (_proposal(ctx, scope, c) for c in proposals), "Nothing proposed.")
+                    (_proposal(ctx, scope, c) for c in proposals[:PROPOSALS_SHOWN]),
+                    "Nothing proposed.")
+            + (f'<p class="muted">{len(proposals) - PROPOSALS_SHOWN} more not shown: decide '
+               "on these, then recompute.</p>" if len(proposals) > PROPOSALS_SHOWN else "")
             + "</section>")
     return page("Vault", body, here="/vault")
 
