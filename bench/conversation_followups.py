@@ -1,0 +1,360 @@
+"""Follow-up questions through the agent loop: CoQA conversations replayed over a real sidecar.
+
+Every sentence of every story is one memory of one agent (no channel), imported through the
+server (``ImportMemoriesStream``) once and cached under ``bench/.cache/``. Each conversation
+is then driven on a channel of its own exactly as the README's agent loop does:
+PruneHistory (keep 3 blocks, with the channel) -> Inject (the question, ``source="user"``) ->
+the block (if any) and the question as user messages -> the gold answer as the assistant's
+reply. A turn's evidence is the sentence(s) overlapping its answer's rationale
+(``span_start``/``span_end``; unanswerable turns are skipped); it is *in view* when one of
+those memories is in the turn's block or in a block the pruned history still holds.
+
+    .venv/bin/python -m bench.conversation_followups --data ../shared/data/coqa_dev.json
+        [--config extra.toml] [--limit 50] [--label "context on"] [--out FILE]
+
+The sidecar runs as a ``memsidecar serve`` process with ``[defaults.memory_injection]
+max_total = 5`` and the ``--config`` file merged over it (its keys win).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tomlkit
+from memsidecar.v1 import memory_pb2, store_pb2
+from memsidecar_client import Client, message
+
+from bench.lme import CACHE
+from bench.replay_longmemeval import free_port, sidecar_process, working_copy
+from bench.results import RESULTS, stamp
+from sidecar.retrieval.vector.adaptive import open_vector_index
+from sidecar.retrieval.vector.config import VectorConfig
+from sidecar.store.db import Database
+from sidecar.store.repos import Repositories
+
+AGENT = "coqa"
+MAX_KEEP = 3  # blocks the history keeps, the incoming one included (the README's loop)
+MAX_TOTAL = 5  # items per block in the default run
+SPLITTER_VERSION = "1"  # bump when split_sentences changes: the cached store is rebuilt
+# Words that refer back to an earlier turn: a follow-up holding one is "elliptical" (as is
+# any follow-up of at most ELLIPTIC_WORDS words).
+BACK_REFERENCES = frozenset({
+    "he", "him", "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself",
+    "they", "them", "their", "theirs", "themselves", "this", "that", "these", "those",
+    "there", "then", "else", "other", "others", "another", "also", "too", "again", "same",
+    "one", "ones",
+})
+ELLIPTIC_WORDS = 4
+KINDS = ("first turn", "follow-up", "elliptical follow-up")
+_BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|\n")
+_ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "mt", "vs",
+                            "no", "gen", "col", "capt", "lt", "sgt", "rev", "gov", "sen"})
+_WORD = re.compile(r"[a-z']+")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans ``[start, end)`` of ``text``, whitespace stripped: a sentence ends at
+    ``.``/``!``/``?`` (and closing quotes or brackets) before whitespace, or at a newline;
+    not after a short title abbreviation ("Mr."). Pieces without a letter or digit are
+    dropped."""
+    spans = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        word = text[max(0, m.start() - 5):m.start()].split()
+        if m.group() == "." and word and word[-1].lower().strip("(\"'") in _ABBREVIATIONS:
+            continue
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(text)))
+    out = []
+    for a, b in spans:
+        piece = text[a:b]
+        if not any(c.isalnum() for c in piece):
+            continue
+        lead = len(piece) - len(piece.lstrip())
+        out.append((a + lead, a + len(piece.rstrip())))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    question: str
+    answer: str
+    evidence: frozenset[str]  # memory ids of the sentences overlapping the rationale
+    kind: str  # one of KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    id: str
+    sentences: tuple[str, ...]  # memory id "<conversation id>#<index>" per sentence
+    texts: tuple[str, ...]
+    turns: tuple[Turn, ...]
+
+
+def kind_of(index: int, question: str) -> str:
+    if index == 0:
+        return KINDS[0]
+    words = _WORD.findall(question.lower())
+    if len(question.split()) <= ELLIPTIC_WORDS or BACK_REFERENCES.intersection(words):
+        return KINDS[2]
+    return KINDS[1]
+
+
+def load(path: Path) -> list[Conversation]:
+    out = []
+    for item in json.loads(path.read_text(encoding="utf-8"))["data"]:
+        story = item["story"]
+        spans = split_sentences(story)
+        ids = tuple(f"{item['id']}#{k}" for k in range(len(spans)))
+        turns = []
+        for i, (q, a) in enumerate(zip(item["questions"], item["answers"], strict=True)):
+            lo, hi = int(a["span_start"]), int(a["span_end"])
+            if lo < 0 or hi <= lo:
+                continue
+            rationale = story[lo:hi]
+            lo += len(rationale) - len(rationale.lstrip())
+            hi -= len(rationale) - len(rationale.rstrip())
+            evidence = frozenset(ids[k] for k, (s, e) in enumerate(spans) if s < hi and lo < e)
+            if evidence:
+                turns.append(Turn(q["input_text"], a["input_text"], evidence,
+                                  kind_of(i, q["input_text"])))
+        out.append(Conversation(item["id"], ids, tuple(story[s:e] for s, e in spans),
+                                tuple(turns)))
+    return out
+
+
+def store_dir(path: Path) -> Path:
+    digest = hashlib.sha256(path.read_bytes() + SPLITTER_VERSION.encode()).hexdigest()[:12]
+    return CACHE / f"coqa_store_{digest}"
+
+
+def build_store(conversations: Sequence[Conversation], done: Path) -> Path:
+    """The cached store of every sentence (imported through a ``serve`` process with the
+    default config), its saved hnsw index, and ``ids.json``: the memory each sentence
+    resolved to (the duplicate gate may map a sentence to an identical earlier one)."""
+    if (done / "ready").exists():
+        return done
+    shutil.rmtree(done, ignore_errors=True)
+    done.mkdir(parents=True)
+    items = [store_pb2.ImportItem(memory=memory_pb2.Memory(
+        id=mid, content=text, agent_id=AGENT, type=memory_pb2.MEMORY_TYPE_FACT,
+        source="coqa")) for c in conversations for mid, text in zip(c.sentences, c.texts,
+                                                                   strict=True)]
+    resolved: dict[str, str] = {}
+    rejected = 0
+    target = f"127.0.0.1:{free_port()}"
+    start = time.perf_counter()
+    with sidecar_process(done, target), Client(target, timeout_s=600) as client:
+        for ack in client.import_stream(items):
+            first = ack.sequence * 100
+            bad = {e.index for e in ack.errors}
+            rejected += len(bad)
+            kept = [items[first + i].memory.id for i in range(ack.committed + ack.deduplicated
+                                                               + len(bad)) if i not in bad]
+            resolved.update(zip(kept, ack.ids, strict=True))
+    db = Database(done / "memsidecar.sqlite3")
+    index = open_vector_index(done, Repositories.open(db).memories, VectorConfig(), 384,
+                              wait=True)
+    index.close()  # saves DATA_DIR/vectors.hnsw: every run starts from the built index
+    db.close()
+    (done / "ids.json").write_text(json.dumps(resolved))
+    (done / "ready").write_text("ok\n")
+    print(f"stored {len(items)} sentences ({rejected} rejected, "
+          f"{sum(k != v for k, v in resolved.items())} resolved to another sentence) in "
+          f"{time.perf_counter() - start:.0f} s", flush=True)
+    return done
+
+
+def config_text(extra: Path | None, max_total: int = MAX_TOTAL,
+                base: dict[str, Any] | None = None) -> str:
+    """The sidecar's config file: ``base`` and ``max_total`` under
+    ``[defaults.memory_injection]``, with the file ``extra`` merged over them (its keys win)."""
+    data: dict[str, Any] = tomllib.loads(extra.read_text(encoding="utf-8")) if extra else {}
+    for section, keys in (base or {}).items():
+        for key, value in keys.items():
+            data.setdefault(section, {}).setdefault(key, value)
+    injection = data.setdefault("defaults", {}).setdefault("memory_injection", {})
+    injection.setdefault("max_total", max_total)
+    return tomlkit.dumps(data)
+
+
+@dataclass
+class Tally:
+    in_view: list[bool] = field(default_factory=list)
+    own: list[bool] = field(default_factory=list)
+    words: list[int] = field(default_factory=list)
+    inject_ms: list[float] = field(default_factory=list)
+
+
+def block_words(block: str) -> int:
+    """Words of the block's item lines, without the prefix, section headers, marker line and
+    each line's ``[Type]`` tag."""
+    count = 0
+    for line in block.splitlines():
+        if not line or (line.startswith("[") and line.endswith("]")):
+            continue
+        count += len(re.sub(r"^\[[^\]]*\]\s*", "", line).split())
+    return count
+
+
+@dataclass
+class Seen:
+    """One turn as the model sees it: its block's items, the items of the blocks the pruned
+    history still holds, the block's words, the client-side Inject time."""
+
+    own: set[str]
+    held: set[str]
+    words: int
+    inject_ms: float
+
+
+class AgentLoop:
+    """The README's agent loop on one channel, with the gold answer as the model's reply."""
+
+    def __init__(self, client: Client, channel: str, agent: str = AGENT) -> None:
+        self.client, self.channel, self.agent = client, channel, agent
+        self.history = [message("system", "You answer questions.")]
+        self.blocks: list[tuple[int, set[str]]] = []  # (history index, item ids) per block
+
+    def turn(self, question: str, answer: str) -> Seen:
+        pruned = self.client.prune_history(self.history, max_keep=MAX_KEEP,
+                                           channel_id=self.channel, agent_id=self.agent)
+        removed = set(pruned.removed_indices)
+        self.blocks = [(i - sum(r < i for r in removed), ids) for i, ids in self.blocks
+                       if i not in removed]
+        self.history = list(pruned.messages)
+        start = time.perf_counter()
+        reply = self.client.inject(question, channel_id=self.channel, agent_id=self.agent,
+                                   source="user")
+        spent = (time.perf_counter() - start) * 1000
+        own = {item.id for item in reply.items}
+        held = set().union(*(ids for _, ids in self.blocks))
+        if reply.block:
+            self.blocks.append((len(self.history), own))
+            self.history.append(message("user", reply.block))
+        self.history.append(message("user", question))
+        self.history.append(message("assistant", answer))
+        return Seen(own, held, block_words(reply.block), spent)
+
+
+def converse(client: Client, conv: Conversation, channel: str, resolve: dict[str, str],
+             tallies: dict[str, Tally]) -> None:
+    """One conversation through the agent loop; adds each turn to its kind's tally (an
+    elliptical follow-up counts as a follow-up too)."""
+    loop = AgentLoop(client, channel)
+    for turn in conv.turns:
+        seen = loop.turn(turn.question, turn.answer)
+        evidence = {resolve.get(e, e) for e in turn.evidence}
+        kinds = [turn.kind] + (["follow-up"] if turn.kind == KINDS[2] else [])
+        for kind in kinds:
+            tally = tallies[kind]
+            tally.in_view.append(bool(evidence & (seen.own | seen.held)))
+            tally.own.append(bool(evidence & seen.own))
+            tally.words.append(seen.words)
+            tally.inject_ms.append(seen.inject_ms)
+
+
+def replay(data_dir: Path, conversations: Sequence[Conversation]) -> dict[str, Tally]:
+    resolve: dict[str, str] = json.loads((data_dir / "ids.json").read_text())
+    tallies = {kind: Tally() for kind in KINDS}
+    target = f"127.0.0.1:{free_port()}"
+    with sidecar_process(data_dir, target), Client(target) as client:
+        for n, conv in enumerate(conversations):
+            converse(client, conv, f"coqa-{n}", resolve, tallies)
+    return tallies
+
+
+HEADER = ("| label | turn kind | turns | evidence in view | in own block | words/turn "
+          "| Inject p50 / p99 ms |\n|---|---|---|---|---|---|---|")
+
+
+def rows(label: str, tallies: dict[str, Tally]) -> list[str]:
+    out = []
+    for kind in KINDS:
+        t = tallies[kind]
+        if not t.in_view:
+            continue
+        p50, p99 = np.percentile(t.inject_ms, [50, 99])
+        out.append(f"| {label} | {kind} | {len(t.in_view)} | {np.mean(t.in_view):.3f} "
+                   f"| {np.mean(t.own):.3f} | {np.mean(t.words):.1f} | {p50:.1f} / {p99:.1f} |")
+    return out
+
+
+def cpu_flags() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    return " ".join(sorted(set(re.findall(r"\bavx[\w]*", text)))) or "none"
+
+
+STAMP_HEADER = " date | commit | CPU flags | config |"
+
+
+def flat(toml: str) -> str:
+    """``section.key=value`` pairs of a config file, for a results row."""
+    def walk(prefix: str, value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [p for k, v in value.items() for p in walk(f"{prefix}{k}.", v)]
+        return [f"{prefix[:-1]}={value}"]
+    return " ".join(walk("", tomllib.loads(toml)))
+
+
+def append_block(path: Path, title: str, header: str, lines: list[str], toml: str) -> str:
+    """Append the rows, each stamped with the date, commit, CPU flags and config, to a
+    results file that starts with the table's header; returns the stamp cells."""
+    meta = stamp()
+    cells = f" {meta['date']} | {meta['commit']} | {cpu_flags()} | {flat(toml)} |"
+    first, rule = header.split("\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text(f"# {title}\n\n{first}{STAMP_HEADER}\n{rule}---|---|---|---|\n",
+                        encoding="utf-8")
+    with path.open("a", encoding="utf-8") as out:
+        out.write("".join(f"{line}{cells}\n" for line in lines))
+    return cells
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="CoQA json (coqa_dev.json)")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="TOML merged into the sidecar's config file (e.g. "
+                             "[defaults.memory_injection] keys)")
+    parser.add_argument("--limit", type=int, default=0, help="first N conversations (0: all)")
+    parser.add_argument("--label", default="", help="the results rows' label")
+    parser.add_argument("--out", type=Path, default=RESULTS / "conversation_followups.md")
+    args = parser.parse_args(argv)
+    conversations = load(args.data)
+    data_dir = build_store(conversations, store_dir(args.data))
+    chosen = conversations[: args.limit] if args.limit else conversations
+    toml = config_text(args.config)
+    label = args.label or (args.config.stem if args.config else "default")
+    start = time.perf_counter()
+    with working_copy(data_dir, toml) as copy:
+        tallies = replay(copy, chosen)
+    lines = rows(label, tallies)
+    append_block(args.out, "conversation_followups", HEADER, lines, toml)
+    print(HEADER)
+    print("\n".join(lines))
+    print(f"{len(chosen)} conversations, replay {time.perf_counter() - start:.0f} s, CPU "
+          f"{cpu_flags()}, load average {os.getloadavg()[0]:.1f}; config: {flat(toml)}")
+    print(f"results: {args.out}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    main()
