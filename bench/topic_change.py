@@ -1,9 +1,10 @@
 """The topic-change guard: a LongMemEval question asked alone vs after two unrelated ones.
 
 The store is the search-quality bench's (``bench/longmemeval_quality.py``, default: user turns,
-each session's turns under its session's channel, ``minilm-fp32``), built and cached the
-same way. Each of the 470 non-abstention questions is asked through the README's agent loop
-(PruneHistory keeping 3 blocks -> Inject -> block, question and gold answer appended):
+each session's turns under its session's channel; the sidecar's default embedding model
+unless ``--model``), built and cached the same way. Each of the 470 non-abstention questions
+is asked through the README's agent loop (PruneHistory keeping 3 blocks -> Inject -> block,
+question and gold answer appended):
 
 - alone: the first turn of a fresh channel;
 - after a topic change: the third turn of a fresh channel whose first two turns are two
@@ -43,7 +44,8 @@ from bench.lme_data import (
 from bench.replay_longmemeval import free_port, sidecar_process, working_copy
 from bench.results import RESULTS
 from bench.store_build import build_store
-from sidecar.embedding.models import FP32, MODEL_NAMES
+from sidecar.embedding.config import EmbeddingConfig
+from sidecar.embedding.models import MODEL_NAMES
 
 MAX_TOTAL = 10
 SEED = 20261127
@@ -136,7 +138,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="TOML merged into the sidecar's config file")
     parser.add_argument("--limit", type=int, default=0, help="first N questions (0: all)")
     parser.add_argument("--label", default="")
-    parser.add_argument("--model", choices=MODEL_NAMES, default=FP32)
+    parser.add_argument("--model", choices=MODEL_NAMES, default=EmbeddingConfig().model,
+                        help="[embedding] model of the store and the sidecar (default: the "
+                             "sidecar's default)")
     parser.add_argument("--out", type=Path, default=RESULTS / "topic_change.md")
     args = parser.parse_args(argv)
     data = load_oracle()
