@@ -19,14 +19,16 @@ max_total = 5`` and the ``--config`` file merged over it (its keys win).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 import tomlkit
 from memsidecar.v1 import memory_pb2, store_pb2
-from memsidecar_client import Client, message
+from memsidecar_client import Client, MemsidecarError, message
 
 from bench.lme import CACHE
 from bench.replay_longmemeval import free_port, sidecar_process, working_copy
@@ -155,9 +157,8 @@ def build_store(conversations: Sequence[Conversation], done: Path) -> Path:
                                                                    strict=True)]
     resolved: dict[str, str] = {}
     rejected = 0
-    target = f"127.0.0.1:{free_port()}"
     start = time.perf_counter()
-    with sidecar_process(done, target), Client(target, timeout_s=600) as client:
+    with served(done, 600) as client:
         for ack in client.import_stream(items):
             first = ack.sequence * 100
             bad = {e.index for e in ack.errors}
@@ -267,11 +268,25 @@ def converse(client: Client, conv: Conversation, channel: str, resolve: dict[str
             tally.inject_ms.append(seen.inject_ms)
 
 
+@contextlib.contextmanager
+def served(data_dir: Path, timeout_s: float = 5.0) -> Iterator[Client]:
+    """A client of a ``memsidecar serve`` process over ``data_dir``; when the sidecar fails
+    (e.g. it rejects the config file), the end of its log goes to stderr."""
+    target = f"127.0.0.1:{free_port()}"
+    try:
+        with sidecar_process(data_dir, target), Client(target, timeout_s=timeout_s) as client:
+            yield client
+    except (RuntimeError, MemsidecarError):
+        log = data_dir / "sidecar.log"
+        if log.exists():
+            print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
+        raise
+
+
 def replay(data_dir: Path, conversations: Sequence[Conversation]) -> dict[str, Tally]:
     resolve: dict[str, str] = json.loads((data_dir / "ids.json").read_text())
     tallies = {kind: Tally() for kind in KINDS}
-    target = f"127.0.0.1:{free_port()}"
-    with sidecar_process(data_dir, target), Client(target) as client:
+    with served(data_dir) as client:
         for n, conv in enumerate(conversations):
             converse(client, conv, f"coqa-{n}", resolve, tallies)
     return tallies

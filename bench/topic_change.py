@@ -29,9 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from memsidecar_client import Client
 
-from bench.conversation_followups import AgentLoop, append_block, config_text, cpu_flags, flat
+from bench.conversation_followups import (
+    AgentLoop,
+    append_block,
+    config_text,
+    cpu_flags,
+    flat,
+    served,
+)
 from bench.lme_data import (
     CACHE,
     Question,
@@ -41,7 +47,7 @@ from bench.lme_data import (
     questions,
     store_suffix,
 )
-from bench.replay_longmemeval import free_port, sidecar_process, working_copy
+from bench.replay_longmemeval import working_copy
 from bench.results import RESULTS
 from bench.store_build import build_store
 from sidecar.embedding.config import EmbeddingConfig
@@ -103,8 +109,7 @@ def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
         answers: dict[str, str], evidence: dict[str, set[str]]) -> dict[str, Scores]:
     before = predecessors(qs)
     scores = {"alone": Scores(), "after a topic change": Scores()}
-    target = f"127.0.0.1:{free_port()}"
-    with sidecar_process(data_dir, target), Client(target) as client:
+    with served(data_dir) as client:
         for n, q in enumerate(chosen):
             seen = AgentLoop(client, f"alone-{n}", AGENT).turn(q.text, answers[q.id])
             scores["alone"].add(seen.own | seen.held, seen.own, evidence[q.id], q,
