@@ -223,12 +223,17 @@ class Seen:
 
 
 class AgentLoop:
-    """The README's agent loop on one channel, with the gold answer as the model's reply."""
+    """The README's agent loop on one channel, with the gold answer as the model's reply;
+    ``prepend`` > 0: the client itself puts that many earlier question/answer pairs before
+    the question in Inject's text (the naive client-side alternative, for comparison)."""
 
-    def __init__(self, client: Client, channel: str, agent: str = AGENT) -> None:
+    def __init__(self, client: Client, channel: str, agent: str = AGENT,
+                 prepend: int = 0) -> None:
         self.client, self.channel, self.agent = client, channel, agent
+        self.prepend = prepend
         self.history = [message("system", "You answer questions.")]
         self.blocks: list[tuple[int, set[str]]] = []  # (history index, item ids) per block
+        self.exchanges: list[str] = []  # "question\nanswer" per earlier turn
 
     def turn(self, question: str, answer: str) -> Seen:
         pruned = self.client.prune_history(self.history, max_keep=MAX_KEEP,
@@ -238,8 +243,9 @@ class AgentLoop:
                        if i not in removed]
         self.history = list(pruned.messages)
         start = time.perf_counter()
-        reply = self.client.inject(question, channel_id=self.channel, agent_id=self.agent,
-                                   source="user")
+        earlier = self.exchanges[-self.prepend:] if self.prepend else []
+        reply = self.client.inject("\n".join([*earlier, question]), channel_id=self.channel,
+                                   agent_id=self.agent, source="user")
         spent = (time.perf_counter() - start) * 1000
         own = {item.id for item in reply.items}
         held = set().union(*(ids for _, ids in self.blocks))
@@ -248,14 +254,15 @@ class AgentLoop:
             self.history.append(message("user", reply.block))
         self.history.append(message("user", question))
         self.history.append(message("assistant", answer))
+        self.exchanges.append(f"{question}\n{answer}")
         return Seen(own, held, block_words(reply.block), spent)
 
 
 def converse(client: Client, conv: Conversation, channel: str, resolve: dict[str, str],
-             tallies: dict[str, Tally]) -> None:
+             tallies: dict[str, Tally], prepend: int = 0) -> None:
     """One conversation through the agent loop; adds each turn to its kind's tally (an
     elliptical follow-up counts as a follow-up too)."""
-    loop = AgentLoop(client, channel)
+    loop = AgentLoop(client, channel, AGENT, prepend)
     for turn in conv.turns:
         seen = loop.turn(turn.question, turn.answer)
         evidence = {resolve.get(e, e) for e in turn.evidence}
@@ -283,12 +290,13 @@ def served(data_dir: Path, timeout_s: float = 5.0) -> Iterator[Client]:
         raise
 
 
-def replay(data_dir: Path, conversations: Sequence[Conversation]) -> dict[str, Tally]:
+def replay(data_dir: Path, conversations: Sequence[Conversation],
+           prepend: int = 0) -> dict[str, Tally]:
     resolve: dict[str, str] = json.loads((data_dir / "ids.json").read_text())
     tallies = {kind: Tally() for kind in KINDS}
     with served(data_dir) as client:
         for n, conv in enumerate(conversations):
-            converse(client, conv, f"coqa-{n}", resolve, tallies)
+            converse(client, conv, f"coqa-{n}", resolve, tallies, prepend)
     return tallies
 
 
@@ -352,15 +360,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=0, help="first N conversations (0: all)")
     parser.add_argument("--label", default="", help="the results rows' label")
     parser.add_argument("--out", type=Path, default=RESULTS / "conversation_followups.md")
+    parser.add_argument("--prepend-exchanges", type=int, default=0,
+                        help="the client prepends this many earlier question/answer pairs to "
+                             "Inject's text (the naive alternative; 0: the question alone)")
     args = parser.parse_args(argv)
     conversations = load(args.data)
     data_dir = build_store(conversations, store_dir(args.data))
     chosen = conversations[: args.limit] if args.limit else conversations
     toml = config_text(args.config)
-    label = args.label or (args.config.stem if args.config else "default")
+    label = args.label or (args.config.stem if args.config else "default") + (
+        f", client prepends {args.prepend_exchanges}" if args.prepend_exchanges else "")
     start = time.perf_counter()
     with working_copy(data_dir, toml) as copy:
-        tallies = replay(copy, chosen)
+        tallies = replay(copy, chosen, args.prepend_exchanges)
     lines = rows(label, tallies)
     append_block(args.out, "conversation_followups", HEADER, lines, toml)
     print(HEADER)

@@ -106,7 +106,8 @@ class Scores:
 
 
 def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
-        answers: dict[str, str], evidence: dict[str, set[str]]) -> dict[str, Scores]:
+        answers: dict[str, str], evidence: dict[str, set[str]],
+        prepend: int = 0) -> dict[str, Scores]:
     before = predecessors(qs)
     scores = {"alone": Scores(), "after a topic change": Scores()}
     with served(data_dir) as client:
@@ -114,7 +115,7 @@ def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
             seen = AgentLoop(client, f"alone-{n}", AGENT).turn(q.text, answers[q.id])
             scores["alone"].add(seen.own | seen.held, seen.own, evidence[q.id], q,
                                 seen.inject_ms)
-            loop = AgentLoop(client, f"after-{n}", AGENT)
+            loop = AgentLoop(client, f"after-{n}", AGENT, prepend)
             for j in before[q.id]:
                 loop.turn(qs[j].text, answers[qs[j].id])
             seen = loop.turn(q.text, answers[q.id])
@@ -147,6 +148,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="[embedding] model of the store and the sidecar (default: the "
                              "sidecar's default)")
     parser.add_argument("--out", type=Path, default=RESULTS / "topic_change.md")
+    parser.add_argument("--prepend-exchanges", type=int, default=0,
+                        help="the client prepends this many earlier question/answer pairs to "
+                             "Inject's text (the naive alternative; 0: the question alone)")
     args = parser.parse_args(argv)
     data = load_oracle()
     qs = questions(data)
@@ -157,10 +161,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                 for q in qs}
     chosen = qs[: args.limit] if args.limit else qs
     toml = config_text(args.config, MAX_TOTAL, {"embedding": {"model": args.model}})
-    label = args.label or (args.config.stem if args.config else "default")
+    label = args.label or (args.config.stem if args.config else "default") + (
+        f", client prepends {args.prepend_exchanges}" if args.prepend_exchanges else "")
     start = time.perf_counter()
     with working_copy(data_dir, toml) as copy:
-        scores = run(copy, qs, chosen, answers, evidence)
+        scores = run(copy, qs, chosen, answers, evidence, args.prepend_exchanges)
     lines = rows(label, scores)
     append_block(args.out, "topic_change", HEADER, lines, toml)
     print(HEADER)
