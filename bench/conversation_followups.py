@@ -166,17 +166,25 @@ def build_store(conversations: Sequence[Conversation], done: Path) -> Path:
             kept = [items[first + i].memory.id for i in range(ack.committed + ack.deduplicated
                                                                + len(bad)) if i not in bad]
             resolved.update(zip(kept, ack.ids, strict=True))
-    db = Database(done / "memsidecar.sqlite3")
-    index = open_vector_index(done, Repositories.open(db).memories, VectorConfig(), 384,
-                              wait=True)
-    index.close()  # saves DATA_DIR/vectors.hnsw: every run starts from the built index
-    db.close()
+    save_index(done)
     (done / "ids.json").write_text(json.dumps(resolved))
     (done / "ready").write_text("ok\n")
     print(f"stored {len(items)} sentences ({rejected} rejected, "
           f"{sum(k != v for k, v in resolved.items())} resolved to another sentence) in "
           f"{time.perf_counter() - start:.0f} s", flush=True)
     return done
+
+
+def save_index(data_dir: Path) -> None:
+    """Build and save the store's hnsw index (when it has none), so every run's sidecar
+    loads it rather than searching exactly while it builds one in the background."""
+    if (data_dir / "vectors.hnsw").exists():
+        return
+    db = Database(data_dir / "memsidecar.sqlite3")
+    index = open_vector_index(data_dir, Repositories.open(db).memories, VectorConfig(), 384,
+                              wait=True)
+    index.close()  # saves DATA_DIR/vectors.hnsw when the index is in use
+    db.close()
 
 
 def config_text(extra: Path | None, max_total: int = MAX_TOTAL,

@@ -36,6 +36,7 @@ from bench.conversation_followups import (
     config_text,
     cpu_flags,
     flat,
+    save_index,
     served,
 )
 from bench.lme_data import (
@@ -60,12 +61,13 @@ AGENT = "lme-topic"
 
 def lme_store(model: str) -> Path:
     """The search-quality bench's default store (user turns, channel = session), built on
-    first use from its cached embeddings."""
+    first use from its cached embeddings, with its hnsw index saved."""
     turns = pooled_turns(load_oracle(), ("user",))
     vectors = cached_embeddings([t.content for t in turns], "lme_turns_user", model)
     data_dir = CACHE / f"lme_store_user{store_suffix(model)}_channels"
     build_store(data_dir, [t.id for t in turns], [t.content for t in turns], vectors,
                 model=model, channels=[t.session_id for t in turns])
+    save_index(data_dir)
     return data_dir
 
 
