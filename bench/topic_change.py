@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.conversation_followups import (
+from bench.agent_loop_replay import (
     AgentLoop,
     append_block,
     config_text,

@@ -1,4 +1,5 @@
-"""bench/conversation_followups.py: sentences, evidence, turn kinds, block words, config."""
+"""bench/conversation_followups.py (sentences, evidence, turn kinds) and
+bench/agent_loop_replay.py (block words, the merged config file)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,8 @@ import json
 import tomllib
 from pathlib import Path
 
-from bench.conversation_followups import (
-    KINDS,
-    block_words,
-    config_text,
-    kind_of,
-    load,
-    split_sentences,
-)
+from bench.agent_loop_replay import block_words, config_text
+from bench.conversation_followups import KINDS, kind_of, load, split_sentences
 
 STORY = 'Mr. Smith met Anna. "Why?" she asked!\nThey left. Then rain'
 
@@ -61,4 +56,4 @@ def test_config_file_keys_win_over_the_bench_defaults(tmp_path: Path) -> None:
     merged = tomllib.loads(config_text(extra, 5, {"embedding": {"model": "minilm-fp32"}}))
     assert merged["defaults"]["memory_injection"] == {"max_total": 8, "score_floor": 0.2}
     assert merged["embedding"] == {"model": "minilm-fp32"}
-    assert tomllib.loads(config_text(None))["defaults"]["memory_injection"]["max_total"] == 5
+    assert tomllib.loads(config_text(None, 5))["defaults"]["memory_injection"]["max_total"] == 5
