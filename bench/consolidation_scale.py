@@ -9,9 +9,10 @@ from ``/proc/PID/status`` (``VmHWM``, reset through ``clear_refs`` right before 
 minus its RSS before the call.
 
 ``--root DIR`` serves the code in DIR (default: this checkout; a frozen copy keeps edits made
-during a long run out of it); ``--before DIR`` serves another checkout (e.g. the code before a change) on the same stores,
-interleaved with this one size by size, for sizes up to ``--before-max`` (the code that keeps
-every pair needs ~2.6 GB at 4,500 memories and would need tens of GB at 20,000).
+during a long run out of it); ``--before DIR`` serves another checkout (e.g. the code before a
+change) on the same stores, interleaved with this one size by size, for sizes up to
+``--before-max`` (the code that kept every pair needed ~2.6 GB at 4,500 memories and would need
+tens of GB at 20,000).
 
 Run:  .venv/bin/python -m bench.consolidation_scale [--sizes 1500,3000,4500,20000]
       [--floor 0.0] [--limit 1] [--root DIR] [--before DIR] [--before-max 4500]
