@@ -154,7 +154,7 @@ class App:
             queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
             reembed=reembed.progress if reembed is not None else lambda: (0, 0),
-        ))
+        ), agent_series=config.http.metrics_agents)
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
