@@ -19,6 +19,7 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.metrics import limits
+from sidecar.metrics.bounded import BoundedHandler, BoundedServer
 from sidecar.metrics.config import HttpConfig
 from sidecar.metrics.limits import HttpLimits
 from sidecar.metrics.refusals import Refusals
@@ -282,3 +283,27 @@ class Peak:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def test_a_client_that_does_not_read_the_reply_is_dropped_at_the_write_deadline() -> None:
+    """A 64 MiB reply to a client that reads nothing: the server gives up after ``write_s``
+    (its thread ends) instead of waiting for ever."""
+
+    class Big(BoundedHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.reply(200, bytes(64 << 20), "application/octet-stream")
+
+    server = BoundedServer(("127.0.0.1", 0), Big, SHORT, Refusals())
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(server.server_address)
+        sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        wait_for(lambda: server.refusals.total == 1)  # counted when the write gave up
+        wait_for(lambda: handler_threads() == 0)
+        sock.close()
+    finally:
+        server.shutdown()
+        server.server_close()
