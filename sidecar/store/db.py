@@ -11,7 +11,8 @@ from typing import Any
 
 import apsw
 
-from sidecar.errors import FailedPrecondition
+from sidecar.disk import DiskFaults, full, not_writable, refusal
+from sidecar.errors import FailedPrecondition, StorageFault
 from sidecar.store.contract import Dialect, Row
 from sidecar.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -94,6 +95,27 @@ def _unless_corrupt(path: Path) -> Iterator[None]:
         raise CorruptDatabase(path, err) from err
 
 
+# SQLite errors that may mean the disk refused a write; which one is decided by
+# ``_disk_fault`` (the result code, else the errno SQLite met).
+_DISK_ERRORS = (apsw.FullError, apsw.ReadOnlyError, apsw.IOError, apsw.CantOpenError,
+                apsw.PermissionsError)
+
+
+def _disk_fault(conn: apsw.Connection, path: Path, err: apsw.Error) -> StorageFault | None:
+    """A full disk (SQLITE_FULL, ENOSPC) or an unwritable file (SQLITE_READONLY, EROFS,
+    EACCES) as the domain error naming ``path``; None for any other error."""
+    if isinstance(err, apsw.FullError):
+        return full(path)
+    if isinstance(err, apsw.ReadOnlyError):
+        return not_writable(path, "SQLite cannot write it: the file or its directory is "
+                            "read-only")
+    try:
+        code = conn.system_errno
+    except apsw.Error:
+        return None
+    return refusal(code, path)
+
+
 class Database:
     """A serialised apsw connection. Every public method holds the lock for its duration.
 
@@ -101,15 +123,16 @@ class Database:
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, faults: DiskFaults | None = None) -> None:
         self.path = Path(path)
+        self.faults = faults or DiskFaults()  # refused writes: counted, logged, for health
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = apsw.Connection(str(self.path))
         self._conn.set_busy_timeout(5000)
         self._lock = threading.RLock()
         self._closed = False
         try:
-            with _unless_corrupt(self.path):
+            with self._guard():
                 for pragma in (
                     "PRAGMA journal_mode=WAL",
                     "PRAGMA synchronous=NORMAL",
@@ -143,28 +166,73 @@ class Database:
             log.info("schema migrated", extra={"db": str(self.path), "version": version + 1})
 
     @contextmanager
+    def _guard(self, record: bool = True) -> Iterator[None]:
+        """A damaged file -> CorruptDatabase; a write the disk refused -> DiskFull or
+        NotWritable (``record``: counted and logged by ``faults``)."""
+        try:
+            with _unless_corrupt(self.path):
+                yield
+        except _DISK_ERRORS as err:
+            fault = _disk_fault(self._conn, self.path, err)
+            if fault is None:
+                raise
+            raise (self.faults.refused(fault) if record else fault) from None
+
+    @contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Re-entrant (savepoints)."""
         with self._lock:
             self._check_open()
-            with self._conn:
-                yield
-            if self._checkpointer.behind and not self._conn.in_transaction:
-                self._checkpointer.behind = False
+            outermost = not self._conn.in_transaction
+            changes = self._conn.total_changes()
+            with self._guard():
+                with self._conn:
+                    yield
+            if outermost:
+                self._committed(changes)
+
+    def _committed(self, changes_before: int) -> None:
+        """After a commit: writes work again if it changed rows; the WAL checkpointed here
+        when the checkpointer fell behind (a failure leaves it to the checkpointer)."""
+        if self.faults.current is not None and self._conn.total_changes() != changes_before:
+            self.faults.accepted()
+        if self._checkpointer.behind:
+            self._checkpointer.behind = False
+            try:
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except apsw.Error as err:
+                log.warning("wal checkpoint failed", extra={"error": str(err)})
+
+    def probe(self) -> None:
+        """A write that changes nothing (the schema version, rewritten): raises DiskFull or
+        NotWritable, uncounted, while the disk refuses writes."""
+        with self._lock:
+            self._check_open()
+            version = self.schema_version
+            with self._guard(record=False), self._conn:
+                self._conn.execute(f"PRAGMA user_version={version}")
 
     def batched(self) -> AbstractContextManager[None]:
         return nullcontext()  # in-process: nothing to batch
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
-        with self._lock, _unless_corrupt(self.path):
+        with self._lock:
             self._check_open()
-            return list(self._conn.execute(sql, params))
+            changes = self._conn.total_changes()
+            with self._guard():
+                rows = list(self._conn.execute(sql, params))
+            if not self._conn.in_transaction:  # a statement of its own: committed
+                self._committed(changes)
+            return rows
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        with self._lock, _unless_corrupt(self.path):
+        with self._lock:
             self._check_open()
-            self._conn.executemany(sql, rows)
+            changes = self._conn.total_changes()
+            with self._guard():
+                self._conn.executemany(sql, rows)
+            if not self._conn.in_transaction:
+                self._committed(changes)
 
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
         rows = self.execute(sql, params)
@@ -188,6 +256,11 @@ class Database:
             self._checkpointer.stop()
             try:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except _DISK_ERRORS as err:  # the WAL keeps every commit; the next start has it
+                if _disk_fault(self._conn, self.path, err) is None:
+                    raise
+                log.warning("wal not checkpointed at close: the disk refuses writes",
+                            extra={"path": str(self.path), "error": str(err)})
             finally:
                 self._conn.close()
 

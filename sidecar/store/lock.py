@@ -31,9 +31,12 @@ class DataDirLock:
             raise DataDirLocked(
                 f"data dir {Path(data_dir)} is in use by another memsidecar server (pid "
                 f"{holder}); stop it first or use another --data-dir") from None
-        os.fchmod(fd, FILE_MODE)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:  # the pid is for the message above; a full or read-only disk does without it
+            os.fchmod(fd, FILE_MODE)
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
         self._fd: int | None = fd
 
     def release(self) -> None:
