@@ -32,18 +32,20 @@ LOG_EVERY_S = 60.0  # at most one "writes refused" line per reason in this time
 PROBE_EVERY_S = 2.0
 
 
-def full(path: Path | str) -> DiskFull:
+RESUME = "writes resume by themselves, reads keep being served"
+
+
+def full(path: Path | str, then: str = RESUME) -> DiskFull:
     return DiskFull(
         f"the file system holding {path} is full: the write was refused. Free space there "
-        "(or move the data dir to a larger disk); writes resume by themselves once there is "
-        "room, reads keep being served", path=str(path))
+        f"(or move the data dir to a larger disk); {then}", path=str(path))
 
 
-def not_writable(path: Path | str, why: str) -> NotWritable:
+def not_writable(path: Path | str, why: str, then: str = RESUME) -> NotWritable:
     return NotWritable(
         f"{path} is not writable ({why}): the write was refused. Make the data dir writable "
-        "by the sidecar's user (remount it read-write, fix its owner or mode); writes resume "
-        "by themselves, reads keep being served", path=str(path))
+        f"by the sidecar's user (remount it read-write, fix its owner or mode); {then}",
+        path=str(path))
 
 
 def refusal(code: int | None, path: Path | str, why: str = "") -> StorageFault | None:

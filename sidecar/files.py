@@ -4,6 +4,7 @@ the process umask (tokens, config write-backs, the lock, the database and its WA
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -23,10 +24,14 @@ def private_dir(path: Path | str) -> Path:
     """Create ``path`` (and parents) if needed; make it 0700 and every file in it 0600."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, DIR_MODE)
-    for child in path.iterdir():
-        if child.is_file() and not child.is_symlink():
-            os.chmod(child, FILE_MODE)
+    try:
+        os.chmod(path, DIR_MODE)
+        for child in path.iterdir():
+            if child.is_file() and not child.is_symlink():
+                os.chmod(child, FILE_MODE)
+    except OSError as err:
+        if err.errno != errno.EROFS:
+            raise  # a read-only file system keeps its modes: nothing is written there
     return path
 
 

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import apsw
 
-from sidecar.disk import DiskFaults, full, not_writable, refusal
+from sidecar.disk import RESUME, DiskFaults, full, not_writable, refusal
 from sidecar.errors import FailedPrecondition, StorageFault
 from sidecar.store.contract import Dialect, Row
 from sidecar.store.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -116,6 +118,36 @@ def _disk_fault(conn: apsw.Connection, path: Path, err: apsw.Error) -> StorageFa
     return refusal(code, path)
 
 
+def _connect(path: Path) -> apsw.Connection:
+    """The database read-write (SQLite falls back to read-only by itself when the file cannot
+    be written). A closed database in a directory that cannot be written has no WAL and SQLite
+    cannot create one: then it is opened immutable, read-only (reads served, writes refused
+    as NotWritable)."""
+    conn = apsw.Connection(str(path))
+    try:
+        conn.execute("PRAGMA schema_version").fetchall()  # opens the file and its WAL
+        return conn
+    except apsw.CantOpenError:
+        conn.close()
+        if os.access(path.parent, os.W_OK) or not path.exists():
+            raise
+    log.warning("database opened read-only: its directory is not writable",
+                extra={"path": str(path)})
+    return apsw.Connection(f"file:{quote(str(path))}?immutable=1",
+                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+
+
+def _configure(conn: apsw.Connection) -> None:
+    conn.set_busy_timeout(5000)
+    for pragma in (
+        "PRAGMA journal_mode=WAL",  # an immutable (read-only) connection stays as it is
+        "PRAGMA synchronous=NORMAL",
+        "PRAGMA foreign_keys=ON",
+        "PRAGMA temp_store=MEMORY",
+    ):
+        conn.execute(pragma).fetchall()
+
+
 class Database:
     """A serialised apsw connection. Every public method holds the lock for its duration.
 
@@ -127,19 +159,12 @@ class Database:
         self.path = Path(path)
         self.faults = faults or DiskFaults()  # refused writes: counted, logged, for health
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = apsw.Connection(str(self.path))
-        self._conn.set_busy_timeout(5000)
+        self._conn = _connect(self.path)
         self._lock = threading.RLock()
         self._closed = False
         try:
             with self._guard():
-                for pragma in (
-                    "PRAGMA journal_mode=WAL",
-                    "PRAGMA synchronous=NORMAL",
-                    "PRAGMA foreign_keys=ON",
-                    "PRAGMA temp_store=MEMORY",
-                ):
-                    self._conn.execute(pragma).fetchall()
+                _configure(self._conn)
                 self._checkpointer = _Checkpointer(self.path)
                 self._migrate()
         except BaseException:
@@ -160,9 +185,15 @@ class Database:
                 f"build's {SCHEMA_VERSION}; upgrade memsidecar or use another --data-dir"
             )
         for version in range(current, SCHEMA_VERSION):
-            with self.transaction():
-                self._conn.execute(MIGRATIONS[version])
-                self._conn.execute(f"PRAGMA user_version={version + 1}")
+            try:
+                with self.transaction():
+                    self._conn.execute(MIGRATIONS[version])
+                    self._conn.execute(f"PRAGMA user_version={version + 1}")
+            except StorageFault as fault:
+                raise type(fault)(
+                    f"{self.path} needs migrating to schema version {SCHEMA_VERSION}, a write: "
+                    + fault.message.replace(RESUME, "then start the sidecar again"),
+                    path=fault.path) from None
             log.info("schema migrated", extra={"db": str(self.path), "version": version + 1})
 
     @contextmanager
@@ -208,9 +239,26 @@ class Database:
         NotWritable, uncounted, while the disk refuses writes."""
         with self._lock:
             self._check_open()
+            if self._conn.readonly("main"):
+                self._reopen()
             version = self.schema_version
             with self._guard(record=False), self._conn:
                 self._conn.execute(f"PRAGMA user_version={version}")
+
+    def _reopen(self) -> None:
+        """The connection was opened read-only (its disk was): open it again read-write, or
+        NotWritable while that is still impossible."""
+        if not os.access(self.path.parent, os.W_OK):
+            raise not_writable(self.path, "its directory is not writable")
+        # Closed first: SQLite shares one read-only handle of the file among the process's
+        # connections while any of them is open.
+        self._conn.close()
+        self._conn = _connect(self.path)
+        _configure(self._conn)
+        self._conn.set_wal_hook(self._checkpointer.wal_hook)
+        if self._conn.readonly("main"):
+            raise not_writable(self.path, "SQLite can only open it read-only")
+        log.info("database reopened read-write", extra={"path": str(self.path)})
 
     def batched(self) -> AbstractContextManager[None]:
         return nullcontext()  # in-process: nothing to batch
