@@ -118,23 +118,38 @@ def _disk_fault(conn: apsw.Connection, path: Path, err: apsw.Error) -> StorageFa
     return refusal(code, path)
 
 
-def _connect(path: Path) -> apsw.Connection:
+def _connect(path: Path) -> tuple[apsw.Connection, StorageFault | None]:
     """The database read-write (SQLite falls back to read-only by itself when the file cannot
-    be written). A closed database in a directory that cannot be written has no WAL and SQLite
-    cannot create one: then it is opened immutable, read-only (reads served, writes refused
-    as NotWritable)."""
+    be written). A database whose WAL index cannot be created (a full disk, a directory that
+    cannot be written) and whose WAL holds nothing is opened immutable, read-only: reads are
+    served, writes refused (DiskFull, NotWritable) until ``Database.probe`` reopens it. The
+    connection, and the fault that made it read-only."""
     conn = apsw.Connection(str(path))
     try:
         conn.execute("PRAGMA schema_version").fetchall()  # opens the file and its WAL
-        return conn
-    except apsw.CantOpenError:
+        return conn, None
+    except (apsw.CantOpenError, apsw.IOError) as err:
+        code = conn.system_errno
         conn.close()
-        if os.access(path.parent, os.W_OK) or not path.exists():
+        fault = refusal(code, path) or (
+            None if os.access(path.parent, os.W_OK) else
+            not_writable(path, "its directory is not writable"))
+        if fault is None or not path.exists():
             raise
-    log.warning("database opened read-only: its directory is not writable",
-                extra={"path": str(path)})
+        if _wal_bytes(path):
+            raise type(fault)(
+                f"{fault.message.replace(RESUME, 'then start the sidecar again')} (its WAL "
+                "holds commits SQLite must read through a WAL index it cannot create)",
+                path=fault.path) from err
     return apsw.Connection(f"file:{quote(str(path))}?immutable=1",
-                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI), fault
+
+
+def _wal_bytes(path: Path) -> int:
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _configure(conn: apsw.Connection) -> None:
@@ -159,7 +174,10 @@ class Database:
         self.path = Path(path)
         self.faults = faults or DiskFaults()  # refused writes: counted, logged, for health
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = _connect(self.path)
+        self._conn, self._read_only = _connect(self.path)
+        if self._read_only is not None:
+            log.warning("database opened read-only: SQLite cannot create its WAL index beside "
+                        "it", extra={"path": str(self.path), "reason": self._read_only.reason})
         self._lock = threading.RLock()
         self._closed = False
         try:
@@ -205,6 +223,8 @@ class Database:
                 yield
         except _DISK_ERRORS as err:
             fault = _disk_fault(self._conn, self.path, err)
+            if isinstance(err, apsw.ReadOnlyError) and self._read_only is not None:
+                fault = self._read_only  # why it was opened read-only
             if fault is None:
                 raise
             raise (self.faults.refused(fault) if record else fault) from None
@@ -253,9 +273,11 @@ class Database:
         # Closed first: SQLite shares one read-only handle of the file among the process's
         # connections while any of them is open.
         self._conn.close()
-        self._conn = _connect(self.path)
+        self._conn, self._read_only = _connect(self.path)
         _configure(self._conn)
         self._conn.set_wal_hook(self._checkpointer.wal_hook)
+        if self._read_only is not None:
+            raise self._read_only
         if self._conn.readonly("main"):
             raise not_writable(self.path, "SQLite can only open it read-only")
         log.info("database reopened read-write", extra={"path": str(self.path)})
