@@ -6,7 +6,7 @@ reads; the write-behind thread survives a refused group."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -52,17 +52,17 @@ def upsert(server: Running, content: str) -> m.Memory:
         memory=m.Memory(content=content, type=m.MEMORY_TYPE_FACT))).memory
 
 
-def refused(call: object) -> grpc.RpcError:
+def refused(call: Callable[[], object]) -> grpc.RpcError:
     with pytest.raises(grpc.RpcError) as caught:
-        call()  # type: ignore[operator]
+        call()
     return caught.value
 
 
 def reason(err: grpc.RpcError) -> str:
-    return str(dict(err.trailing_metadata())["memsidecar-reason"])  # type: ignore[attr-defined]
+    return str(dict(err.trailing_metadata())["memsidecar-reason"])
 
 
-def writes(server: Running, n: int) -> dict[str, object]:
+def writes(server: Running, n: int) -> dict[str, Callable[[], object]]:
     """Each kind of write, as a call to make (the new channel and memory named by ``n``)."""
     def stream() -> list[s.ImportBatchAck]:
         batch = s.ImportBatch(sequence=1, items=[s.ImportItem(memory=m.Memory(
@@ -123,8 +123,8 @@ def test_full_disk_refuses_writes_serves_reads_and_recovers(
         disk.free()
         wait_for(lambda: health(server) == SERVING)  # the probe found space
         assert any("writes accepted again" in r.getMessage() for r in caplog.records)
-        for name, call in writes(server, 2).items():
-            call()  # type: ignore[operator]
+        for call in writes(server, 2).values():
+            call()
         assert len(server.store.Search(s.SearchRequest(
             query="billing service imported fact")).hits) >= 1
         no_tracebacks(caplog)
@@ -186,7 +186,7 @@ def test_start_on_read_only_disk_serves_reads_then_writes_once_writable(
         disk.writable()
         wait_for(lambda: health(server) == SERVING)  # reopened read-write
         for call in writes(server, 4).values():
-            call()  # type: ignore[operator]
+            call()
     finally:
         server.close()
     no_tracebacks(caplog)
@@ -199,7 +199,9 @@ def test_write_behind_survives_a_refused_group(disk: SmallDisk,
     writer = WriteBehind(db)
     try:
         def note(body: str) -> None:
-            writer.submit(lambda: db.execute("INSERT INTO notes VALUES (?)", (body * 4096,)))
+            def job() -> None:
+                db.execute("INSERT INTO notes VALUES (?)", (body * 4096,))
+            writer.submit(job)
 
         disk.fill()
         note("a")
