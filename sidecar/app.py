@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kernels.warmup import warm_up_all
 from sidecar import heap
 from sidecar.api.server_config import ServerConfig
+from sidecar.auth.tokens import TOKENS_FILENAME
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.disk import DiskFaults
 from sidecar.embedding import Embedder
@@ -206,7 +207,7 @@ class App:
 
 def _remove_stale_temps(data_dir: Path, config_file: Path) -> None:
     """The temp files a crash (kill -9, power loss) left behind our atomic writes."""
-    remove_stale_temps(data_dir, atomic=(config_file,), fixed=(
+    remove_stale_temps(data_dir, atomic=(config_file, data_dir / TOKENS_FILENAME), fixed=(
         *lexical_persist.temp_paths(data_dir / POSTINGS_FILE),
         *vector_persist.temp_paths(data_dir / vector_persist.INDEX_FILE)))
 

@@ -99,8 +99,8 @@ def test_stale_temp_files_removed_at_start(config: ServerConfig, embedder: Embed
     data = Path(config.data_dir)
     data.mkdir(parents=True)
     write_atomic(data / "memsidecar.toml", "[vault]\nmax_chars = 4000\n")
-    stale = [".memsidecar.toml.k2_9xqzA.tmp", "lexical.npz.tmp.npz", "lexical.npz.json.tmp",
-             "vectors.hnsw.tmp", "vectors.hnsw.json.tmp"]
+    stale = [".memsidecar.toml.k2_9xqzA.tmp", ".tokens.json.a1b2c3d4.tmp", "lexical.npz.tmp.npz",
+             "lexical.npz.json.tmp", "vectors.hnsw.tmp", "vectors.hnsw.json.tmp"]
     kept = ["notes.tmp", ".memsidecar.toml.tmp", ".other.toml.k2_9xqzA.tmp",
             ".memsidecar.toml.k2_9xqzA.tmp.bak", "lexical.npz.tmp"]
     for name in stale + kept:

@@ -141,8 +141,12 @@ def _connect(path: Path) -> tuple[apsw.Connection, StorageFault | None]:
                 f"{fault.message.replace(RESUME, 'then start the sidecar again')} (its WAL "
                 "holds commits SQLite must read through a WAL index it cannot create)",
                 path=fault.path) from err
+    return _immutable(path), fault
+
+
+def _immutable(path: Path) -> apsw.Connection:
     return apsw.Connection(f"file:{quote(str(path))}?immutable=1",
-                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI), fault
+                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
 
 
 def _wal_bytes(path: Path) -> int:
@@ -273,7 +277,11 @@ class Database:
         # Closed first: SQLite shares one read-only handle of the file among the process's
         # connections while any of them is open.
         self._conn.close()
-        self._conn, self._read_only = _connect(self.path)
+        try:
+            self._conn, self._read_only = _connect(self.path)
+        except BaseException:
+            self._conn = _immutable(self.path)  # reads go on
+            raise
         _configure(self._conn)
         self._conn.set_wal_hook(self._checkpointer.wal_hook)
         if self._read_only is not None:

@@ -6,7 +6,9 @@ reads; the write-behind thread survives a refused group."""
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from memsidecar.v1 import store_pb2 as s
 from sidecar.api.server import STORE_HEALTH
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
+from sidecar.errors import DiskFull
 from sidecar.store.db import Database
 from sidecar.store.write_behind import WriteBehind
 from tests.conftest import Running, start_server
@@ -190,6 +193,18 @@ def test_start_on_read_only_disk_serves_reads_then_writes_once_writable(
     finally:
         server.close()
     no_tracebacks(caplog)
+
+
+def test_a_migration_on_a_full_disk_stops_with_one_clear_error(disk: SmallDisk) -> None:
+    path = disk.root / "old.sqlite3"
+    with closing(sqlite3.connect(path)) as old:  # schema version 0: every migration to run
+        old.execute("PRAGMA journal_mode=WAL")
+        old.execute("CREATE TABLE notes (body TEXT)")
+    disk.fill()
+    with pytest.raises(DiskFull) as caught:
+        Database(path)
+    assert caught.value.message.startswith(f"{path} needs migrating to schema version")
+    assert caught.value.message.endswith("then start the sidecar again")
 
 
 def test_write_behind_survives_a_refused_group(disk: SmallDisk,
