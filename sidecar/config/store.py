@@ -213,6 +213,7 @@ class ConfigStore:
             if fault is None:
                 raise
             raise self.faults.refused(fault) from None
+        self.faults.accepted()
 
     # -- swapping ---------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import quote
 
 import apsw
@@ -87,14 +87,6 @@ class CorruptDatabase(OSError):
             f"{path} is damaged or not a SQLite database ({err}); the sidecar will not use it. "
             "Restore the data dir from a backup, or move this file away to start with an "
             "empty store (then `memsidecar import` an export to refill it)")
-
-
-@contextmanager
-def _unless_corrupt(path: Path) -> Iterator[None]:
-    try:
-        yield
-    except (apsw.NotADBError, apsw.CorruptError) as err:
-        raise CorruptDatabase(path, err) from err
 
 
 # SQLite errors that may mean the disk refused a write; which one is decided by
@@ -185,10 +177,12 @@ class Database:
         self._lock = threading.RLock()
         self._closed = False
         try:
-            with self._guard():
+            try:
                 _configure(self._conn)
                 self._checkpointer = _Checkpointer(self.path)
                 self._migrate()
+            except apsw.Error as err:
+                self._raise(err)
         except BaseException:
             self._conn.close()
             raise
@@ -218,32 +212,31 @@ class Database:
                     path=fault.path) from None
             log.info("schema migrated", extra={"db": str(self.path), "version": version + 1})
 
-    @contextmanager
-    def _guard(self, record: bool = True) -> Iterator[None]:
+    def _raise(self, err: apsw.Error, record: bool = True) -> NoReturn:
         """A damaged file -> CorruptDatabase; a write the disk refused -> DiskFull or
-        NotWritable (``record``: counted and logged by ``faults``)."""
-        try:
-            with _unless_corrupt(self.path):
-                yield
-        except _DISK_ERRORS as err:
-            fault = _disk_fault(self._conn, self.path, err)
-            if isinstance(err, apsw.ReadOnlyError) and self._read_only is not None:
-                fault = self._read_only  # why it was opened read-only
-            if fault is None:
-                raise
-            raise (self.faults.refused(fault) if record else fault) from None
+        NotWritable (``record``: counted and logged by ``faults``); else ``err``."""
+        if isinstance(err, (apsw.NotADBError, apsw.CorruptError)):
+            raise CorruptDatabase(self.path, err) from err
+        fault = _disk_fault(self._conn, self.path, err) if isinstance(err, _DISK_ERRORS) \
+            else None
+        if isinstance(err, apsw.ReadOnlyError) and self._read_only is not None:
+            fault = self._read_only  # why it was opened read-only
+        if fault is None:
+            raise err
+        raise (self.faults.refused(fault) if record else fault) from None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Re-entrant (savepoints)."""
         with self._lock:
             self._check_open()
-            outermost = not self._conn.in_transaction
             changes = self._conn.total_changes()
-            with self._guard():
+            try:
                 with self._conn:
                     yield
-            if outermost:
+            except apsw.Error as err:
+                self._raise(err)
+            if not self._conn.in_transaction:
                 self._committed(changes)
 
     def _committed(self, changes_before: int) -> None:
@@ -251,7 +244,7 @@ class Database:
         when the checkpointer fell behind (a failure leaves it to the checkpointer)."""
         if self.faults.current is not None and self._conn.total_changes() != changes_before:
             self.faults.accepted()
-        if self._checkpointer.behind:
+        if self._checkpointer.behind and not self._conn.in_transaction:
             self._checkpointer.behind = False
             try:
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
@@ -266,8 +259,11 @@ class Database:
             if self._conn.readonly("main"):
                 self._reopen()
             version = self.schema_version
-            with self._guard(record=False), self._conn:
-                self._conn.execute(f"PRAGMA user_version={version}")
+            try:
+                with self._conn:
+                    self._conn.execute(f"PRAGMA user_version={version}")
+            except apsw.Error as err:
+                self._raise(err, record=False)
 
     def _reopen(self) -> None:
         """The connection was opened read-only (its disk was): open it again read-write, or
@@ -297,19 +293,23 @@ class Database:
         with self._lock:
             self._check_open()
             changes = self._conn.total_changes()
-            with self._guard():
+            try:
                 rows = list(self._conn.execute(sql, params))
-            if not self._conn.in_transaction:  # a statement of its own: committed
-                self._committed(changes)
+            except apsw.Error as err:
+                self._raise(err)
+            if self.faults.current is not None and not self._conn.in_transaction:
+                self._committed(changes)  # a statement of its own, committed
             return rows
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         with self._lock:
             self._check_open()
             changes = self._conn.total_changes()
-            with self._guard():
+            try:
                 self._conn.executemany(sql, rows)
-            if not self._conn.in_transaction:
+            except apsw.Error as err:
+                self._raise(err)
+            if self.faults.current is not None and not self._conn.in_transaction:
                 self._committed(changes)
 
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
