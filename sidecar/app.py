@@ -166,7 +166,7 @@ class App:
             queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
             reembed=reembed.progress if reembed is not None else lambda: (0, 0),
-        ))
+        ), agent_series=config.http.metrics_agents)
         _check_writable(db, faults, Path(config.data_dir))
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
@@ -212,9 +212,9 @@ def _remove_stale_temps(data_dir: Path, config_file: Path) -> None:
         *vector_persist.temp_paths(data_dir / vector_persist.INDEX_FILE)))
 
 
-def _metrics(faults: DiskFaults, sources: Sources) -> Metrics:
+def _metrics(faults: DiskFaults, sources: Sources, agent_series: int) -> Metrics:
     """The registry, counting the disk's refusals from start-up on."""
-    metrics = Metrics(sources)
+    metrics = Metrics(sources, agent_series=agent_series)
     for reason, refused in faults.counts.items():
         metrics.disk_refusals.labels(reason).inc(refused)
     faults.on_refusal.append(lambda reason: metrics.disk_refusals.labels(reason).inc())
