@@ -10,6 +10,7 @@ always shows up as stale, and a damaged file as corrupt.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -75,11 +76,20 @@ def temp_paths(path: Path) -> tuple[Path, Path]:
     return path.with_name(path.name + ".tmp"), path.with_name(path.name + ".json.tmp")
 
 
+def _no_space_left(directory: Path) -> bool:
+    """The file system is full (a write that filled it may have been cut short)."""
+    st = os.statvfs(directory)
+    return st.f_bavail == 0 or st.f_bfree == 0
+
+
 def write_file(index: HnswVectors, path: Path) -> Path:
     """Write the index to a temporary file beside ``path``; the caller keeps writes out."""
     tmp = temp_paths(path)[0]
     try:
         index.save(tmp)
+        if _no_space_left(tmp.parent):  # hnswlib does not check its writes
+            raise OSError(errno.ENOSPC, "no space left on device: the index file may be cut "
+                          "short", str(tmp))
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
