@@ -167,7 +167,7 @@ class App:
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
             reembed=reembed.progress if reembed is not None else lambda: (0, 0),
         ), agent_series=config.http.metrics_agents)
-        _check_writable(db, faults, Path(config.data_dir))
+        _check_writable(db, faults)
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
@@ -221,10 +221,10 @@ def _metrics(faults: DiskFaults, sources: Sources, agent_series: int) -> Metrics
     return metrics
 
 
-def _check_writable(db: SqlStore, faults: DiskFaults, data_dir: Path) -> None:
-    """Try a write that changes nothing; while the disk refuses writes, say so loudly (the
-    sidecar serves reads, writes resume once the disk takes them) and probe every few
-    seconds."""
+def _check_writable(db: SqlStore, faults: DiskFaults) -> None:
+    """SQLite: try a write that changes nothing, then again every few seconds while the disk
+    refuses writes. Said loudly when it does at start (reads are served, writes resume once
+    the disk takes them)."""
     if isinstance(db, Database):
         faults.probe = db.probe
         try:
@@ -233,11 +233,11 @@ def _check_writable(db: SqlStore, faults: DiskFaults, data_dir: Path) -> None:
             faults.refused(fault, counted=False)
         else:
             faults.accepted()
+        faults.watch()
     if faults.current is not None:
         log.warning("READ-ONLY: the data dir refuses writes; reads are served, writes are "
                     "refused until it takes them again: %s", faults.current.message,
                     extra={"reason": faults.current.reason, "path": faults.current.path})
-    faults.watch()
 
 
 def _stored_model(repos: Repositories) -> ModelIdentity | None:
