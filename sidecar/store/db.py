@@ -120,6 +120,9 @@ def _connect(path: Path) -> tuple[apsw.Connection, StorageFault | None]:
     try:
         conn.execute("PRAGMA schema_version").fetchall()  # opens the file and its WAL
         return conn, None
+    except (apsw.NotADBError, apsw.CorruptError) as err:
+        conn.close()
+        raise CorruptDatabase(path, err) from err
     except (apsw.CantOpenError, apsw.IOError) as err:
         code = conn.system_errno
         conn.close()
