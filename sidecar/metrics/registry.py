@@ -71,6 +71,9 @@ class Metrics:
         self.rejections = Counter(
             f"{PREFIX}_write_rejections", "Writes refused by the vault's write gates, "
             "by reason.", ("reason",), registry=r)
+        self.disk_refusals = Counter(
+            f"{PREFIX}_disk_refusals", "Writes the disk refused, by reason: DISK_FULL (no "
+            "space left), NOT_WRITABLE (read-only or no permission).", ("reason",), registry=r)
         self.admin_requests = Counter(
             f"{PREFIX}_admin_requests", "Admin page requests by page and HTTP status (not "
             "client RPCs: they are never counted in rpc_duration_seconds).",

@@ -186,7 +186,10 @@ class HybridRetriever:
             self.lexical.add(labels[start:start + 4096], texts[start:start + 4096], bulk=True)
         self.lexical.merge()  # one CSR build; documents are searchable from here
         if self.lexical_path is not None:
-            self._save_lexical(checksum)
+            try:
+                self._save_lexical(checksum)
+            except OSError as exc:  # a full or read-only disk: tokenised again next start
+                log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
     def _save_lexical(self, checksum: str = "") -> None:
         """Save the BM25 postings (``checksum``: of the live rows, computed here if empty)."""
