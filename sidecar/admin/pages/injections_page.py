@@ -49,8 +49,8 @@ def _turn(turn: TraceTurn, memories: dict[str, Memory]) -> str:
     return (f'<div class="turn" id="turn-{turn.turn}"><h3>Turn {turn.turn}</h3>'
             f'<p class="muted">{e(when(turn.at_us))} · agent {e(turn.agent_id or "(shared)")}'
             f" · {turn.elapsed_us / 1000:.1f} ms{skip}</p>"
-            f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p>"
-            f'<section class="injected"><h4>Injected ({len(turn.injected)})</h4>'
+            f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p>" + _context(turn)
+            + f'<section class="injected"><h4>Injected ({len(turn.injected)})</h4>'
             + table(("Memory", "Section", "Cosine", "Fused score", "Source ranks"),
                     (_item(i, memories) for i in best_first(turn.injected, lambda i: i.score)),
                     "Nothing injected.")
@@ -58,6 +58,18 @@ def _turn(turn: TraceTurn, memories: dict[str, Memory]) -> str:
             + table(("Memory", "Reason", "Cosine", "Fused score"),
                     (_drop(d, memories) for d in held), "Nothing held back.")
             + "</section>" + _floor(floor, turn.dropped_omitted, memories) + "</div>")
+
+
+def _context(turn: TraceTurn) -> str:
+    """What steered the turn's search: the earlier turns and their weights (query context)."""
+    c = turn.context
+    if not c.turns and not c.similarity:
+        return ""
+    parts = ", ".join(f"turn {t} (terms x{terms:g}, vector x{vector:g}"
+                      f"{', with its reply' if reply else ''})"
+                      for t, terms, vector, reply in c.turns)
+    return (f'<p class="context"><b>Context</b>: {e(parts or "none")} · cosine to the earlier '
+            f"turns {c.similarity:.2f} · gate {c.gate:.2f}</p>")
 
 
 def _floor(floor: list[TracedDrop], omitted: int, memories: dict[str, Memory]) -> str:
