@@ -22,8 +22,8 @@ from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
+from sidecar.injection.query_context import MAX_REPLY_CHARS, QueryContext, RecentTurn, steering
 from sidecar.injection.query_context import NONE as NO_CONTEXT
-from sidecar.injection.query_context import QueryContext, RecentTurn, steer
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import ChannelMoved
 from sidecar.injection.tokens import TokenMemo
@@ -86,8 +86,11 @@ class Injector:
         and the assistant's reply it ends with joins the query context. Returns the turns of
         the channel's blocks released."""
         digests = {self.signer.mac_of(m.content) for m in kept}
-        return self.states.observe(channel_id, {d for d in digests if d}, keep,
-                                   last_reply(kept, self.signer.is_block))
+        reply = last_reply(kept, self.signer.is_block)[-MAX_REPLY_CHARS:]
+        gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply)
+        if reply:  # analysed here, off the next Inject's path (memoised)
+            self.retriever.query_terms(reply)
+        return gone
 
     def is_block(self, content: str) -> bool:
         """A block this data dir's server gave out (its marker matches its text)."""
@@ -124,9 +127,10 @@ class Injector:
                 return result
             t = now_ns()
             view = state.view(turn, _keep(config), config.context_window_depth)
-            context, embedded = steer(config, state.recent, turn, request.text, self.retriever)
+            steer = steering(config, state.recent, turn, request.text, self.retriever)
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
-                                   request.channel_id, context, embedded, state.ids_in(view))
+                                   request.channel_id, steer, state.ids_in(view))
+            context = steer.context if steer is not None else NO_CONTEXT
             contextual, stats.below_min_score = pool.candidates, pool.below_min_score
             stats.stages_us["embed"] = pool.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)

@@ -27,7 +27,6 @@ import numpy as np
 
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.retrieval.contract import Retriever
-from sidecar.timing import timed
 
 # Earlier turns kept per channel (the largest ``query_context_turns``).
 MAX_TURNS = 8
@@ -77,7 +76,8 @@ def query_context(config: MemoryInjectionConfig, recent: Sequence[RecentTurn], t
     if not earlier or config.query_context_turns <= 0 or (terms <= 0 and weight <= 0):
         return NONE
     decay = [config.query_context_decay ** (len(earlier) - 1 - i) for i in range(len(earlier))]
-    mixed = sum(d * r.embedding for d, r in zip(decay, earlier, strict=True))
+    mixed = np.einsum("i,ij->j", np.array(decay, np.float32),
+                      np.vstack([r.embedding for r in earlier]))
     norm = float(np.linalg.norm(mixed))
     if norm <= 0:
         return NONE
@@ -98,17 +98,30 @@ def query_context(config: MemoryInjectionConfig, recent: Sequence[RecentTurn], t
     return QueryContext(vector, tuple(texts), turns, round(similarity, 4), round(g, 4))
 
 
-def steer(config: MemoryInjectionConfig, recent: Sequence[RecentTurn], turn: int, text: str,
-          retriever: Retriever) -> tuple[QueryContext, tuple[np.ndarray, int] | None]:
-    """The context of ``turn`` (``text``), and the text's embedding with the microseconds it
-    took when computing the context needed it first (None: no context, the search embeds
-    the text as Search does)."""
+class Steering:
+    """The search's ``Steer`` of one turn: called with the text's embedding, it computes the
+    turn's context (kept in ``context`` for the trace)."""
+
+    def __init__(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn], turn: int,
+                 text: str, retriever: Retriever) -> None:
+        self._args = config, recent, turn
+        self._text, self._retriever = text, retriever
+        self.context = NONE
+
+    def __call__(self, own: np.ndarray) -> tuple[np.ndarray | None, tuple[tuple[str, float], ...]]:
+        terms = len(self._retriever.query_terms(self._text))
+        self.context = query_context(*self._args, own, terms)
+        return self.context.vector, self.context.texts
+
+
+def steering(config: MemoryInjectionConfig, recent: Sequence[RecentTurn], turn: int, text: str,
+             retriever: Retriever) -> Steering | None:
+    """The steering of ``turn`` (``text``); None when it can have no context (the first turn,
+    or query context off): the search is then Search's."""
     if (config.query_context_turns <= 0 or not any(r.turn < turn for r in recent)
             or (config.query_context_terms <= 0 and config.query_context_weight <= 0)):
-        return NONE, None
-    own, embed_us = timed(retriever.embed_query, text)
-    terms = len(set(retriever.query_terms(text)))
-    return query_context(config, recent, turn, own, terms), (own, embed_us)
+        return None
+    return Steering(config, recent, turn, text, retriever)
 
 
 def gate(similarity: float, own_terms: int) -> float:

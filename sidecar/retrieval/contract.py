@@ -15,6 +15,11 @@ from sidecar.records import Memory, MemoryType, Relation
 Accept = Callable[[np.ndarray], np.ndarray]
 # Texts with a weight each: their terms count weight x as much as the query's own in BM25.
 Weighted = Sequence[tuple[str, float]]
+# What steers a search, given the text's own unit embedding: a vector added to it (then
+# normalised; None: none) and texts whose BM25 terms count at their weights
+# (``sidecar.injection.query_context``).
+Steering = tuple[np.ndarray | None, tuple[tuple[str, float], ...]]
+Steer = Callable[[np.ndarray], Steering]
 
 
 class Mode(Enum):
@@ -36,11 +41,10 @@ class SearchQuery:
     mode: Mode = Mode.HYBRID
     search_limit: int = 20  # candidates per source before fusion
     embedding: np.ndarray | None = None  # precomputed query embedding, if the caller has it
-    # A conversation's recent turns steering a follow-up (``sidecar.injection.query_context``;
-    # Search never sets them): ``context`` is added to the text's unit embedding before the
-    # search (then normalised), ``context_texts`` are extra BM25 terms at their weights.
-    context: np.ndarray | None = None
-    context_texts: tuple[tuple[str, float], ...] = ()
+    # A conversation's recent turns steering a follow-up (Inject only): called with the
+    # text's embedding as soon as it is computed; the text's own BM25 pass overlaps the model
+    # as without it.
+    steer: Steer | None = None
 
 
 class SourceRank(NamedTuple):
@@ -90,8 +94,9 @@ class Retriever(Protocol):
         """The embedding ``search`` would compute for ``text``."""
         ...
 
-    def query_terms(self, text: str) -> list[str]:
-        """The BM25 terms ``search`` would look up for ``text`` (stop words dropped)."""
+    def query_terms(self, text: str) -> tuple[str, ...]:
+        """The BM25 terms ``search`` would look up for ``text`` (stop words dropped), each
+        once; memoised, so a text analysed here costs nothing as a query context later."""
         ...
 
     def embedding_of(self, memory_id: str) -> np.ndarray | None:

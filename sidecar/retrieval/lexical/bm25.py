@@ -16,6 +16,7 @@ Labels are memory ``seq`` ints; internal document ids are never reused.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
 log = logging.getLogger(__name__)
 
 _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+# Context terms (``scores``' ``context``) looked up per query at most: the highest idf x weight.
+MAX_CONTEXT_TERMS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,20 +339,26 @@ class BM25Index:
             self._total_len / n_live if n_live else 0.0,
         )
 
-    def scores(self, text: str, max_terms: int = 0,
-               context: Weighted = ()) -> tuple[np.ndarray, np.ndarray]:
+    def scores(self, text: str, max_terms: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Every live document with a non-zero-contribution term: (labels, scores).
-        ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``).
-        ``context``: (text, weight) pairs scored apart, each text's terms at its weight, and
-        added scaled so that the best of them scores the largest weight x the best score of
-        the query's own terms (``with_context``): context ranks what the query's own words
-        leave tied, and never outweighs them."""
-        own = self._collect(self._accumulate(self.analyzer.query_terms(text), max_terms))
-        extra = [(self.analyzer.query_terms(t), w) for t, w in context if w > 0]
-        if not any(terms for terms, _ in extra):
+        ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``)."""
+        return self._collect(self._accumulate(self.analyzer.query_terms(text), max_terms))
+
+    def with_context(self, own: tuple[np.ndarray, np.ndarray],
+                     context: Weighted) -> tuple[np.ndarray, np.ndarray]:
+        """``own`` (a query's ``scores``) with the ``context`` texts' scored apart, each
+        text's terms at its weight (each term once, the MAX_CONTEXT_TERMS of highest idf x
+        weight), and added scaled so that their best scores the largest weight x the best
+        own score (``add_context``): context ranks what the query's own words leave tied,
+        and never outweighs them."""
+        weights: dict[str, float] = {}
+        for text, weight in context:
+            for term in distinct_terms(self.analyzer, text) if weight > 0 else ():
+                weights[term] = max(weight, weights.get(term, 0.0))
+        if not weights:
             return own
-        found = self._collect(self._accumulate(extra=[(t, w) for t, w in extra if t]))
-        return with_context(own, found, max(w for _, w in extra))
+        found = self._collect(self._accumulate(extra=weights))
+        return add_context(own, found, max(weights.values()))
 
     def _collect(
         self, found: tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None
@@ -367,20 +376,23 @@ class BM25Index:
 
     def _accumulate(
         self, terms: list[str] | None = None, max_terms: int = 0,
-        extra: Sequence[tuple[list[str], float]] = (),
+        extra: dict[str, float] | None = None,
     ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
-        """The scores of a query's ``terms`` (or of the ``extra`` terms, each list's idf x its
-        weight) summed into this thread's buffers: (view, buffers, touched count), or None
-        when nothing can match. The caller zeroes the touched slots."""
+        """The scores of a query's ``terms`` (or of the ``extra`` terms, each one's idf x its
+        weight, the MAX_CONTEXT_TERMS best of them) summed into this thread's buffers: (view,
+        buffers, touched count), or None when nothing can match. The caller zeroes the
+        touched slots."""
         if not terms and not extra:
             return None
         with self._lock:  # statistics and segments from the same instant
             if terms:
                 ids, idf = rarest(terms, *self._idf_locked(terms), max_terms)
             else:
-                weighted = [(*self._idf_locked(t), w) for t, w in extra]
-                ids = np.concatenate([i for i, _, _ in weighted])
-                idf = np.concatenate([f * w for _, f, w in weighted])
+                assert extra is not None
+                ids, idf = self._idf_locked(list(extra))
+                idf = idf * np.fromiter(extra.values(), np.float64, len(extra))
+                best = np.argsort(-idf, kind="stable")[:MAX_CONTEXT_TERMS]
+                ids, idf = ids[best], idf[best]
             snap = self._view()
         if snap.n_live == 0 or snap.avgdl <= 0:
             return None
@@ -406,29 +418,33 @@ class BM25Index:
         return held[0][:n], held[1][:n], held[2][:n]
 
     def search(
-        self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0,
-        context: Weighted = (),
+        self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k accepted labels by BM25, descending; ties by label ascending. Without a
-        filter the best are picked as the buffers are cleared (``kernels.bm25``).
-        ``context``: as for ``scores``."""
-        if accept is None and not context:
+        filter the best are picked as the buffers are cleared (``kernels.bm25``)."""
+        if accept is None:
             found = self._accumulate(self.analyzer.query_terms(text), max_terms)
             if found is None:
                 return _EMPTY
             snap, (scores, seen, touched), count = found
             return bm25_top_k(scores, seen, touched, count, snap.doc_label, max(k, 0))
-        labels, scores = self.scores(text, max_terms, context)
-        if accept is None:
-            return top_k(labels, scores, k)
+        labels, scores = self.scores(text, max_terms)
         if len(labels):
             keep = accept(labels)
             labels, scores = labels[keep], scores[keep]
         return top_k(labels, scores, k)
 
 
-def with_context(own: tuple[np.ndarray, np.ndarray], context: tuple[np.ndarray, np.ndarray],
-                 weight: float) -> tuple[np.ndarray, np.ndarray]:
+@functools.lru_cache(maxsize=4096)
+def distinct_terms(analyzer: Analyzer, text: str) -> tuple[str, ...]:
+    """``text``'s query terms, each once (memoised: a conversation's earlier turns and replies
+    are the context of several turns; Inject analyses a turn's text, PruneHistory a reply,
+    so neither is analysed again when it becomes context)."""
+    return tuple(dict.fromkeys(analyzer.query_terms(text)))
+
+
+def add_context(own: tuple[np.ndarray, np.ndarray], context: tuple[np.ndarray, np.ndarray],
+                weight: float) -> tuple[np.ndarray, np.ndarray]:
     """``own`` scores plus ``context`` scores scaled so that their best is ``weight`` x the
     best own score (``weight`` x 1 when the own terms match nothing): (labels, scores) over
     both label sets. ``own`` alone when either side's best is not positive (a term in most
