@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TextIO
 
 from sidecar.cli import remote
+from sidecar.cli.args import UINT64_MAX, integer
 from sidecar.story import FLOOR_SHOWN, best_first, plural, split_drops
 
 if TYPE_CHECKING:
@@ -26,8 +27,8 @@ def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--channel", required=True, help="the conversation's channel id")
     parser.add_argument("--agent", default="", help="the agent taking the turn")
     parser.add_argument("--source", default="user", help="where the text came from")
-    parser.add_argument("--turn", type=int, default=0,
-                        help="the turn number (default: the channel's next)")
+    parser.add_argument("--turn", type=integer(0, UINT64_MAX), default=0,
+                        help="the turn number (default 0: the channel's next)")
     parser.set_defaults(run=run)
 
 

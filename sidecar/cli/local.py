@@ -6,16 +6,17 @@ from __future__ import annotations
 import argparse
 
 from sidecar.api.server_config import DEFAULT_DATA_DIR
+from sidecar.cli.args import add_log_level
 
 
 def add_config(config: argparse.ArgumentParser) -> None:
     config_sub = config.add_subparsers(dest="config_command", required=True)
     checker = config_sub.add_parser("check", help="validate FILE, print the effective config")
     checker.add_argument("file")
-    checker.add_argument("--log-level", default="WARNING")
+    add_log_level(checker)
     documenter = config_sub.add_parser(
         "docs", help="print the configuration reference (Markdown, docs/configuration.md)")
-    documenter.add_argument("--log-level", default="WARNING")
+    add_log_level(documenter)
     config.set_defaults(run=_config)
 
 
@@ -36,7 +37,7 @@ def add_token(token: argparse.ArgumentParser) -> None:
     revoke.add_argument("id")
     for command in (add, listing, revoke):
         command.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
-        command.add_argument("--log-level", default="WARNING")
+        add_log_level(command)
     token.set_defaults(run=_token)
 
 

@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from sidecar.api.server_config import DEFAULT_LISTEN
+from sidecar.cli import args as types
 
 if TYPE_CHECKING:  # the client (gRPC) is imported when a command connects, not to parse
     from memsidecar_client import Client
@@ -22,9 +23,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help=f"the sidecar: HOST:PORT or unix:PATH (default {DEFAULT_LISTEN})")
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV, ""),
                         help=f"bearer token when [server.auth] is on (default ${TOKEN_ENV})")
-    parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds each call may take (default 30)")
-    parser.add_argument("--log-level", default="WARNING")
+    types.add_timeout(parser, 30.0, "each call may take")
+    types.add_log_level(parser)
 
 
 def connect(args: argparse.Namespace) -> Client:

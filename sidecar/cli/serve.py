@@ -8,6 +8,7 @@ import os
 import signal
 import time
 
+from sidecar.cli.args import add_log_level
 from sidecar.cli.logs import FORMATS
 from sidecar.cli.sd_notify import READY, STOPPING, notify
 
@@ -27,7 +28,7 @@ def add(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--data-dir", help="directory of the SQLite file and indexes (default ./data)"
     )
-    serve.add_argument("--log-level", default=os.environ.get("MEMSIDECAR_LOG", "INFO"))
+    add_log_level(serve, os.environ.get("MEMSIDECAR_LOG", "INFO"))
     serve.add_argument("--log-format", choices=FORMATS, default="text",
                        help="text: one line per record with key=value fields; json: one JSON "
                        "object per line (time, level, logger, message, fields)")

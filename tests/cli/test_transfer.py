@@ -106,7 +106,10 @@ def test_standard_input_and_usage_errors(
     monkeypatch.setattr(sys, "stdin", open(write(tmp_path / "one.jsonl", RECORDS[:1])))
     assert cli(capsys, running, "import", "-")[0] == 0
     assert cli(capsys, running, "import", str(tmp_path / "missing.jsonl"))[0] == 2
-    assert cli(capsys, running, "import", "-", "--batch-size", "101")[0] == 2
+    with pytest.raises(SystemExit) as exited:  # argparse: the usage line
+        cli(capsys, running, "import", "-", "--batch-size", "101")
+    assert exited.value.code == 2
+    assert "argument --batch-size: 101 is not in 1..100" in capsys.readouterr().err
 
 
 def test_an_unreachable_sidecar_is_exit_status_2(tmp_path: Path) -> None:
