@@ -36,13 +36,16 @@ def connect(args: argparse.Namespace) -> Client:
 
 
 def progress(total: int | None, unit: str, enabled: bool) -> Any:
-    """A progress bar on stderr with rate and ETA (tqdm); a no-op one when not ``enabled``."""
+    """A progress bar on stderr with rate and ETA (tqdm) when ``enabled`` and stderr is a
+    terminal; a no-op one otherwise (a log file or a pipe gets the summary line only)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, file=sys.stderr, disable=not enabled,
-                dynamic_ncols=True, smoothing=0.1)
+    return tqdm(total=total, unit=unit, file=sys.stderr,
+                disable=not (enabled and sys.stderr.isatty()), dynamic_ncols=True,
+                smoothing=0.1)
 
 
 def add_progress_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", dest="progress", action="store_false",
-                        help="no progress bar on stderr")
+                        help="no progress bar on stderr (there is none when stderr is not a "
+                        "terminal)")
