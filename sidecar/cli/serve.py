@@ -36,10 +36,10 @@ def add(serve: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sidecar.api.exposure import check_exposure
     from sidecar.api.server import create_server
     from sidecar.app import App
     from sidecar.config.startup import open_settings
+    from sidecar.preflight import require
 
     os.umask(0o077)  # every file and socket the server creates is owner-only
     # As PID 1 (a container) SIGTERM has no default action: during start-up it interrupts like
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     config, settings = open_settings(args.config, args.listen, args.data_dir,
                                      args.http_listen)
-    check_exposure(config, config.listen, warn=False)  # refuse before the slow start-up
+    require(config, settings.current)  # what needs no network nor data dir, before the rest
     app = App.open(config, settings=settings)
     try:
         server = create_server(app)

@@ -17,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from sidecar.api.auth_interceptor import bearer
 from sidecar.auth.tokens import TokenStore
+from sidecar.listen import host_port
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +57,10 @@ def bind_http(listen: str, registry: CollectorRegistry,
     Raises :class:`HttpListenError` (one line naming the address and the flag)."""
     if not listen:
         return None
-    host, _, port = listen.rpartition(":")
     allow = _everyone if tokens is None else _operator(tokens)
     try:
-        server = ThreadingHTTPServer((host.strip("[]"), int(port)),
-                                     _handler(registry, allow, pages))
+        host, port = host_port(listen)
+        server = ThreadingHTTPServer((host.strip("[]"), port), _handler(registry, allow, pages))
     except (OSError, ValueError) as err:
         why = err.strerror if isinstance(err, OSError) and err.strerror else "not HOST:PORT"
         raise HttpListenError(
