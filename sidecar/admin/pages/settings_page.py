@@ -26,16 +26,21 @@ BUILT_IN = MemoryInjectionConfig()
 
 def show(ctx: Ctx, error: str = "", status: int = 200) -> Response:
     agent = ctx.request.arg("agent")
-    agents = ["", *sorted(ctx.services.settings.current.agents)]
-    if agent and agent not in agents:
-        agents.append(agent)
-    nav = " · ".join(link(url("/settings", agent=a), a or "defaults") if a != agent
-                     else f"<b>{e(a or 'defaults')}</b>" for a in agents)
     form = (f'<form method="get" action="/settings"><p>Agent <input type="text" name="agent" '
             f'value="{e(agent)}" size=20> <button>Show</button></p></form>')
-    body = (f"<p>{nav}</p>{form}" + notice(error or ctx.request.arg("done"), bool(error))
+    body = (_others(ctx, agent) + form + notice(error or ctx.request.arg("done"), bool(error))
             + _editor(ctx, agent))
-    return page(f"Settings: {agent or 'defaults'}", body, here="/settings", status=status)
+    title = f"Settings: agent {agent}" if agent else "Settings: defaults for every agent"
+    return page(title, body, here="/settings", status=status)
+
+
+def _others(ctx: Ctx, agent: str) -> str:
+    """Links to the other pages of settings: the agents with their own, and the defaults."""
+    links = [link(url("/settings", agent=a), a)
+             for a in sorted(ctx.services.settings.current.agents) if a != agent]
+    if agent:
+        links.append(link("/settings", "the defaults"))
+    return f"<p>Also: {' · '.join(links)}</p>" if links else ""
 
 
 def update(ctx: Ctx) -> Response:
