@@ -23,7 +23,7 @@ from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
 from sidecar.embedding.models import model_files
 
-VIEWPORT = {"width": 1280, "height": 1600}
+VIEWPORT = {"width": 1280, "height": 900}
 
 
 def timeline(tab: Page, base: str, out: Path) -> None:

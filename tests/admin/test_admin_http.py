@@ -221,3 +221,14 @@ def test_the_timeline_says_what_each_cosine_is_compared_with(site: Site) -> None
                       r"semantic_threshold\)</span>", row)
     assert found, row
     assert float(found.group(1)) >= 0.85  # the default semantic_threshold
+
+
+def test_the_settings_heading_names_its_scope_once(site: Site) -> None:
+    def heading(path: str) -> str:
+        text = call(site, "GET", path)[2]
+        return text[text.index("<h1>"):text.index('<form method="get"')]
+
+    assert heading("/settings") == "<h1>Settings: defaults for every agent</h1>"
+    ada = heading("/settings?agent=ada")
+    assert ada.startswith("<h1>Settings: agent ada</h1><p>Also: ")
+    assert ada.count("defaults") == 1 and '<a href="/settings">the defaults</a>' in ada
