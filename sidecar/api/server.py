@@ -49,7 +49,9 @@ SERVICE_NAMES = (
     settings_pb2.DESCRIPTOR.services_by_name["Settings"].full_name,
     vault_pb2.DESCRIPTOR.services_by_name["Vault"].full_name,
 )
-STORE_HEALTH = "memsidecar.store"  # a shared store's connection (PostgreSQL backend only)
+# The store takes writes: PostgreSQL's connection, SQLite's disk (NOT_SERVING while full or
+# read-only; reads keep being served).
+STORE_HEALTH = "memsidecar.store"
 
 
 class Server:
@@ -144,17 +146,19 @@ class Server:
         log.info("serving", extra={"listen": self.listen, "port": self.port})
 
     def _watch_store(self) -> None:
-        """A shared store: ``memsidecar.store`` follows its connection (the rest keeps
-        serving from memory while it is away)."""
-        feed = self.app.feed
-        if feed is None:
-            return
-
-        def report(connected: bool) -> None:
-            self.health.set(STORE_HEALTH, health_pb2.HealthCheckResponse.SERVING if connected
+        """``memsidecar.store`` follows a shared store's connection, else whether the data
+        dir takes writes (the rest keeps serving meanwhile)."""
+        def report(writable: bool) -> None:
+            self.health.set(STORE_HEALTH, health_pb2.HealthCheckResponse.SERVING if writable
                             else health_pb2.HealthCheckResponse.NOT_SERVING)
-        feed.on_status = report
-        report(feed.connected)
+        feed = self.app.feed
+        if feed is not None:
+            feed.on_status = report
+            report(feed.connected)
+            return
+        faults = self.app.faults
+        faults.listeners.append(lambda fault: report(fault is None))
+        report(faults.current is None)
 
     def stop(self, grace: float | None = None) -> None:
         """Stop taking calls, let in-flight calls finish within ``grace``, close the app."""

@@ -45,7 +45,7 @@ from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation
 from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RRF, RetrievalConfig
-from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
+from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank, steered
 from sidecar.retrieval.fusion.contract import (
     Found,
     Source,
@@ -186,7 +186,10 @@ class HybridRetriever:
             self.lexical.add(labels[start:start + 4096], texts[start:start + 4096], bulk=True)
         self.lexical.merge()  # one CSR build; documents are searchable from here
         if self.lexical_path is not None:
-            self._save_lexical(checksum)
+            try:
+                self._save_lexical(checksum)
+            except OSError as exc:  # a full or read-only disk: tokenised again next start
+                log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
     def _save_lexical(self, checksum: str = "") -> None:
         """Save the BM25 postings (``checksum``: of the live rows, computed here if empty)."""
@@ -252,6 +255,9 @@ class HybridRetriever:
         """A query's embedding as ``search`` computes it (``query_max_tokens``)."""
         return self.embedder.embed_query(text, self.config.query_max_tokens)
 
+    def query_terms(self, text: str) -> list[str]:
+        return self.lexical.analyzer.query_terms(text)
+
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
@@ -284,7 +290,7 @@ class HybridRetriever:
         clock = self.clock()
         c = self.config  # one config for the whole query
         ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
-        ctx, found = self._first_stage(ctx, clock)
+        ctx, found, text = self._first_stage(ctx, clock)
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
             found[source.name] = (source.search(SourceContext(
@@ -294,14 +300,15 @@ class HybridRetriever:
         lists = [Ranked(s.name, fusion_weight(s, c), *found.get(s.name, nothing()))
                  for s in self.sources]
         fused, rows, cosines = self._fuse(lists, ctx, clock)
-        assert ctx.embedding is not None
+        assert ctx.embedding is not None and text is not None
         hits = self._hits(fused, rows, cosines, query, c)
         clock.lap(HITS)
         timings = clock.done()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("search", extra={"mode": query.mode.value, "hits": len(hits),
                                        **{f"{k}_us": v for k, v in timings.items()}})
-        return SearchResult(hits=hits, query_embedding=ctx.embedding, timings_us=timings)
+        return SearchResult(hits=hits, query_embedding=ctx.embedding, text_embedding=text,
+                            timings_us=timings)
 
     def _fuse(
         self, lists: list[Ranked], ctx: SourceContext, clock: Clock
@@ -346,8 +353,9 @@ class HybridRetriever:
 
     def _first_stage(
         self, ctx: SourceContext, clock: Clock
-    ) -> tuple[SourceContext, dict[str, Found]]:
-        """The query embedding (in the returned context) and the vector and lexical lists.
+    ) -> tuple[SourceContext, dict[str, Found], np.ndarray]:
+        """The query embedding (in the returned context: steered by ``query.context``), the
+        vector and lexical lists, and the text's own embedding. BM25 takes the text alone.
 
         BM25 needs only the text, so it runs on the pool thread while this one embeds the query
         (the model and the BM25 kernel both release the GIL): the lexical search costs no wall
@@ -372,7 +380,9 @@ class HybridRetriever:
         if tokens is not None:
             vector = self.embedder.embed_tokens(tokens)
         clock.lap(EMBED)
-        ctx = replace(ctx, embedding=vector)
+        assert vector is not None
+        text = vector
+        ctx = replace(ctx, embedding=steered(vector, query.context))
         if with_vector:  # the shorter search goes to the pool thread: its hand-off is hidden
             vec_future = self._pool.submit(timed, vec_source.search, ctx)
             lex = lex_source.search(ctx)
@@ -381,7 +391,7 @@ class HybridRetriever:
             clock.lap(SOURCES)
             clock.record(VECTOR, vec_us)
             clock.record(LEXICAL, lex_us)
-            return ctx, {VECTOR: vec, LEXICAL: lex}
+            return ctx, {VECTOR: vec, LEXICAL: lex}, text
         vec = vec_source.search(ctx) if want_vec else nothing()
         clock.lap(VECTOR)
         if with_embed and future.cancel():  # the pool was busy with another search's BM25
@@ -393,7 +403,8 @@ class HybridRetriever:
         else:
             lex = lex_source.search(ctx) if want_lex else nothing()
             clock.lap(LEXICAL)
-        return ctx, {VECTOR: vec, LEXICAL: lex}
+        return ctx, {VECTOR: vec, LEXICAL: lex}, text
+
 
 
 def _in_scope(memory: Memory, query: SearchQuery) -> bool:

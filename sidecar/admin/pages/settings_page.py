@@ -13,6 +13,7 @@ from typing import Any
 
 from sidecar.admin.context import Ctx
 from sidecar.admin.html import button_form, e, hidden, link, notice, page, table
+from sidecar.admin.scopes import name_window, pager, position
 from sidecar.admin.web import Response, redirect, url
 from sidecar.api.validate import check_name
 from sidecar.errors import InvalidArgument
@@ -22,6 +23,7 @@ from sidecar.records import MemoryType
 
 TYPES = typing.get_type_hints(MemoryInjectionConfig)
 BUILT_IN = MemoryInjectionConfig()
+AGENTS = "agents"  # the position in the list of configured agents
 
 
 def show(ctx: Ctx, error: str = "", status: int = 200) -> Response:
@@ -35,12 +37,16 @@ def show(ctx: Ctx, error: str = "", status: int = 200) -> Response:
 
 
 def _others(ctx: Ctx, agent: str) -> str:
-    """Links to the other pages of settings: the agents with their own, and the defaults."""
-    links = [link(url("/settings", agent=a), a)
-             for a in sorted(ctx.services.settings.current.agents) if a != agent]
+    """Links to the other pages of settings: the agents with their own (a page of them at a
+    time), and the defaults."""
+    after, before = position(ctx, AGENTS)
+    shown, earlier, later = name_window(sorted(ctx.services.settings.current.agents), after,
+                                        before)
+    links = [link(url("/settings", agent=a), a) for a in shown if a != agent]
     if agent:
         links.append(link("/settings", "the defaults"))
-    return f"<p>Also: {' · '.join(links)}</p>" if links else ""
+    also = f"<p>Also: {' · '.join(links)}</p>" if links else ""
+    return also + pager("/settings", shown, earlier, later, "agents", AGENTS, agent=agent)
 
 
 def update(ctx: Ctx) -> Response:

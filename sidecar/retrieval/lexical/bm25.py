@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.bm25 import bm25_accumulate, bm25_top_k
-from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.contract import Accept, Weighted
 from sidecar.retrieval.lexical.query import rarest
 from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
 
@@ -336,10 +336,25 @@ class BM25Index:
             self._total_len / n_live if n_live else 0.0,
         )
 
-    def scores(self, text: str, max_terms: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def scores(self, text: str, max_terms: int = 0,
+               context: Weighted = ()) -> tuple[np.ndarray, np.ndarray]:
         """Every live document with a non-zero-contribution term: (labels, scores).
-        ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``)."""
-        found = self._accumulate(text, max_terms)
+        ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``).
+        ``context``: (text, weight) pairs scored apart, each text's terms at its weight, and
+        added scaled so that the best of them scores the largest weight x the best score of
+        the query's own terms (``with_context``): context ranks what the query's own words
+        leave tied, and never outweighs them."""
+        own = self._collect(self._accumulate(self.analyzer.query_terms(text), max_terms))
+        extra = [(self.analyzer.query_terms(t), w) for t, w in context if w > 0]
+        if not any(terms for terms, _ in extra):
+            return own
+        found = self._collect(self._accumulate(extra=[(t, w) for t, w in extra if t]))
+        return with_context(own, found, max(w for _, w in extra))
+
+    def _collect(
+        self, found: tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, scores) of what ``_accumulate`` summed, its buffers zeroed again."""
         if found is None:
             return _EMPTY
         snap, (scores, seen, touched), count = found
@@ -351,17 +366,22 @@ class BM25Index:
             seen[touched[:count]] = 0
 
     def _accumulate(
-        self, text: str, max_terms: int
+        self, terms: list[str] | None = None, max_terms: int = 0,
+        extra: Sequence[tuple[list[str], float]] = (),
     ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
-        """The query's scores summed into this thread's buffers: (view, buffers, touched
-        count), or None when nothing can match. The caller zeroes the touched slots."""
-        terms = self.analyzer.query_terms(text)
-        if not terms:
+        """The scores of a query's ``terms`` (or of the ``extra`` terms, each list's idf x its
+        weight) summed into this thread's buffers: (view, buffers, touched count), or None
+        when nothing can match. The caller zeroes the touched slots."""
+        if not terms and not extra:
             return None
         with self._lock:  # statistics and segments from the same instant
-            ids, idf = self._idf_locked(terms)
+            if terms:
+                ids, idf = rarest(terms, *self._idf_locked(terms), max_terms)
+            else:
+                weighted = [(*self._idf_locked(t), w) for t, w in extra]
+                ids = np.concatenate([i for i, _, _ in weighted])
+                idf = np.concatenate([f * w for _, f, w in weighted])
             snap = self._view()
-        ids, idf = rarest(terms, ids, idf, max_terms)
         if snap.n_live == 0 or snap.avgdl <= 0:
             return None
         buffers = scores, seen, touched = self._buffers(snap.n_docs)
@@ -386,21 +406,44 @@ class BM25Index:
         return held[0][:n], held[1][:n], held[2][:n]
 
     def search(
-        self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0
+        self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0,
+        context: Weighted = (),
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k accepted labels by BM25, descending; ties by label ascending. Without a
-        filter the best are picked as the buffers are cleared (``kernels.bm25``)."""
-        if accept is None:
-            found = self._accumulate(text, max_terms)
+        filter the best are picked as the buffers are cleared (``kernels.bm25``).
+        ``context``: as for ``scores``."""
+        if accept is None and not context:
+            found = self._accumulate(self.analyzer.query_terms(text), max_terms)
             if found is None:
                 return _EMPTY
             snap, (scores, seen, touched), count = found
             return bm25_top_k(scores, seen, touched, count, snap.doc_label, max(k, 0))
-        labels, scores = self.scores(text, max_terms)
+        labels, scores = self.scores(text, max_terms, context)
+        if accept is None:
+            return top_k(labels, scores, k)
         if len(labels):
             keep = accept(labels)
             labels, scores = labels[keep], scores[keep]
         return top_k(labels, scores, k)
+
+
+def with_context(own: tuple[np.ndarray, np.ndarray], context: tuple[np.ndarray, np.ndarray],
+                 weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """``own`` scores plus ``context`` scores scaled so that their best is ``weight`` x the
+    best own score (``weight`` x 1 when the own terms match nothing): (labels, scores) over
+    both label sets. ``own`` alone when either side's best is not positive (a term in most
+    documents of a small store scores below 0)."""
+    labels, scores = context
+    best = float(scores.max()) if len(scores) else 0.0
+    top = float(own[1].max()) if len(own[1]) else 1.0
+    if best <= 0 or top <= 0:
+        return own
+    scaled = scores * (weight * top / best)
+    merged = np.concatenate([own[0], labels])
+    union, where = np.unique(merged, return_inverse=True)
+    total = np.zeros(len(union), np.float64)
+    np.add.at(total, where, np.concatenate([own[1], scaled]))
+    return union.astype(own[0].dtype if len(own[0]) else labels.dtype), total
 
 
 def top_k(labels: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

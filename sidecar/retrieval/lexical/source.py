@@ -22,4 +22,5 @@ class LexicalSource:
 
     def search(self, ctx: SourceContext) -> Found:
         return Found(*self.index.search(ctx.query.text, ctx.query.search_limit, ctx.accept,
-                                        ctx.config.bm25_query_max_terms))
+                                        ctx.config.bm25_query_max_terms,
+                                        ctx.query.context_texts))
