@@ -107,8 +107,10 @@ def test_timeline_after_three_injects(site: Site, tab: Page) -> None:
     expect(turns.nth(2)).to_contain_text("vector #1")
     expect(turns.nth(0)).to_contain_text("cooldown")  # turn 3: the database fact is in view
     expect(turns.nth(0).locator(f"a[href='/memory?id={db.id}']")).to_have_count(1)
-    held = turns.nth(0).locator("section.held tr", has_text="cooldown")
-    expect(held).to_contain_text("still shown by turn 1")
+    held = turns.nth(0).locator("section.held tr", has_text="still shown by turn 1")
+    expect(held).to_have_count(1)
+    expect(held).to_contain_text("cooldown")
+    expect(held).to_contain_text(DB)
 
 
 def scores(rows: Locator, column: int) -> list[float]:
