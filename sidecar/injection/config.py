@@ -76,7 +76,7 @@ class MemoryInjectionConfig:
         "Earlier user turns of the channel (with the assistant's replies a PruneHistory "
         "showed) that steer a turn's search; 0 = the turn's text alone, as Search.",
         ge=0, le=8))
-    query_context_terms: float = field(default=0.5, metadata=knob(
+    query_context_terms: float = field(default=1.0, metadata=knob(
         "BM25 weight of those turns' terms against the turn's own (1 = as much); 0 = off.",
         ge=0.0, le=4.0))
     query_context_weight: float = field(default=0.5, metadata=knob(

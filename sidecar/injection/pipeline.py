@@ -22,7 +22,8 @@ from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
-from sidecar.injection.query_context import RecentTurn, steer
+from sidecar.injection.query_context import NONE as NO_CONTEXT
+from sidecar.injection.query_context import QueryContext, RecentTurn, steer
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import ChannelMoved
 from sidecar.injection.tokens import TokenMemo
@@ -178,7 +179,7 @@ class Injector:
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
                 dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
-                self._record(request, result, start, chosen, dropped)
+                self._record(request, result, start, chosen, dropped, context)
         stats.elapsed_us = us_since(start)
         if items:
             self._trace(request, items, stats)
@@ -208,14 +209,15 @@ class Injector:
                            else None)
 
     def _record(self, request: InjectRequest, result: Injection, start: int,
-                chosen: list[Candidate], dropped: list[TracedDrop]) -> None:
+                chosen: list[Candidate], dropped: list[TracedDrop],
+                context: QueryContext = NO_CONTEXT) -> None:
         """Trace a committed turn (after the commit point: a retry or an abandoned call
         never gets here)."""
         if not self.trace.enabled:
             return
         self.trace.record(request.channel_id, trace_turn(
             request.agent_id, request.text, result.turn, result.skip_reason,
-            us_since(start), chosen, dropped, now_us()))
+            us_since(start), chosen, dropped, now_us(), context))
 
     def _embedding_of(self, memory_id: str) -> np.ndarray | None:
         found = self.retriever.embedding_of(memory_id)

@@ -62,8 +62,8 @@ def _turn(turn: TraceTurn, memories: dict[str, Memory], services: Services) -> s
         if turn.skip_reason else ""
     held, floor = split_drops(turn.dropped, lambda d: d.reason is DropReason.FLOOR,
                               lambda d: d.score)
-    story = (f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p>"
-             f'<section class="injected"><h4>Injected ({len(turn.injected)})</h4>'
+    story = (f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p>" + _context(turn)
+             + f'<section class="injected"><h4>Injected ({len(turn.injected)})</h4>'
              + _table(("Memory", "Section", COSINE, "Fused score", "Source ranks"),
                       [_item(i, memories) for i in best_first(turn.injected, lambda i: i.score)])
              + f'</section><section class="held"><h4>Held back ({len(held)})</h4>'
@@ -80,6 +80,18 @@ def _turn(turn: TraceTurn, memories: dict[str, Memory], services: Services) -> s
                 f"{e(turn.query)}</summary>{story}</details>")
     return (f'<div class="turn" id="turn-{turn.turn}"><h3>Turn {turn.turn}</h3>'
             f'<p class="muted">{about}{skip}</p>{story}</div>')
+
+
+def _context(turn: TraceTurn) -> str:
+    """What steered the turn's search: the earlier turns and their weights (query context)."""
+    c = turn.context
+    if not c.turns and not c.similarity:
+        return ""
+    parts = ", ".join(f"turn {t} (terms x{terms:g}, vector x{vector:g}"
+                      f"{', with its reply' if reply else ''})"
+                      for t, terms, vector, reply in c.turns)
+    return (f'<p class="context"><b>Context</b>: {e(parts or "none")} · cosine to the earlier '
+            f"turns {c.similarity:.2f} · gate {c.gate:.2f}</p>")
 
 
 def _table(head: tuple[str, ...], rows: list[list[str]]) -> str:
