@@ -15,8 +15,9 @@ from sidecar.records import Memory
 from sidecar.story import FLOOR_SHOWN, best_first, plural, split_drops
 
 COSINE = "Cosine to query"
-LEGEND = ('<p class="muted">Cosine to query: between the turn\'s text and the memory, what '
-          "contextual_min_score, relative_floor and background_floor compare; score_floor "
+LEGEND = ('<p class="muted">Cosine to query: between the memory and the query the turn searched '
+          "with (its text, steered by the earlier turns of its Context line when it has one), "
+          "what contextual_min_score, relative_floor and background_floor compare; score_floor "
           "compares the fused score. A near-duplicate is held back by its cosine to the memory "
           "it duplicates, compared with semantic_threshold.</p>")
 
