@@ -35,6 +35,7 @@ from sidecar.api.vault_servicer import VaultServicer
 from sidecar.api.workers import Workers
 from sidecar.app import App
 from sidecar.auth.config import TlsConfig
+from sidecar.auth.tls import read_tls
 from sidecar.auth.tokens import TokenStore
 from sidecar.files import FILE_MODE
 from sidecar.metrics.http import MetricsHttp, bind_http
@@ -174,15 +175,10 @@ class Server:
 
 def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
     """TLS from PEM files; with ``client_ca``, clients must present a certificate it signed."""
-    if not (tls.cert and tls.key):
-        raise OSError("[server.tls] needs both cert and key")
-    try:
-        pair = (Path(tls.key).read_bytes(), Path(tls.cert).read_bytes())
-        ca = Path(tls.client_ca).read_bytes() if tls.client_ca else None
-    except OSError as err:
-        raise OSError(f"[server.tls]: cannot read {err.filename}: {err.strerror}") from err
-    return grpc.ssl_server_credentials([pair], root_certificates=ca,
-                                       require_client_auth=ca is not None)
+    files = read_tls(tls)
+    return grpc.ssl_server_credentials([(files.key, files.cert)],
+                                       root_certificates=files.client_ca,
+                                       require_client_auth=files.client_ca is not None)
 
 
 def create_server(app: App, listen: str | None = None) -> Server:

@@ -17,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from sidecar.api.auth_interceptor import bearer
 from sidecar.auth.tokens import TokenStore
+from sidecar.listen import host_port
 from sidecar.metrics import limits as limits_module
 from sidecar.metrics.bounded import BoundedHandler, BoundedServer
 from sidecar.metrics.limits import HttpLimits
@@ -61,10 +62,10 @@ def bind_http(listen: str, registry: CollectorRegistry,
     Raises :class:`HttpListenError` (one line naming the address and the flag)."""
     if not listen:
         return None
-    host, _, port = listen.rpartition(":")
     allow = _everyone if tokens is None else _operator(tokens)
     try:
-        server = BoundedServer((host.strip("[]"), int(port)), _handler(registry, allow, pages),
+        host, port = host_port(listen)
+        server = BoundedServer((host.strip("[]"), port), _handler(registry, allow, pages),
                                limits or limits_module.LIMITS, Refusals())
     except (OSError, ValueError) as err:
         why = err.strerror if isinstance(err, OSError) and err.strerror else "not HOST:PORT"

@@ -22,6 +22,7 @@ from tests.admin.conftest import Site, start_site
 from tests.conftest import on_postgres
 from tests.injection.helpers import inject, put
 from tests.injection.test_channel_affinity import BEST, NEAR, OTHERS, QUESTION
+from tests.injection.test_trace_api import CAT, DEPLOY, DEPLOY_TOO
 
 HOSTILE = "<script>alert('x')</script><img src=x onerror=alert(1)>"
 
@@ -250,3 +251,34 @@ def test_a_dismissal_outlives_a_restart(config: ServerConfig, embedder: Embedder
         assert "NEAR_DUPLICATE" in text  # the deletion proposal is a suggestion of its own
     finally:
         site.live.close()
+
+
+def test_the_timeline_says_what_each_cosine_is_compared_with(site: Site) -> None:
+    first, second = put(site.live, DEPLOY), put(site.live, DEPLOY_TOO)
+    put(site.live, CAT)
+    reply = inject(site.live, "When does the deploy pipeline run?", channel="twins")
+    (kept,) = [item.id for item in reply.items]
+    twin = second.id if kept == first.id else first.id
+    status, _, text = call(site, "GET", "/injections?channel=twins")
+    assert status == 200
+    assert text.count("<th>Cosine to query</th>") == 3  # injected, held back, floor
+    assert "<th>Cosine</th>" not in text
+    assert "what contextual_min_score, relative_floor and background_floor compare" in text
+    row = text[text.index(f"id={twin}"):]
+    row = row[:row.index("</tr>")]
+    found = re.search(r'semantic_duplicate</span> <span class="why">duplicates <a href="/memory'
+                      rf'\?id={kept}">[^<]*</a> \(cosine (0\.\d+) to it, compared with '
+                      r"semantic_threshold\)</span>", row)
+    assert found, row
+    assert float(found.group(1)) >= 0.85  # the default semantic_threshold
+
+
+def test_the_settings_heading_names_its_scope_once(site: Site) -> None:
+    def heading(path: str) -> str:
+        text = call(site, "GET", path)[2]
+        return text[text.index("<h1>"):text.index('<form method="get"')]
+
+    assert heading("/settings") == "<h1>Settings: defaults for every agent</h1>"
+    ada = heading("/settings?agent=ada")
+    assert ada.startswith("<h1>Settings: agent ada</h1><p>Also: ")
+    assert ada.count("defaults") == 1 and '<a href="/settings">the defaults</a>' in ada
