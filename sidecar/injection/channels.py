@@ -17,6 +17,7 @@ import numpy as np
 
 from sidecar.errors import Unavailable
 from sidecar.injection import replies
+from sidecar.injection.query_context import replied
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
 from sidecar.store.write_behind import Writer, WriteThrough
@@ -102,6 +103,7 @@ class ChannelStates:
             block=(entry.turn, entry.digest) if entry.ids else None,
             reply=replies.to_json(entry.reply), keep=state.keep,
             held=frozenset(b.turn for b in state.blocks) if pruned else None,
+            asked=entry.asked,
         )
         channel_id = state.channel_id
         if self.shared:
@@ -169,18 +171,21 @@ class ChannelStates:
                         "the turns served here are dropped, not merged",
                         extra={"channel": channel_id, "turns": len(dropped)})
 
-    def observe(self, channel_id: str, digests: set[str], keep: int) -> list[int]:
+    def observe(self, channel_id: str, digests: set[str], keep: int, reply: str = "") -> list[int]:
         """A PruneHistory of the channel's history: the agent keeps ``keep`` blocks and holds
-        exactly the known blocks whose digest is in ``digests``. Returns the turns of the
-        blocks no longer held."""
+        exactly the known blocks whose digest is in ``digests``; ``reply``: the assistant's
+        answer to the last turn, as the history ends with it ("" : none). Returns the turns
+        of the blocks no longer held."""
         state = self.get(channel_id)
         with state.lock:
             gone = [b.turn for b in state.blocks if b.digest not in digests]
             state.keep = keep
             state.retain(frozenset(b.turn for b in state.blocks if b.digest in digests))
+            state.recent, answered = replied(state.recent, reply)
             if state.turn:
                 held = frozenset(b.turn for b in state.blocks)
-                self._submit(channel_id, lambda: self.repo.save_view(channel_id, keep, held))
+                self._submit(channel_id,
+                             lambda: self.repo.save_view(channel_id, keep, held, answered))
         return gone
 
     def _submit(self, channel_id: str, write: Callable[[], None]) -> None:
@@ -233,6 +238,7 @@ def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> 
     state.injected = {r.memory_id: Injected(turn=r.turn, version=r.version, at_us=r.at_us)
                       for r in saved.injected}
     state.blocks = [Block(turn, digest) for turn, digest in saved.blocks]
+    state.recent = list(saved.recent)
     if saved.reply is not None:
         state.last = replies.from_json(saved.reply, fetch)
     if saved.buffer:

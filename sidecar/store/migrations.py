@@ -139,6 +139,18 @@ MIGRATIONS: list[str] = [
         dismissed_us INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 7: each channel's last user turns, their embeddings and the replies to them (the
+    # query context of the next turns).
+    """
+    CREATE TABLE injection_context (
+        channel_id TEXT NOT NULL,
+        turn       INTEGER NOT NULL,
+        text       TEXT NOT NULL,
+        embedding  BLOB NOT NULL,
+        reply      TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (channel_id, turn)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
