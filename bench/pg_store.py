@@ -1,7 +1,8 @@
 """The PostgreSQL shared store against SQLite, on a throwaway local cluster.
 
 1. Inject p50/p99 at --size memories: the same queries on a SQLite sidecar and a PostgreSQL
-   sidecar, interleaved call by call (a fresh channel every 10 turns), in-process; --rounds
+   sidecar, interleaved call by call (a fresh channel every 10 turns; each call's writes after
+   its reply are done before the next call starts), in-process; --rounds
    times (fresh channels each round), with the median of the rounds' p50s and their ratio.
    Then the round trips to PostgreSQL per Inject on the calling thread (psycopg's waits in
    which an answer was read; counted in a pass of its own).
@@ -107,6 +108,9 @@ def injects(apps: dict[str, App], count: int, tag: str = "",
             done = apps[name].injector.inject(InjectRequest("", f"{name}{tag}-{n // 10}", query))
             timings[name].append((time.perf_counter() - start) * 1000)
             items[name] += len(done.items)
+            # What a call writes after its reply (SQLite's state, access records) is written
+            # before the next call, as between an agent's turns: not in another call's time.
+            apps[name].injector.states.writer.flush()
     warm = min(20, count // 2)  # the first calls warm the caches: left out
     return {name: {"p50_ms": pct(t[warm:], 50), "p99_ms": pct(t[warm:], 99), "calls": len(t),
                    "items_per_call": round(items[name] / len(t), 2)}
