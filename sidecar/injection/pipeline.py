@@ -23,7 +23,7 @@ from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
 from sidecar.injection.query_context import (
-    MAX_REPLY_CHARS,
+    MAX_CONTEXT_CHARS,
     QueryContext,
     RecentTurn,
     query_context,
@@ -91,7 +91,7 @@ class Injector:
         and the assistant's reply it ends with joins the query context. Returns the turns of
         the channel's blocks released."""
         digests = {self.signer.mac_of(m.content) for m in kept}
-        reply = last_reply(kept, self.signer.is_block)[-MAX_REPLY_CHARS:]
+        reply = last_reply(kept, self.signer.is_block)[-MAX_CONTEXT_CHARS:]
         gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply)
         if reply:  # analysed here, off the next Inject's path (memoised)
             self.retriever.query_terms(reply)
@@ -183,7 +183,7 @@ class Injector:
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
             self._commit(state, config, result, chosen, alive,
-                         RecentTurn(turn, request.text, pool.text))
+                         RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text))
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
                 dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)

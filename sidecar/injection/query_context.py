@@ -29,8 +29,8 @@ from sidecar.injection.config import MemoryInjectionConfig
 
 # Earlier turns kept per channel (the largest ``query_context_turns``).
 MAX_TURNS = 8
-# Characters of an assistant reply kept for the context (its end, nearest the next turn).
-MAX_REPLY_CHARS = 2000
+# Characters of a turn's text or an assistant reply kept for the context (the end).
+MAX_CONTEXT_CHARS = 2000
 # The gate (``gate``): the turn's own BM25 term counts between which the context goes from
 # full weight to none.
 GATE_TERMS_FULL, GATE_TERMS_OFF = 1, 5
@@ -109,7 +109,7 @@ def remember(recent: list[RecentTurn], asked: RecentTurn) -> list[RecentTurn]:
 def replied(recent: list[RecentTurn], reply: str) -> tuple[list[RecentTurn], RecentTurn | None]:
     """``recent`` with ``reply`` as the answer to its last turn, and that turn (None when
     there is no turn or it already has this reply)."""
-    reply = reply[-MAX_REPLY_CHARS:]
+    reply = reply[-MAX_CONTEXT_CHARS:]
     if not recent or not reply or recent[-1].reply == reply:
         return recent, None
     last = replace(recent[-1], reply=reply)
