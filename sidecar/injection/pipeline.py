@@ -182,8 +182,9 @@ class Injector:
                 result = self._skip(request, start, _why_empty(stats), turn, stats)
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
-            self._commit(state, config, result, chosen, alive,
-                         RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text))
+            asked = (RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text)
+                     if config.query_context_turns > 0 else None)  # off: nothing kept
+            self._commit(state, config, result, chosen, alive, asked)
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
                 dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
