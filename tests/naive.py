@@ -183,3 +183,42 @@ def top_pairs(vectors: np.ndarray, floor: float, limit: int) -> list[tuple[int, 
                 pairs.append((i, j, cosine))
     pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
     return pairs[:limit]
+
+
+def bm25_with_context(
+    docs: list[list[str]], query: list[str], context: list[tuple[list[str], float]],
+    max_terms: int, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25,
+) -> dict[int, float]:
+    """A query's BM25 scores with its context added (``BM25Index.with_context``), written out:
+    each context term once at its largest weight, the ``max_terms`` of highest idf x weight;
+    their scores scaled so that the best is the largest weight x the best own score (1 when no
+    document holds an own term); own scores alone when either best is not positive. Keys:
+    the documents holding an own or a kept context term."""
+    n = len(docs)
+    own = bm25_scores(docs, query, k1, b, epsilon)
+    weights: dict[str, float] = {}
+    for terms, weight in context:
+        for t in dict.fromkeys(terms):
+            weights[t] = max(weight, weights.get(t, 0.0))
+    df = {t: sum(1 for d in docs if t in d) for d in docs for t in d}
+    raw = {t: math.log(n - f + 0.5) - math.log(f + 0.5) for t, f in df.items()}
+    mean = sum(raw.values()) / len(raw)
+    idf = {t: (epsilon * mean if v < 0 else v) for t, v in raw.items()}
+    kept = sorted(weights, key=lambda t: -idf.get(t, 0.0) * weights[t])[:max_terms]
+    avgdl = sum(len(d) for d in docs) / n
+    ctx = []
+    for d in docs:
+        s = 0.0
+        for t in kept:
+            tf = d.count(t)
+            s += weights[t] * idf.get(t, 0.0) * tf * (k1 + 1) / (
+                tf + k1 * (1 - b + b * len(d) / avgdl))
+        ctx.append(s)
+    holds_own = [any(t in d for t in query) for d in docs]
+    holds_ctx = [any(t in d for t in kept) for d in docs]
+    top = max((own[i] for i in range(n) if holds_own[i]), default=1.0)
+    best = max((ctx[i] for i in range(n) if holds_ctx[i]), default=0.0)
+    if best <= 0 or top <= 0:
+        return {i: own[i] for i in range(n) if holds_own[i]}
+    scale = max(weights.values()) * top / best
+    return {i: own[i] + ctx[i] * scale for i in range(n) if holds_own[i] or holds_ctx[i]}

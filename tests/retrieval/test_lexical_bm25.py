@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from sidecar.retrieval.lexical.bm25 import BM25Index, top_k
+from sidecar.retrieval.lexical.bm25 import MAX_CONTEXT_TERMS, BM25Index, top_k
 from sidecar.retrieval.lexical.tokenize import PLAIN, Analyzer, query_terms, tokenize
 from tests import naive
 from tests.retrieval.corpus import QUERIES, corpus
@@ -175,3 +175,26 @@ def test_unfiltered_top_k_equals_the_filtered_path(k: int) -> None:
         assert got[1].dtype == np.float64 and got[0].dtype == np.int64
     # The buffers were cleared: the same query scores the same twice.
     assert index.scores("term1 term2")[1].tolist() == index.scores("term1 term2")[1].tolist()
+
+
+@pytest.mark.parametrize("stemming", [False, True])
+def test_context_scores_equal_the_written_out_formula(stemming: bool) -> None:
+    texts = corpus(600, seed=5)
+    docs = dict(enumerate(texts, start=1))
+    analyzer = Analyzer(stemming)
+    index = BM25Index(background_merge=False, analyzer=analyzer)
+    index.add(list(docs), list(docs.values()))
+    rng = np.random.default_rng(11)
+    tokens = [analyzer.terms(docs[i]) for i in sorted(docs)]
+    for q in [*QUERIES, "why?"]:
+        picks = rng.choice(len(texts), size=3, replace=False)
+        context = [(texts[int(i)], w) for i, w in zip(picks, (1.0, 0.5, 0.25), strict=True)]
+        got_labels, got_scores = index.with_context(index.scores(q), context)
+        got = dict(zip(got_labels.tolist(), got_scores.tolist(), strict=True))
+        expected = naive.bm25_with_context(
+            tokens, analyzer.query_terms(q),
+            [(analyzer.query_terms(t), w) for t, w in context], MAX_CONTEXT_TERMS)
+        assert got.keys() == {i + 1 for i in expected}, q
+        np.testing.assert_allclose([got[i + 1] for i in sorted(expected)],
+                                   [expected[i] for i in sorted(expected)], atol=1e-6,
+                                   err_msg=q)
