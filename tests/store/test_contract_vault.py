@@ -33,7 +33,8 @@ def test_registers_scopes_and_counts(store_db: SqlStore) -> None:
     assert [m.id for m in repos.vault.visible_tier("x", Tier.REGISTER, "recent", 10)] == [
         "r2", "r3", "r1"]
     assert [m.id for m in repos.vault.live_in_scope("x")] == ["r1", "r2"]
-    assert (("x", int(Tier.REGISTER), 6, False, 2) in repos.vault.counts())
+    assert (("x", int(Tier.REGISTER), 6, False, 2) in repos.vault.counts("x", "x"))
+    assert {r[0] for r in repos.vault.counts("", "")} == {""}
 
 
 def test_superseded_follows_live_updates_edges(store_db: SqlStore) -> None:
