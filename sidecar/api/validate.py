@@ -21,7 +21,7 @@ from sidecar.vault import reasons
 from sidecar.vault.pii import find_pii_in_name
 
 MAX_NAME_CHARS = 256
-MAX_PAGE_TOKEN_CHARS = 1024
+MAX_PAGE_TOKEN_CHARS = 2048  # a VaultStats token carries an agent id (256 characters)
 MAX_QUERY_CHARS = 8192  # Search.query
 MAX_INJECT_TEXT_CHARS = 65_536  # Inject text + texts, joined
 MAX_TYPE_FILTERS = 32  # ListMemories / Search types (each type once is all a filter needs)

@@ -90,4 +90,5 @@ def stats_to_pb(s: VaultStatistics) -> vault_pb2.VaultStatsResponse:
                                  live=g.live, forgotten=g.forgotten)
             for g in s.groups
         ],
+        next_page_token=s.next_page_token,
     )

@@ -30,9 +30,10 @@ class VaultServicer(vault_pb2_grpc.VaultServicer):
         self, request: vault_pb2.GetMemoryHistoryRequest, context: grpc.ServicerContext
     ) -> vault_pb2.GetMemoryHistoryResponse:
         check_id(request.agent_id, "agent_id", required=False)
-        versions = self.vault.history(request.id, request.agent_id)
+        versions, total = self.vault.history(request.id, request.agent_id, request.limit)
         return vault_pb2.GetMemoryHistoryResponse(
-            id=request.id, versions=[vault_convert.version_to_pb(v) for v in versions]
+            id=request.id, versions=[vault_convert.version_to_pb(v) for v in versions],
+            total_versions=total,
         )
 
     @grpc_errors
@@ -68,4 +69,4 @@ class VaultServicer(vault_pb2_grpc.VaultServicer):
     def VaultStats(
         self, request: vault_pb2.VaultStatsRequest, context: grpc.ServicerContext
     ) -> vault_pb2.VaultStatsResponse:
-        return vault_convert.stats_to_pb(self.vault.stats())
+        return vault_convert.stats_to_pb(self.vault.stats(request.page_size, request.page_token))

@@ -53,8 +53,10 @@ def _total(client: Client, agent: str | None) -> int | None:
     from memsidecar_client import MemsidecarError
 
     try:
-        stats = client.vault_stats()
+        if agent is None:
+            stats = client.vault_stats(page_size=1)
+            return int(stats.live + stats.forgotten)
+        return sum(int(s.live + s.forgotten) for page in client.vault_stats_pages(1000)
+                   for s in page.scopes if s.agent_id in ("", agent))
     except MemsidecarError:
         return None
-    return sum(int(s.live + s.forgotten) for s in stats.scopes
-               if agent is None or s.agent_id in ("", agent))

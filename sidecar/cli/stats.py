@@ -1,14 +1,16 @@
 """``memsidecar stats``: the store's counts (VaultStats) as plain ``name value`` lines; with
 [server.auth] on, the operator token.
 
-Totals first, then one line per scope. ``canon`` and ``registers`` count live memories of
-each tier; ``register_topics`` counts the distinct topics among those registers (the ones a
-snapshot shows): a register written without a ``topic_id`` has none."""
+Totals first, then one line per scope (read a page of scopes at a time). ``canon`` and
+``registers`` count live memories of each tier; ``register_topics`` counts the distinct topics
+among those registers (the ones a snapshot shows):
+a register written without a ``topic_id`` has none."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
 from sidecar.cli import remote
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 
 PER_SCOPE = ("live", "forgotten", "canon", "registers")
 TIERS = ("canon", "registers")  # totals summed over the scopes
+PAGE_SIZE = 1000  # scopes per VaultStats call
 TOTALS = ("register_topics", "history_rows", "db_size_bytes", "max_memories_per_scope")
 
 
@@ -30,17 +33,28 @@ def add(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with remote.connect(args) as client:
-        show(client.vault_stats(), sys.stdout)
+        show(client.vault_stats_pages(PAGE_SIZE), sys.stdout)
     return 0
 
 
-def show(stats: vault_pb2.VaultStatsResponse, out: TextIO) -> None:
+def show(pages: Iterable[vault_pb2.VaultStatsResponse], out: TextIO) -> None:
     """``live 12`` ..., then ``scope <agent> live 3 forgotten 0 ...`` (``-`` = shared)."""
-    print(f"live {stats.live}\nforgotten {stats.forgotten}", file=out)
+    first: vault_pb2.VaultStatsResponse | None = None
+    tiers = dict.fromkeys(TIERS, 0)
+    lines: list[str] = []  # the totals come first, summed over every page
+    for page in pages:
+        first = first or page
+        for scope in page.scopes:
+            for name in TIERS:
+                tiers[name] += getattr(scope, name)
+            counts = " ".join(f"{name} {getattr(scope, name)}" for name in PER_SCOPE)
+            lines.append(f"scope {scope.agent_id or '-'} {counts}")
+    if first is None:
+        return
+    print(f"live {first.live}\nforgotten {first.forgotten}", file=out)
     for name in TIERS:
-        print(f"{name} {sum(getattr(scope, name) for scope in stats.scopes)}", file=out)
+        print(f"{name} {tiers[name]}", file=out)
     for name in TOTALS:
-        print(f"{name} {getattr(stats, name)}", file=out)
-    for scope in stats.scopes:
-        counts = " ".join(f"{name} {getattr(scope, name)}" for name in PER_SCOPE)
-        print(f"scope {scope.agent_id or '-'} {counts}", file=out)
+        print(f"{name} {getattr(first, name)}", file=out)
+    for line in lines:
+        print(line, file=out)

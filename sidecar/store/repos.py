@@ -24,8 +24,9 @@ class Repositories:
 
     @classmethod
     def open(cls, db: SqlStore, page_key: bytes | None = None) -> Repositories:
-        """``page_key``: the key of ListMemories page tokens (None: one for this process)."""
+        """``page_key``: the key of page tokens (None: one for this process)."""
         versions = VersionRepo(db)
-        return cls(db=db, memories=MemoryRepo(db, versions, PageTokens(page_key)),
+        tokens = PageTokens(page_key)
+        return cls(db=db, memories=MemoryRepo(db, versions, tokens),
                    edges=EdgeRepo(db),
-                   versions=versions, vault=VaultRepo(db), models=ModelRepo(db))
+                   versions=versions, vault=VaultRepo(db, tokens), models=ModelRepo(db))

@@ -9,11 +9,13 @@ import numpy as np
 from sidecar.records import Memory, Tier
 from sidecar.store.contract import SqlStore, unhinted
 from sidecar.store.memories import COLUMNS, blob_to_embedding, row_to_memory
+from sidecar.store.page_tokens import SCOPE, PageTokens
 
 
 class VaultRepo:
-    def __init__(self, db: SqlStore) -> None:
+    def __init__(self, db: SqlStore, page_tokens: PageTokens | None = None) -> None:
         self.db = db
+        self.page_tokens = page_tokens or PageTokens()
 
     def live_register(self, agent_id: str, topic_id: str) -> Memory | None:
         """The newest live REGISTER memory with this topic in exactly this scope."""
@@ -110,11 +112,14 @@ class VaultRepo:
         )
         return [row_to_memory(r) for r in rows]
 
-    def counts(self) -> list[tuple[str, int, int, bool, int]]:
-        """(agent_id, tier, type, forgotten, count) for every non-empty group."""
+    def counts(self, first: str, last: str) -> list[tuple[str, int, int, bool, int]]:
+        """(agent_id, tier, type, forgotten, count) for every non-empty group of the scopes
+        from ``first`` to ``last`` (agent ids, both included: a page of scopes)."""
         rows = self.db.execute(
             "SELECT agent_id, tier, type, forgotten, count(*) FROM memories "
-            "GROUP BY agent_id, tier, type, forgotten ORDER BY agent_id, tier, type, forgotten"
+            "WHERE agent_id >= ? AND agent_id <= ? "
+            "GROUP BY agent_id, tier, type, forgotten ORDER BY agent_id, tier, type, forgotten",
+            (first, last),
         )
         return [(r[0], int(r[1]), int(r[2]), bool(r[3]), int(r[4])) for r in rows]
 
@@ -139,6 +144,14 @@ class VaultRepo:
         )
         found = [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
         return found[::-1] if before is not None else found
+
+    def scope_after(self, page_token: str) -> str | None:
+        """The agent id a VaultStats page token continues after (None: the first page)."""
+        return str(self.page_tokens.decode(page_token, SCOPE, 1)[0]) if page_token else None
+
+    def scope_token(self, last_agent_id: str) -> str:
+        """The VaultStats page token of the page after the scope ``last_agent_id``."""
+        return self.page_tokens.encode(SCOPE, [last_agent_id])
 
     def totals(self) -> tuple[int, int, int]:
         """(live, forgotten, scopes) over the whole store."""

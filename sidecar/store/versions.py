@@ -82,6 +82,18 @@ class VersionRepo:
             "SELECT count(*) FROM memory_versions WHERE memory_id = ?", (memory_id,))
         return [row_to_version(row) for row in rows], int(total[0]) if total else 0
 
+    def history(self, memory_id: str, agent_id: str, limit: int
+                ) -> tuple[list[MemoryVersion], int]:
+        """The latest ``limit`` versions of the memory, oldest first, and how many it has; with
+        ``agent_id``, only the versions visible to that agent (shared or its own)."""
+        where = "memory_id = ? AND agent_id IN ('', ?)" if agent_id else "memory_id = ?"
+        params = (memory_id, agent_id) if agent_id else (memory_id,)
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM memory_versions WHERE {where} ORDER BY seq DESC LIMIT ?",
+            (*params, limit))
+        total = self.db.query_one(f"SELECT count(*) FROM memory_versions WHERE {where}", params)
+        return [row_to_version(row) for row in reversed(rows)], int(total[0]) if total else 0
+
     def count(self) -> int:
         row = self.db.query_one("SELECT count(*) FROM memory_versions")
         return int(row[0]) if row else 0

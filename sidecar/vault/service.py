@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from sidecar.errors import DomainError, FailedPrecondition
+from sidecar.errors import DomainError, FailedPrecondition, InvalidArgument
 from sidecar.knobs import check_ranges
 from sidecar.live import Live
 from sidecar.memory.service import MemoryService, WriteGate
@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 PROMOTION_SOURCE = "promotion"
 MAX_PAIRS = 1000
+DEFAULT_PAGE = 100  # VaultStats scopes and GetMemoryHistory versions when the caller says 0
+MAX_PAGE = 1000
 
 
 def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeScan,
@@ -136,11 +138,13 @@ class Vault:
         except DomainError as err:
             raise _renamed(err, "memory.content", "canonical_text") from None
 
-    def history(self, memory_id: str, agent_id: str = "") -> list[MemoryVersion]:
-        """Every version oldest first; an agent sees only versions that were visible to it."""
+    def history(self, memory_id: str, agent_id: str = "", limit: int = 0
+                ) -> tuple[list[MemoryVersion], int]:
+        """The latest ``limit`` versions (0 = 100) oldest first, and how many there are; an
+        agent sees only versions that were visible to it."""
+        size = _page_size(limit, "limit")
         self.service.get(memory_id, agent_id)
-        versions = self.service.memories.versions.versions(memory_id)
-        return [v for v in versions if not agent_id or v.agent_id in ("", agent_id)]
+        return self.service.memories.versions.history(memory_id, agent_id, size)
 
     def snapshot(self, agent_id: str) -> Snapshot:
         """The always-injected block; pure read, the injection pipeline's pinned source."""
@@ -157,8 +161,10 @@ class Vault:
         return propose_deletions(self.index, self.service.memories, self.repo, agent_id,
                                  self.config, now_us())
 
-    def stats(self) -> VaultStatistics:
-        return vault_stats(self.service.repos, self.config.max_memories_per_scope)
+    def stats(self, page_size: int = 0, page_token: str = "") -> VaultStatistics:
+        """Store-wide totals and one page of ``page_size`` scopes (0 = 100)."""
+        return vault_stats(self.service.repos, self.config.max_memories_per_scope,
+                           _page_size(page_size, "page_size"), page_token)
 
     def totals(self) -> Totals:
         """Store-wide counts without a row per scope (pages bounded in the number of scopes)."""
@@ -167,6 +173,15 @@ class Vault:
     def scope_page(self, size: int, after: str | None = None,
                    before: str | None = None) -> ScopePage:
         return scope_page(self.service.repos, size, after, before)
+
+
+def _page_size(value: int, field: str) -> int:
+    """A caller's page size or limit: 0 = the default, at most MAX_PAGE."""
+    if value > MAX_PAGE:
+        raise InvalidArgument(
+            f"{field} must be at most {MAX_PAGE} (got {value}); pass 0 for {DEFAULT_PAGE}, "
+            "or page through with a smaller value", field=field)
+    return value or DEFAULT_PAGE
 
 
 def _renamed(err: DomainError, old: str, new: str) -> DomainError:

@@ -1,4 +1,5 @@
-"""VaultStats: counts by scope, tier and type, live vs forgotten, history rows, database size."""
+"""VaultStats: counts by scope, tier and type, live vs forgotten, history rows, database size;
+the per-scope counts a page of scopes at a time."""
 
 from __future__ import annotations
 
@@ -34,8 +35,9 @@ class VaultStatistics:
     db_size_bytes: int
     register_topics: int
     max_memories_per_scope: int  # 0 = unlimited
-    scopes: tuple[ScopeCount, ...]
-    groups: tuple[GroupCount, ...]
+    scopes: tuple[ScopeCount, ...]  # one page of scopes
+    groups: tuple[GroupCount, ...]  # the groups of those scopes
+    next_page_token: str = ""  # '' on the last page
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,31 +76,29 @@ def scope_page(repos: Repositories, size: int, after: str | None = None,
     return ScopePage(tuple(ScopeCount(*r) for r in rows[:size]), after is not None, more)
 
 
-def vault_stats(repos: Repositories, max_per_scope: int) -> VaultStatistics:
+def vault_stats(repos: Repositories, max_per_scope: int, page_size: int = 100,
+                page_token: str = "") -> VaultStatistics:
+    """Store-wide totals, and the scopes (and their groups) of one page of ``page_size``
+    scopes in agent_id order; the SQL reads only that page's scopes."""
     vault = repos.vault
+    after = vault.scope_after(page_token)
+    rows = vault.scope_counts(after, None, page_size + 1)
+    scopes = tuple(ScopeCount(*r) for r in rows[:page_size])
     groups: dict[tuple[str, int, int], list[int]] = {}
-    for agent_id, tier, type_, forgotten, count in vault.counts():
-        groups.setdefault((agent_id, tier, type_), [0, 0])[int(forgotten)] += count
-    group_counts = tuple(
-        GroupCount(a, Tier(t), MemoryType(ty), live, gone)
-        for (a, t, ty), (live, gone) in sorted(groups.items())
-    )
-    scopes: dict[str, list[int]] = {}
-    for g in group_counts:
-        s = scopes.setdefault(g.agent_id, [0, 0, 0, 0])
-        s[0] += g.live
-        s[1] += g.forgotten
-        if g.tier == Tier.CANON:
-            s[2] += g.live
-        elif g.tier == Tier.REGISTER:
-            s[3] += g.live
+    if scopes:
+        for agent_id, tier, type_, gone, count in vault.counts(scopes[0].agent_id,
+                                                               scopes[-1].agent_id):
+            groups.setdefault((agent_id, tier, type_), [0, 0])[int(gone)] += count
+    live, forgotten, _ = vault.totals()
     return VaultStatistics(
-        live=sum(g.live for g in group_counts),
-        forgotten=sum(g.forgotten for g in group_counts),
+        live=live,
+        forgotten=forgotten,
         history_rows=repos.versions.count(),
         db_size_bytes=repos.db.size_bytes(),
         register_topics=vault.register_topics(),
         max_memories_per_scope=max_per_scope,
-        scopes=tuple(ScopeCount(a, *v) for a, v in sorted(scopes.items())),
-        groups=group_counts,
+        scopes=scopes,
+        groups=tuple(GroupCount(a, Tier(t), MemoryType(ty), n_live, n_gone)
+                     for (a, t, ty), (n_live, n_gone) in groups.items()),
+        next_page_token=vault.scope_token(scopes[-1].agent_id) if len(rows) > page_size else "",
     )

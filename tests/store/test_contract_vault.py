@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
+import pytest
 
+from sidecar.errors import InvalidArgument
 from sidecar.records import Edge, Relation, Tier
 from sidecar.store.contract import SqlStore
 from sidecar.store.model_repo import MODEL_KEY, TARGET_KEY
 from sidecar.store.repos import Repositories
+from sidecar.store.versions import FORGET
+from sidecar.vault.stats import vault_stats
 from tests.store.contract_data import memory, vector
 
 
@@ -33,7 +38,8 @@ def test_registers_scopes_and_counts(store_db: SqlStore) -> None:
     assert [m.id for m in repos.vault.visible_tier("x", Tier.REGISTER, "recent", 10)] == [
         "r2", "r3", "r1"]
     assert [m.id for m in repos.vault.live_in_scope("x")] == ["r1", "r2"]
-    assert (("x", int(Tier.REGISTER), 6, False, 2) in repos.vault.counts())
+    assert (("x", int(Tier.REGISTER), 6, False, 2) in repos.vault.counts("x", "x"))
+    assert {r[0] for r in repos.vault.counts("", "")} == {""}
 
 
 def test_superseded_follows_live_updates_edges(store_db: SqlStore) -> None:
@@ -119,3 +125,67 @@ def test_latest_versions_and_limited_edges(store_db: SqlStore) -> None:
         repos.memories.insert(memory(name), vector(len(name) + 5))
         repos.edges.upsert(Edge("a", name, Relation.RELATED_TO))
     assert len(repos.edges.touching(["a"], 2)) == 2 and len(repos.edges.touching(["a"])) == 3
+
+
+def test_vault_stats_pages_cover_every_scope_once_reading_only_the_page(
+        store_db: SqlStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    repos = Repositories.open(store_db)
+    agents = [""] + [f"agent-{i:03d}" for i in range(250)]
+    expected: dict[str, list[int]] = {}  # agent -> [live, forgotten, canon, registers]
+    with store_db.transaction():
+        for i, agent in enumerate(agents):
+            tier = Tier.REGISTER if i % 3 == 0 else Tier.CANON
+            stored = repos.memories.insert(memory(f"m{i}", agent_id=agent, tier=tier), vector(i))
+            if i % 4 == 0:
+                repos.memories.update(replace(stored, forgotten=True, version=2), None,
+                                      event=FORGET)
+            gone = i % 4 == 0
+            expected[agent] = [int(not gone), int(gone), int(not gone and tier == Tier.CANON),
+                               int(not gone and tier == Tier.REGISTER)]
+    largest: list[int] = []
+    execute = store_db.execute
+
+    def spy(sql: str, params: Any = ()) -> list[Any]:
+        rows = execute(sql, params)
+        largest.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(store_db, "execute", spy)
+    seen: list[str] = []
+    token, pages = "", 0
+    while True:
+        page = vault_stats(repos, 0, 100, token)
+        pages += 1
+        assert (page.live, page.forgotten) == (188, 63)  # whole-store totals on every page
+        assert [[s.live, s.forgotten, s.canon, s.registers] for s in page.scopes] == [
+            expected[s.agent_id] for s in page.scopes]
+        assert {g.agent_id for g in page.groups} == {s.agent_id for s in page.scopes}
+        assert sum(g.live + g.forgotten for g in page.groups) == len(page.scopes)
+        seen.extend(s.agent_id for s in page.scopes)
+        token = page.next_page_token
+        if not token:
+            break
+    assert pages == 3 and seen == agents  # each scope once, in agent_id order, "" first
+    assert max(largest) <= 101  # no query read more than a page (+1 to see a next one)
+    good = repos.vault.scope_token("agent-099")
+    assert [s.agent_id for s in vault_stats(repos, 0, 1, good).scopes] == ["agent-100"]
+    listed = repos.memories.page_tokens.encode("stored", [5])  # a ListMemories token
+    for bad in (good + "0", good[:-1], listed, "not a token"):
+        with pytest.raises(InvalidArgument) as info:
+            vault_stats(repos, 0, 100, bad)
+        assert info.value.field == "page_token" and "VaultStats" in info.value.message
+
+
+def test_history_returns_the_latest_versions_oldest_first(store_db: SqlStore) -> None:
+    repos = Repositories.open(store_db)
+    stored = repos.memories.insert(memory("h", agent_id="a"), vector(1))
+    for n in range(2, 13):
+        stored = repos.memories.update(replace(stored, content=f"text {n}", version=n,
+                                               agent_id="a" if n < 10 else ""), None)
+    versions, total = repos.versions.history("h", "", 5)
+    assert total == 12 and [v.version for v in versions] == [8, 9, 10, 11, 12]
+    versions, total = repos.versions.history("h", "b", 100)  # b sees the shared ones only
+    assert total == 3 and [v.version for v in versions] == [10, 11, 12]
+    versions, total = repos.versions.history("h", "a", 2)
+    assert total == 12 and [v.version for v in versions] == [11, 12]
+    assert repos.versions.history("nope", "", 5) == ([], 0)

@@ -11,7 +11,8 @@ func (c *Client) PromoteToCanon(ctx context.Context, req *pb.PromoteToCanonReque
 	return unary(c, ctx, req, c.Vault.PromoteToCanon)
 }
 
-// GetMemoryHistory returns every recorded version of a memory, oldest first.
+// GetMemoryHistory returns the latest req.Limit recorded versions of a memory (0 = 100, at
+// most 1000), oldest first; TotalVersions says how many there are in all.
 func (c *Client) GetMemoryHistory(ctx context.Context, req *pb.GetMemoryHistoryRequest) (*pb.GetMemoryHistoryResponse, error) {
 	return unary(c, ctx, req, c.Vault.GetMemoryHistory)
 }
@@ -31,7 +32,14 @@ func (c *Client) ProposeDeletions(ctx context.Context, req *pb.ProposeDeletionsR
 	return unary(c, ctx, req, c.Vault.ProposeDeletions)
 }
 
-// VaultStats returns counts by scope, tier and type.
+// VaultStats returns the store-wide counts and the first page of per-scope counts (100 scopes).
 func (c *Client) VaultStats(ctx context.Context) (*pb.VaultStatsResponse, error) {
 	return unary(c, ctx, &pb.VaultStatsRequest{}, c.Vault.VaultStats)
+}
+
+// VaultStatsPage returns the store-wide counts and one page of per-scope counts: req.PageSize
+// scopes (0 = 100, at most 1000) after req.PageToken (the previous reply's NextPageToken, or
+// empty for the first page). NextPageToken is empty on the last page.
+func (c *Client) VaultStatsPage(ctx context.Context, req *pb.VaultStatsRequest) (*pb.VaultStatsResponse, error) {
+	return unary(c, ctx, req, c.Vault.VaultStats)
 }

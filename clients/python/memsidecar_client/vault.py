@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from memsidecar.v1 import vault_pb2
 
 from memsidecar_client.transport import Transport
@@ -16,9 +18,11 @@ class VaultCalls(Transport):
         return self._call("PromoteToCanon", self.vault.PromoteToCanon, request,
                           idempotent=False)
 
-    def memory_history(self, id: str, agent_id: str = "") -> vault_pb2.GetMemoryHistoryResponse:
-        """Every recorded version of a memory, oldest first."""
-        request = vault_pb2.GetMemoryHistoryRequest(id=id, agent_id=agent_id)
+    def memory_history(self, id: str, agent_id: str = "",
+                       limit: int = 0) -> vault_pb2.GetMemoryHistoryResponse:
+        """The latest ``limit`` recorded versions of a memory (0 = 100, at most 1000), oldest
+        first; ``total_versions`` says how many there are in all."""
+        request = vault_pb2.GetMemoryHistoryRequest(id=id, agent_id=agent_id, limit=limit)
         return self._call("GetMemoryHistory", self.vault.GetMemoryHistory, request,
                           idempotent=True)
 
@@ -41,7 +45,20 @@ class VaultCalls(Transport):
         return self._call("ProposeDeletions", self.vault.ProposeDeletions,
                           vault_pb2.ProposeDeletionsRequest(scope=scope), idempotent=True)
 
-    def vault_stats(self) -> vault_pb2.VaultStatsResponse:
-        """Counts by scope, tier and type; live vs forgotten; history rows; database size."""
-        return self._call("VaultStats", self.vault.VaultStats, vault_pb2.VaultStatsRequest(),
-                          idempotent=True)
+    def vault_stats(self, page_size: int = 0,
+                    page_token: str = "") -> vault_pb2.VaultStatsResponse:
+        """Store-wide counts (live vs forgotten, history rows, database size) and one page of
+        per-scope counts (``page_size`` scopes, 0 = 100, at most 1000); pass the reply's
+        ``next_page_token`` for the next page."""
+        request = vault_pb2.VaultStatsRequest(page_size=page_size, page_token=page_token)
+        return self._call("VaultStats", self.vault.VaultStats, request, idempotent=True)
+
+    def vault_stats_pages(self, page_size: int = 0) -> Iterator[vault_pb2.VaultStatsResponse]:
+        """Every page of VaultStats in turn, until the last one."""
+        token = ""
+        while True:
+            page = self.vault_stats(page_size, token)
+            yield page
+            token = page.next_page_token
+            if not token:
+                return

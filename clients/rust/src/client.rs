@@ -154,7 +154,8 @@ impl<T: Transport> Client<T> {
         /// Turns a REGISTER memory into CANON, optionally with a reworded text.
         promote_to_canon, VAULT, "PromoteToCanon", pb::PromoteToCanonRequest => pb::PromoteToCanonResponse);
     unary!(
-        /// Every recorded version of a memory, oldest first.
+        /// The latest `limit` recorded versions of a memory (0 = 100, at most 1000), oldest first;
+        /// `total_versions` says how many there are in all.
         get_memory_history, VAULT, "GetMemoryHistory", pb::GetMemoryHistoryRequest => pb::GetMemoryHistoryResponse);
     unary!(
         /// Pairs of similar live memories of one scope.
@@ -170,8 +171,14 @@ impl<T: Transport> Client<T> {
         self.call(&format!("{VAULT}GetSnapshot"), &[request]).await
     }
 
-    /// Counts by scope, tier and type; live vs forgotten; history rows; database size.
+    /// Store-wide counts (live vs forgotten, history rows, database size) and the first page
+    /// of per-scope counts (100 scopes); `vault_stats_page` reads the others.
     pub async fn vault_stats(&self) -> Result<pb::VaultStatsResponse, Error> {
-        self.call(&format!("{VAULT}VaultStats"), &[pb::VaultStatsRequest {}]).await
+        self.vault_stats_page(&pb::VaultStatsRequest::default()).await
     }
+
+    unary!(
+        /// Store-wide counts and one page of per-scope counts: `page_size` scopes (0 = 100, at
+        /// most 1000) after `page_token` (the previous reply's `next_page_token`; empty first).
+        vault_stats_page, VAULT, "VaultStats", pb::VaultStatsRequest => pb::VaultStatsResponse);
 }

@@ -53,18 +53,26 @@ func (s *session) runVault() {
 }
 
 func (s *session) checkHygiene() {
-	stats, err := s.c.VaultStats(s.ctx)
-	if s.called("VaultStats", err) {
-		var mine *pb.ScopeCount
+	var mine *pb.ScopeCount
+	req := &pb.VaultStatsRequest{PageSize: 1000}
+	for {
+		stats, err := s.c.VaultStatsPage(s.ctx, req)
+		if !s.called("VaultStats", err) {
+			break
+		}
 		for _, sc := range stats.Scopes {
 			if sc.AgentId == s.agent {
 				mine = sc
 			}
 		}
-		s.check("VaultStats counts this agent's memories", mine != nil && mine.Canon >= 1 && mine.Registers == 0 &&
-			mine.Live >= uint64(len(seeds)), "scope %v", mine)
+		if stats.NextPageToken == "" {
+			s.check("VaultStats counts this agent's memories", mine != nil && mine.Canon >= 1 && mine.Registers == 0 &&
+				mine.Live >= uint64(len(seeds)), "scope %v", mine)
+			break
+		}
+		req.PageToken = stats.NextPageToken
 	}
-	_, err = s.c.FindConsolidationCandidates(s.ctx, &pb.FindConsolidationCandidatesRequest{Scope: s.agent})
+	_, err := s.c.FindConsolidationCandidates(s.ctx, &pb.FindConsolidationCandidatesRequest{Scope: s.agent})
 	s.called("FindConsolidationCandidates", err)
 	_, err = s.c.ProposeDeletions(s.ctx, &pb.ProposeDeletionsRequest{Scope: s.agent})
 	s.called("ProposeDeletions", err)

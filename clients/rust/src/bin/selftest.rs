@@ -99,15 +99,24 @@ impl Session {
         let detail = format!("{promoted:?}");
         self.check("promote_to_canon makes a CANON version 2", promoted.map(|p| p.memory
             .is_some_and(|m| m.tier == pb::Tier::Canon as i32 && m.version == 2)), || detail);
-        let history = self.client.get_memory_history(&pb::GetMemoryHistoryRequest { id, agent_id: self.agent.clone() }).await;
+        let history = self.client.get_memory_history(&pb::GetMemoryHistoryRequest {
+            id, agent_id: self.agent.clone(), ..Default::default() }).await;
         let detail = format!("{history:?}");
         self.check("get_memory_history records both versions", history.map(|h| h.versions.len() == 2), || detail);
         let snapshot = self.client.get_snapshot(&self.agent).await;
         let detail = format!("{snapshot:?}");
         self.check("get_snapshot holds the canon text", snapshot.map(|s| s.text.contains(CANON)), || detail);
-        let stats = self.client.vault_stats().await;
-        let detail = format!("{stats:?}");
         let agent = self.agent.clone();
+        let mut request = pb::VaultStatsRequest { page_size: 1000, ..Default::default() };
+        let stats = loop {  // the page that holds the agent's scope, or the last one
+            match self.client.vault_stats_page(&request).await {
+                Ok(page) if !page.next_page_token.is_empty()
+                    && !page.scopes.iter().any(|c| c.agent_id == agent) =>
+                    request.page_token = page.next_page_token,
+                other => break other,
+            }
+        };
+        let detail = format!("{stats:?}");
         self.check("vault_stats counts the agent's memories", stats.map(|s| s.scopes.iter()
             .any(|c| c.agent_id == agent && c.live == 5)), || detail);
         let scope = self.agent.clone();
