@@ -197,7 +197,7 @@ class Injector:
                           digest=self.signer.mac_of(result.block) or "", reply=result,
                           at_us=now)
         self.retriever.established(chosen_ids)  # the pinned order prefers these from now on
-        # State rows and the access record: one transaction, written after the reply.
+        # State rows, the reply and the access record: one transaction, before the reply.
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
