@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 from kernels.warmup import warm_up_all
 from sidecar import heap
 from sidecar.api.server_config import ServerConfig
+from sidecar.capture import Capture, Drain
+from sidecar.capture.repo import CaptureRepo
+from sidecar.capture.screen import Screen
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.embedding import Embedder
 from sidecar.embedding.models import ModelIdentity, identity, model_files, serving_files
@@ -125,6 +128,10 @@ class App:
         # reads [vault] on every write.
         vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault))
         state_writes = WriteBehind(db, name="injection-state")
+        capture_repo = CaptureRepo(db)
+        drain = Drain(capture_repo, memories, embedder)
+        capture = Capture(capture_repo, drain, Screen(live.map(lambda c: c.vault)),
+                          signer.is_block)
         injector = Injector(
             embedder=embedder, retriever=retriever, memories=repos.memories,
             config=live,
@@ -133,7 +140,10 @@ class App:
             signer=signer,
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
             trace=TraceRing(lambda: live.get().injection.trace_turns),
+            capture=capture,
         )
+        drain.start()  # with the captures a crash left pending
+        drain.wake()
         owners = ChannelOwners(db, injector.states)
         sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))
         sweeper.start()
@@ -179,6 +189,8 @@ class App:
             self.feed.close()
         self.sweeper.close()
         self.injector.close()  # the state and access writes queued behind replies
+        if self.injector.capture is not None:
+            self.injector.capture.drain.close()  # what is pending stays for the next start
         self.settings.close()
         stop = getattr(self.retriever, "close", None)
         if stop is not None:

@@ -89,17 +89,19 @@ class ChannelStates:
             self._channels.pop(channel_id, None)
 
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
-               also: Callable[[], None] | None = None) -> None:
-        """Record ``entry`` in memory and in SQLite (with ``also``, in the same transaction),
-        committed before this returns; a failed write leaves the memory copy as it was and
-        raises. SQLite mirrors the memory rows (loaded from it, changed only here), so its
-        prune runs only when the memory one dropped something."""
+               also: Callable[[], None] | None = None,
+               durable: Callable[[], None] | None = None) -> None:
+        """Record ``entry`` in memory and in SQLite (with ``also`` and ``durable``, in the same
+        transaction), committed before this returns; a failed write leaves the memory copy as
+        it was and raises. On a shared store ``also`` goes through the writer, ``durable``
+        stays in the turn's transaction. SQLite mirrors the memory rows (loaded from it,
+        changed only here), so its prune runs only when the memory one dropped something."""
         expect = state.turn
         before = state.copy()
         saved = rows_of(state, entry, state.record(entry, keep, depth))
         channel_id = state.channel_id
         if self.shared:
-            self._commit_shared(channel_id, saved, expect)
+            self._commit_shared(channel_id, saved, expect, durable)
             if also is not None:
                 self.writer.submit(also)
             return
@@ -108,13 +110,15 @@ class ChannelStates:
             self._settle(channel_id)  # a PruneHistory's view queued before this turn
             with self.repo.db.transaction():
                 self.repo.save(channel_id, saved)
-                if also is not None:
-                    also()
+                for write in (also, durable):
+                    if write is not None:
+                        write()
         except BaseException:
             state.restore(before)
             raise
 
-    def _commit_shared(self, channel_id: str, saved: Saved, expect: int) -> None:
+    def _commit_shared(self, channel_id: str, saved: Saved, expect: int,
+                       durable: Callable[[], None] | None = None) -> None:
         """ChannelMoved (nothing written) when another sidecar committed a turn of the
         channel since this copy was read: ``drop`` it and build again. While the store is
         away the memory copy serves and the commit waits here."""
@@ -122,7 +126,12 @@ class ChannelStates:
             if channel_id in self._held:
                 raise Unavailable("the channel's claim is not settled")
             self._reconcile()
-            self.repo.save(channel_id, saved, expect=expect)
+            if durable is None:
+                self.repo.save(channel_id, saved, expect=expect)
+            else:
+                with self.repo.db.transaction():
+                    self.repo.save(channel_id, saved, expect=expect)
+                    durable()
         except Unavailable:
             with self._deferred_lock:
                 self._deferred.append((channel_id, saved))

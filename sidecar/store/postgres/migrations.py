@@ -156,6 +156,25 @@ MIGRATIONS: list[str] = [
         dismissed_us BIGINT NOT NULL
     );
     """,
+    # 4: turns captured as memories (sidecar/capture; as SQLite's migration 7).
+    """
+    CREATE TABLE captures (
+        channel_id TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        agent_id   TEXT NOT NULL,
+        role       TEXT NOT NULL,
+        turn       BIGINT NOT NULL,
+        content    TEXT NOT NULL,
+        context    TEXT NOT NULL,
+        at_us      BIGINT NOT NULL,
+        memory_id  TEXT NOT NULL,
+        embedding  BYTEA,
+        outcome    TEXT NOT NULL DEFAULT '',
+        held       INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (channel_id, key)
+    );
+    CREATE INDEX captures_pending ON captures (outcome, at_us);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

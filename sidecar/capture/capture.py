@@ -1,0 +1,180 @@
+"""The hooks Inject and PruneHistory call: record a turn, hold back what the agent still
+sees, capture the assistant replies a history shows, forget a reset channel's view."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sidecar.capture.drain import Drain
+from sidecar.capture.modes import (
+    ALL,
+    ASSISTANT_ROLE,
+    CAPTURE_SOURCE,
+    OFF,
+    USER_ROLE,
+    assistant_key,
+    capture_id,
+    user_key,
+)
+from sidecar.capture.repo import CaptureRepo, Pending
+from sidecar.capture.screen import Screen
+from sidecar.errors import Unavailable
+from sidecar.records import MemoryDraft, MemoryType
+from sidecar.timing import now_us
+
+if TYPE_CHECKING:
+    from sidecar.injection.config import MemoryInjectionConfig
+    from sidecar.injection.history import Message
+    from sidecar.injection.types import Candidate
+
+log = logging.getLogger(__name__)
+
+# Channels whose latest message is remembered (the context of their next captured turn).
+MAX_CHANNELS = 4096
+IsBlock = Callable[[str], bool]
+
+
+class Capture:
+    def __init__(self, repo: CaptureRepo, drain: Drain, screen: Screen,
+                 is_block: IsBlock) -> None:
+        self.repo = repo
+        self.drain = drain
+        self.screen = screen
+        self.is_block = is_block
+        self.refused: Counter[str] = Counter()  # refused on the reply path, by reason
+        self._last: OrderedDict[str, str] = OrderedDict()  # channel -> latest message seen
+        self._lock = threading.Lock()
+
+    # --- Inject ---------------------------------------------------------------------------
+
+    def on_turn(self, agent_id: str, channel_id: str, text: str, turn: int, at_us: int,
+                query: np.ndarray | None, mode: str) -> Callable[[], None] | None:
+        """What the turn's transaction writes to capture it (None: nothing). ``query``: the
+        turn's query embedding, if Inject computed one (reused as its vector when it serves)."""
+        if mode == OFF:
+            return None
+        context = self._remember(channel_id, text)
+        draft = MemoryDraft(content=text, type=MemoryType.OBSERVATION, source=CAPTURE_SOURCE,
+                            channel_id=channel_id, agent_id=agent_id)
+        reason = self.screen.refusal(draft)
+        if reason:
+            self._refused(reason, channel_id, turn, USER_ROLE)
+            return None
+        key = user_key(turn, at_us)
+        row = Pending(channel_id, key, agent_id, USER_ROLE, turn, text, context, at_us,
+                      capture_id(agent_id, channel_id, key), query)
+
+        def write() -> None:
+            self._add([row])
+
+        return write
+
+    def visible(self, candidates: list[Candidate], channel_id: str, turn: int,
+                config: MemoryInjectionConfig) -> list[Candidate]:
+        """``candidates`` without the channel's captures its agent still has in view: while
+        a history sent to PruneHistory shows their text, or (an agent that does not prune)
+        for ``context_window_depth`` turns."""
+        if not any(c.memory.source == CAPTURE_SOURCE for c in candidates):
+            return candidates
+        since = 0 if config.history_pruned else turn - config.context_window_depth
+        held = self.repo.held_ids(channel_id, since)
+        if not held:
+            return candidates
+        return [c for c in candidates if c.memory.id not in held]
+
+    # --- PruneHistory ---------------------------------------------------------------------
+
+    def observe(self, agent_id: str, channel_id: str, kept: Sequence[Message], turn: int,
+                mode: str) -> None:
+        """A history of the channel: its captures no longer shown are released (except the
+        latest turn's), and with ``mode`` "all" the assistant replies not captured yet are."""
+        texts = [(m.role.name.lower(), m.content) for m in kept if not self.is_block(m.content)]
+        if texts:
+            self._remember(channel_id, texts[-1][1])
+        shown = "\n".join(content.strip() for _, content in texts)
+        with self.repo.db.transaction():
+            gone = [h.key for h in self.repo.held(channel_id)
+                    if h.turn < turn and h.content.strip() not in shown]
+            if gone:
+                self.repo.release(channel_id, gone)
+            if mode == ALL:
+                self._add(self._replies(agent_id, channel_id, texts, turn))
+
+    def _replies(self, agent_id: str, channel_id: str, texts: list[tuple[str, str]],
+                 turn: int) -> list[Pending]:
+        replies = [(i, content) for i, (role, content) in enumerate(texts)
+                   if role == ASSISTANT_ROLE and content.strip()]
+        keys = [assistant_key(content) for _, content in replies]
+        known = self.repo.known(channel_id, keys)
+        at = now_us()
+        rows: list[Pending] = []
+        for (i, content), key in zip(replies, keys, strict=True):
+            if key in known:
+                continue
+            known.add(key)
+            draft = MemoryDraft(content=content, type=MemoryType.OBSERVATION,
+                                source=CAPTURE_SOURCE, channel_id=channel_id,
+                                agent_id=agent_id)
+            reason = self.screen.refusal(draft)
+            if reason:  # recorded without its text, so it is judged once
+                self._refused(reason, channel_id, turn, ASSISTANT_ROLE)
+                rows.append(Pending(channel_id, key, agent_id, ASSISTANT_ROLE, turn, "", "",
+                                    at, "", None))
+                continue
+            context = texts[i - 1][1] if i else ""
+            rows.append(Pending(channel_id, key, agent_id, ASSISTANT_ROLE, turn, content,
+                                context, at, capture_id(agent_id, channel_id, key), None))
+        return rows
+
+    # --- ResetChannel ---------------------------------------------------------------------
+
+    def reset(self, channel_id: str) -> None:
+        """A new conversation: nothing of the old one is in its history any more."""
+        with self._lock:
+            self._last.pop(channel_id, None)
+        with self.repo.db.transaction():
+            self.repo.release_all(channel_id)
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _add(self, rows: list[Pending]) -> None:
+        """In the caller's transaction, in a savepoint: a failure loses the capture, never
+        the turn."""
+        if not rows:
+            return
+        try:
+            with self.repo.db.transaction():
+                for row in rows:
+                    if not row.memory_id:
+                        self.repo.add_refused(row)
+                    else:
+                        self.repo.add(row)
+        except Unavailable:
+            raise
+        except Exception:
+            self.refused["WRITE_FAILED"] += len(rows)
+            log.exception("capture not recorded (the turn is)",
+                          extra={"channel": rows[0].channel_id, "captures": len(rows)})
+            return
+        self.drain.wake()
+
+    def _remember(self, channel_id: str, text: str) -> str:
+        """Remember ``text`` as the channel's latest message; returns the one before."""
+        with self._lock:
+            before = self._last.pop(channel_id, "")
+            self._last[channel_id] = text
+            while len(self._last) > MAX_CHANNELS:
+                self._last.popitem(last=False)
+            return before
+
+    def _refused(self, reason: str, channel_id: str, turn: int, role: str) -> None:
+        self.refused[reason] += 1
+        log.info("capture refused", extra={"reason": reason, "channel": channel_id,
+                                           "turn": turn, "role": role,
+                                           "refused": self.refused[reason]})
