@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from memsidecar.v1 import vault_pb2
 
 TOTALS = ("live", "forgotten", "history_rows", "db_size_bytes", "register_topics",
-          "max_memories_per_scope")
-PER_SCOPE = ("live", "forgotten", "canon", "registers")
+          "max_memories_per_scope", "captured")
+PER_SCOPE = ("live", "forgotten", "canon", "registers", "captured")
 
 
 def add(parser: argparse.ArgumentParser) -> None:

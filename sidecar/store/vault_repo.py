@@ -53,12 +53,14 @@ class VaultRepo:
 
     def visible_tier(self, agent_id: str, tier: Tier, order: str, limit: int) -> list[Memory]:
         """Live memories of a tier visible to an agent (shared + its own), REGISTERs only
-        with a topic. ``order``: 'importance' or 'recent'."""
+        with a topic, captured turns (source "capture") never. ``order``: 'importance' or
+        'recent'."""
         keys = "importance DESC, updated_at DESC" if order == "importance" else "updated_at DESC"
         topic = " AND topic_id != ''" if tier == Tier.REGISTER else ""
         rows = self.db.execute(
             f"SELECT {COLUMNS} FROM memories WHERE forgotten = 0 AND tier = ? "
-            f"AND agent_id IN ('', ?){topic} ORDER BY {keys}, seq DESC LIMIT ?",
+            f"AND agent_id IN ('', ?) AND source != 'capture'{topic} "
+            f"ORDER BY {keys}, seq DESC LIMIT ?",
             (int(tier), agent_id, limit),
         )
         return [row_to_memory(r) for r in rows]
@@ -92,6 +94,12 @@ class VaultRepo:
             "GROUP BY agent_id, tier, type, forgotten ORDER BY agent_id, tier, type, forgotten"
         )
         return [(r[0], int(r[1]), int(r[2]), bool(r[3]), int(r[4])) for r in rows]
+
+    def live_by_source(self, source: str) -> dict[str, int]:
+        """Live memories written with ``source``, per scope."""
+        return {str(r[0]): int(r[1]) for r in self.db.execute(
+            "SELECT agent_id, count(*) FROM memories WHERE source = ? AND forgotten = 0 "
+            "GROUP BY agent_id", (source,))}
 
     def register_topics(self) -> int:
         row = self.db.query_one(

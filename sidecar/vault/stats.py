@@ -24,6 +24,7 @@ class ScopeCount:
     forgotten: int
     canon: int  # live CANON memories
     registers: int  # live REGISTER memories
+    captured: int = 0  # live captured memories (source "capture"), also in live and canon
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,10 @@ class VaultStatistics:
     max_memories_per_scope: int  # 0 = unlimited
     scopes: tuple[ScopeCount, ...]
     groups: tuple[GroupCount, ...]
+    captured: int = 0  # live captured memories in all scopes, also in live
+
+
+CAPTURE_SOURCE = "capture"  # sidecar.capture's (a lower layer does not import it)
 
 
 def vault_stats(repos: Repositories, max_per_scope: int) -> VaultStatistics:
@@ -47,6 +52,7 @@ def vault_stats(repos: Repositories, max_per_scope: int) -> VaultStatistics:
         GroupCount(a, Tier(t), MemoryType(ty), live, gone)
         for (a, t, ty), (live, gone) in sorted(groups.items())
     )
+    captured = vault.live_by_source(CAPTURE_SOURCE)
     scopes: dict[str, list[int]] = {}
     for g in group_counts:
         s = scopes.setdefault(g.agent_id, [0, 0, 0, 0])
@@ -63,6 +69,8 @@ def vault_stats(repos: Repositories, max_per_scope: int) -> VaultStatistics:
         db_size_bytes=repos.db.size_bytes(),
         register_topics=vault.register_topics(),
         max_memories_per_scope=max_per_scope,
-        scopes=tuple(ScopeCount(a, *v) for a, v in sorted(scopes.items())),
+        scopes=tuple(ScopeCount(a, v[0], v[1], v[2], v[3], captured.get(a, 0))
+                     for a, v in sorted(scopes.items())),
         groups=group_counts,
+        captured=sum(captured.values()),
     )

@@ -12,6 +12,7 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
 from tests.test_cli import free_port, spawn, wait_serving
+from tests.waiting import wait_for
 
 FACTS = ("The staging database runs on host db-7 in the Frankfurt region",
          "Deploys to production happen on Tuesdays after the standup",
@@ -55,6 +56,35 @@ def test_retried_turn_after_kill_9_returns_the_same_block(tmp_path: Path) -> Non
             assert again.block == first.block
             assert again.turn == first.turn == turn
             assert [i.id for i in again.items] == [i.id for i in first.items]
+        channel.close()
+    finally:
+        kill(proc)
+
+
+def captures(store: store_pb2_grpc.MemoryStoreStub) -> list[str]:
+    listed = store.ListMemories(s.ListMemoriesRequest(agent_id="ops", source="capture"))
+    return sorted(x.content for x in listed.memories)
+
+
+def test_a_capture_of_an_acknowledged_turn_survives_kill_9(tmp_path: Path) -> None:
+    """The capture rides on the turn's own transaction: killed at once after each reply, the
+    restarted sidecar still writes every acknowledged turn's memory, each once."""
+    data = tmp_path / "served"
+    data.mkdir()
+    (data / "memsidecar.toml").write_text('[defaults.memory_injection]\ncapture = "user"\n')
+    proc, target = serve(data)
+    try:
+        channel = wait_serving(target, proc)
+        for turn in range(1, KILLS + 1):
+            injection_pb2_grpc.MemoryInjectionStub(channel).Inject(inj.InjectRequest(
+                agent_id="ops", channel_id="c", turn=turn, text=FACTS[turn - 1]))
+            kill(proc)
+            channel.close()
+            proc, target = serve(data)
+            channel = wait_serving(target, proc)
+            store = store_pb2_grpc.MemoryStoreStub(channel)
+            wait_for(lambda: len(captures(store)) >= turn)  # noqa: B023 (called in this turn)
+            assert captures(store) == sorted(FACTS[:turn])
         channel.close()
     finally:
         kill(proc)

@@ -21,9 +21,11 @@ def show(ctx: Ctx) -> Response:
     stats = ctx.services.vault.stats()
     scopes = " · ".join(link(url("/vault", scope=s.agent_id), s.agent_id or "(shared)")
                         for s in stats.scopes)
-    counts = table(("Scope", "Live", "Forgotten", "Canon", "Registers"),
+    counts = table(("Scope", "Live", "Forgotten", "Canon", "Registers", "Captured"),
                    ([e(s.agent_id or "(shared)"), str(s.live), str(s.forgotten), str(s.canon),
-                     str(s.registers)] for s in stats.scopes), "The store is empty.")
+                     str(s.registers), link(url("/memories", agent=s.agent_id,
+                                                source="capture"), str(s.captured))]
+                    for s in stats.scopes), "The store is empty.")
     summary = (f"<p>{stats.live} live, {stats.forgotten} forgotten, {stats.history_rows} "
                f"history rows, database {stats.db_size_bytes / 1e6:.1f} MB.</p>")
     dismissed = ctx.services.dismissed.keys()

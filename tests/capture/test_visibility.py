@@ -1,0 +1,66 @@
+"""A captured turn is not injected into its own channel while the agent still has it in view
+(its text in the history sent to PruneHistory, or for an agent that does not prune,
+context_window_depth turns); in the agent's other channels it is recallable at once."""
+
+from __future__ import annotations
+
+from memsidecar.v1 import injection_pb2 as inj
+from memsidecar.v1 import memory_pb2 as m
+from memsidecar.v1 import store_pb2 as s
+
+from tests.capture.conftest import Serve
+from tests.capture.test_capture import AGENT, captured, inject
+from tests.conftest import Running
+
+SAID = "My sister Ana lives in Porto and works as a night nurse at the city hospital"
+ASKED = ("Where does my sister Ana live and work?", "Which city is Ana in, and what is her job?",
+         "Remind me what Ana does for a living and where", "Ana's city and job again?")
+OTHER = ("The staging database runs on host db-7", "Deploys happen on Thursdays",
+         "The cat's name is Miso", "Standup is at 9:30 every weekday")
+
+
+def start(serve: Serve, **fields: object) -> tuple[Running, str]:
+    live = serve(capture="user", **fields)
+    for text in OTHER:  # a background for the relevance floors
+        live.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+            content=text, type=m.MEMORY_TYPE_FACT, agent_id=AGENT)))
+    inject(live, SAID, channel="c1", turn=1)
+    [memory] = captured(live)
+    return live, memory.id
+
+
+def prune(live: Running, *texts: str) -> None:
+    messages = [inj.Message(role=inj.ROLE_USER if n % 2 == 0 else inj.ROLE_ASSISTANT,
+                            content=text) for n, text in enumerate(texts)]
+    live.injection.PruneHistory(inj.PruneHistoryRequest(agent_id=AGENT, channel_id="c1",
+                                                        messages=messages))
+
+
+def ids(reply: inj.InjectResponse) -> list[str]:
+    return [item.id for item in reply.items]
+
+
+def test_held_in_its_channel_while_in_the_history_then_recalled(serve: Serve) -> None:
+    live, captured_id = start(serve)
+    assert captured_id in ids(inject(live, ASKED[0], channel="c2", turn=1))  # at once there
+    prune(live, SAID, "How lovely, Porto is a beautiful city.")
+    assert captured_id not in ids(inject(live, ASKED[1], channel="c1", turn=2))
+    prune(live, SAID, "How lovely, Porto is a beautiful city.", ASKED[1], "She is in Porto.")
+    assert captured_id not in ids(inject(live, ASKED[2], channel="c1", turn=3))
+    # The agent's compactor replaced the early turns with its own summary.
+    prune(live, "(summary) We talked about family.", ASKED[2], "She is a nurse.")
+    assert captured_id in ids(inject(live, ASKED[3], channel="c1", turn=4))
+
+
+def test_an_agent_that_does_not_prune_sees_it_for_the_window_depth(serve: Serve) -> None:
+    live, captured_id = start(serve, history_pruned=False, context_window_depth=2)
+    assert captured_id not in ids(inject(live, ASKED[0], channel="c1", turn=2))
+    assert captured_id not in ids(inject(live, ASKED[1], channel="c1", turn=3))
+    assert captured_id in ids(inject(live, ASKED[2], channel="c1", turn=4))
+
+
+def test_a_reset_channel_no_longer_holds_it(serve: Serve) -> None:
+    live, captured_id = start(serve)
+    assert captured_id not in ids(inject(live, ASKED[0], channel="c1", turn=2))
+    live.injection.ResetChannel(inj.ResetChannelRequest(agent_id=AGENT, channel_id="c1"))
+    assert captured_id in ids(inject(live, ASKED[1], channel="c1", turn=1))
