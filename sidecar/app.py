@@ -164,6 +164,7 @@ class App:
             queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
             reembed=reembed.progress if reembed is not None else lambda: (0, 0),
+            captures=capture.outcomes,
         ))
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,

@@ -51,6 +51,10 @@ class Capture:
         self._last: OrderedDict[str, str] = OrderedDict()  # channel -> latest message seen
         self._lock = threading.Lock()
 
+    def outcomes(self) -> dict[str, int]:
+        """Captures since start by outcome (stored, deduplicated, or a refusal's reason)."""
+        return dict(self.drain.outcomes + self.refused)
+
     # --- Inject ---------------------------------------------------------------------------
 
     def on_turn(self, agent_id: str, channel_id: str, text: str, turn: int, at_us: int,
