@@ -1,0 +1,165 @@
+"""The README's agent loop replayed against a real sidecar, for the conversation benches.
+
+``served(data_dir)`` runs ``memsidecar serve`` over a data dir and yields a client;
+``AgentLoop`` drives one channel as the README's loop does (PruneHistory keeping 3 blocks ->
+Inject -> block, question, then the given reply) and tells what the model has in view;
+``config_text`` merges a ``--config`` file over a bench's defaults; ``append_block`` appends
+stamped rows (date, commit, CPU flags, config) to a results table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from memsidecar_client import Client, MemsidecarError, message
+
+from bench.replay_longmemeval import free_port, sidecar_process
+from bench.results import stamp
+from sidecar.retrieval.vector.adaptive import open_vector_index
+from sidecar.retrieval.vector.config import VectorConfig
+from sidecar.store.db import Database
+from sidecar.store.repos import Repositories
+
+MAX_KEEP = 3  # blocks the history keeps, the incoming one included (the README's loop)
+
+
+def save_index(data_dir: Path) -> None:
+    """Build and save the store's hnsw index (when it has none), so every run's sidecar
+    loads it rather than searching exactly while it builds one in the background."""
+    if (data_dir / "vectors.hnsw").exists():
+        return
+    db = Database(data_dir / "memsidecar.sqlite3")
+    index = open_vector_index(data_dir, Repositories.open(db).memories, VectorConfig(), 384,
+                              wait=True)
+    index.close()  # saves DATA_DIR/vectors.hnsw when the index is in use
+    db.close()
+
+
+def config_text(extra: Path | None, max_total: int,
+                base: dict[str, Any] | None = None) -> str:
+    """The sidecar's config file: ``base`` and ``max_total`` under
+    ``[defaults.memory_injection]``, with the file ``extra`` merged over them (its keys win)."""
+    data: dict[str, Any] = tomllib.loads(extra.read_text(encoding="utf-8")) if extra else {}
+    for section, keys in (base or {}).items():
+        for key, value in keys.items():
+            data.setdefault(section, {}).setdefault(key, value)
+    injection = data.setdefault("defaults", {}).setdefault("memory_injection", {})
+    injection.setdefault("max_total", max_total)
+    return tomlkit.dumps(data)
+
+
+def block_words(block: str) -> int:
+    """Words of the block's item lines, without the prefix, section headers, marker line and
+    each line's ``[Type]`` tag."""
+    count = 0
+    for line in block.splitlines():
+        if not line or (line.startswith("[") and line.endswith("]")):
+            continue
+        count += len(re.sub(r"^\[[^\]]*\]\s*", "", line).split())
+    return count
+
+
+@dataclass
+class Seen:
+    """One turn as the model sees it: its block's items, the items of the blocks the pruned
+    history still holds, the block's words, the client-side Inject time."""
+
+    own: set[str]
+    held: set[str]
+    words: int
+    inject_ms: float
+
+
+class AgentLoop:
+    """The README's agent loop on one channel, with the gold answer as the model's reply;
+    ``prepend`` > 0: the client itself puts that many earlier question/answer pairs before
+    the question in Inject's text (the naive client-side alternative, for comparison)."""
+
+    def __init__(self, client: Client, channel: str, agent: str,
+                 prepend: int = 0) -> None:
+        self.client, self.channel, self.agent = client, channel, agent
+        self.prepend = prepend
+        self.history = [message("system", "You answer questions.")]
+        self.blocks: list[tuple[int, set[str]]] = []  # (history index, item ids) per block
+        self.exchanges: list[str] = []  # "question\nanswer" per earlier turn
+
+    def turn(self, question: str, answer: str) -> Seen:
+        pruned = self.client.prune_history(self.history, max_keep=MAX_KEEP,
+                                           channel_id=self.channel, agent_id=self.agent)
+        removed = set(pruned.removed_indices)
+        self.blocks = [(i - sum(r < i for r in removed), ids) for i, ids in self.blocks
+                       if i not in removed]
+        self.history = list(pruned.messages)
+        start = time.perf_counter()
+        earlier = self.exchanges[-self.prepend:] if self.prepend else []
+        reply = self.client.inject("\n".join([*earlier, question]), channel_id=self.channel,
+                                   agent_id=self.agent, source="user")
+        spent = (time.perf_counter() - start) * 1000
+        own = {item.id for item in reply.items}
+        held = set().union(*(ids for _, ids in self.blocks))
+        if reply.block:
+            self.blocks.append((len(self.history), own))
+            self.history.append(message("user", reply.block))
+        self.history.append(message("user", question))
+        self.history.append(message("assistant", answer))
+        self.exchanges.append(f"{question}\n{answer}")
+        return Seen(own, held, block_words(reply.block), spent)
+
+
+@contextlib.contextmanager
+def served(data_dir: Path, timeout_s: float = 5.0) -> Iterator[Client]:
+    """A client of a ``memsidecar serve`` process over ``data_dir``; when the sidecar fails
+    (e.g. it rejects the config file), the end of its log goes to stderr."""
+    target = f"127.0.0.1:{free_port()}"
+    try:
+        with sidecar_process(data_dir, target), Client(target, timeout_s=timeout_s) as client:
+            yield client
+    except (RuntimeError, MemsidecarError):
+        log = data_dir / "sidecar.log"
+        if log.exists():
+            print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
+        raise
+
+
+def cpu_flags() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    return " ".join(sorted(set(re.findall(r"\bavx[\w]*", text)))) or "none"
+
+
+STAMP_HEADER = " date | commit | CPU flags | config |"
+
+
+def flat(toml: str) -> str:
+    """``section.key=value`` pairs of a config file, for a results row."""
+    def walk(prefix: str, value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [p for k, v in value.items() for p in walk(f"{prefix}{k}.", v)]
+        return [f"{prefix[:-1]}={value}"]
+    return " ".join(walk("", tomllib.loads(toml)))
+
+
+def append_block(path: Path, title: str, header: str, lines: list[str], toml: str) -> str:
+    """Append the rows, each stamped with the date, commit, CPU flags and config, to a
+    results file that starts with the table's header; returns the stamp cells."""
+    meta = stamp()
+    cells = f" {meta['date']} | {meta['commit']} | {cpu_flags()} | {flat(toml)} |"
+    first, rule = header.split("\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text(f"# {title}\n\n{first}{STAMP_HEADER}\n{rule}---|---|---|---|\n",
+                        encoding="utf-8")
+    with path.open("a", encoding="utf-8") as out:
+        out.write("".join(f"{line}{cells}\n" for line in lines))
+    return cells
