@@ -12,6 +12,7 @@ from sidecar.capture import CAPTURE_SOURCE
 from sidecar.injection.types import Abandoned, InjectRequest
 from tests.capture.conftest import Serve
 from tests.conftest import Running
+from tests.waiting import wait_for
 
 AGENT = "ops"
 TURN = "The staging database moved to host db-7 in Frankfurt last Tuesday"
@@ -112,3 +113,19 @@ def test_a_duplicate_turn_resolves_to_the_memory_it_repeats(serve: Serve) -> Non
     inject(live, channel="c2", turn=1)
     assert len(captured(live)) == 1
     assert sorted(str(r[4]) for r in rows(live)) == ["deduplicated", "stored"]
+
+
+def test_a_capture_left_pending_is_written_at_the_next_start(serve: Serve) -> None:
+    """The drain stopped (as a crash would leave it): the turn's record waits in the store,
+    and the next start writes it."""
+    live = serve(capture="user")
+    capture = live.server.app.injector.capture
+    assert capture is not None
+    capture.drain.close()
+    inject(live)
+    assert [str(r[4]) for r in rows(live)] == [""]  # pending, with the turn
+    live.close()
+    live = serve(capture="user")
+    wait_for(lambda: len(live.store.ListMemories(s.ListMemoriesRequest(  # no flush: the start
+        agent_id=AGENT, source=CAPTURE_SOURCE)).memories) == 1)          # drains it
+    assert [x.content for x in captured(live)] == [TURN]
