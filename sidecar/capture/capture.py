@@ -102,13 +102,13 @@ class Capture:
         if texts:
             self._remember(channel_id, texts[-1][1])
         shown = "\n".join(content.strip() for _, content in texts)
-        with self.repo.db.transaction():
-            gone = [h.key for h in self.repo.held(channel_id)
-                    if h.turn < turn and h.content.strip() not in shown]
-            if gone:
+        gone = [h.key for h in self.repo.held(channel_id)
+                if h.turn < turn and h.content.strip() not in shown]
+        replies = self._replies(agent_id, channel_id, texts, turn) if mode == ALL else []
+        if gone or replies:  # a history that changes nothing writes nothing
+            with self.repo.db.transaction():
                 self.repo.release(channel_id, gone)
-            if mode == ALL:
-                self._add(self._replies(agent_id, channel_id, texts, turn))
+                self._add(replies)
 
     def _replies(self, agent_id: str, channel_id: str, texts: list[tuple[str, str]],
                  turn: int) -> list[Pending]:
