@@ -48,7 +48,8 @@ class Capture:
         self.screen = screen
         self.is_block = is_block
         self.refused: Counter[str] = Counter()  # refused on the reply path, by reason
-        self._last: OrderedDict[str, str] = OrderedDict()  # channel -> latest message seen
+        # channel -> the latest message seen: (its turn, -1 = a history's; text; the one before)
+        self._last: OrderedDict[str, tuple[int, str, str]] = OrderedDict()
         self._lock = threading.Lock()
 
     def outcomes(self) -> dict[str, int]:
@@ -63,7 +64,7 @@ class Capture:
         turn's query embedding, if Inject computed one (reused as its vector when it serves)."""
         if mode == OFF:
             return None
-        context = self._remember(channel_id, text)
+        context = self._remember(channel_id, text, turn)
         draft = MemoryDraft(content=text, type=MemoryType.OBSERVATION, source=CAPTURE_SOURCE,
                             channel_id=channel_id, agent_id=agent_id)
         reason = self.screen.refusal(draft)
@@ -100,7 +101,7 @@ class Capture:
         latest turn's), and with ``mode`` "all" the assistant replies not captured yet are."""
         texts = [(m.role.name.lower(), m.content) for m in kept if not self.is_block(m.content)]
         if texts:
-            self._remember(channel_id, texts[-1][1])
+            self._remember(channel_id, texts[-1][1], -1)
         shown = "\n".join(content.strip() for _, content in texts)
         gone = [h.key for h in self.repo.held(channel_id)
                 if h.turn < turn and h.content.strip() not in shown]
@@ -168,11 +169,16 @@ class Capture:
             return
         self.drain.wake()
 
-    def _remember(self, channel_id: str, text: str) -> str:
-        """Remember ``text`` as the channel's latest message; returns the one before."""
+    def _remember(self, channel_id: str, text: str, turn: int) -> str:
+        """Remember ``text`` as the channel's latest message; returns the one before (a user
+        turn built again, e.g. after another sidecar committed the channel first, keeps
+        its own)."""
         with self._lock:
-            before = self._last.pop(channel_id, "")
-            self._last[channel_id] = text
+            last = self._last.pop(channel_id, None)
+            before = "" if last is None else last[1]
+            if last is not None and turn >= 0 and last[0] >= 0 and last[1] == text:
+                before = last[2]
+            self._last[channel_id] = (turn, text, before)
             while len(self._last) > MAX_CHANNELS:
                 self._last.popitem(last=False)
             return before

@@ -9,6 +9,7 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
 from sidecar.capture import CAPTURE_SOURCE
+from sidecar.embedding import Embedder
 from sidecar.injection.types import Abandoned, InjectRequest
 from tests.capture.conftest import Serve
 from tests.conftest import Running
@@ -129,3 +130,19 @@ def test_a_capture_left_pending_is_written_at_the_next_start(serve: Serve) -> No
     wait_for(lambda: len(live.store.ListMemories(s.ListMemoriesRequest(  # no flush: the start
         agent_id=AGENT, source=CAPTURE_SOURCE)).memories) == 1)          # drains it
     assert [x.content for x in captured(live)] == [TURN]
+
+
+def test_a_turn_is_indexed_with_the_message_before_it(serve: Serve, embedder: Embedder) -> None:
+    """The block shows the turn; its vector is the turn followed by what it answers."""
+    live = serve(capture="user")
+    inject(live, "Where did we have that great ramen?", turn=1)
+    live.injection.PruneHistory(inj.PruneHistoryRequest(agent_id=AGENT, channel_id="c1", messages=[
+        inj.Message(role=inj.ROLE_USER, content="Where did we have that great ramen?"),
+        inj.Message(role=inj.ROLE_ASSISTANT, content="Was it at Ichiran, near the station?")]))
+    inject(live, "Yes, last Tuesday!", turn=2)
+    found = {x.content: x.id for x in captured(live)}
+    vector = live.server.app.memories.memories.embedding(found["Yes, last Tuesday!"])
+    expected = embedder.embed(["Yes, last Tuesday!\nWas it at Ichiran, near the station?"])[0]
+    alone = embedder.embed(["Yes, last Tuesday!"])[0]
+    assert vector is not None
+    assert float(vector @ expected) > 0.999 and float(vector @ alone) < 0.99
