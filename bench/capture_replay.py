@@ -12,14 +12,19 @@ every question is asked as that agent: ``Search`` (limit 10) and ``Inject`` on a
 and the evidence turns' recall is scored at turn and session level.
 
 Variants: ``off`` (capture off: the latency baseline), ``user`` and ``all``, each with the
-captured turn's vector from the turn followed by the message before it (``pair``, the default)
-or from the turn alone (``turn``: the user turn's query embedding reused).
+captured turn's vector from the turn alone (``turn``, the default: the user turn's query
+embedding reused) or from the turn followed by the message before it (``pair``). After its
+last turn each session's history goes to ``PruneHistory`` once more (as the agent's next turn
+would send it), so ``all`` sees the last reply too. The servers share one process: their
+Inject latencies include the others' background work, and the capture servers' stores grow
+with the captures while the ``off`` store stays empty; ``bench.durable_turn --capture`` has
+capture's own cost on the reply path.
 
 Reported: recall per variant; memories captured per turn (after the gates) and the outcomes;
 Inject p50/p99 per variant; store growth per 1,000 turns (database file, after a checkpoint);
 injections of a captured turn into its own channel while it was in the history (must be 0).
 
-Run:  .venv/bin/python -m bench.capture_replay [--questions 500] [--index pair,turn]
+Run:  .venv/bin/python -m bench.capture_replay [--questions 500] [--index turn,pair]
 """
 
 from __future__ import annotations
@@ -83,7 +88,7 @@ class Variant:
 
 
 def serve(root: Path, name: str, embedder: Embedder, capture: str = "off",
-          index: str = "pair") -> Variant:
+          index: str = "turn") -> Variant:
     data_dir = root / name
     config = Config(defaults=MemoryInjectionConfig(capture=capture))
     settings = ConfigStore(data_dir / CONFIG_FILENAME, config, None)
@@ -123,6 +128,9 @@ def replay(variants: list[Variant], sessions: dict[str, list[Turn]]) -> int:
             order = variants[(n + k) % len(variants):] + variants[:(n + k) % len(variants)]
             for v in order:
                 _step(v, sid, k + 1, user, reply)
+        for v in variants:  # the history of the session's end (the agent's next turn's)
+            v.injection.PruneHistory(inj.PruneHistoryRequest(
+                agent_id=AGENT, channel_id=sid, messages=v.history.get(sid, [])))
     return user_turns
 
 
@@ -233,8 +241,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=500,
                         help="the first N questions of the oracle set (and their sessions)")
-    parser.add_argument("--index", default="pair,turn",
-                        help="captured turns' vectors: pair (with the message before), turn")
+    parser.add_argument("--index", default="turn",
+                        help="captured turns' vectors, comma-separated: turn (alone, the "
+                             "default), pair (followed by the message before it)")
     args = parser.parse_args()
     data = load_oracle()
     qs = questions(data[: args.questions])

@@ -64,7 +64,7 @@ class Capture:
         turn's query embedding, if Inject computed one (reused as its vector when it serves)."""
         if mode == OFF:
             return None
-        context = self._remember(channel_id, text, turn)
+        context = self._remember(channel_id, text, turn) if self.drain.index == "pair" else ""
         draft = MemoryDraft(content=text, type=MemoryType.OBSERVATION, source=CAPTURE_SOURCE,
                             channel_id=channel_id, agent_id=agent_id)
         reason = self.screen.refusal(draft)
@@ -132,7 +132,7 @@ class Capture:
                 rows.append(Pending(channel_id, key, agent_id, ASSISTANT_ROLE, turn, "", "",
                                     at, "", None))
                 continue
-            context = texts[i - 1][1] if i else ""
+            context = texts[i - 1][1] if i and self.drain.index == "pair" else ""
             rows.append(Pending(channel_id, key, agent_id, ASSISTANT_ROLE, turn, content,
                                 context, at, capture_id(agent_id, channel_id, key), None))
         return rows

@@ -1,5 +1,6 @@
 """Rows of ``captures``: a turn to capture (pending until the drain writes it, its text then
-erased from the row) and whether its text is still in the channel's history (``held``)."""
+erased from the row unless the near-duplicate gate resolved it to another memory) and
+whether its text is still in the channel's history (``held``)."""
 
 from __future__ import annotations
 
@@ -85,8 +86,11 @@ class CaptureRepo:
             return self.settle(row, outcome)
 
     def mark(self, row: Pending, outcome: str, memory_id: str) -> None:
-        self.db.execute("UPDATE captures SET outcome = ?, memory_id = ? WHERE channel_id = ? "
-                        "AND key = ?", (outcome, memory_id, row.channel_id, row.key))
+        """A turn resolved to another memory: it keeps its own text (the hold compares it
+        with the history; no memory carries it)."""
+        self.db.execute("UPDATE captures SET outcome = ?, memory_id = ?, content = ? WHERE "
+                        "channel_id = ? AND key = ?",
+                        (outcome, memory_id, row.content, row.channel_id, row.key))
 
     def held_ids(self, channel_id: str, min_turn: int) -> set[str]:
         """Memories of the channel's captures held back there (turn >= ``min_turn``)."""

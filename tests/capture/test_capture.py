@@ -132,9 +132,15 @@ def test_a_capture_left_pending_is_written_at_the_next_start(serve: Serve) -> No
     assert [x.content for x in captured(live)] == [TURN]
 
 
-def test_a_turn_is_indexed_with_the_message_before_it(serve: Serve, embedder: Embedder) -> None:
-    """The block shows the turn; its vector is the turn followed by what it answers."""
+@pytest.mark.parametrize("index", ["turn", "pair"])
+def test_a_turn_is_indexed_alone_or_with_the_message_before_it(
+        serve: Serve, embedder: Embedder, index: str) -> None:
+    """The block shows the turn; its vector is the turn's own (Inject's query embedding,
+    the default) or, with the "pair" index, the turn followed by what it answers."""
     live = serve(capture="user")
+    capture = live.server.app.injector.capture
+    assert capture is not None
+    capture.drain.index = index
     inject(live, "Where did we have that great ramen?", turn=1)
     live.injection.PruneHistory(inj.PruneHistoryRequest(agent_id=AGENT, channel_id="c1", messages=[
         inj.Message(role=inj.ROLE_USER, content="Where did we have that great ramen?"),
@@ -142,7 +148,8 @@ def test_a_turn_is_indexed_with_the_message_before_it(serve: Serve, embedder: Em
     inject(live, "Yes, last Tuesday!", turn=2)
     found = {x.content: x.id for x in captured(live)}
     vector = live.server.app.memories.memories.embedding(found["Yes, last Tuesday!"])
-    expected = embedder.embed(["Yes, last Tuesday!\nWas it at Ichiran, near the station?"])[0]
-    alone = embedder.embed(["Yes, last Tuesday!"])[0]
+    pair = embedder.embed(["Yes, last Tuesday!\nWas it at Ichiran, near the station?"])[0]
+    alone = embedder.embed_query("Yes, last Tuesday!")
     assert vector is not None
-    assert float(vector @ expected) > 0.999 and float(vector @ alone) < 0.99
+    expected, other = (alone, pair) if index == "turn" else (pair, alone)
+    assert float(vector @ expected) > 0.999 and float(vector @ other) < 0.99

@@ -64,3 +64,21 @@ def test_a_reset_channel_no_longer_holds_it(serve: Serve) -> None:
     assert captured_id not in ids(inject(live, ASKED[0], channel="c1", turn=2))
     live.injection.ResetChannel(inj.ResetChannelRequest(agent_id=AGENT, channel_id="c1"))
     assert captured_id in ids(inject(live, ASKED[1], channel="c1", turn=1))
+
+
+def test_a_turn_resolved_to_another_memory_holds_that_memory(serve: Serve) -> None:
+    """The near-duplicate gate resolves a turn to a memory said elsewhere: that memory is held
+    back in the turn's channel while the turn's own text is in its history."""
+    live = serve(capture="user")
+    for text in OTHER:
+        live.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+            content=text, type=m.MEMORY_TYPE_FACT, agent_id=AGENT)))
+    inject(live, SAID + ".", channel="c2", turn=1)
+    inject(live, SAID, channel="c1", turn=1)
+    [memory] = captured(live)  # one memory: the second turn resolved to the first
+    assert memory.content == SAID + "."
+    inject(live, "The weather is lovely today", channel="c1", turn=2)
+    prune(live, SAID, "How lovely, Porto is a beautiful city.", "The weather is lovely today",
+          "Enjoy the sun!")
+    assert memory.id not in ids(inject(live, ASKED[0], channel="c1", turn=3))
+    assert memory.id in ids(inject(live, ASKED[1], channel="c3", turn=1))
