@@ -88,7 +88,11 @@ class Capture:
         if not any(c.memory.source == CAPTURE_SOURCE for c in candidates):
             return candidates
         since = 0 if config.history_pruned else turn - config.context_window_depth
-        held = self.repo.held_ids(channel_id, since)
+        try:
+            held = self.repo.held_ids(channel_id, since)
+        except Unavailable:  # a shared store away: none of the channel's own captures
+            return [c for c in candidates if not (c.memory.source == CAPTURE_SOURCE
+                                                  and c.memory.channel_id == channel_id)]
         if not held:
             return candidates
         return [c for c in candidates if c.memory.id not in held]
@@ -98,7 +102,16 @@ class Capture:
     def observe(self, agent_id: str, channel_id: str, kept: Sequence[Message], turn: int,
                 mode: str) -> None:
         """A history of the channel: its captures no longer shown are released (except the
-        latest turn's), and with ``mode`` "all" the assistant replies not captured yet are."""
+        latest turn's), and with ``mode`` "all" the assistant replies not captured yet are.
+        A shared store away skips it (the next history says it again)."""
+        try:
+            self._observe(agent_id, channel_id, kept, turn, mode)
+        except Unavailable as err:
+            log.warning("store away: the history's captures are not updated",
+                        extra={"channel": channel_id, "error": err.message})
+
+    def _observe(self, agent_id: str, channel_id: str, kept: Sequence[Message], turn: int,
+                 mode: str) -> None:
         texts = [(m.role.name.lower(), m.content) for m in kept if not self.is_block(m.content)]
         if texts:
             self._remember(channel_id, texts[-1][1], -1)
