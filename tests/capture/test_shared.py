@@ -13,11 +13,14 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.capture import CAPTURE_SOURCE
 from sidecar.embedding import Embedder
+from sidecar.errors import Unavailable
 from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.injection.history import Message, Role
 from sidecar.injection.types import InjectRequest
 from sidecar.store.config import StoreConfig
 from sidecar.store.memories import ListQuery
 from tests.conftest import settings_for
+from tests.pg.cluster import Cluster
 from tests.waiting import wait_for
 
 PLACES = ["Lisbon", "Porto", "Braga", "Faro", "Coimbra", "Aveiro", "Evora", "Sintra"]
@@ -78,3 +81,39 @@ def test_two_sidecars_capture_each_turn_once(pair: tuple[App, App]) -> None:
     stored = sum(app.injector.capture.drain.outcomes["stored"]  # type: ignore[union-attr]
                  for app in pair)
     assert stored == len(texts)  # each written by one sidecar only
+
+
+def test_a_store_outage_never_fails_a_call_through_capture(config: ServerConfig,
+                                                          embedder: Embedder) -> None:
+    """PostgreSQL stopped: Inject keeps serving from memory (its own channel's captures left
+    out) and PruneHistory keeps answering; the captures of the turns served meanwhile are
+    lost with their deferred state, never written twice."""
+    cluster = Cluster()
+    cluster.start()
+    app = None
+    try:
+        app = open_capturing(config, "a", embedder, cluster.new_database())
+        said = "We spent the summer of 2015 in Faro"
+        app.injector.inject(InjectRequest("ops", "c1", said))
+        app.injector.capture.drain.flush()  # type: ignore[union-attr]
+        assert captured(app) == [said]
+        cluster.stop()
+        reply = app.injector.inject(InjectRequest("ops", "c1", "Where did we spend 2015?"))
+        assert reply.turn == 2 and not any(i.memory.content == said for i in reply.items)
+        history = [Message(Role.USER, said), Message(Role.ASSISTANT, "Faro, in the Algarve.")]
+        assert app.injector.observe("c1", history, 3, "ops") == []
+        cluster.start(cluster.port)
+        wait_for(lambda: _answers(app))
+        assert captured(app) == [said]
+    finally:
+        if app is not None:
+            app.close()
+        cluster.remove()
+
+
+def _answers(app: App) -> bool:
+    try:
+        app.db.execute("SELECT 1")
+    except Unavailable:
+        return False
+    return True
