@@ -100,4 +100,5 @@ def test_pii_scan(benchmark: pytest.FixtureRequest) -> None:
 @pytest.mark.parametrize("n", [1_000, 5_000])
 def test_consolidation_scan(benchmark: pytest.FixtureRequest, n: int) -> None:
     vectors = unit(np.random.default_rng(2), n)
-    benchmark.pedantic(similar_pairs, args=(vectors, 0.85), rounds=3)  # type: ignore[attr-defined]
+    benchmark.pedantic(similar_pairs, args=(vectors, 0.85, 100),  # type: ignore[attr-defined]
+                       rounds=3)

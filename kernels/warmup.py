@@ -5,13 +5,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from kernels import bm25, dedup, diversity, graph_walk, pool, pool_fusion, rrf, score_fusion
+from kernels import (
+    bm25,
+    dedup,
+    diversity,
+    graph_walk,
+    pairs,
+    pool,
+    pool_fusion,
+    rrf,
+    score_fusion,
+)
 
 WARM_UPS: dict[str, Callable[[], object]] = {
     "bm25": bm25.warm_up,
     "dedup": dedup.warm_up,
     "diversity": diversity.warm_up,
     "graph_walk": graph_walk.warm_up,
+    "pairs": pairs.warm_up,
     "pool": pool.warm_up,
     "pool_fusion": pool_fusion.warm_up,
     "rrf": rrf.warm_up,

@@ -7,20 +7,23 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernels.warmup import warm_up_all
 from sidecar import heap
 from sidecar.api.server_config import ServerConfig
+from sidecar.auth.tokens import TOKENS_FILENAME
 from sidecar.capture import Capture, Drain
 from sidecar.capture.repo import CaptureRepo
 from sidecar.capture.screen import Screen
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
+from sidecar.disk import DiskFaults
 from sidecar.embedding import Embedder
 from sidecar.embedding.models import ModelIdentity, identity, model_files, serving_files
-from sidecar.files import private_dir
+from sidecar.errors import StorageFault
+from sidecar.files import private_dir, remove_stale_temps
 from sidecar.injection import Injector
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.marker import BlockSigner
@@ -34,10 +37,13 @@ from sidecar.memory.service import MemoryService
 from sidecar.metrics.registry import Metrics, Sources
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.hybrid import HybridRetriever
+from sidecar.retrieval.lexical import persist as lexical_persist
 from sidecar.retrieval.lexical.persist import POSTINGS_FILE
+from sidecar.retrieval.vector import persist as vector_persist
 from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector_index
 from sidecar.store.backend import open_store
 from sidecar.store.contract import SqlStore
+from sidecar.store.db import Database
 from sidecar.store.lock import DataDirLock
 from sidecar.store.model_repo import MODEL_KEY
 from sidecar.store.repos import Repositories
@@ -67,6 +73,7 @@ class App:
     vectors: AdaptiveVectorIndex | None = None
     reembed: ReEmbed | None = None  # a switch to the configured model, in progress
     feed: ChangeFeed | None = None  # PostgreSQL: other sidecars' writes, followed
+    faults: DiskFaults = field(default_factory=DiskFaults)  # writes the disk refused
 
     @property
     def live(self) -> Live[Config]:
@@ -95,8 +102,10 @@ class App:
         if settings is None:  # no --config: DATA_DIR/memsidecar.toml if it exists, else defaults
             settings = ConfigStore.open(Path(config.data_dir) / CONFIG_FILENAME)
         settings.pin_server(config)
+        _remove_stale_temps(Path(config.data_dir), settings.path)
+        faults = settings.faults = DiskFaults()  # one record for the data dir's every file
         live = settings.live()
-        db = open_store(settings.current.store, config.db_path)
+        db = open_store(settings.current.store, config.db_path, faults)
         private_dir(config.data_dir)  # the new database file: its WAL and shm take its mode
         signer = BlockSigner.open(Path(config.data_dir))  # the data dir's secret
         repos = Repositories.open(db, page_key=signer.derive("page-token"))
@@ -106,7 +115,10 @@ class App:
             embedder = _serving_embedder(stored, wanted, config)
         target = identity(wanted, embedder.max_tokens)
         if stored != target and repos.memories.count() == 0:
-            repos.models.swap(target.to_json())  # nothing to re-embed
+            try:
+                repos.models.swap(target.to_json())  # nothing to re-embed
+            except StorageFault:
+                pass  # the disk refuses writes (logged): the next start records the model
             if embedder.files.sha256 != target.sha256:
                 embedder.adopt(_embedder(wanted, config))
             stored = target
@@ -158,18 +170,20 @@ class App:
             extra={"db": str(config.db_path), "memories": memories.memories.count(),
                    "elapsed_ms": round((time.perf_counter() - start) * 1000, 1)},
         )
-        metrics = Metrics(Sources(
+        metrics = _metrics(faults, Sources(
             memories=retriever.live.snapshot, vector_index=vectors.stats,
             bm25=lambda: (retriever.lexical.segment_count, len(retriever.lexical)),
             queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
             reembed=reembed.progress if reembed is not None else lambda: (0, 0),
             captures=capture.outcomes,
-        ))
+        ), agent_series=config.http.metrics_agents)
+        _check_writable(db, faults)
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
             lock=lock, metrics=metrics, vectors=vectors, reembed=reembed, feed=feed,
+            faults=faults,
         )
 
     def warm_up(self) -> None:
@@ -198,9 +212,45 @@ class App:
             stop()  # the retrieval worker thread
         if self.vectors is not None:
             self.vectors.close()  # saves the hnsw index when it changed
+        self.faults.close()
         self.db.close()
         self.lock.release()
         heap.unfreeze()
+
+
+def _remove_stale_temps(data_dir: Path, config_file: Path) -> None:
+    """The temp files a crash (kill -9, power loss) left behind our atomic writes."""
+    remove_stale_temps(data_dir, atomic=(config_file, data_dir / TOKENS_FILENAME), fixed=(
+        *lexical_persist.temp_paths(data_dir / POSTINGS_FILE),
+        *vector_persist.temp_paths(data_dir / vector_persist.INDEX_FILE)))
+
+
+def _metrics(faults: DiskFaults, sources: Sources, agent_series: int) -> Metrics:
+    """The registry, counting the disk's refusals from start-up on."""
+    metrics = Metrics(sources, agent_series=agent_series)
+    for reason, refused in faults.counts.items():
+        metrics.disk_refusals.labels(reason).inc(refused)
+    faults.on_refusal.append(lambda reason: metrics.disk_refusals.labels(reason).inc())
+    return metrics
+
+
+def _check_writable(db: SqlStore, faults: DiskFaults) -> None:
+    """SQLite: try a write that changes nothing, then again every few seconds while the disk
+    refuses writes. Said loudly when it does at start (reads are served, writes resume once
+    the disk takes them)."""
+    if isinstance(db, Database):
+        faults.probe = db.probe
+        try:
+            db.probe()
+        except StorageFault as fault:
+            faults.refused(fault, counted=False)
+        else:
+            faults.accepted()
+        faults.watch()
+    if faults.current is not None:
+        log.warning("READ-ONLY: the data dir refuses writes; reads are served, writes are "
+                    "refused until it takes them again: %s", faults.current.message,
+                    extra={"reason": faults.current.reason, "path": faults.current.path})
 
 
 def _stored_model(repos: Repositories) -> ModelIdentity | None:

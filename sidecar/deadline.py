@@ -34,3 +34,10 @@ def ensure_alive() -> None:
         raise DeadlineExceeded(
             "the call's deadline passed or it was cancelled before its write was committed; "
             "nothing was written", reason="NOT_COMMITTED")
+
+
+def ensure_waited_for(work: str) -> None:
+    """Raise DeadlineExceeded when the caller is gone, so a long read stops early."""
+    if not alive():
+        raise DeadlineExceeded(
+            f"the call's deadline passed or it was cancelled; {work} stopped", reason="STOPPED")

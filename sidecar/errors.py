@@ -48,3 +48,21 @@ class DeadlineExceeded(DomainError):
 
 class Unavailable(DomainError):
     default_reason = "UNAVAILABLE"
+
+
+class StorageFault(DomainError):
+    """A write the disk refused: the data dir is full or not writable. ``path`` names the file
+    or directory written; reads keep being served (``sidecar.disk``)."""
+
+    def __init__(self, message: str, *, path: str = "", reason: str | None = None,
+                 field: str = "") -> None:
+        super().__init__(message, reason=reason, field=field)
+        self.path = path
+
+
+class DiskFull(StorageFault, ResourceExhausted):
+    default_reason = "DISK_FULL"  # ENOSPC, EDQUOT, SQLITE_FULL
+
+
+class NotWritable(StorageFault, FailedPrecondition):
+    default_reason = "NOT_WRITABLE"  # EROFS, EACCES, EPERM, SQLITE_READONLY

@@ -168,3 +168,18 @@ class EdgeGraph:
                     frontier[other] = f
         ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:limit]
         return [s for s, _ in ranked], [score for _, score in ranked]
+
+
+def top_pairs(vectors: np.ndarray, floor: float, limit: int) -> list[tuple[int, int, float]]:
+    """Every pair i < j with its cosine (float64 dot rounded to float32) >= floor (as float32),
+    sorted by (-cosine, i, j), cut at ``limit``."""
+    bound = float(np.float32(floor))
+    pairs = []
+    for i in range(len(vectors)):
+        for j in range(i + 1, len(vectors)):
+            cosine = float(np.float32(np.dot(vectors[i].astype(np.float64),
+                                             vectors[j].astype(np.float64))))
+            if cosine >= bound:
+                pairs.append((i, j, cosine))
+    pairs.sort(key=lambda p: (-p[2], p[0], p[1]))
+    return pairs[:limit]

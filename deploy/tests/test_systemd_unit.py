@@ -43,7 +43,7 @@ def test_unit_is_hardened(tmp_path: Path, wheel_venv: Path) -> None:
     for setting in ("Type=notify", "DynamicUser=yes", "StateDirectory=memsidecar",
                     "ProtectSystem=strict", "ProtectHome=yes", "NoNewPrivileges=yes",
                     "PrivateTmp=yes", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
-                    "SystemCallFilter=@system-service"):
+                    "SystemCallFilter=@system-service", "LimitNOFILE=65536"):
         assert f"\n{setting}\n" in text, setting
     done = subprocess.run([analyze(), "security", "--offline=true",
                            f"--threshold={MAX_EXPOSURE}", str(local_copy(tmp_path, wheel_venv))],

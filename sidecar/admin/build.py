@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sidecar import __version__
 from sidecar.admin.context import Services
+from sidecar.admin.csrf import Csrf, data_dir_key
 from sidecar.admin.dismissed import Dismissed
 from sidecar.admin.handler import Serve, serve_with
 from sidecar.admin.instance import Instance
@@ -39,5 +40,6 @@ def admin_site(app: App, tokens: TokenStore | None, grpc_listen: str) -> Serve |
     instance = Instance(data_dir=str(Path(config.data_dir).resolve()), grpc_listen=grpc_listen,
                         version=__version__, model=app.settings.current.embedding.model,
                         auth=tokens is not None)
-    return serve_with(AdminSite(services, Sessions(tokens), listen.rpartition(":")[0], instance,
+    sessions = Sessions(tokens, Csrf(data_dir_key(Path(config.data_dir))))
+    return serve_with(AdminSite(services, sessions, listen.rpartition(":")[0], instance,
                                 app.metrics.count_admin))

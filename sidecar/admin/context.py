@@ -1,11 +1,11 @@
-"""What the pages work with: the App's domain services, and the request's session."""
+"""What the pages work with: the App's domain services, the request, and a CSRF token for
+its forms."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from sidecar.admin.dismissed import Dismissed
-from sidecar.admin.session import Session
 from sidecar.admin.suggestions import SuggestionCache
 from sidecar.admin.web import Request
 from sidecar.config.store import ConfigStore
@@ -32,8 +32,4 @@ class Ctx:
 
     services: Services
     request: Request
-    session: Session
-
-    @property
-    def csrf(self) -> str:
-        return self.session.csrf
+    csrf: str  # the hidden field of every form the page shows

@@ -1,4 +1,7 @@
-"""The admin site on the HTTP endpoint's handler: request in, response out, safe headers."""
+"""The admin site on the HTTP endpoint's handler: request in, response out, safe headers.
+
+The endpoint has checked the request's size and read its body (``sidecar.metrics.bounded``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ from urllib.parse import urlsplit
 from sidecar.admin.site import AdminSite
 from sidecar.admin.web import Request, Response, parse_cookies, parse_pairs
 
-MAX_FORM_BYTES = 64 * 1024
 HEADERS = (
     ("Content-Security-Policy",
      "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action 'self'; "
@@ -20,29 +22,22 @@ HEADERS = (
     ("Cache-Control", "no-store"),
 )
 
-Serve = Callable[[BaseHTTPRequestHandler, str], None]
+Serve = Callable[[BaseHTTPRequestHandler, str, bytes], None]
 
 
 def serve_with(site: AdminSite) -> Serve:
-    """A function answering one request of ``handler`` (GET or POST) from ``site``."""
+    """A function answering one request of ``handler`` (GET or POST, with its body) from
+    ``site``."""
 
-    def serve(handler: BaseHTTPRequestHandler, method: str) -> None:
-        request = _request(handler, method)
-        response = Response(413, "form too large\n", "text/plain") if request is None \
-            else site.handle(request)
-        _write(handler, response)
+    def serve(handler: BaseHTTPRequestHandler, method: str, body: bytes) -> None:
+        _write(handler, site.handle(_request(handler, method, body)))
 
     return serve
 
 
-def _request(handler: BaseHTTPRequestHandler, method: str) -> Request | None:
+def _request(handler: BaseHTTPRequestHandler, method: str, body: bytes) -> Request:
     parts = urlsplit(handler.path)
-    form: dict[str, str] = {}
-    if method == "POST":
-        size = int(handler.headers.get("Content-Length") or 0)
-        if size > MAX_FORM_BYTES:
-            return None
-        form = parse_pairs(handler.rfile.read(size).decode("utf-8", "replace"))
+    form = parse_pairs(body.decode("utf-8", "replace")) if method == "POST" else {}
     return Request(method=method, path=parts.path, query=parse_pairs(parts.query), form=form,
                    cookies=parse_cookies(handler.headers.get("Cookie", "")),
                    host=handler.headers.get("Host", ""),

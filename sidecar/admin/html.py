@@ -29,6 +29,8 @@ text-align:left;vertical-align:top}th{background:#eef1f5}.num{text-align:right}
 .tag{display:inline-block;padding:0 .4em;border-radius:3px;background:#eef1f5}
 .over{font-weight:700;color:#9a4b00}.turn{background:#fff;border:1px solid #dde1e8;
 padding:.5em .8em;margin:.8em 0}input[type=text],select{padding:.2em}
+details.turn{padding:.2em .8em;margin:.4em 0}details.turn>summary{margin:0;color:inherit;
+white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 """
 
 

@@ -1,42 +1,42 @@
-"""Browser sessions of the admin page: login with the operator token, cookie, CSRF token.
+"""Browser sessions of the admin page: login with the operator token, cookie, CSRF check.
 
-A session is a random id in an HttpOnly, SameSite=Strict cookie, mapped in memory to its CSRF
-token and expiry; the operator token itself is never put in a cookie. With authentication off
-every visitor gets a session on first sight (it carries the CSRF token); with it on, only a
-successful login creates one. A POST must carry its session's CSRF token in the form and, when
-the browser sends an Origin, come from the page's own origin. Sessions end at logout, after
-``SESSION_S``, or at a restart.
+With authentication on, a successful login creates a session: a random id in an HttpOnly,
+SameSite=Strict cookie, mapped in memory to its expiry; the operator token itself is never put
+in a cookie. With it off there are no sessions at all: a visit leaves nothing on the server.
+Every form carries a stateless CSRF token (``sidecar.admin.csrf``; bound to the session when
+there is one), and a POST must carry a valid one and, when the browser sends an Origin, come
+from the page's own origin. Sessions end at logout, after ``SESSION_S``, or at a restart.
 """
 
 from __future__ import annotations
 
-import hmac
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from sidecar.admin.csrf import Csrf
 from sidecar.admin.web import Request
 from sidecar.auth.tokens import TokenStore
 
 COOKIE = "memsidecar_admin"
 SESSION_S = 12 * 3600
-MAX_SESSIONS = 1000
+MAX_SESSIONS = 1000  # operator logins kept; the oldest goes first
 
 
 @dataclass(frozen=True, slots=True)
 class Session:
     sid: str
-    csrf: str
     expires: float
 
 
 class Sessions:
-    def __init__(self, tokens: TokenStore | None) -> None:
+    def __init__(self, tokens: TokenStore | None, csrf: Csrf) -> None:
         self.tokens = tokens  # None: authentication off
+        self.csrf = csrf
         self._lock = threading.Lock()
-        self._live: OrderedDict[str, Session] = OrderedDict()
+        self._live: OrderedDict[str, Session] = OrderedDict()  # in expiry order
 
     @property
     def auth(self) -> bool:
@@ -52,16 +52,19 @@ class Sessions:
         return found
 
     def login(self, token: str) -> Session | None:
-        """A new session for the operator token; None for any other token."""
-        if self.tokens is None:
-            return self.open()
-        who = self.tokens.verify(token.strip()) if token.strip() else None
-        return self.open() if who is not None and who.operator else None
+        """A new session for the operator token; None for any other token (and with
+        authentication off, where there are no sessions)."""
+        if self.tokens is None or not token.strip():
+            return None
+        who = self.tokens.verify(token.strip())
+        return self._open() if who is not None and who.operator else None
 
-    def open(self) -> Session:
-        session = Session(secrets.token_urlsafe(24), secrets.token_urlsafe(24),
-                          time.monotonic() + SESSION_S)
+    def _open(self) -> Session:
+        now = time.monotonic()
+        session = Session(secrets.token_urlsafe(24), now + SESSION_S)
         with self._lock:
+            while self._live and next(iter(self._live.values())).expires < now:
+                self._live.popitem(last=False)
             self._live[session.sid] = session
             while len(self._live) > MAX_SESSIONS:
                 self._live.popitem(last=False)
@@ -71,6 +74,18 @@ class Sessions:
         with self._lock:
             self._live.pop(request.cookies.get(COOKIE, ""), None)
 
+    def token(self, session: Session | None) -> str:
+        """A CSRF token for the forms of a page shown to ``session``."""
+        return self.csrf.issue(session.sid if session else "")
+
+    def form_ok(self, request: Request, session: Session | None) -> bool:
+        """The form's CSRF token is valid for ``session``, and the Origin (if sent) is this
+        page's own."""
+        if request.origin and request.origin not in (f"http://{request.host}",
+                                                     f"https://{request.host}"):
+            return False
+        return self.csrf.check(request.form.get("csrf", ""), session.sid if session else "")
+
 
 def cookie(session: Session | None) -> tuple[str, str]:
     """The Set-Cookie header of a session (None: clears it)."""
@@ -78,14 +93,6 @@ def cookie(session: Session | None) -> tuple[str, str]:
         return ("Set-Cookie", f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict")
     return ("Set-Cookie", f"{COOKIE}={session.sid}; Path=/; Max-Age={SESSION_S}; HttpOnly; "
                           "SameSite=Strict")
-
-
-def csrf_ok(request: Request, session: Session) -> bool:
-    """The form's token is the session's, and the Origin (if sent) is this page's own."""
-    if request.origin and request.origin not in (f"http://{request.host}",
-                                                 f"https://{request.host}"):
-        return False
-    return hmac.compare_digest(request.form.get("csrf", ""), session.csrf)
 
 
 def host_ok(host: str, listen_host: str) -> bool:

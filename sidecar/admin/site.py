@@ -18,7 +18,7 @@ from sidecar.admin.pages import (
     settings_page,
     vault_page,
 )
-from sidecar.admin.session import Sessions, cookie, csrf_ok, host_ok
+from sidecar.admin.session import Sessions, cookie, host_ok
 from sidecar.admin.web import Request, Response, redirect
 from sidecar.errors import DomainError
 
@@ -63,6 +63,8 @@ class AdminSite:
         if not self.sessions.auth and not host_ok(request.host, self.listen_host):
             return Response(421, "this admin page answers to its loopback address only\n",
                             "text/plain; charset=utf-8")
+        if request.path in ("/login", "/logout") and not self.sessions.auth:
+            return redirect("/")  # no login without authentication: no session to open
         if request.path == "/login":
             return login_page.handle(request, self.sessions)
         if request.path == "/logout":
@@ -72,19 +74,12 @@ class AdminSite:
         if route is None:
             return page("Not found", "<p>No such page. <a href='/'>Home</a></p>", status=404)
         session = self.sessions.current(request)
-        fresh: tuple[str, str] | None = None
-        if session is None:
-            if self.sessions.auth:
-                return redirect("/login")
-            session = self.sessions.open()
-            fresh = cookie(session)
-        if request.method == "POST" and not csrf_ok(request, session):
+        if session is None and self.sessions.auth:
+            return redirect("/login")
+        if request.method == "POST" and not self.sessions.form_ok(request, session):
             return page("Refused", "<p>This form is stale or came from another site; reload "
                         "the page and try again.</p>", status=403)
-        response = self._run(route, Ctx(self.services, request, session))
-        if fresh is not None:
-            response.headers.append(fresh)
-        return response
+        return self._run(route, Ctx(self.services, request, self.sessions.token(session)))
 
     def _run(self, route: Page, ctx: Ctx) -> Response:
         try:

@@ -2,7 +2,8 @@
 
 Both scans compare every pair of a scope's vectors: seconds of CPU for a scope of thousands.
 The page shows when its lists were computed and offers a recompute; an accept or a dismiss
-from the page drops the scope's lists so the next view is fresh.
+from the page drops the scope's lists so the next view is fresh. The lists of at most
+``SCOPES_HELD`` scopes are kept, so views of many scopes cannot grow the cache.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sidecar.vault.hygiene import DeletionCandidate, SimilarPair
 
 TTL_S = 300.0
 PAIRS = 50
+SCOPES_HELD = 16  # the least recently computed scope's lists go first
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,10 @@ class SuggestionCache:
             if fresh or held is None or time.monotonic() - held.computed > TTL_S:
                 held = Suggestions(self.vault.consolidation_candidates(scope, None, PAIRS),
                                    self.vault.propose_deletions(scope), time.monotonic())
-                self._held[scope] = held
+                self._held.pop(scope, None)
+                self._held[scope] = held  # most recently computed last
+                while len(self._held) > SCOPES_HELD:
+                    del self._held[next(iter(self._held))]
             return held
 
     def drop(self, scope: str) -> None:

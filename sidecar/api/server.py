@@ -35,6 +35,7 @@ from sidecar.api.vault_servicer import VaultServicer
 from sidecar.api.workers import Workers
 from sidecar.app import App
 from sidecar.auth.config import TlsConfig
+from sidecar.auth.tls import read_tls
 from sidecar.auth.tokens import TokenStore
 from sidecar.files import FILE_MODE
 from sidecar.metrics.http import MetricsHttp, bind_http
@@ -48,7 +49,9 @@ SERVICE_NAMES = (
     settings_pb2.DESCRIPTOR.services_by_name["Settings"].full_name,
     vault_pb2.DESCRIPTOR.services_by_name["Vault"].full_name,
 )
-STORE_HEALTH = "memsidecar.store"  # a shared store's connection (PostgreSQL backend only)
+# The store takes writes: PostgreSQL's connection, SQLite's disk (NOT_SERVING while full or
+# read-only; reads keep being served).
+STORE_HEALTH = "memsidecar.store"
 
 
 class Server:
@@ -143,17 +146,19 @@ class Server:
         log.info("serving", extra={"listen": self.listen, "port": self.port})
 
     def _watch_store(self) -> None:
-        """A shared store: ``memsidecar.store`` follows its connection (the rest keeps
-        serving from memory while it is away)."""
-        feed = self.app.feed
-        if feed is None:
-            return
-
-        def report(connected: bool) -> None:
-            self.health.set(STORE_HEALTH, health_pb2.HealthCheckResponse.SERVING if connected
+        """``memsidecar.store`` follows a shared store's connection, else whether the data
+        dir takes writes (the rest keeps serving meanwhile)."""
+        def report(writable: bool) -> None:
+            self.health.set(STORE_HEALTH, health_pb2.HealthCheckResponse.SERVING if writable
                             else health_pb2.HealthCheckResponse.NOT_SERVING)
-        feed.on_status = report
-        report(feed.connected)
+        feed = self.app.feed
+        if feed is not None:
+            feed.on_status = report
+            report(feed.connected)
+            return
+        faults = self.app.faults
+        faults.listeners.append(lambda fault: report(fault is None))
+        report(faults.current is None)
 
     def stop(self, grace: float | None = None) -> None:
         """Stop taking calls, let in-flight calls finish within ``grace``, close the app."""
@@ -170,15 +175,10 @@ class Server:
 
 def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
     """TLS from PEM files; with ``client_ca``, clients must present a certificate it signed."""
-    if not (tls.cert and tls.key):
-        raise OSError("[server.tls] needs both cert and key")
-    try:
-        pair = (Path(tls.key).read_bytes(), Path(tls.cert).read_bytes())
-        ca = Path(tls.client_ca).read_bytes() if tls.client_ca else None
-    except OSError as err:
-        raise OSError(f"[server.tls]: cannot read {err.filename}: {err.strerror}") from err
-    return grpc.ssl_server_credentials([pair], root_certificates=ca,
-                                       require_client_auth=ca is not None)
+    files = read_tls(tls)
+    return grpc.ssl_server_credentials([(files.key, files.cert)],
+                                       root_certificates=files.client_ca,
+                                       require_client_auth=files.client_ca is not None)
 
 
 def create_server(app: App, listen: str | None = None) -> Server:

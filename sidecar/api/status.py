@@ -24,6 +24,9 @@ CODES: dict[type[errors.DomainError], grpc.StatusCode] = {
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
     errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
+    # The disk refused a write: full (wait for space) or not writable (an operator must act).
+    errors.DiskFull: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.NotWritable: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 F = TypeVar("F", bound=Callable[..., Any])

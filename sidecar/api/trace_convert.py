@@ -43,6 +43,10 @@ def _turn(turn: TraceTurn) -> injection_pb2.TraceTurn:
         query_chars=turn.query_chars, skip_reason=turn.skip_reason,
         injected=[_item(i) for i in turn.injected], dropped=[_drop(d) for d in turn.dropped],
         dropped_omitted=turn.dropped_omitted, elapsed_us=turn.elapsed_us,
+        context=[injection_pb2.ContextTurn(turn=t, terms_weight=terms, vector_weight=vector,
+                                           reply=reply)
+                 for t, terms, vector, reply in turn.context.turns],
+        context_similarity=turn.context.similarity, context_gate=turn.context.gate,
     )
 
 

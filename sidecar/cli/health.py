@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from sidecar.api.server_config import DEFAULT_LISTEN
+from sidecar.cli import args as types
 
 SERVING, NOT_SERVING, UNREACHABLE = 0, 1, 2
 
@@ -18,11 +19,10 @@ def add(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__
     parser.add_argument("--addr", default=DEFAULT_LISTEN,
                         help=f"HOST:PORT or unix:PATH (default {DEFAULT_LISTEN})")
-    parser.add_argument("--timeout", type=float, default=5.0,
-                        help="seconds to wait for the answer (default 5)")
+    types.add_timeout(parser, 5.0, "to wait for the answer")
     parser.add_argument("--service", default="",
                         help="a service name (default: the server as a whole)")
-    parser.add_argument("--log-level", default="WARNING")
+    types.add_log_level(parser)
     parser.set_defaults(run=run)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sidecar.cli import remote
+from sidecar.cli.args import integer
 
 if TYPE_CHECKING:
     from memsidecar.v1 import store_pb2
@@ -40,8 +41,8 @@ class Summary:
 def add(parser: argparse.ArgumentParser) -> None:
     remote.add_options(parser)
     parser.add_argument("file", help="FILE.jsonl, or - for standard input")
-    parser.add_argument("--batch-size", type=int, default=MAX_BATCH,
-                        help=f"items per acknowledged batch, 1..{MAX_BATCH}")
+    parser.add_argument("--batch-size", type=integer(1, MAX_BATCH), default=MAX_BATCH,
+                        help=f"items per acknowledged batch, 1..{MAX_BATCH} (default {MAX_BATCH})")
     remote.add_progress_flag(parser)
     parser.set_defaults(run=run)
 
@@ -63,9 +64,6 @@ def parse(lines: Iterable[str]) -> Lines:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 1 <= args.batch_size <= MAX_BATCH:
-        print(f"memsidecar import: --batch-size must be 1..{MAX_BATCH}", file=sys.stderr)
-        return 2
     from memsidecar_client import MemsidecarError, RetryPolicy
 
     # A sidecar restarting (model load, index) may take a while: keep resending for ~1 minute.

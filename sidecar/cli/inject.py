@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TextIO
 
 from sidecar.cli import remote
+from sidecar.cli.args import UINT64_MAX, integer
 from sidecar.story import FLOOR_SHOWN, best_first, plural, split_drops
 
 if TYPE_CHECKING:
@@ -26,8 +27,8 @@ def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--channel", required=True, help="the conversation's channel id")
     parser.add_argument("--agent", default="", help="the agent taking the turn")
     parser.add_argument("--source", default="user", help="where the text came from")
-    parser.add_argument("--turn", type=int, default=0,
-                        help="the turn number (default: the channel's next)")
+    parser.add_argument("--turn", type=integer(0, UINT64_MAX), default=0,
+                        help="the turn number (default 0: the channel's next)")
     parser.set_defaults(run=run)
 
 
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
                     names[memory_id] = ""
             return short(names[memory_id], memory_id)
 
-        show_trace(reply.turn, trace, excerpt, sys.stdout)
+        show_trace(reply.turn, trace, excerpt, sys.stdout, reply.stats.below_min_score)
     return 0
 
 
@@ -65,7 +66,8 @@ def short(content: str, memory_id: str) -> str:
 def show(reply: injection_pb2.InjectResponse, out: TextIO) -> None:
     """The block as the agent receives it, then the turn's counts."""
     if reply.skip_reason:
-        print(f"turn {reply.turn}: nothing injected ({reply.skip_reason})", file=out)
+        print(f"turn {reply.turn}: nothing injected ({reply.skip_reason}); "
+              f"{reason_counts(reply.stats)}", file=out)
         return
     print(reply.block, file=out)
     print(f"\nturn {reply.turn}: {plural(len(reply.items), 'memory', 'memories')} injected, "
@@ -73,9 +75,10 @@ def show(reply: injection_pb2.InjectResponse, out: TextIO) -> None:
 
 
 def show_trace(turn: int, trace: injection_pb2.GetInjectionTraceResponse, excerpt: Excerpt,
-               out: TextIO) -> None:
-    """Injected, held back (and why), then the floor's best cuts, each highest score first.
-    Says so when the trace is off (`[injection] trace_turns = 0`)."""
+               out: TextIO, below: int) -> None:
+    """Injected, held back (and why), then the floor's best cuts, each highest score first,
+    the rest of the ``below`` floor cuts counted. Says so when the trace is off
+    (`[injection] trace_turns = 0`)."""
     from memsidecar.v1 import injection_pb2
 
     traced = [t for t in trace.turns if t.turn == turn]
@@ -89,13 +92,12 @@ def show_trace(turn: int, trace: injection_pb2.GetInjectionTraceResponse, excerp
     for dropped in held:
         print(f"  held back  {excerpt(dropped.id)}  {reason(dropped, excerpt)}  "
               f"cosine {dropped.cosine:.3f}  score {dropped.score:.4f}", file=out)
-    for dropped in cut[:FLOOR_SHOWN]:
+    shown = cut[:FLOOR_SHOWN]
+    for dropped in shown:
         print(f"  floor      {excerpt(dropped.id)}  cosine {dropped.cosine:.3f}  "
               f"score {dropped.score:.4f}", file=out)
-    more = len(cut) - FLOOR_SHOWN + traced[0].dropped_omitted
-    if more > 0:
-        print(f"  ... {plural(more, 'more memory', 'more memories')} below the floor",
-              file=out)
+    if below > len(shown):
+        print(f"  ... {below - len(shown)} more of the {below} below the floor", file=out)
 
 
 def reason(dropped: injection_pb2.DroppedItem, excerpt: Excerpt) -> str:
@@ -122,7 +124,9 @@ def why(item: injection_pb2.TracedItem) -> str:
 
 
 def reason_counts(stats: injection_pb2.InjectStats) -> str:
-    """What the candidates became: deduplicated, dropped by the budget."""
-    return (f"{plural(stats.candidates, 'candidate')}, {stats.deduped_by_id} already in view, "
+    """The candidates (pinned, and search hits that passed the relevance floor) and what
+    became of those not injected; then the hits the floor cut."""
+    return (f"{plural(stats.candidates, 'candidate')} ({stats.deduped_by_id} already in view, "
             f"{plural(stats.deduped_semantic, 'near-duplicate')}, "
-            f"{stats.dropped_by_budget} over budget")
+            f"{stats.dropped_by_budget} over budget); "
+            f"{plural(stats.below_min_score, 'search hit')} below the relevance floor")

@@ -6,23 +6,34 @@ from __future__ import annotations
 import argparse
 
 from sidecar.api.server_config import DEFAULT_DATA_DIR
+from sidecar.cli.args import add_log_level
 
 
 def add_config(config: argparse.ArgumentParser) -> None:
     config_sub = config.add_subparsers(dest="config_command", required=True)
-    checker = config_sub.add_parser("check", help="validate FILE, print the effective config")
+    checker = config_sub.add_parser(
+        "check", help="validate FILE and run every start-up check that needs neither the "
+        "network nor the data dir; print the effective config")
     checker.add_argument("file")
-    checker.add_argument("--log-level", default="WARNING")
+    checker.add_argument("--listen", help="check as serve --listen ADDR would start")
+    checker.add_argument("--http-listen", metavar="HOST:PORT",
+                         help="check as serve --http-listen would start ('' = off)")
+    checker.add_argument("--data-dir", help="as serve --data-dir")
+    add_log_level(checker)
     documenter = config_sub.add_parser(
         "docs", help="print the configuration reference (Markdown, docs/configuration.md)")
-    documenter.add_argument("--log-level", default="WARNING")
+    add_log_level(documenter)
     config.set_defaults(run=_config)
 
 
 def _config(args: argparse.Namespace) -> int:
-    from sidecar.config.startup import check, docs
+    if args.config_command == "check":
+        from sidecar.cli import config_check
 
-    return check(args.file) if args.config_command == "check" else docs()
+        return config_check.run(args)
+    from sidecar.config.startup import docs
+
+    return docs()
 
 
 def add_token(token: argparse.ArgumentParser) -> None:
@@ -36,7 +47,7 @@ def add_token(token: argparse.ArgumentParser) -> None:
     revoke.add_argument("id")
     for command in (add, listing, revoke):
         command.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
-        command.add_argument("--log-level", default="WARNING")
+        add_log_level(command)
     token.set_defaults(run=_token)
 
 

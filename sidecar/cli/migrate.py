@@ -13,6 +13,8 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sidecar.cli.args import add_log_level
+
 if TYPE_CHECKING:
     from sidecar.store.contract import SqlStore
 
@@ -27,7 +29,7 @@ def add(migrate: argparse.ArgumentParser) -> None:
                               "MEMSIDECAR_STORE_DSN)")
     migrate.add_argument("--append", action="store_true",
                          help="add to a target that already holds memories")
-    migrate.add_argument("--log-level", default="WARNING")
+    add_log_level(migrate)
     migrate.set_defaults(run=run)
 
 

@@ -9,6 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from sidecar.api.server_config import DEFAULT_LISTEN
+from sidecar.cli import args as types
 
 if TYPE_CHECKING:  # the client (gRPC) is imported when a command connects, not to parse
     from memsidecar_client import Client
@@ -22,9 +23,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help=f"the sidecar: HOST:PORT or unix:PATH (default {DEFAULT_LISTEN})")
     parser.add_argument("--token", default=os.environ.get(TOKEN_ENV, ""),
                         help=f"bearer token when [server.auth] is on (default ${TOKEN_ENV})")
-    parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds each call may take (default 30)")
-    parser.add_argument("--log-level", default="WARNING")
+    types.add_timeout(parser, 30.0, "each call may take")
+    types.add_log_level(parser)
 
 
 def connect(args: argparse.Namespace) -> Client:
@@ -36,13 +36,16 @@ def connect(args: argparse.Namespace) -> Client:
 
 
 def progress(total: int | None, unit: str, enabled: bool) -> Any:
-    """A progress bar on stderr with rate and ETA (tqdm); a no-op one when not ``enabled``."""
+    """A progress bar on stderr with rate and ETA (tqdm) when ``enabled`` and stderr is a
+    terminal; a no-op one otherwise (a log file or a pipe gets the summary line only)."""
     from tqdm import tqdm
 
-    return tqdm(total=total, unit=unit, file=sys.stderr, disable=not enabled,
-                dynamic_ncols=True, smoothing=0.1)
+    return tqdm(total=total, unit=unit, file=sys.stderr,
+                disable=not (enabled and sys.stderr.isatty()), dynamic_ncols=True,
+                smoothing=0.1)
 
 
 def add_progress_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", dest="progress", action="store_false",
-                        help="no progress bar on stderr")
+                        help="no progress bar on stderr (there is none when stderr is not a "
+                        "terminal)")

@@ -8,11 +8,13 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sidecar.cli import remote
+from sidecar.cli.args import integer
 
 if TYPE_CHECKING:
     from memsidecar.v1 import store_pb2
 
 MODES = ("hybrid", "lexical", "vector")  # SearchMode without its SEARCH_MODE_ prefix
+MAX_LIMIT = 1000  # SearchRequest.limit
 
 
 def add(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +23,8 @@ def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", default="", help="search as agent A (its own memories and "
                         "the shared ones; default shared only)")
     parser.add_argument("--mode", choices=MODES, default="hybrid")
-    parser.add_argument("--limit", type=int, default=10, help="hits to show (default 10)")
+    parser.add_argument("--limit", type=integer(1, MAX_LIMIT), default=10,
+                        help=f"hits to show, 1..{MAX_LIMIT} (default 10)")
     parser.set_defaults(run=run)
 
 

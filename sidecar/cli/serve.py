@@ -8,6 +8,7 @@ import os
 import signal
 import time
 
+from sidecar.cli.args import add_log_level
 from sidecar.cli.logs import FORMATS
 from sidecar.cli.sd_notify import READY, STOPPING, notify
 
@@ -27,7 +28,7 @@ def add(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--data-dir", help="directory of the SQLite file and indexes (default ./data)"
     )
-    serve.add_argument("--log-level", default=os.environ.get("MEMSIDECAR_LOG", "INFO"))
+    add_log_level(serve, os.environ.get("MEMSIDECAR_LOG", "INFO"))
     serve.add_argument("--log-format", choices=FORMATS, default="text",
                        help="text: one line per record with key=value fields; json: one JSON "
                        "object per line (time, level, logger, message, fields)")
@@ -35,10 +36,10 @@ def add(serve: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sidecar.api.exposure import check_exposure
     from sidecar.api.server import create_server
     from sidecar.app import App
     from sidecar.config.startup import open_settings
+    from sidecar.preflight import require
 
     os.umask(0o077)  # every file and socket the server creates is owner-only
     # As PID 1 (a container) SIGTERM has no default action: during start-up it interrupts like
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     config, settings = open_settings(args.config, args.listen, args.data_dir,
                                      args.http_listen)
-    check_exposure(config, config.listen, warn=False)  # refuse before the slow start-up
+    require(config, settings.current)  # what needs no network nor data dir, before the rest
     app = App.open(config, settings=settings)
     try:
         server = create_server(app)

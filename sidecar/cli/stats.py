@@ -1,5 +1,10 @@
 """``memsidecar stats``: the store's counts (VaultStats) as plain ``name value`` lines; with
-[server.auth] on, the operator token."""
+[server.auth] on, the operator token.
+
+Totals first, then one line per scope. ``canon`` and ``registers`` count live memories of
+each tier; ``captured`` the live memories capture wrote (also counted in ``live``);
+``register_topics`` counts the distinct topics among those registers (the ones a snapshot
+shows): a register written without a ``topic_id`` has none."""
 
 from __future__ import annotations
 
@@ -12,12 +17,15 @@ from sidecar.cli import remote
 if TYPE_CHECKING:
     from memsidecar.v1 import vault_pb2
 
-TOTALS = ("live", "forgotten", "history_rows", "db_size_bytes", "register_topics",
-          "max_memories_per_scope", "captured")
 PER_SCOPE = ("live", "forgotten", "canon", "registers", "captured")
+TIERS = ("canon", "registers")  # totals summed over the scopes
+TOTALS = ("captured", "register_topics", "history_rows", "db_size_bytes",
+          "max_memories_per_scope")
 
 
 def add(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     remote.add_options(parser)
     parser.set_defaults(run=run)
 
@@ -30,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
 
 def show(stats: vault_pb2.VaultStatsResponse, out: TextIO) -> None:
     """``live 12`` ..., then ``scope <agent> live 3 forgotten 0 ...`` (``-`` = shared)."""
+    print(f"live {stats.live}\nforgotten {stats.forgotten}", file=out)
+    for name in TIERS:
+        print(f"{name} {sum(getattr(scope, name) for scope in stats.scopes)}", file=out)
     for name in TOTALS:
         print(f"{name} {getattr(stats, name)}", file=out)
     for scope in stats.scopes:

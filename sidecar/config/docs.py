@@ -28,7 +28,10 @@ INTRO = f"""\
 
 The sidecar reads one TOML file: `serve --config FILE` when given, else
 `DATA_DIR/{CONFIG_FILENAME}` when it exists, else the built-in defaults below.
-`memsidecar config check FILE` validates a file and prints every effective key.
+`memsidecar config check FILE` validates a file, runs every start-up check `serve` makes that
+needs neither the network nor the data dir (listen addresses, auth for a remote address, TLS
+files, the model files, the store's DSN), names those only a start can make, and prints every
+effective key; `--listen`, `--http-listen` and `--data-dir` check it as `serve` would start.
 
 Every key is optional. **hot** keys apply to the next request once the edited file has been
 saved (the file is polled every {POLL_INTERVAL_S} s and read once two polls agree);

@@ -1,4 +1,4 @@
-"""Which file the sidecar reads at startup; ``memsidecar config check FILE`` and ``config docs``.
+"""Which file the sidecar reads at startup, and ``memsidecar config docs``.
 
 Rules: ``--config FILE`` must exist and be valid; without it, ``DATA_DIR/memsidecar.toml``
 is read when it exists (DATA_DIR from --data-dir, else the default), else built-in defaults.
@@ -13,8 +13,6 @@ from pathlib import Path
 
 from sidecar.api.server_config import DEFAULT_DATA_DIR, ServerConfig
 from sidecar.config.docs import reference
-from sidecar.config.loader import load_file
-from sidecar.config.report import render_effective
 from sidecar.config.schema import CONFIG_FILENAME
 from sidecar.config.store import ConfigStore
 
@@ -28,21 +26,19 @@ def open_settings(
         store = ConfigStore.open(Path(config_path), required=True)
     else:
         store = ConfigStore.open(Path(data_dir or DEFAULT_DATA_DIR) / CONFIG_FILENAME)
-    server = store.current.server
+    return overridden(store.current.server, listen, data_dir, http_listen), store
+
+
+def overridden(server: ServerConfig, listen: str | None = None, data_dir: str | None = None,
+               http_listen: str | None = None) -> ServerConfig:
+    """The file's [server] with the command line's values in their place."""
     if listen:
         server = replace(server, listen=listen)
     if data_dir:
         server = replace(server, data_dir=data_dir)
     if http_listen is not None:  # "" = off
         server = replace(server, http=replace(server.http, listen=http_listen))
-    return server, store
-
-
-def check(path: str) -> int:
-    """Validate a file, print its effective config per agent; 0 ok, 2 invalid (ConfigError)."""
-    config = load_file(Path(path))
-    sys.stdout.write(f"# {path}: OK ({len(config.agents)} agents)\n{render_effective(config)}")
-    return 0
+    return server
 
 
 def docs() -> int:

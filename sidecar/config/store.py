@@ -23,6 +23,7 @@ from sidecar.config.reloader import POLL_INTERVAL_S, Reloader
 from sidecar.config.schema import INJECTION, AgentConfig, Config
 from sidecar.config.typed import Issue
 from sidecar.config.writer import edit_injection
+from sidecar.disk import DiskFaults, os_refusal
 from sidecar.errors import FailedPrecondition, InvalidArgument
 from sidecar.files import write_atomic
 from sidecar.injection.config import MemoryInjectionConfig
@@ -54,6 +55,7 @@ class ConfigStore:
         self._reloader: Reloader | None = None
         self.reloads = (0, 0)  # (applied, rejected) file edits since start
         self.generation = 0  # bumped by every swap
+        self.faults = DiskFaults()  # a write-back the disk refused (the App shares its own)
 
     @classmethod
     def open(cls, path: Path, *, required: bool = False) -> ConfigStore:
@@ -192,7 +194,7 @@ class ConfigStore:
                 config = load_text(text, "after this update")
             except ConfigError as err:
                 raise _update_error(err, changes) from None
-            write_atomic(self.path, text)
+            self._write(text)
             self._stat = None
             self._seen = _digest(text)
             self._apply(config, text)
@@ -200,6 +202,18 @@ class ConfigStore:
         log.info("config updated", extra={"agent_id": agent_id, "keys": sorted(changes),
                                           "reset": reset})
         return applied
+
+    def _write(self, text: str) -> None:
+        """The file replaced by ``text``; a full or unwritable disk -> DiskFull / NotWritable
+        naming the file (nothing changes: the old file and the running config stay)."""
+        try:
+            write_atomic(self.path, text)
+        except OSError as err:
+            fault = os_refusal(err, self.path)
+            if fault is None:
+                raise
+            raise self.faults.refused(fault) from None
+        self.faults.accepted()
 
     # -- swapping ---------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 A turn's commit (its state rows, its reply and the access records) is one transaction written
 in the caller's thread before the reply leaves, so a restart, even after kill -9, returns the
-same reply to a retried turn (docs/decisions/0014-durable-turn.md). What a PruneHistory reports
+same reply to a retried turn (docs/decisions/0015-durable-turn.md). What a PruneHistory reports
 (the blocks still held) goes through the writer, after the reply; a commit and the reads of
 SQLite (a channel loaded, a reset) first wait for that channel's queued writes. Never reset on
 compaction; only ``reset`` (a new conversation) clears a channel.
@@ -19,6 +19,7 @@ import numpy as np
 
 from sidecar.errors import Unavailable
 from sidecar.injection import replies
+from sidecar.injection.query_context import replied
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
 from sidecar.store.write_behind import Writer, WriteThrough
@@ -175,18 +176,21 @@ class ChannelStates:
                         "the turns served here are dropped, not merged",
                         extra={"channel": channel_id, "turns": len(dropped)})
 
-    def observe(self, channel_id: str, digests: set[str], keep: int) -> list[int]:
+    def observe(self, channel_id: str, digests: set[str], keep: int, reply: str = "") -> list[int]:
         """A PruneHistory of the channel's history: the agent keeps ``keep`` blocks and holds
-        exactly the known blocks whose digest is in ``digests``. Returns the turns of the
-        blocks no longer held."""
+        exactly the known blocks whose digest is in ``digests``; ``reply``: the assistant's
+        answer to the last turn, as the history ends with it ("" : none). Returns the turns
+        of the blocks no longer held."""
         state = self.get(channel_id)
         with state.lock:
             gone = [b.turn for b in state.blocks if b.digest not in digests]
             state.keep = keep
             state.retain(frozenset(b.turn for b in state.blocks if b.digest in digests))
+            state.recent, answered = replied(state.recent, reply)
             if state.turn:
                 held = frozenset(b.turn for b in state.blocks)
-                self._submit(channel_id, lambda: self.repo.save_view(channel_id, keep, held))
+                self._submit(channel_id,
+                             lambda: self.repo.save_view(channel_id, keep, held, answered))
         return gone
 
     def _submit(self, channel_id: str, write: Callable[[], None]) -> None:
@@ -244,6 +248,7 @@ def rows_of(state: ChannelState, entry: Committed, pruned: bool) -> Saved:
         block=(entry.turn, entry.digest) if entry.ids else None,
         reply=replies.to_json(entry.reply), keep=state.keep,
         held=frozenset(b.turn for b in state.blocks) if pruned else None,
+        asked=entry.asked,
     )
 
 
@@ -252,6 +257,7 @@ def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> 
     state.injected = {r.memory_id: Injected(turn=r.turn, version=r.version, at_us=r.at_us)
                       for r in saved.injected}
     state.blocks = [Block(turn, digest) for turn, digest in saved.blocks]
+    state.recent = list(saved.recent)
     if saved.reply is not None:
         state.last = replies.from_json(saved.reply, fetch)
     if saved.buffer:

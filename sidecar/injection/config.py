@@ -73,6 +73,18 @@ class MemoryInjectionConfig:
         'Each block line ends with how old the memory is at the turn: "(written 3 weeks '
         'ago)", from item_age_date_days on "(written 14 Mar 2024)" (4 to 6 tokens a '
         "line)."))
+    query_context_turns: int = field(default=3, metadata=knob(
+        "Earlier user turns of the channel (with the assistant's replies a PruneHistory "
+        "showed) that steer a turn's search; 0 = the turn's text alone, as Search.",
+        ge=0, le=8))
+    query_context_terms: float = field(default=1.0, metadata=knob(
+        "BM25 weight of those turns' terms against the turn's own (1 = as much); 0 = off.",
+        ge=0.0, le=4.0))
+    query_context_weight: float = field(default=0.5, metadata=knob(
+        "Weight of those turns' embeddings added to the turn's own (1 = as much); 0 = off.",
+        ge=0.0, le=4.0))
+    query_context_decay: float = field(default=0.5, metadata=unit(
+        "Each earlier turn counts this x the turn after it (1 = all alike)."))
     item_age_date_days: int = field(default=90, metadata=knob(
         "Age in days from which item_age gives the date instead of a relative age.",
         ge=1, le=36_500))

@@ -74,6 +74,20 @@ def prune_history(messages: list[Message], max_keep: int, is_block: IsBlock) -> 
     return Pruned(messages=kept, removed=removed)
 
 
+def last_reply(messages: list[Message], is_block: IsBlock) -> str:
+    """The assistant messages after the history's last user message (blocks aside), joined
+    with newlines: the reply to the last turn ("" when the history does not end with one)."""
+    reply: list[str] = []
+    for message in reversed(messages):
+        if message.role is Role.USER and not is_block(message.content):
+            break
+        if message.role is Role.ASSISTANT:
+            reply.append(message.content)
+    else:
+        return ""
+    return "\n".join(reversed(reply))
+
+
 def render_transcript(messages: list[Message], is_block: IsBlock) -> Transcript:
     """``User: ...`` / ``Assistant: ...`` / ``System: ...`` / ``Tool: ...`` lines, blocks left out.
 

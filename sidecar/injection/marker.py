@@ -48,8 +48,12 @@ class BlockSigner:
                     "treated as user text)") from None
             return cls(secret)
         secret = secrets.token_bytes(KEY_BYTES)
-        with os.fdopen(fd, "wb") as out:
-            out.write(secret)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(secret)
+        except BaseException:  # a full disk: no truncated secret for the next start
+            path.unlink(missing_ok=True)
+            raise
         return cls(secret)
 
     def derive(self, purpose: str) -> bytes:

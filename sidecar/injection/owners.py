@@ -19,7 +19,7 @@ import logging
 import threading
 from typing import Protocol
 
-from sidecar.errors import PermissionDenied, Unavailable
+from sidecar.errors import PermissionDenied, StorageFault, Unavailable
 from sidecar.redact import echo
 from sidecar.store.contract import SqlStore
 from sidecar.timing import now_us
@@ -68,15 +68,21 @@ class ChannelOwners:
     def _claim(self, channel_id: str, agent_id: str, now: int) -> bool:
         if channel_id in self._provisional:
             self._settle(channel_id, now)
-        with self.db.transaction():
-            owner = self._owner(channel_id)
-            if owner is not None and owner != agent_id:
-                raise _denied(channel_id)
-            self.db.execute(
-                "INSERT INTO channel_owners (channel_id, agent_id, last_used_us) "
-                "VALUES (?, ?, ?) ON CONFLICT (channel_id) DO UPDATE SET "
-                "agent_id = excluded.agent_id, last_used_us = excluded.last_used_us",
-                (channel_id, agent_id, now))
+        owner = None
+        try:
+            with self.db.transaction():
+                owner = self._owner(channel_id)
+                if owner is not None and owner != agent_id:
+                    raise _denied(channel_id)
+                self.db.execute(
+                    "INSERT INTO channel_owners (channel_id, agent_id, last_used_us) "
+                    "VALUES (?, ?, ?) ON CONFLICT (channel_id) DO UPDATE SET "
+                    "agent_id = excluded.agent_id, last_used_us = excluded.last_used_us",
+                    (channel_id, agent_id, now))
+        except StorageFault:
+            if owner is None:
+                raise  # a new channel's owner must be stored
+            # the disk refuses writes: the owner stands, its last use is written later
         return owner is None
 
     def _settle(self, channel_id: str, now: int) -> None:

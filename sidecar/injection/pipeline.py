@@ -19,9 +19,11 @@ from sidecar.injection.channels import ChannelStates
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
-from sidecar.injection.history import Message
+from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
+from sidecar.injection.query_context import MAX_REPLY_CHARS, QueryContext, RecentTurn, steering
+from sidecar.injection.query_context import NONE as NO_CONTEXT
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import ChannelMoved
 from sidecar.injection.tokens import TokenMemo
@@ -85,14 +87,18 @@ class Injector:
 
     def observe(self, channel_id: str, kept: list[Message], keep: int,
                 agent_id: str = "") -> list[int]:
-        """A history pruned for the channel: only the blocks it still holds stay in view.
-        Returns the turns of the channel's blocks released."""
+        """A history pruned for the channel: only the blocks it still holds stay in view,
+        and the assistant's reply it ends with joins the query context. Returns the turns of
+        the channel's blocks released."""
         digests = {self.signer.mac_of(m.content) for m in kept}
-        released = self.states.observe(channel_id, {d for d in digests if d}, keep)
+        reply = last_reply(kept, self.signer.is_block)[-MAX_REPLY_CHARS:]
+        gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply)
+        if reply:  # analysed here, off the next Inject's path (memoised)
+            self.retriever.query_terms(reply)
         if self.capture is not None:
             self.capture.observe(agent_id, channel_id, kept, self.states.get(channel_id).turn,
                                  self.config.get().injection_for(agent_id).capture)
-        return released
+        return gone
 
     def is_block(self, content: str) -> bool:
         """A block this data dir's server gave out (its marker matches its text)."""
@@ -128,8 +134,11 @@ class Injector:
                 self._record(request, result, start, [], [])
                 return result
             t = now_ns()
+            view = state.view(turn, _keep(config), config.context_window_depth)
+            steer = steering(config, state.recent, turn, request.text, self.retriever)
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
-                                   request.channel_id)
+                                   request.channel_id, steer, state.ids_in(view))
+            context = steer.context if steer is not None else NO_CONTEXT
             contextual, stats.below_min_score = pool.candidates, pool.below_min_score
             stats.stages_us["embed"] = pool.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)
@@ -142,8 +151,6 @@ class Injector:
                 candidates = self.capture.visible(candidates, request.channel_id, turn, config)
             stats.candidates = len(candidates)
             t = now_ns()
-            view = state.view(turn, _keep(config),
-                              config.context_window_depth)
             candidates = supersede.resolve(candidates, state.ids_in(view),
                                            self.retriever.pointing_to, self._embedding_of,
                                            request.agent_id, pool.query)
@@ -181,11 +188,12 @@ class Injector:
                 result = self._skip(request, start, _why_empty(stats), turn, stats)
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
-            self._commit(state, config, result, chosen, alive, request, pool.query)
+            self._commit(state, config, result, chosen, alive, request,
+                         RecentTurn(turn, request.text, pool.text))
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
                 dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
-                self._record(request, result, start, chosen, dropped)
+                self._record(request, result, start, chosen, dropped, context)
         stats.elapsed_us = us_since(start)
         if items:
             self._trace(request, items, stats)
@@ -193,7 +201,7 @@ class Injector:
 
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
                 chosen: list[Candidate], alive: Alive, request: InjectRequest,
-                query: np.ndarray | None = None) -> None:
+                asked: RecentTurn | None = None) -> None:
         """The commit point: the turn, the block's ids and the access records are recorded
         only if the caller is still waiting for the reply."""
         if not alive():
@@ -207,26 +215,27 @@ class Injector:
                           versions=[c.memory.version for c in chosen],
                           embeddings=_rows(chosen, self.embedder.dim),
                           digest=self.signer.mac_of(result.block) or "", reply=result,
-                          at_us=now)
+                          at_us=now, asked=asked)
         self.retriever.established(chosen_ids)  # the pinned order prefers these from now on
         # State rows, the reply and the access record: one transaction, before the reply.
         captured = None if self.capture is None else self.capture.on_turn(
-            request.agent_id, request.channel_id, request.text, result.turn, now, query,
-            config.capture)
+            request.agent_id, request.channel_id, request.text, result.turn, now,
+            None if asked is None else asked.embedding, config.capture)
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
                            else None, durable=captured)
 
     def _record(self, request: InjectRequest, result: Injection, start: int,
-                chosen: list[Candidate], dropped: list[TracedDrop]) -> None:
+                chosen: list[Candidate], dropped: list[TracedDrop],
+                context: QueryContext = NO_CONTEXT) -> None:
         """Trace a committed turn (after the commit point: a retry or an abandoned call
         never gets here)."""
         if not self.trace.enabled:
             return
         self.trace.record(request.channel_id, trace_turn(
             request.agent_id, request.text, result.turn, result.skip_reason,
-            us_since(start), chosen, dropped, now_us()))
+            us_since(start), chosen, dropped, now_us(), context))
 
     def _embedding_of(self, memory_id: str) -> np.ndarray | None:
         found = self.retriever.embedding_of(memory_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,10 +10,11 @@ import numpy as np
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.floor import Floor, passes
 from sidecar.injection.pinned import pinned_of_type
+from sidecar.injection.query_context import Steering
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval import stages
-from sidecar.retrieval.contract import Hit, Retriever, SearchQuery
+from sidecar.retrieval.contract import Hit, Retriever, SearchQuery, steered
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import timed
 
@@ -61,25 +62,32 @@ def _pinned(memory: Memory, retriever: Retriever, repo: MemoryRepo,
 class ContextualPool:
     candidates: list[Candidate]  # in fused-score order
     below_min_score: int  # hits under the cosine floor
-    query: np.ndarray  # the text's embedding (computed by the search)
+    query: np.ndarray  # what the search ranked by: the text's embedding, steered by a context
+    text: np.ndarray  # the text's own embedding (kept as the context of later turns)
     embed_us: int  # of which the embedding
     floored: list[Hit] = field(default_factory=list)  # the hits under the floor
 
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
-                    retriever: Retriever, channel_id: str) -> ContextualPool:
+                    retriever: Retriever, channel_id: str,
+                    steer: Steering | None = None, held: Container[str] = ()) -> ContextualPool:
     """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
-    of ``channel_id``.
+    of ``channel_id``; ``steer`` steers the search with the conversation
+    (``sidecar.injection.query_context``): the floors then measure cosines to the steered
+    query. ``held``: the memories the agent holds in its blocks: when a context steered the
+    search, they do not set the relative floors' bar (the context lifts them; they are not
+    injected again).
 
     The search embeds the text itself (overlapping its lexical half with the model); with
     the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
     """
     if config.search_limit <= 0:
-        query, embed_us = timed(retriever.embed_query, text)
-        return ContextualPool([], 0, query, embed_us)
+        embedded, embed_us = timed(retriever.embed_query, text)
+        vector = None if steer is None else steer(embedded)[0]
+        return ContextualPool([], 0, steered(embedded, vector), embedded, embed_us)
     result = retriever.search(SearchQuery(
         text=text, agent_id=agent_id, limit=config.search_limit,
-        search_limit=config.search_limit,
+        search_limit=config.search_limit, steer=steer,
     ))
     pool: list[Candidate] = []
     floored: list[Hit] = []
@@ -88,7 +96,10 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     background = (retriever.similarity_background(result.query_embedding)
                   if floor.background > 0 else (0.0, 0.0, 0))
     own = own_channel(result.hits, channel_id) if floor.own_channel > 0 else []
-    for hit, keep in zip(result.hits, passes(result.hits, floor, background, own), strict=True):
+    steered_by = steer.context.gate if steer is not None else 0.0
+    unrivalled = [h.memory.id in held for h in result.hits] if steered_by > 0 else []
+    for hit, keep in zip(result.hits, passes(result.hits, floor, background, own, unrivalled),
+                         strict=True):
         if not keep:
             floored.append(hit)
             continue
@@ -100,7 +111,8 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
         pool.append(Candidate(memory=hit.memory, section=Section.CONTEXTUAL, score=hit.score,
                               cosine=hit.cosine, embedding=embedding, ranks=hit.ranks))
     embed_us = result.timings_us.get(stages.EMBED, 0)
-    return ContextualPool(pool, len(floored), result.query_embedding, embed_us, floored)
+    return ContextualPool(pool, len(floored), result.query_embedding, result.text_embedding,
+                          embed_us, floored)
 
 
 def own_channel(hits: Sequence[Hit], channel_id: str) -> list[bool]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sidecar.injection.query_context import RecentTurn, remember
 from sidecar.injection.types import Injection
 
 # The semantic buffer is bounded in rows whatever the number of blocks held.
@@ -47,6 +48,7 @@ class Committed:
     digest: str
     reply: Injection
     at_us: int
+    asked: RecentTurn | None = None  # the turn's text and embedding (None: not searched)
 
 
 def held_turns(blocks: list[Block], turn: int, keep: int | None, depth: int,
@@ -77,19 +79,21 @@ class ChannelState:
     buffer_turns: list[int] = field(default_factory=list)
     # Rows of the injected memories' embeddings; (0, 0) until the first one.
     buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    recent: list[RecentTurn] = field(default_factory=list)  # the query context, oldest first
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def copy(self) -> ChannelState:
         """The committed fields as they are now (``restore`` puts them back)."""
         return ChannelState(self.channel_id, self.turn, dict(self.injected), list(self.blocks),
                             self.keep, self.last, list(self.buffer_ids),
-                            list(self.buffer_turns), self.buffer)
+                            list(self.buffer_turns), self.buffer, list(self.recent))
 
     def restore(self, saved: ChannelState) -> None:
         """Undo a ``record`` whose write failed (the lock stays this state's)."""
         self.turn, self.injected, self.blocks = saved.turn, saved.injected, saved.blocks
         self.keep, self.last, self.buffer = saved.keep, saved.last, saved.buffer
         self.buffer_ids, self.buffer_turns = saved.buffer_ids, saved.buffer_turns
+        self.recent = saved.recent
 
     def view(self, turn: int, keep: int | None, depth: int) -> frozenset[int]:
         """Turns of the earlier blocks still in view when the block of ``turn`` is built."""
@@ -122,6 +126,8 @@ class ChannelState:
 
         Returns whether rows were dropped (SQLite then needs the same prune)."""
         self.turn, self.last = entry.turn, entry.reply
+        if entry.asked is not None:
+            self.recent = remember(self.recent, entry.asked)
         for memory_id, version in zip(entry.ids, entry.versions, strict=True):
             self.injected[memory_id] = Injected(entry.turn, version, entry.at_us)
         if entry.ids:

@@ -2,16 +2,18 @@
 
 ``injection_channels`` (the turn), ``injection_ids`` (the id cooldown), ``injection_buffer``
 (the semantic buffer), ``injection_blocks`` (the blocks a channel's agent holds) and
-``injection_replies`` (the last committed reply, the keep a PruneHistory reported).
+``injection_replies`` (the last committed reply, the keep a PruneHistory reported) and
+``injection_context`` (the last user turns' embeddings: the query context).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from sidecar.injection.query_context import MAX_TURNS, RecentTurn
 from sidecar.injection.state import BUFFER_MAX
 from sidecar.store.contract import SqlStore
 from sidecar.store.memories import blob_to_embedding, embedding_to_blob
@@ -46,6 +48,7 @@ class SavedChannel:
     blocks: list[tuple[int, str]]  # (turn, digest), oldest first
     keep: int | None
     reply: dict[str, object] | None  # the last reply, as ``replies.to_json`` wrote it
+    recent: list[RecentTurn] = field(default_factory=list)  # oldest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,7 @@ class Saved:
     reply: dict[str, object]
     keep: int | None
     held: frozenset[int] | None
+    asked: RecentTurn | None = None  # the turn's text and embedding (the next turns' context)
 
 
 class StateRepo:
@@ -90,9 +94,14 @@ class StateRepo:
             (channel_id,))]
         reply = self.db.query_one(
             "SELECT keep, reply FROM injection_replies WHERE channel_id = ?", (channel_id,))
+        recent = [RecentTurn(int(r[0]), str(r[1]), blob_to_embedding(r[2]).copy(), str(r[3]))
+                  for r in self.db.execute(
+                      "SELECT turn, text, embedding, reply FROM injection_context "
+                      "WHERE channel_id = ? ORDER BY turn", (channel_id,))]
         return SavedChannel(turn=int(row[0]), injected=injected, buffer=buffer, blocks=blocks,
                             keep=None if reply is None or reply[0] is None else int(reply[0]),
-                            reply=None if reply is None else json.loads(reply[1]))
+                            reply=None if reply is None else json.loads(reply[1]),
+                            recent=recent)
 
     def save(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
         """Upsert the turn, the reply and the new rows in one transaction.
@@ -139,12 +148,18 @@ class StateRepo:
         if self.db.changes() == 0:
             raise ChannelMoved(channel_id)
 
-    def save_view(self, channel_id: str, keep: int, held: frozenset[int]) -> None:
-        """What a PruneHistory reported: the blocks still held and the keep it used."""
+    def save_view(self, channel_id: str, keep: int, held: frozenset[int],
+                  replied: RecentTurn | None = None) -> None:
+        """What a PruneHistory reported: the blocks still held, the keep it used and the
+        assistant's reply to a recent turn."""
         with self.db.transaction():
             self.db.execute(
                 "UPDATE injection_replies SET keep = ? WHERE channel_id = ?", (keep, channel_id))
             self._retain(channel_id, held)
+            if replied is not None:
+                self.db.execute(
+                    "UPDATE injection_context SET reply = ? WHERE channel_id = ? AND turn = ?",
+                    (replied.reply, channel_id, replied.turn))
 
     def _insert(self, channel_id: str, saved: Saved) -> None:
         if saved.injected:
@@ -167,6 +182,18 @@ class StateRepo:
                 "INSERT INTO injection_blocks (channel_id, turn, digest) VALUES (?, ?, ?) "
                 "ON CONFLICT (channel_id, turn) DO UPDATE SET digest = excluded.digest",
                 (channel_id, *saved.block))
+        if saved.asked is not None:
+            asked = saved.asked
+            self.db.execute(
+                "INSERT INTO injection_context (channel_id, turn, text, embedding, reply) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel_id, turn) DO UPDATE SET "
+                "text = excluded.text, embedding = excluded.embedding, reply = excluded.reply",
+                (channel_id, asked.turn, asked.text, embedding_to_blob(asked.embedding),
+                 asked.reply))
+            self.db.execute(
+                "DELETE FROM injection_context WHERE channel_id = ? AND turn NOT IN (SELECT turn "
+                "FROM injection_context WHERE channel_id = ? ORDER BY turn DESC LIMIT ?)",
+                (channel_id, channel_id, MAX_TURNS))
 
     def _retain(self, channel_id: str, held: frozenset[int]) -> None:
         """Delete the per-turn rows of blocks no longer held (and re-point ids that an
@@ -197,6 +224,6 @@ class StateRepo:
                 "SELECT 1 FROM injection_channels WHERE channel_id = ?", (channel_id,)
             ) is not None
             for table in ("injection_buffer", "injection_ids", "injection_blocks",
-                          "injection_replies", "injection_channels"):
+                          "injection_replies", "injection_context", "injection_channels"):
                 self.db.execute(f"DELETE FROM {table} WHERE channel_id = ?", (channel_id,))
             return existed

@@ -6,6 +6,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from sidecar.errors import StorageFault
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.state_config import ChannelStateConfig
 from sidecar.live import Live
@@ -48,6 +49,8 @@ class ChannelSweeper:
         while not self._stop.wait(self.config.get().sweep_interval_s):
             try:
                 sweep_once(self.owners, self.reset, self.config.get().channel_state_ttl)
+            except StorageFault:
+                pass  # the disk refuses writes (logged where refused): the next sweep retries
             except Exception:
                 log.exception("channel sweep failed")
 

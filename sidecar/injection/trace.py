@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from sidecar.injection.query_context import NONE as NO_CONTEXT
+from sidecar.injection.query_context import QueryContext
 from sidecar.injection.types import Candidate, Section
 from sidecar.retrieval.contract import SourceRank
 
@@ -61,6 +63,7 @@ class TraceTurn:
     dropped: tuple[TracedDrop, ...]  # at most MAX_DROPPED
     dropped_omitted: int  # drops beyond MAX_DROPPED
     elapsed_us: int
+    context: QueryContext = NO_CONTEXT  # what steered the search (texts left out)
 
 
 def traced_item(c: Candidate) -> TracedItem:
@@ -115,7 +118,8 @@ class TraceRing:
 
 
 def trace_turn(agent_id: str, text: str, turn: int, skip_reason: str, elapsed_us: int,
-               injected: list[Candidate], dropped: list[TracedDrop], at_us: int) -> TraceTurn:
+               injected: list[Candidate], dropped: list[TracedDrop], at_us: int,
+               context: QueryContext = NO_CONTEXT) -> TraceTurn:
     """One committed turn, bounded: the query's head and at most MAX_DROPPED drops."""
     return TraceTurn(
         turn=turn, at_us=at_us, agent_id=agent_id, query=text[:MAX_QUERY_CHARS],
@@ -123,4 +127,5 @@ def trace_turn(agent_id: str, text: str, turn: int, skip_reason: str, elapsed_us
         injected=tuple(traced_item(c) for c in injected),
         dropped=tuple(dropped[:MAX_DROPPED]), dropped_omitted=max(0, len(dropped) - MAX_DROPPED),
         elapsed_us=elapsed_us,
+        context=QueryContext(None, (), context.turns, context.similarity, context.gate),
     )

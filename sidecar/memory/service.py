@@ -20,6 +20,7 @@ from sidecar.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    StorageFault,
 )
 from sidecar.memory.events import Listeners
 from sidecar.memory.restore import new_memory, unchanged
@@ -223,6 +224,8 @@ class MemoryService:
                     try:
                         with self.db.transaction():  # savepoint: one bad item rolls back alone
                             result = self._write_one(draft, vectors[row], f"items[{index}]")
+                    except StorageFault:
+                        raise  # the disk refused the batch, not the item
                     except DomainError as err:
                         summary.errors.append((index, draft.id, err))
                         continue

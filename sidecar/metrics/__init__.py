@@ -1,1 +1,2 @@
-"""Prometheus metrics: definitions (``registry``), the HTTP endpoint (``http``), its config."""
+"""Prometheus metrics: definitions (``registry``), the HTTP endpoint (``http``, on the bounded
+server of ``bounded``, ``deadline``, ``limits`` and ``refusals``), its config."""

@@ -19,3 +19,8 @@ class HttpConfig:
     admin: bool = field(default=True, metadata=knob(
         "Serve the admin web page at / on the same port (with [server.auth] on, it asks for "
         "the operator token).", restart=True))
+    metrics_agents: int = field(default=20, metadata=knob(
+        "Agents with memsidecar_memories series of their own at /metrics: the ones with the "
+        "most live memories; every other agent's are summed under agent=\"(other)\" (the "
+        "shared scope always has its own). Bounds the scrape whatever the number of agents.",
+        ge=0, le=10_000, restart=True))

@@ -4,6 +4,7 @@ the admin page (``sidecar.admin``) at every other path when given.
 With a token store (``[server.auth] enabled``), a request must carry the operator token
 (``Authorization: Bearer <token>``), else 401. The address is bound when the server is built:
 a busy or invalid one is a start-up error (:class:`HttpListenError`), never a silent fallback.
+What a client can hold (connections, time, bytes) is bounded by :mod:`sidecar.metrics.limits`.
 """
 
 from __future__ import annotations
@@ -11,19 +12,23 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from sidecar.api.auth_interceptor import bearer
 from sidecar.auth.tokens import TokenStore
+from sidecar.listen import host_port
+from sidecar.metrics import limits as limits_module
+from sidecar.metrics.bounded import BoundedHandler, BoundedServer
+from sidecar.metrics.limits import HttpLimits
+from sidecar.metrics.refusals import Refusals
 
 log = logging.getLogger(__name__)
 
 PATH = "/metrics"
 
 Allow = Callable[[str], bool]  # the Authorization header -> may scrape
-Pages = Callable[[BaseHTTPRequestHandler, str], None]  # answers a GET or POST (the admin page)
+Pages = Callable[[BoundedHandler, str, bytes], None]  # answers GET or POST (the admin page)
 
 
 class HttpListenError(OSError):
@@ -33,7 +38,7 @@ class HttpListenError(OSError):
 class MetricsHttp:
     """A bound endpoint; ``start`` serves it on its own thread."""
 
-    def __init__(self, server: ThreadingHTTPServer) -> None:
+    def __init__(self, server: BoundedServer) -> None:
         self.server = server
         self.port = int(server.server_address[1])
         self._thread = threading.Thread(target=server.serve_forever, name="metrics-http",
@@ -51,23 +56,23 @@ class MetricsHttp:
 
 
 def bind_http(listen: str, registry: CollectorRegistry,
-              tokens: TokenStore | None, pages: Pages | None = None) -> MetricsHttp | None:
+              tokens: TokenStore | None, pages: Pages | None = None,
+              limits: HttpLimits | None = None) -> MetricsHttp | None:
     """The endpoint bound to ``listen`` (HOST:PORT), not yet serving; None when off ("").
     Raises :class:`HttpListenError` (one line naming the address and the flag)."""
     if not listen:
         return None
-    host, _, port = listen.rpartition(":")
     allow = _everyone if tokens is None else _operator(tokens)
     try:
-        server = ThreadingHTTPServer((host.strip("[]"), int(port)),
-                                     _handler(registry, allow, pages))
+        host, port = host_port(listen)
+        server = BoundedServer((host.strip("[]"), port), _handler(registry, allow, pages),
+                               limits or limits_module.LIMITS, Refusals())
     except (OSError, ValueError) as err:
         why = err.strerror if isinstance(err, OSError) and err.strerror else "not HOST:PORT"
         raise HttpListenError(
             f"cannot serve the admin page and /metrics on {listen} ({why}): pass "
             "--http-listen HOST:PORT with a free port, or --http-listen '' to turn it off "
             "([server.http] listen)") from None
-    server.daemon_threads = True
     return MetricsHttp(server)
 
 
@@ -85,36 +90,25 @@ def _operator(tokens: TokenStore) -> Allow:
 
 
 def _handler(registry: CollectorRegistry, allow: Allow,
-             pages: Pages | None) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+             pages: Pages | None) -> type[BoundedHandler]:
+    class Handler(BoundedHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             if self.path.split("?", 1)[0] != PATH:
                 if pages is not None:
-                    pages(self, "GET")
+                    pages(self, "GET", b"")
                 else:
-                    self._reply(404, b"not found: the metrics are at /metrics\n", "text/plain")
+                    self.reply(404, b"not found: the metrics are at /metrics\n", "text/plain")
             elif not allow(self.headers.get("Authorization", "")):
-                self._reply(401, b"the operator token is required: "
-                            b"'Authorization: Bearer <token>'\n", "text/plain")
+                self.reply(401, b"the operator token is required: "
+                           b"'Authorization: Bearer <token>'\n", "text/plain",
+                           (("WWW-Authenticate", "Bearer"),))
             else:
-                self._reply(200, generate_latest(registry), CONTENT_TYPE_LATEST)
+                self.reply(200, generate_latest(registry), CONTENT_TYPE_LATEST)
 
         def do_POST(self) -> None:  # noqa: N802
             if pages is not None and self.path.split("?", 1)[0] != PATH:
-                pages(self, "POST")
+                pages(self, "POST", self.read_body())
             else:
-                self._reply(405, b"only the admin page takes POST\n", "text/plain")
-
-        def _reply(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            if status == 401:
-                self.send_header("WWW-Authenticate", "Bearer")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
-            return  # scrapes are not logged
+                self.reply(405, b"only the admin page takes POST\n", "text/plain")
 
     return Handler

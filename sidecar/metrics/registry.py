@@ -21,6 +21,8 @@ from prometheus_client.registry import Collector
 from sidecar.records import Memory
 
 PREFIX = "memsidecar"
+OTHER_AGENTS = "(other)"  # the agent label of the memories of every agent not shown on its own
+DEFAULT_AGENT_SERIES = 20
 STAGES = ("embed", "pinned", "search", "dedup", "budget", "format", "persist")
 _LATENCY = (.0005, .001, .0025, .005, .01, .015, .02, .025, .05, .075, .1, .15, .2, .25, .3,
             .4, .5, .75, 1, 2.5, 5, 10)
@@ -48,6 +50,7 @@ class Sources:
 class Metrics:
     sources: Sources = field(default_factory=Sources)
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
+    agent_series: int = DEFAULT_AGENT_SERIES  # agents with series of their own (the busiest)
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -69,11 +72,14 @@ class Metrics:
         self.rejections = Counter(
             f"{PREFIX}_write_rejections", "Writes refused by the vault's write gates, "
             "by reason.", ("reason",), registry=r)
+        self.disk_refusals = Counter(
+            f"{PREFIX}_disk_refusals", "Writes the disk refused, by reason: DISK_FULL (no "
+            "space left), NOT_WRITABLE (read-only or no permission).", ("reason",), registry=r)
         self.admin_requests = Counter(
             f"{PREFIX}_admin_requests", "Admin page requests by page and HTTP status (not "
             "client RPCs: they are never counted in rpc_duration_seconds).",
             ("page", "status"), registry=r)
-        r.register(_State(self.sources))
+        r.register(_State(self.sources, self.agent_series))
         for standard in (ProcessCollector, PlatformCollector, GCCollector):
             standard(registry=r)
 
@@ -89,12 +95,13 @@ class Metrics:
 class _State(Collector):
     """Gauges and counters read from the running state at scrape time."""
 
-    def __init__(self, sources: Sources) -> None:
+    def __init__(self, sources: Sources, agent_series: int) -> None:
         self.sources = sources
+        self.agent_series = agent_series
 
     def collect(self) -> Iterator[Metric]:
         s = self.sources
-        yield _memories(s.memories())
+        yield _memories(s.memories(), self.agent_series)
         yield from _vector_index(s.vector_index())
         segments, documents = s.bm25()
         yield _gauge("bm25_segments", "Segments of the BM25 index: each write adds a small one, "
@@ -128,11 +135,25 @@ def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=value)
 
 
-def _memories(memories: Iterable[Memory]) -> GaugeMetricFamily:
-    gauge = GaugeMetricFamily(f"{PREFIX}_memories", "Live memories by agent ('' = shared), "
-                              "type and tier.", labels=("agent", "type", "tier"))
+def _memories(memories: Iterable[Memory], agents: int) -> GaugeMetricFamily:
+    """Series of the shared scope and of the ``agents`` agents with the most live memories;
+    every other agent's memories summed under agent="(other)", so the number of series is
+    bounded whatever the number of agents."""
+    gauge = GaugeMetricFamily(f"{PREFIX}_memories", "Live memories by agent ('' = shared; "
+                              f"{OTHER_AGENTS} = every agent beyond the busiest "
+                              "server.http.metrics_agents), type and tier.",
+                              labels=("agent", "type", "tier"))
     tally = Tally((m.agent_id, m.type.name.lower(), m.tier.name.lower()) for m in memories)
-    for labels, count in sorted(tally.items()):
+    per_agent: Tally[str] = Tally()
+    for (agent, _, _), count in tally.items():
+        per_agent[agent] += count
+    busiest = sorted((a for a in per_agent if a and a != OTHER_AGENTS),
+                     key=lambda a: (-per_agent[a], a))[:agents]
+    shown = {"", *busiest}
+    series: Tally[tuple[str, str, str]] = Tally()
+    for (agent, kind, tier), count in tally.items():
+        series[(agent if agent in shown else OTHER_AGENTS, kind, tier)] += count
+    for labels, count in sorted(series.items()):
         gauge.add_metric(labels, count)
     return gauge
 

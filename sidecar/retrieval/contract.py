@@ -13,6 +13,13 @@ from sidecar.records import Memory, MemoryType, Relation
 
 # Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
 Accept = Callable[[np.ndarray], np.ndarray]
+# Texts with a weight each: their terms count weight x as much as the query's own in BM25.
+Weighted = Sequence[tuple[str, float]]
+# What steers a search, given the text's own unit embedding: a vector added to it (then
+# normalised; None: none) and texts whose BM25 terms count at their weights
+# (``sidecar.injection.query_context``).
+Steering = tuple[np.ndarray | None, tuple[tuple[str, float], ...]]
+Steer = Callable[[np.ndarray], Steering]
 
 
 class Mode(Enum):
@@ -34,6 +41,10 @@ class SearchQuery:
     mode: Mode = Mode.HYBRID
     search_limit: int = 20  # candidates per source before fusion
     embedding: np.ndarray | None = None  # precomputed query embedding, if the caller has it
+    # A conversation's recent turns steering a follow-up (Inject only): called with the
+    # text's embedding as soon as it is computed; the text's own BM25 pass overlaps the model
+    # as without it.
+    steer: Steer | None = None
 
 
 class SourceRank(NamedTuple):
@@ -62,8 +73,18 @@ class Hit:
 @dataclass(slots=True)
 class SearchResult:
     hits: list[Hit]
-    query_embedding: np.ndarray
+    query_embedding: np.ndarray  # what the search ranked by (steered by ``context`` if any)
+    text_embedding: np.ndarray  # the text's own embedding
     timings_us: dict[str, int] = field(default_factory=dict)  # keys: sidecar.retrieval.stages
+
+
+def steered(text: np.ndarray, context: np.ndarray | None) -> np.ndarray:
+    """The unit vector of ``text + context`` (``text`` itself without a context)."""
+    if context is None:
+        return text
+    mixed = text + context.astype(text.dtype, copy=False)
+    norm = float(np.linalg.norm(mixed))
+    return mixed / norm if norm > 0 else text
 
 
 class Retriever(Protocol):
@@ -71,6 +92,11 @@ class Retriever(Protocol):
 
     def embed_query(self, text: str) -> np.ndarray:
         """The embedding ``search`` would compute for ``text``."""
+        ...
+
+    def query_terms(self, text: str) -> tuple[str, ...]:
+        """The BM25 terms ``search`` would look up for ``text`` (stop words dropped), each
+        once; memoised, so a text analysed here costs nothing as a query context later."""
         ...
 
     def embedding_of(self, memory_id: str) -> np.ndarray | None:

@@ -45,7 +45,14 @@ from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation
 from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RRF, RetrievalConfig
-from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank
+from sidecar.retrieval.contract import (
+    Hit,
+    SearchQuery,
+    SearchResult,
+    SourceRank,
+    Steer,
+    steered,
+)
 from sidecar.retrieval.fusion.contract import (
     Found,
     Source,
@@ -58,7 +65,7 @@ from sidecar.retrieval.fusion.rrf import fuse_ranked
 from sidecar.retrieval.graph.expansion import EdgeGraph
 from sidecar.retrieval.graph.source import GraphSource
 from sidecar.retrieval.lexical import persist as lexical_persist
-from sidecar.retrieval.lexical.bm25 import BM25Index
+from sidecar.retrieval.lexical.bm25 import BM25Index, distinct_terms
 from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from sidecar.retrieval.mirror import LiveMemories
@@ -186,7 +193,10 @@ class HybridRetriever:
             self.lexical.add(labels[start:start + 4096], texts[start:start + 4096], bulk=True)
         self.lexical.merge()  # one CSR build; documents are searchable from here
         if self.lexical_path is not None:
-            self._save_lexical(checksum)
+            try:
+                self._save_lexical(checksum)
+            except OSError as exc:  # a full or read-only disk: tokenised again next start
+                log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
     def _save_lexical(self, checksum: str = "") -> None:
         """Save the BM25 postings (``checksum``: of the live rows, computed here if empty)."""
@@ -252,6 +262,9 @@ class HybridRetriever:
         """A query's embedding as ``search`` computes it (``query_max_tokens``)."""
         return self.embedder.embed_query(text, self.config.query_max_tokens)
 
+    def query_terms(self, text: str) -> tuple[str, ...]:
+        return distinct_terms(self.lexical.analyzer, text)
+
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
@@ -284,7 +297,12 @@ class HybridRetriever:
         clock = self.clock()
         c = self.config  # one config for the whole query
         ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
-        ctx, found = self._first_stage(ctx, clock)
+        if query.steer is not None:
+            ctx, found, text = self._steered_first_stage(ctx, query.steer, clock)
+        else:
+            ctx, found = self._first_stage(ctx, clock)
+            assert ctx.embedding is not None
+            text = ctx.embedding
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
             found[source.name] = (source.search(SourceContext(
@@ -294,14 +312,15 @@ class HybridRetriever:
         lists = [Ranked(s.name, fusion_weight(s, c), *found.get(s.name, nothing()))
                  for s in self.sources]
         fused, rows, cosines = self._fuse(lists, ctx, clock)
-        assert ctx.embedding is not None
+        assert ctx.embedding is not None and text is not None
         hits = self._hits(fused, rows, cosines, query, c)
         clock.lap(HITS)
         timings = clock.done()
         if log.isEnabledFor(logging.DEBUG):
             log.debug("search", extra={"mode": query.mode.value, "hits": len(hits),
                                        **{f"{k}_us": v for k, v in timings.items()}})
-        return SearchResult(hits=hits, query_embedding=ctx.embedding, timings_us=timings)
+        return SearchResult(hits=hits, query_embedding=ctx.embedding, text_embedding=text,
+                            timings_us=timings)
 
     def _fuse(
         self, lists: list[Ranked], ctx: SourceContext, clock: Clock
@@ -394,6 +413,41 @@ class HybridRetriever:
             lex = lex_source.search(ctx) if want_lex else nothing()
             clock.lap(LEXICAL)
         return ctx, {VECTOR: vec, LEXICAL: lex}
+
+    def _steered_first_stage(
+        self, ctx: SourceContext, steer: Steer, clock: Clock
+    ) -> tuple[SourceContext, dict[str, Found], np.ndarray]:
+        """``_first_stage`` of a steered query: the text's own BM25 scores on the pool thread
+        while this one embeds the text (as there, not beside a long text's embedding);
+        ``steer`` then gives the context of that embedding; the vector search runs with the
+        steered embedding, and the context's BM25 pass is added to the own scores. Returns
+        also the text's own embedding."""
+        query, c = ctx.query, ctx.config
+        vec_source, lex_source = self._vector_source, self._lexical_source
+        want_vec, want_lex = query.mode.uses(VECTOR), query.mode.uses(LEXICAL)
+        own_vector = query.embedding
+        tokens = (self.embedder.tokenize_query(query.text, c.query_max_tokens)
+                  if own_vector is None else None)
+        overlap = want_lex and tokens is not None and not self.embedder.is_long(tokens)
+        if overlap:
+            future = self._pool.submit(timed, lex_source.own_scores, ctx)
+        if tokens is not None:
+            own_vector = self.embedder.embed_tokens(tokens)
+        assert own_vector is not None
+        context, texts = steer(own_vector)
+        clock.lap(EMBED)
+        ctx = replace(ctx, embedding=steered(own_vector, context))
+        vec = vec_source.search(ctx) if want_vec else nothing()
+        clock.lap(VECTOR)
+        if not want_lex:
+            return ctx, {VECTOR: vec, LEXICAL: nothing()}, own_vector
+        if overlap and future.cancel():  # the pool was busy with another search's BM25
+            overlap = False
+        own = future.result()[0] if overlap else lex_source.own_scores(ctx)
+        lex = lex_source.steered(ctx, own, texts)
+        clock.lap(LEXICAL_WAIT if overlap else LEXICAL)
+        return ctx, {VECTOR: vec, LEXICAL: lex}, own_vector
+
 
 
 def _in_scope(memory: Memory, query: SearchQuery) -> bool:

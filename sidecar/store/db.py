@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+from urllib.parse import quote
 
 import apsw
 
-from sidecar.errors import FailedPrecondition
+from sidecar.disk import RESUME, DiskFaults, full, not_writable, refusal
+from sidecar.errors import FailedPrecondition, StorageFault
 from sidecar.store.contract import Dialect, Row
 from sidecar.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -86,12 +89,77 @@ class CorruptDatabase(OSError):
             "empty store (then `memsidecar import` an export to refill it)")
 
 
-@contextmanager
-def _unless_corrupt(path: Path) -> Iterator[None]:
+# SQLite errors that may mean the disk refused a write; which one is decided by
+# ``_disk_fault`` (the result code, else the errno SQLite met).
+_DISK_ERRORS = (apsw.FullError, apsw.ReadOnlyError, apsw.IOError, apsw.CantOpenError,
+                apsw.PermissionsError)
+
+
+def _disk_fault(conn: apsw.Connection, path: Path, err: apsw.Error) -> StorageFault | None:
+    """A full disk (SQLITE_FULL, ENOSPC) or an unwritable file (SQLITE_READONLY, EROFS,
+    EACCES) as the domain error naming ``path``; None for any other error."""
+    if isinstance(err, apsw.FullError):
+        return full(path)
+    if isinstance(err, apsw.ReadOnlyError):
+        return not_writable(path, "SQLite cannot write it: the file or its directory is "
+                            "read-only")
     try:
-        yield
+        code = conn.system_errno
+    except apsw.Error:
+        return None
+    return refusal(code, path)
+
+
+def _connect(path: Path) -> tuple[apsw.Connection, StorageFault | None]:
+    """The database read-write (SQLite falls back to read-only by itself when the file cannot
+    be written). A database whose WAL index cannot be created (a full disk, a directory that
+    cannot be written) and whose WAL holds nothing is opened immutable, read-only: reads are
+    served, writes refused (DiskFull, NotWritable) until ``Database.probe`` reopens it. The
+    connection, and the fault that made it read-only."""
+    conn = apsw.Connection(str(path))
+    try:
+        conn.execute("PRAGMA schema_version").fetchall()  # opens the file and its WAL
+        return conn, None
     except (apsw.NotADBError, apsw.CorruptError) as err:
+        conn.close()
         raise CorruptDatabase(path, err) from err
+    except (apsw.CantOpenError, apsw.IOError) as err:
+        code = conn.system_errno
+        conn.close()
+        fault = refusal(code, path) or (
+            None if os.access(path.parent, os.W_OK) else
+            not_writable(path, "its directory is not writable"))
+        if fault is None or not path.exists():
+            raise
+        if _wal_bytes(path):
+            raise type(fault)(
+                f"{fault.message.replace(RESUME, 'then start the sidecar again')} (its WAL "
+                "holds commits SQLite must read through a WAL index it cannot create)",
+                path=fault.path) from err
+    return _immutable(path), fault
+
+
+def _immutable(path: Path) -> apsw.Connection:
+    return apsw.Connection(f"file:{quote(str(path))}?immutable=1",
+                           flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+
+
+def _wal_bytes(path: Path) -> int:
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _configure(conn: apsw.Connection) -> None:
+    conn.set_busy_timeout(5000)
+    for pragma in (
+        "PRAGMA journal_mode=WAL",  # an immutable (read-only) connection stays as it is
+        "PRAGMA synchronous=NORMAL",
+        "PRAGMA foreign_keys=ON",
+        "PRAGMA temp_store=MEMORY",
+    ):
+        conn.execute(pragma).fetchall()
 
 
 class Database:
@@ -101,24 +169,23 @@ class Database:
 
     dialect: Dialect = "sqlite"
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, faults: DiskFaults | None = None) -> None:
         self.path = Path(path)
+        self.faults = faults or DiskFaults()  # refused writes: counted, logged, for health
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = apsw.Connection(str(self.path))
-        self._conn.set_busy_timeout(5000)
+        self._conn, self._read_only = _connect(self.path)
+        if self._read_only is not None:
+            log.warning("database opened read-only: SQLite cannot create its WAL index beside "
+                        "it", extra={"path": str(self.path), "reason": self._read_only.reason})
         self._lock = threading.RLock()
         self._closed = False
         try:
-            with _unless_corrupt(self.path):
-                for pragma in (
-                    "PRAGMA journal_mode=WAL",
-                    "PRAGMA synchronous=NORMAL",
-                    "PRAGMA foreign_keys=ON",
-                    "PRAGMA temp_store=MEMORY",
-                ):
-                    self._conn.execute(pragma).fetchall()
+            try:
+                _configure(self._conn)
                 self._checkpointer = _Checkpointer(self.path)
                 self._migrate()
+            except apsw.Error as err:
+                self._raise(err)
         except BaseException:
             self._conn.close()
             raise
@@ -137,34 +204,116 @@ class Database:
                 f"build's {SCHEMA_VERSION}; upgrade memsidecar or use another --data-dir"
             )
         for version in range(current, SCHEMA_VERSION):
-            with self.transaction():
-                self._conn.execute(MIGRATIONS[version])
-                self._conn.execute(f"PRAGMA user_version={version + 1}")
+            try:
+                with self.transaction():
+                    self._conn.execute(MIGRATIONS[version])
+                    self._conn.execute(f"PRAGMA user_version={version + 1}")
+            except StorageFault as fault:
+                raise type(fault)(
+                    f"{self.path} needs migrating to schema version {SCHEMA_VERSION}, a write: "
+                    + fault.message.replace(RESUME, "then start the sidecar again"),
+                    path=fault.path) from None
             log.info("schema migrated", extra={"db": str(self.path), "version": version + 1})
+
+    def _raise(self, err: apsw.Error, record: bool = True) -> NoReturn:
+        """A damaged file -> CorruptDatabase; a write the disk refused -> DiskFull or
+        NotWritable (``record``: counted and logged by ``faults``); else ``err``."""
+        if isinstance(err, (apsw.NotADBError, apsw.CorruptError)):
+            raise CorruptDatabase(self.path, err) from err
+        fault = _disk_fault(self._conn, self.path, err) if isinstance(err, _DISK_ERRORS) \
+            else None
+        if isinstance(err, apsw.ReadOnlyError) and self._read_only is not None:
+            fault = self._read_only  # why it was opened read-only
+        if fault is None:
+            raise err
+        raise (self.faults.refused(fault) if record else fault) from None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Re-entrant (savepoints)."""
         with self._lock:
             self._check_open()
-            with self._conn:
-                yield
-            if self._checkpointer.behind and not self._conn.in_transaction:
-                self._checkpointer.behind = False
+            changes = self._conn.total_changes()
+            try:
+                with self._conn:
+                    yield
+            except apsw.Error as err:
+                self._raise(err)
+            if not self._conn.in_transaction:
+                self._committed(changes)
+
+    def _committed(self, changes_before: int) -> None:
+        """After a commit: writes work again if it changed rows; the WAL checkpointed here
+        when the checkpointer fell behind (a failure leaves it to the checkpointer)."""
+        if self.faults.current is not None and self._conn.total_changes() != changes_before:
+            self.faults.accepted()
+        if self._checkpointer.behind and not self._conn.in_transaction:
+            self._checkpointer.behind = False
+            try:
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except apsw.Error as err:
+                log.warning("wal checkpoint failed", extra={"error": str(err)})
+
+    def probe(self) -> None:
+        """A write that changes nothing (the schema version, rewritten): raises DiskFull or
+        NotWritable, uncounted, while the disk refuses writes."""
+        with self._lock:
+            self._check_open()
+            if self._conn.readonly("main"):
+                self._reopen()
+            version = self.schema_version
+            try:
+                with self._conn:
+                    self._conn.execute(f"PRAGMA user_version={version}")
+            except apsw.Error as err:
+                self._raise(err, record=False)
+
+    def _reopen(self) -> None:
+        """The connection was opened read-only (its disk was): open it again read-write, or
+        NotWritable while that is still impossible."""
+        if not os.access(self.path.parent, os.W_OK):
+            raise not_writable(self.path, "its directory is not writable")
+        # Closed first: SQLite shares one read-only handle of the file among the process's
+        # connections while any of them is open.
+        self._conn.close()
+        try:
+            self._conn, self._read_only = _connect(self.path)
+        except BaseException:
+            self._conn = _immutable(self.path)  # reads go on
+            raise
+        _configure(self._conn)
+        self._conn.set_wal_hook(self._checkpointer.wal_hook)
+        if self._read_only is not None:
+            raise self._read_only
+        if self._conn.readonly("main"):
+            raise not_writable(self.path, "SQLite can only open it read-only")
+        log.info("database reopened read-write", extra={"path": str(self.path)})
 
     def batched(self) -> AbstractContextManager[None]:
         return nullcontext()  # in-process: nothing to batch
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
-        with self._lock, _unless_corrupt(self.path):
+        with self._lock:
             self._check_open()
-            return list(self._conn.execute(sql, params))
+            changes = self._conn.total_changes()
+            try:
+                rows = list(self._conn.execute(sql, params))
+            except apsw.Error as err:
+                self._raise(err)
+            if self.faults.current is not None and not self._conn.in_transaction:
+                self._committed(changes)  # a statement of its own, committed
+            return rows
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
-        with self._lock, _unless_corrupt(self.path):
+        with self._lock:
             self._check_open()
-            self._conn.executemany(sql, rows)
+            changes = self._conn.total_changes()
+            try:
+                self._conn.executemany(sql, rows)
+            except apsw.Error as err:
+                self._raise(err)
+            if self.faults.current is not None and not self._conn.in_transaction:
+                self._committed(changes)
 
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
         rows = self.execute(sql, params)
@@ -188,6 +337,11 @@ class Database:
             self._checkpointer.stop()
             try:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except _DISK_ERRORS as err:  # the WAL keeps every commit; the next start has it
+                if _disk_fault(self._conn, self.path, err) is None:
+                    raise
+                log.warning("wal not checkpointed at close: the disk refuses writes",
+                            extra={"path": str(self.path), "error": str(err)})
             finally:
                 self._conn.close()
 

@@ -46,15 +46,16 @@ class EdgeRepo:
             )
             return self.db.changes() > 0
 
-    def touching(self, ids: Sequence[str]) -> list[Edge]:
-        """Edges with either end in ``ids`` (both directions)."""
+    def touching(self, ids: Sequence[str], limit: int | None = None) -> list[Edge]:
+        """Edges with either end in ``ids`` (both directions); at most ``limit`` of them."""
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
+        cap = " LIMIT ?" if limit is not None else ""
         rows = self.db.execute(
             f"SELECT {COLUMNS} FROM edges WHERE source_id IN ({marks}) "
-            f"UNION SELECT {COLUMNS} FROM edges WHERE target_id IN ({marks})",
-            (*ids, *ids),
+            f"UNION SELECT {COLUMNS} FROM edges WHERE target_id IN ({marks}){cap}",
+            (*ids, *ids, *((limit,) if limit is not None else ())),
         )
         return [row_to_edge(row) for row in rows]
 

@@ -6,6 +6,7 @@ crashed server never leaves a stale lock behind.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -22,7 +23,12 @@ class DataDirLocked(OSError):
 class DataDirLock:
     def __init__(self, data_dir: Path | str) -> None:
         self.path = Path(data_dir) / LOCK_FILENAME
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        except OSError as err:
+            if err.errno != errno.EROFS or not self.path.exists():
+                raise
+            fd = os.open(self.path, os.O_RDONLY)  # a read-only file system: a read-only server
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -31,9 +37,12 @@ class DataDirLock:
             raise DataDirLocked(
                 f"data dir {Path(data_dir)} is in use by another memsidecar server (pid "
                 f"{holder}); stop it first or use another --data-dir") from None
-        os.fchmod(fd, FILE_MODE)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:  # the pid is for the message above; a full or read-only disk does without it
+            os.fchmod(fd, FILE_MODE)
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
         self._fd: int | None = fd
 
     def release(self) -> None:

@@ -139,7 +139,19 @@ MIGRATIONS: list[str] = [
         dismissed_us INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
-    # 7: turns captured as memories (sidecar/capture): pending until written through the
+    # 7: each channel's last user turns, their embeddings and the replies to them (the
+    # query context of the next turns).
+    """
+    CREATE TABLE injection_context (
+        channel_id TEXT NOT NULL,
+        turn       INTEGER NOT NULL,
+        text       TEXT NOT NULL,
+        embedding  BLOB NOT NULL,
+        reply      TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (channel_id, turn)
+    ) WITHOUT ROWID;
+    """,
+    # 8: turns captured as memories (sidecar/capture): pending until written through the
     # vault's gates (then their text is erased here), and whether the channel's history still
     # shows them (``held``).
     """

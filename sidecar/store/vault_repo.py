@@ -87,6 +87,31 @@ class VaultRepo:
             found.update({r[0]: r[1] for r in rows})
         return found
 
+    def superseded_in_scope(self, agent_id: str, limit: int) -> list[tuple[Memory, str]]:
+        """(memory, the id of its newest live successor) for at most ``limit`` live memories
+        of exactly this scope that a live memory UPDATES (edge relation 2), in seq order."""
+        rows = self.db.execute(
+            f"SELECT * FROM (SELECT {COLUMNS}, (SELECT e.source_id FROM edges e JOIN memories s "
+            "ON s.id = e.source_id WHERE e.target_id = memories.id AND e.relation = 2 "
+            "AND s.forgotten = 0 ORDER BY s.updated_at DESC, s.seq DESC LIMIT 1) AS successor "
+            "FROM memories WHERE agent_id = ? AND forgotten = 0) AS scoped "
+            "WHERE successor IS NOT NULL ORDER BY seq LIMIT ?",
+            (agent_id, limit),
+        )
+        return [(row_to_memory(r), str(r[16])) for r in rows]
+
+    def stale_in_scope(self, agent_id: str, max_importance: float, before_us: int,
+                       limit: int) -> list[Memory]:
+        """At most ``limit`` live memories of exactly this scope with importance <=
+        ``max_importance``, neither updated nor accessed since ``before_us``, in seq order."""
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND forgotten = 0 "
+            "AND importance <= ? AND updated_at < ? AND last_accessed_at < ? ORDER BY seq "
+            "LIMIT ?",
+            (agent_id, max_importance, before_us, before_us, limit),
+        )
+        return [row_to_memory(r) for r in rows]
+
     def counts(self) -> list[tuple[str, int, int, bool, int]]:
         """(agent_id, tier, type, forgotten, count) for every non-empty group."""
         rows = self.db.execute(
@@ -94,6 +119,36 @@ class VaultRepo:
             "GROUP BY agent_id, tier, type, forgotten ORDER BY agent_id, tier, type, forgotten"
         )
         return [(r[0], int(r[1]), int(r[2]), bool(r[3]), int(r[4])) for r in rows]
+
+    def scope_counts(self, after: str | None, before: str | None, limit: int
+                     ) -> list[tuple[str, int, int, int, int]]:
+        """(agent_id, live, forgotten, live CANON, live REGISTER) of at most ``limit`` scopes
+        in agent_id order: the first ones, the ones after ``after`` or the last ones before
+        ``before`` (a page of scopes; the index on agent_id stops the scan at the page)."""
+        where, order = "", ""
+        bound: tuple[str, ...] = ()
+        if before is not None:
+            where, order, bound = "WHERE agent_id < ?", " DESC", (before,)
+        elif after is not None:
+            where, bound = "WHERE agent_id > ?", (after,)
+        rows = self.db.execute(
+            "SELECT agent_id, sum(CASE WHEN forgotten = 0 THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN forgotten = 0 THEN 0 ELSE 1 END), "
+            "sum(CASE WHEN forgotten = 0 AND tier = ? THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN forgotten = 0 AND tier = ? THEN 1 ELSE 0 END) "
+            f"FROM memories {where} GROUP BY agent_id ORDER BY agent_id{order} LIMIT ?",
+            (int(Tier.CANON), int(Tier.REGISTER), *bound, limit),
+        )
+        found = [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+        return found[::-1] if before is not None else found
+
+    def totals(self) -> tuple[int, int, int]:
+        """(live, forgotten, scopes) over the whole store."""
+        row = self.db.query_one(
+            "SELECT sum(CASE WHEN forgotten = 0 THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN forgotten = 0 THEN 0 ELSE 1 END), count(DISTINCT agent_id) "
+            "FROM memories")
+        return (int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)) if row else (0, 0, 0)
 
     def live_by_source(self, source: str) -> dict[str, int]:
         """Live memories written with ``source``, per scope."""

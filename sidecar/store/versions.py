@@ -73,6 +73,15 @@ class VersionRepo:
         )
         return [row_to_version(row) for row in rows]
 
+    def latest(self, memory_id: str, limit: int) -> tuple[list[MemoryVersion], int]:
+        """At most ``limit`` versions of the memory, newest first, and how many it has."""
+        rows = self.db.execute(
+            f"SELECT {COLUMNS} FROM memory_versions WHERE memory_id = ? ORDER BY seq DESC "
+            "LIMIT ?", (memory_id, limit))
+        total = self.db.query_one(
+            "SELECT count(*) FROM memory_versions WHERE memory_id = ?", (memory_id,))
+        return [row_to_version(row) for row in rows], int(total[0]) if total else 0
+
     def count(self) -> int:
         row = self.db.query_one("SELECT count(*) FROM memory_versions")
         return int(row[0]) if row else 0

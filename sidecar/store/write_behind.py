@@ -6,7 +6,10 @@ docs/decisions/0003-write-behind-state.md). Jobs queued while it writes (at most
 ``MAX_GROUP``) share its next transaction, each in a savepoint of its own: under load the
 access records of many Injects cost one commit (one round trip batch on PostgreSQL). Jobs
 that met a store away (``Unavailable``) are kept, at most ``MAX_HELD``, and run again first
-with the next group, or alone every ``RETRY_S`` seconds while no job comes.
+with the next group, or alone every ``RETRY_S`` seconds while no job comes. A group the disk
+refused (``StorageFault``: full, read-only) is rolled back and counted in ``failures``; the
+refusal is logged and counted where it was refused (``sidecar.disk``), without a traceback,
+and the thread goes on with the next jobs.
 What it trades: a crash (kill -9, power loss) can lose the jobs still queued, i.e. the last
 call or two; a clean stop (``close``) runs all of them first. ``flush`` waits for every job
 queued so far (and tries the held ones again), for readers that must see them. At most
@@ -26,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from sidecar.errors import Unavailable
+from sidecar.errors import StorageFault, Unavailable
 from sidecar.store.contract import SqlStore
 
 log = logging.getLogger(__name__)
@@ -143,7 +146,7 @@ class WriteBehind:
                     try:
                         with self.db.transaction():
                             job()
-                    except Unavailable:
+                    except (Unavailable, StorageFault):
                         raise
                     except Exception:
                         self._failed(1)
@@ -152,6 +155,8 @@ class WriteBehind:
             if not quiet:
                 log.warning("store away: deferred writes held until it is back",
                             extra={"held": len(self._held), "error": err.message})
+        except StorageFault:  # logged (once a minute) and counted where the disk refused it
+            self.failures += len(jobs)
         except Exception:  # the commit itself
             self._failed(len(jobs))
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernels.pairs import top_pairs
+from sidecar.deadline import ensure_waited_for
 from sidecar.records import Memory
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
@@ -17,7 +19,8 @@ SUPERSEDED = "SUPERSEDED"
 NEAR_DUPLICATE = "NEAR_DUPLICATE"
 STALE_LOW_IMPORTANCE = "STALE_LOW_IMPORTANCE"
 US_PER_DAY = 86_400 * 1_000_000
-BLOCK_ROWS = 512
+MAX_PROPOSALS = 1000  # ProposeDeletions answers at most this many (the reply stays small)
+SCAN = "the similar-pairs scan (a scope of n memories compares n²/2 pairs: allow it more time)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,27 +38,20 @@ class DeletionCandidate:
     related_id: str = ""  # the superseding / duplicated memory, when there is one
 
 
-def similar_pairs(vectors: np.ndarray, floor: float) -> list[tuple[int, int, float]]:
-    """(i, j, cosine) with i < j and cosine >= floor, most similar first. Blocked so memory
-    stays O(BLOCK_ROWS * n)."""
-    found: list[tuple[int, int, float]] = []
-    n = len(vectors)
-    for start in range(0, n, BLOCK_ROWS):
-        block = vectors[start : start + BLOCK_ROWS] @ vectors[start:].T  # upper triangle only
-        rows, cols = np.nonzero(block >= floor)
-        upper = cols > rows  # each pair once, never a row with itself
-        rows, cols = rows[upper], cols[upper]
-        scores = block[rows, cols].tolist()
-        found.extend(zip((rows + start).tolist(), (cols + start).tolist(), scores, strict=True))
-    found.sort(key=lambda t: (-t[2], t[0], t[1]))
-    return found
+def similar_pairs(vectors: np.ndarray, floor: float, limit: int) -> list[tuple[int, int, float]]:
+    """The best ``limit`` (i, j, cosine) with i < j and cosine >= floor, most similar first
+    (then by i, then j). Memory stays bounded by the tile and ``limit``, not by the pairs;
+    a passed deadline stops the scan between tiles (DeadlineExceeded)."""
+    first, second, cosines = top_pairs(vectors, floor, limit,
+                                       between_tiles=lambda: ensure_waited_for(SCAN))
+    return list(zip(first.tolist(), second.tolist(), cosines.tolist(), strict=True))
 
 
 def consolidation_candidates(
     index: ScopeScan, repo: MemoryRepo, agent_id: str, floor: float, limit: int
 ) -> list[SimilarPair]:
     ids, vectors = index.rows(agent_id)
-    pairs = similar_pairs(vectors, floor)[:limit]
+    pairs = similar_pairs(vectors, floor, limit)
     wanted = sorted({ids[i] for i, _, _ in pairs} | {ids[j] for _, j, _ in pairs})
     memories = repo.get_many(wanted)
     result = []
@@ -70,27 +66,27 @@ def consolidation_candidates(
 
 def propose_deletions(
     index: ScopeScan, memories: MemoryRepo, vault: VaultRepo, agent_id: str,
-    config: VaultConfig, now_us: int,
+    config: VaultConfig, now_us: int, limit: int = MAX_PROPOSALS,
 ) -> list[DeletionCandidate]:
-    live = vault.live_in_scope(agent_id)
-    found: list[DeletionCandidate] = []
-    by_id = {m.id: m for m in live}
-    for target, source in vault.superseded(list(by_id)).items():
-        found.append(DeletionCandidate(by_id[target], SUPERSEDED,
-                                       "a live memory UPDATES it (edge)", source))
-    for pair in consolidation_candidates(index, memories, agent_id,
-                                         config.duplicate_threshold, len(live) + 1):
+    """At most ``limit`` proposals: superseded ones first, then near-duplicates, then stale
+    ones (each memory once per reason). Memory and reply stay bounded by ``limit``, not by the
+    scope."""
+    found = [DeletionCandidate(memory, SUPERSEDED, "a live memory UPDATES it (edge)", source)
+             for memory, source in vault.superseded_in_scope(agent_id, limit)]
+    pairs = consolidation_candidates(index, memories, agent_id, config.duplicate_threshold,
+                                     limit - len(found))
+    for pair in pairs:
         drop, keep = weaker(pair.first, pair.second)
         found.append(DeletionCandidate(
             drop, NEAR_DUPLICATE, f"cosine {pair.cosine:.3f} to a memory that is kept", keep.id))
     cutoff = now_us - int(config.stale_after_days * US_PER_DAY)
-    for memory in live:
+    for memory in vault.stale_in_scope(agent_id, config.stale_max_importance, cutoff,
+                                       limit - len(found)):
         touched = max(memory.updated_at, memory.last_accessed_at)
-        if memory.importance <= config.stale_max_importance and touched < cutoff:
-            days = (now_us - touched) / US_PER_DAY
-            found.append(DeletionCandidate(
-                memory, STALE_LOW_IMPORTANCE,
-                f"importance {memory.importance:.2f}, untouched for {days:.0f} days"))
+        days = (now_us - touched) / US_PER_DAY
+        found.append(DeletionCandidate(
+            memory, STALE_LOW_IMPORTANCE,
+            f"importance {memory.importance:.2f}, untouched for {days:.0f} days"))
     return found
 
 

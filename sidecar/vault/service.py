@@ -31,7 +31,14 @@ from sidecar.vault.hygiene import (
     propose_deletions,
 )
 from sidecar.vault.snapshot import Snapshot, build_snapshot
-from sidecar.vault.stats import VaultStatistics, vault_stats
+from sidecar.vault.stats import (
+    ScopePage,
+    Totals,
+    VaultStatistics,
+    scope_page,
+    vault_stats,
+    vault_totals,
+)
 from sidecar.vault.topics import TopicResolver
 
 log = logging.getLogger(__name__)
@@ -152,6 +159,14 @@ class Vault:
 
     def stats(self) -> VaultStatistics:
         return vault_stats(self.service.repos, self.config.max_memories_per_scope)
+
+    def totals(self) -> Totals:
+        """Store-wide counts without a row per scope (pages bounded in the number of scopes)."""
+        return vault_totals(self.service.repos)
+
+    def scope_page(self, size: int, after: str | None = None,
+                   before: str | None = None) -> ScopePage:
+        return scope_page(self.service.repos, size, after, before)
 
 
 def _renamed(err: DomainError, old: str, new: str) -> DomainError:

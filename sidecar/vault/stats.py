@@ -43,6 +43,42 @@ class VaultStatistics:
 CAPTURE_SOURCE = "capture"  # sidecar.capture's (a lower layer does not import it)
 
 
+@dataclass(frozen=True, slots=True)
+class ScopePage:
+    """A page of scopes in agent_id order (the shared scope "" first)."""
+
+    scopes: tuple[ScopeCount, ...]
+    earlier: bool  # scopes before this page exist
+    later: bool  # scopes after this page exist
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    live: int
+    forgotten: int
+    scopes: int
+    history_rows: int
+    db_size_bytes: int
+
+
+def vault_totals(repos: Repositories) -> Totals:
+    """Store-wide counts, without a row per scope."""
+    live, forgotten, scopes = repos.vault.totals()
+    return Totals(live, forgotten, scopes, repos.versions.count(), repos.db.size_bytes())
+
+
+def scope_page(repos: Repositories, size: int, after: str | None = None,
+               before: str | None = None) -> ScopePage:
+    """At most ``size`` scopes: the first ones, those after ``after`` or those before
+    ``before`` (agent ids)."""
+    rows = repos.vault.scope_counts(after, before, size + 1)
+    more = len(rows) > size
+    if before is not None:
+        rows = rows[-size:] if more else rows
+        return ScopePage(tuple(ScopeCount(*r) for r in rows), more, True)
+    return ScopePage(tuple(ScopeCount(*r) for r in rows[:size]), after is not None, more)
+
+
 def vault_stats(repos: Repositories, max_per_scope: int) -> VaultStatistics:
     vault = repos.vault
     groups: dict[tuple[str, int, int], list[int]] = {}

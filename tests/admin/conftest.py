@@ -37,9 +37,9 @@ class Site:
 
 
 def start_site(config: ServerConfig, embedder: Embedder,
-               settings: ConfigStore | None = None, http_listen: str = "127.0.0.1:0") -> Site:
-    config = replace(config, listen="127.0.0.1:0",
-                     http=replace(config.http, listen=http_listen))
+               settings: ConfigStore | None = None, http_listen: str = "127.0.0.1:0",
+               listen: str = "127.0.0.1:0") -> Site:
+    config = replace(config, listen=listen, http=replace(config.http, listen=http_listen))
     if settings is None:
         settings = vault_settings(config)
     server = create_server(App.open(config, embedder=embedder, settings=settings))

@@ -18,6 +18,7 @@ from sidecar.auth.tokens import TokenStore
 from sidecar.embedding import Embedder
 from tests.admin.channel import CHANNEL, QUESTIONS, converse, fill
 from tests.admin.conftest import SCREENSHOT, Site, start_site
+from tests.admin.screenshot import timeline
 from tests.injection.helpers import inject, put
 
 DB = "We chose PostgreSQL 16 as the main database for the billing service."
@@ -106,8 +107,11 @@ def test_timeline_after_three_injects(site: Site, tab: Page) -> None:
     expect(turns.nth(2)).to_contain_text("vector #1")
     expect(turns.nth(0)).to_contain_text("cooldown")  # turn 3: the database fact is in view
     expect(turns.nth(0).locator(f"a[href='/memory?id={db.id}']")).to_have_count(1)
-    held = turns.nth(0).locator("section.held tr", has_text="cooldown")
+    held = turns.nth(0).locator("section.held tr", has_text=DB)
     expect(held).to_contain_text("still shown by turn 1")
+    # turn 3 was searched with turns 1 and 2 as its query context
+    expect(turns.nth(0).locator(".context")).to_contain_text("turn 2 (terms")
+    expect(turns.nth(2).locator(".context")).to_have_count(0)
 
 
 def scores(rows: Locator, column: int) -> list[float]:
@@ -123,6 +127,8 @@ def test_timeline_tells_each_turn_story_first(site: Site, tab: Page) -> None:
     expect(turns).to_have_count(len(QUESTIONS))
     for i in range(len(QUESTIONS)):
         turn = turns.nth(i)
+        if turn.evaluate("node => node.tagName") == "DETAILS":  # nothing injected: one line
+            turn.locator("> summary").click()
         order = [turn.locator(f"section.{name}").count() for name in ("injected", "held")]
         assert order == [1, 1]
         heads = turn.locator("h4").all_inner_texts()
@@ -148,10 +154,38 @@ def test_timeline_tells_each_turn_story_first(site: Site, tab: Page) -> None:
     folded = turns.locator("details.floor-more").first
     folded.locator("summary").click()
     expect(folded.locator("tr:has(td)").first).to_be_visible()
-    tab.goto(site.url(f"/injections?channel={CHANNEL}"))
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    tab.screenshot(path=str(SCREENSHOT), full_page=False)
+    timeline(tab, site.base, SCREENSHOT)  # as tests/admin/screenshot.py takes the README's
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def test_turns_that_injected_nothing_fold_to_one_line(site: Site, tab: Page) -> None:
+    """Nine quiet turns after the one that injected: at 1280x1600 that one is still on the
+    screen, each quiet turn one line that opens on its story."""
+    put(site.live, DB, agent_id="ada")
+    put(site.live, CAT, agent_id="ada")
+    question = "Which database does the billing service use?"
+    for _ in range(10):
+        inject(site.live, question, channel="quiet", agent_id="ada")
+    tab.set_viewport_size({"width": 1280, "height": 1600})
+    tab.goto(site.url("/injections?channel=quiet"))
+    expect(tab.locator("main")).to_contain_text("9 turns that injected nothing folded")
+    quiet = tab.locator("details.turn")
+    expect(quiet).to_have_count(9)
+    line = tab.locator("main h1 + form p").bounding_box()
+    assert line is not None
+    for i in range(9):
+        box = quiet.nth(i).bounding_box()
+        assert box is not None and box["height"] < 2 * line["height"], box
+        expect(quiet.nth(i).locator("> summary")).to_contain_text(
+            re.compile(r"^Turn \d+ · nothing injected: all_deduped · 1 held back · \d+ below "
+                       r"the floor · .* · Which database"))
+    injected = tab.locator("#turn-1")
+    expect(injected.locator("section.injected")).to_contain_text(DB)
+    box = injected.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 1600  # all of it on the screen
+    expect(quiet.first.locator("section.held")).to_be_hidden()
+    quiet.first.locator("> summary").click()
+    expect(quiet.first.locator("section.held")).to_contain_text("still shown by turn 1")
 
 
 def test_settings_edit_shows_in_get_config_and_reverts(site: Site, tab: Page) -> None:

@@ -4,9 +4,14 @@ after the sidecar restarts, and the operator token for an export of every agent.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import struct
 import subprocess
 import sys
+import termios
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -106,7 +111,10 @@ def test_standard_input_and_usage_errors(
     monkeypatch.setattr(sys, "stdin", open(write(tmp_path / "one.jsonl", RECORDS[:1])))
     assert cli(capsys, running, "import", "-")[0] == 0
     assert cli(capsys, running, "import", str(tmp_path / "missing.jsonl"))[0] == 2
-    assert cli(capsys, running, "import", "-", "--batch-size", "101")[0] == 2
+    with pytest.raises(SystemExit) as exited:  # argparse: the usage line
+        cli(capsys, running, "import", "-", "--batch-size", "101")
+    assert exited.value.code == 2
+    assert "argument --batch-size: 101 is not in 1..100" in capsys.readouterr().err
 
 
 def test_an_unreachable_sidecar_is_exit_status_2(tmp_path: Path) -> None:
@@ -177,3 +185,41 @@ def test_exporting_every_agent_needs_the_operator_token(
     assert code == 0 and [json.loads(x)["id"] for x in out.splitlines()] == ["a1"]
     code, out, _ = cli(capsys, live, "export", "--token", authed.tokens["op"])
     assert code == 0 and [json.loads(x)["id"] for x in out.splitlines()] == ["a1"]
+
+
+def stderr_of(argv: list[str], tty: bool) -> str:
+    """What ``memsidecar ARGV`` wrote on stderr: a pipe, or a terminal (a pty) when ``tty``."""
+    command = [sys.executable, "-m", "sidecar", *argv]
+    if not tty:
+        return subprocess.run(command, capture_output=True, text=True, timeout=120,
+                              check=True).stderr
+    main_fd, term = pty.openpty()
+    fcntl.ioctl(term, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # rows, columns
+    try:
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=term, timeout=120, check=True)
+        os.close(term)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # EIO: the terminal's other side is closed and drained
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks).decode()
+    finally:
+        os.close(main_fd)
+
+
+def test_progress_bars_only_on_a_terminal(running: Running, tmp_path: Path) -> None:
+    path = write(tmp_path / "in.jsonl", RECORDS)
+    addr = ["--addr", running.target]
+    assert stderr_of(["import", str(path), *addr], tty=False) == (
+        "5 lines: 5 stored, 0 deduplicated, 0 rejected\n")
+    assert stderr_of(["export", *addr], tty=False) == "5 memories exported (0 forgotten)\n"
+    for argv in (["import", str(path), *addr], ["export", *addr]):
+        drawn = stderr_of(argv, tty=True)
+        assert "100%" in drawn and "mem/s" in drawn, drawn
+        plain = stderr_of([*argv, "--no-progress"], tty=True)
+        assert "100%" not in plain and "\r" not in plain.replace("\r\n", "\n"), plain

@@ -67,10 +67,11 @@ def loop_command(language: str, request: pytest.FixtureRequest) -> list[str]:
     return [str(folder / "agent-loop")]
 
 
-def run(command: Path | Sequence[str], addr: str, *args: str, stdin: str = TURNS) -> Run:
+def run(command: Path | Sequence[str], addr: str, *args: str, stdin: str = TURNS,
+        cwd: Path | None = None) -> Run:
     argv = [str(command)] if isinstance(command, Path) else list(command)
     done = subprocess.run([*argv, "--addr", addr, *args], input=stdin,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, cwd=cwd)
     print(done.stdout, done.stderr)
     return Run(done.returncode, done.stdout, done.stderr)
 
@@ -81,11 +82,12 @@ def live_count(running: Running) -> int:
     return len(reply.memories)
 
 
-def check_loop(command: Sequence[str], running: Running, channel: str) -> None:
+def check_loop(command: Sequence[str], running: Running, channel: str,
+               cwd: Path | None = None) -> None:
     """Two turns print blocks with the seeded memories; a second run stores nothing new and
     injects again (a new conversation on the same channel)."""
     for attempt in range(2):
-        out = run(command, running.target, "--channel", channel, "--token", "t0ken")
+        out = run(command, running.target, "--channel", channel, "--token", "t0ken", cwd=cwd)
         assert out.code == 0, out.stderr
         blocks = [turn.block for turn in out.turns()]
         assert len(blocks) == 2

@@ -17,6 +17,7 @@ from sidecar.config.report import all_sections, rows
 from sidecar.config.schema import INJECTION
 from sidecar.config.typed import Issue, check_supported, hints
 from sidecar.knobs import knob, restart_keys, secret_keys
+from sidecar.metrics.config import HttpConfig
 from sidecar.store.config import StoreConfig
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
@@ -58,7 +59,7 @@ def test_restart_keys_come_from_the_field_metadata() -> None:
     assert set(restart_keys(Config)) == {
         *(f"server.{f.name}" for f in fields(ServerConfig)
           if f.name not in ("auth", "tls", "http")),
-        "server.http.listen", "server.http.admin",
+        *(f"server.http.{f.name}" for f in fields(HttpConfig)),
         *(f"server.auth.{f.name}" for f in fields(AuthConfig)),
         *(f"server.tls.{f.name}" for f in fields(TlsConfig)),
         "injection.sweep_interval_s",

@@ -71,7 +71,9 @@ def test_block_carries_exactly_what_is_out_of_view(
         world: tuple[Running, dict[str, set[str]]], config_keep: int, agent_keep: int,
         tell: bool, topics: list[str]) -> None:
     live, candidates = world
-    configure(live, max_injected_blocks_in_history=config_keep, semantic_threshold=1.0)
+    # Each topic's candidates are its question's alone: no query context from earlier turns.
+    configure(live, max_injected_blocks_in_history=config_keep, semantic_threshold=1.0,
+              query_context_turns=0)
     if not tell:  # an agent that does not say what it keeps keeps what is configured
         agent_keep = config_keep
     channel = uuid.uuid4().hex

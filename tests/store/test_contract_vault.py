@@ -68,3 +68,54 @@ def test_model_records_and_reembed_staging(store_db: SqlStore) -> None:
     np.testing.assert_array_equal(repos.memories.embedding("a"), vector(11))
     np.testing.assert_array_equal(repos.memories.embedding("b"), vector(12))
     assert repos.models.progress() == (0, 2)
+
+
+def test_scope_pages_and_totals(store_db: SqlStore) -> None:
+    repos = Repositories.open(store_db)
+    for n, agent in enumerate(["", "b", "a", "c", "b", "d"]):
+        repos.memories.insert(memory(f"m{n}", agent_id=agent,
+                                     tier=Tier.REGISTER if n == 4 else Tier.CANON), vector(n))
+    gone = repos.memories.get("m1")
+    assert gone is not None
+    repos.memories.update(replace(gone, forgotten=True, version=2), None)
+    assert repos.vault.scope_counts(None, None, 2) == [("", 1, 0, 1, 0), ("a", 1, 0, 1, 0)]
+    assert repos.vault.scope_counts("a", None, 2) == [("b", 1, 1, 0, 1), ("c", 1, 0, 1, 0)]
+    assert repos.vault.scope_counts("", None, 1) == [("a", 1, 0, 1, 0)]
+    assert repos.vault.scope_counts(None, "c", 2) == [("a", 1, 0, 1, 0), ("b", 1, 1, 0, 1)]
+    assert repos.vault.scope_counts(None, "a", 5) == [("", 1, 0, 1, 0)]
+    assert repos.vault.scope_counts("d", None, 5) == []
+    assert repos.vault.totals() == (5, 1, 5)
+
+
+def test_superseded_and_stale_in_scope_are_limited(store_db: SqlStore) -> None:
+    repos = Repositories.open(store_db)
+    for name, agent, at, importance in [("o1", "x", 1, 0.2), ("o2", "x", 2, 0.9),
+                                        ("n1", "x", 5, 0.9), ("n2", "x", 6, 0.9),
+                                        ("n3", "y", 7, 0.9), ("s1", "x", 3, 0.3),
+                                        ("s2", "y", 3, 0.3)]:
+        repos.memories.insert(memory(name, agent_id=agent, updated_at=at, importance=importance),
+                              vector(at))
+    repos.edges.upsert(Edge("n1", "o1", Relation.UPDATES))
+    repos.edges.upsert(Edge("n2", "o1", Relation.UPDATES))  # the newer successor is named
+    repos.edges.upsert(Edge("n3", "o2", Relation.UPDATES))  # another scope's successor counts
+    found = [(m.id, s) for m, s in repos.vault.superseded_in_scope("x", 10)]
+    assert found == [("o1", "n2"), ("o2", "n3")]
+    assert [m.id for m, _ in repos.vault.superseded_in_scope("x", 1)] == ["o1"]
+    assert repos.vault.superseded_in_scope("y", 10) == []
+    assert [m.id for m in repos.vault.stale_in_scope("x", 0.3, 4, 10)] == ["o1", "s1"]
+    assert [m.id for m in repos.vault.stale_in_scope("x", 0.3, 3, 10)] == ["o1"]
+    assert [m.id for m in repos.vault.stale_in_scope("x", 0.3, 4, 1)] == ["o1"]
+
+
+def test_latest_versions_and_limited_edges(store_db: SqlStore) -> None:
+    repos = Repositories.open(store_db)
+    first = repos.memories.insert(memory("a"), vector(1))
+    for version in range(2, 5):
+        repos.memories.update(replace(first, content=f"v{version}", version=version), None)
+    versions, total = repos.versions.latest("a", 2)
+    assert total == len(repos.versions.versions("a")) and [v.version for v in versions] == [
+        total, total - 1]
+    for name in ("b", "c", "d"):
+        repos.memories.insert(memory(name), vector(len(name) + 5))
+        repos.edges.upsert(Edge("a", name, Relation.RELATED_TO))
+    assert len(repos.edges.touching(["a"], 2)) == 2 and len(repos.edges.touching(["a"])) == 3

@@ -9,31 +9,56 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
+from sidecar import deadline
 from sidecar.config import ConfigError, load_text
-from sidecar.errors import InvalidArgument
+from sidecar.errors import DeadlineExceeded, InvalidArgument
 from sidecar.knobs import check_ranges
+from sidecar.timing import now_us
 from sidecar.vault import VaultConfig
-from sidecar.vault.hygiene import similar_pairs
+from sidecar.vault.hygiene import (
+    NEAR_DUPLICATE,
+    STALE_LOW_IMPORTANCE,
+    SUPERSEDED,
+    propose_deletions,
+    similar_pairs,
+)
 from tests.vault.conftest import StartVault, rpc_error, stats, upsert
 
 
 def test_similar_pairs_match_naive_reference() -> None:
     rng = np.random.default_rng(3)
     base = rng.normal(size=(40, 32)).astype(np.float32)
-    rows = base[rng.integers(0, 40, size=700)] + 0.35 * rng.normal(size=(700, 32))
+    rows = base[rng.integers(0, 40, size=1500)] + 0.35 * rng.normal(size=(1500, 32))
     vectors = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
     floor = 0.9
-    expected = {
-        (i, j): float(vectors[i] @ vectors[j]) for i in range(700) for j in range(i + 1, 700)
-        if float(vectors[i] @ vectors[j]) >= floor + 1e-5}
-    borderline = {
-        (i, j) for i in range(700) for j in range(i + 1, 700)
-        if abs(float(vectors[i] @ vectors[j]) - floor) < 1e-5}
-    got = similar_pairs(vectors, floor)
-    assert len(expected) > 100 and any(i < 512 <= j for i, j in expected)  # blocks crossed
+    gram = vectors.astype(np.float64) @ vectors.T.astype(np.float64)
+    upper = np.triu(np.ones_like(gram, dtype=bool), k=1)
+    expected = set(zip(*np.nonzero(upper & (gram >= floor + 1e-5)), strict=True))
+    borderline = set(zip(*np.nonzero(upper & (np.abs(gram - floor) < 1e-5)), strict=True))
+    got = similar_pairs(vectors, floor, 10**9)
+    assert len(expected) > 100 and any(i < 1024 <= j for i, j in expected)  # tiles crossed
     assert set(expected) <= {(i, j) for i, j, _ in got} <= set(expected) | borderline
-    assert all(abs(c - float(vectors[i] @ vectors[j])) < 1e-5 for i, j, c in got)
+    assert all(abs(c - gram[i, j]) < 1e-5 for i, j, c in got)
     assert [c for _, _, c in got] == sorted((c for _, _, c in got), reverse=True)
+    assert similar_pairs(vectors, floor, 7) == got[:7]
+
+
+def test_similar_pairs_stop_when_the_caller_is_gone() -> None:
+    vectors = np.eye(3000, 8, dtype=np.float32)
+    checks: list[int] = []
+
+    def alive() -> bool:
+        checks.append(1)
+        return len(checks) < 2
+
+    token = deadline.bind(alive)
+    try:
+        with pytest.raises(DeadlineExceeded) as info:
+            similar_pairs(vectors, 0.0, 1)
+    finally:
+        deadline.unbind(token)
+    assert len(checks) == 2 and info.value.reason == "STOPPED"  # stopped after the 2nd tile
+    assert "similar-pairs scan" in info.value.message
 
 
 def test_consolidation_candidates(start_vault: StartVault) -> None:
@@ -82,6 +107,37 @@ def test_propose_deletions_suggests_and_never_deletes(start_vault: StartVault) -
     after = stats(live)
     assert (after.live, after.history_rows) == (before.live, before.history_rows)
     assert not live.vault.ProposeDeletions(v.ProposeDeletionsRequest(scope="x")).candidates
+
+
+def test_propose_deletions_is_bounded_by_its_limit(start_vault: StartVault) -> None:
+    live = start_vault(duplicate_gate=False, stale_after_days=0, stale_max_importance=0.3)
+    olds = [upsert(live, f"The API uses auth scheme number {i}").memory for i in range(3)]
+    for i, old in enumerate(olds):
+        new = upsert(live, f"The API moved to auth scheme number {i + 10}").memory
+        live.store.AddEdge(s.AddEdgeRequest(edge=m.Edge(source_id=new.id, target_id=old.id,
+                                                        relation=m.RELATION_UPDATES)))
+    upsert(live, "The user prefers dark mode", importance=0.9)
+    upsert(live, "User prefers the dark mode", importance=0.5)
+    for i in range(3):
+        upsert(live, f"Saw a blue car outside, number {i}", type_=m.MEMORY_TYPE_OBSERVATION)
+    app = live.server.app
+    vault = app.vault
+
+    def proposals(limit: int) -> list[tuple[str, str]]:
+        found = propose_deletions(vault.index, vault.service.memories, vault.repo, "",
+                                  vault.config, now_us(), limit)
+        return [(c.memory.id, c.reason) for c in found]
+
+    everything = proposals(1000)
+    reasons = [r for _, r in everything]
+    assert reasons[:3] == [SUPERSEDED] * 3 and NEAR_DUPLICATE in reasons
+    assert reasons.count(STALE_LOW_IMPORTANCE) >= 3
+    assert reasons == sorted(reasons, key=[SUPERSEDED, NEAR_DUPLICATE,
+                                           STALE_LOW_IMPORTANCE].index)
+    for limit in range(len(everything) + 1):
+        assert proposals(limit) == everything[:limit]
+    reply = live.vault.ProposeDeletions(v.ProposeDeletionsRequest())
+    assert [c.memory.id for c in reply.candidates] == [i for i, _ in everything]
 
 
 def test_vault_stats(start_vault: StartVault) -> None:

@@ -20,8 +20,23 @@ from memsidecar.v1 import injection_pb2, memory_pb2, store_pb2
 from memsidecar_client import Client, MemsidecarError, memory_type, message
 
 MAX_BLOCKS = 3  # memory blocks the history keeps, the incoming one included
-# The example memories, shared with the Go and Rust templates (fixed ids).
-SEEDS = Path(__file__).resolve().parents[2] / "go" / "cmd" / "agent-loop" / "seeds.tsv"
+# The example memories (id, type, content), the same as the Go and Rust templates' seeds.tsv.
+# Fixed ids: seeding twice stores nothing new. Replace them with your agent's own, or drop
+# the seeding.
+SEEDS = (
+    ("agent-loop-example-db", "decision",
+     "We chose PostgreSQL 16 as the primary database for the billing service."),
+    ("agent-loop-example-deploy", "fact",
+     "The deploy pipeline ships to the Kubernetes cluster every Friday."),
+    ("agent-loop-example-style", "preference",
+     "The user prefers short answers with Go code examples."),
+    ("agent-loop-example-oncall", "fact",
+     "The on-call rotation changes every Monday at 09:00 UTC and pages go to PagerDuty."),
+    ("agent-loop-example-cache", "decision",
+     "Session data is cached in Redis and expires after 15 minutes."),
+    ("agent-loop-example-api", "decision",
+     "Public API versions stay frozen for 12 months; a breaking change needs a new /v2 prefix."),
+)
 
 
 def llm(history: list[injection_pb2.Message]) -> str:
@@ -31,12 +46,10 @@ def llm(history: list[injection_pb2.Message]) -> str:
 
 
 def seeds(agent: str) -> Iterator[store_pb2.ImportItem]:
-    """The example memories of SEEDS: one "id<TAB>type<TAB>content" line each."""
-    for line in SEEDS.read_text(encoding="utf-8").splitlines():
-        if line and not line.startswith("#"):
-            id, type, content = line.split("\t", 2)
-            yield store_pb2.ImportItem(memory=memory_pb2.Memory(
-                id=id, type=memory_type(type), content=content, agent_id=agent))
+    """The example memories of SEEDS, owned by ``agent``."""
+    for id, type, content in SEEDS:
+        yield store_pb2.ImportItem(memory=memory_pb2.Memory(
+            id=id, type=memory_type(type), content=content, agent_id=agent))
 
 
 def seed(client: Client, agent: str) -> None:
@@ -69,7 +82,7 @@ def step(client: Client, agent: str, channel: str, history: list[injection_pb2.M
 
 
 def run(args: argparse.Namespace) -> None:
-    tls = grpc.ssl_channel_credentials(Path(args.ca).read_bytes()) if args.ca else None
+    tls = grpc.ssl_channel_credentials(_read(args.ca)) if args.ca else None
     with Client(args.addr, token=args.token, tls=tls) as client:
         try:
             client.wait_ready(args.wait)
@@ -82,6 +95,13 @@ def run(args: argparse.Namespace) -> None:
         history = [message("system", "You are a helpful engineering agent.")]
         for turn, line in enumerate(sys.stdin, start=1):
             history = step(client, args.agent, args.channel, history, line.rstrip("\n"), turn)
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise SystemExit(f"agent-loop: --ca {path}: {err.strerror}") from None
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sidecar.admin.context import Ctx
 from sidecar.admin.forms import TIERS, TYPES, memory_type, scope, tier
 from sidecar.admin.html import e, link, page, select, table, when
+from sidecar.admin.scopes import scope_nav, scope_page
 from sidecar.admin.web import Response, url
 from sidecar.records import Memory
 from sidecar.store.memories import ListQuery
@@ -32,8 +33,10 @@ def show(ctx: Ctx) -> Response:
 
 
 def _filters(ctx: Ctx, params: dict[str, str]) -> str:
-    scopes = [s.agent_id for s in ctx.services.vault.stats().scopes if s.agent_id]
-    agents = " ".join(link(url("/memories", agent=a), a) for a in scopes)
+    shown = scope_page(ctx)
+    agents = " ".join(link(url("/memories", agent=s.agent_id), s.agent_id)
+                      for s in shown.scopes if s.agent_id)
+    agents += scope_nav("/memories", shown, **params)
     checked = " checked" if params["forgotten"] else ""
     return (
         f'<form method="get" action="/memories"><p>'

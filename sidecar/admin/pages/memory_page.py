@@ -11,13 +11,14 @@ from sidecar.records import Edge, Memory, MemoryDraft
 from sidecar.redact import echo
 
 ADMIN_SOURCE = "admin-page"
+SHOWN = 100  # versions and edges listed on the page, at most
 
 
 def show(ctx: Ctx) -> Response:
     memory = _memory(ctx, ctx.request.arg("id"))
     services = ctx.services
-    versions = services.memories.memories.versions.versions(memory.id)
-    edges = services.memories.edges.touching([memory.id])
+    versions, total = services.memories.memories.versions.latest(memory.id, SHOWN)
+    edges = services.memories.edges.touching([memory.id], SHOWN + 1)
     action = (button_form("/memory/restore", "Restore", ctx.csrf, id=memory.id)
               if memory.forgotten else
               button_form("/memory/forget", "Forget", ctx.csrf, id=memory.id))
@@ -26,11 +27,19 @@ def show(ctx: Ctx) -> Response:
             + table(("Version", "Event", "When", "By", "Content", "Importance", "Tier"),
                     ([str(v.version), e(v.event), e(when(v.recorded_at)), e(v.actor),
                       e(v.content), f"{v.importance:.2f}", e(v.tier.name.lower())]
-                     for v in reversed(versions)))
+                     for v in versions))
+            + _more(total - len(versions), "older versions")
             + "<h2>Edges</h2>"
-            + table(("From", "Relation", "To", "Weight"), (_edge(x) for x in edges),
-                    "No edges."))
+            + table(("From", "Relation", "To", "Weight"), (_edge(x) for x in edges[:SHOWN]),
+                    "No edges.")
+            + _more(len(edges) - SHOWN, "more edges", exact=False))
     return page("Memory", body, here="/memories")
+
+
+def _more(count: int, what: str, exact: bool = True) -> str:
+    if count <= 0:
+        return ""
+    return f'<p class="muted">{count if exact else "More"} {what} not shown.</p>'
 
 
 def forget(ctx: Ctx) -> Response:

@@ -13,6 +13,7 @@ from typing import Any
 
 from sidecar.admin.context import Ctx
 from sidecar.admin.html import button_form, e, hidden, link, notice, page, table
+from sidecar.admin.scopes import name_window, pager, position
 from sidecar.admin.web import Response, redirect, url
 from sidecar.api.validate import check_name
 from sidecar.errors import InvalidArgument
@@ -22,20 +23,30 @@ from sidecar.records import MemoryType
 
 TYPES = typing.get_type_hints(MemoryInjectionConfig)
 BUILT_IN = MemoryInjectionConfig()
+AGENTS = "agents"  # the position in the list of configured agents
 
 
 def show(ctx: Ctx, error: str = "", status: int = 200) -> Response:
     agent = ctx.request.arg("agent")
-    agents = ["", *sorted(ctx.services.settings.current.agents)]
-    if agent and agent not in agents:
-        agents.append(agent)
-    nav = " · ".join(link(url("/settings", agent=a), a or "defaults") if a != agent
-                     else f"<b>{e(a or 'defaults')}</b>" for a in agents)
     form = (f'<form method="get" action="/settings"><p>Agent <input type="text" name="agent" '
             f'value="{e(agent)}" size=20> <button>Show</button></p></form>')
-    body = (f"<p>{nav}</p>{form}" + notice(error or ctx.request.arg("done"), bool(error))
+    body = (_others(ctx, agent) + form + notice(error or ctx.request.arg("done"), bool(error))
             + _editor(ctx, agent))
-    return page(f"Settings: {agent or 'defaults'}", body, here="/settings", status=status)
+    title = f"Settings: agent {agent}" if agent else "Settings: defaults for every agent"
+    return page(title, body, here="/settings", status=status)
+
+
+def _others(ctx: Ctx, agent: str) -> str:
+    """Links to the other pages of settings: the agents with their own (a page of them at a
+    time), and the defaults."""
+    after, before = position(ctx, AGENTS)
+    shown, earlier, later = name_window(sorted(ctx.services.settings.current.agents), after,
+                                        before)
+    links = [link(url("/settings", agent=a), a) for a in shown if a != agent]
+    if agent:
+        links.append(link("/settings", "the defaults"))
+    also = f"<p>Also: {' · '.join(links)}</p>" if links else ""
+    return also + pager("/settings", shown, earlier, later, "agents", AGENTS, agent=agent)
 
 
 def update(ctx: Ctx) -> Response:

@@ -10,24 +10,30 @@ from sidecar.admin.context import Ctx
 from sidecar.admin.dismissed import deletion_key, pair_key
 from sidecar.admin.html import button_form, e, link, notice, page, table
 from sidecar.admin.pages.memory_page import ADMIN_SOURCE
+from sidecar.admin.scopes import PARAM, scope_nav, scope_page
 from sidecar.admin.web import Response, redirect, url
 from sidecar.errors import InvalidArgument, NotFound
 from sidecar.redact import echo
 from sidecar.vault.hygiene import DeletionCandidate, SimilarPair, weaker
 
+PROPOSALS_SHOWN = 100
+
 
 def show(ctx: Ctx) -> Response:
     scope = ctx.request.arg("scope")
-    stats = ctx.services.vault.stats()
-    scopes = " · ".join(link(url("/vault", scope=s.agent_id), s.agent_id or "(shared)")
-                        for s in stats.scopes)
-    counts = table(("Scope", "Live", "Forgotten", "Canon", "Registers", "Captured"),
+    stats = ctx.services.vault.totals()
+    shown = scope_page(ctx)
+    position = ctx.request.arg(PARAM)
+    scopes = " · ".join(link(url("/vault", scope=s.agent_id, scopes=position),
+                             s.agent_id or "(shared)") for s in shown.scopes)
+    counts = table(("Scope", "Live", "Forgotten", "Canon", "Registers"),
                    ([e(s.agent_id or "(shared)"), str(s.live), str(s.forgotten), str(s.canon),
-                     str(s.registers), link(url("/memories", agent=s.agent_id,
-                                                source="capture"), str(s.captured))]
-                    for s in stats.scopes), "The store is empty.")
-    summary = (f"<p>{stats.live} live, {stats.forgotten} forgotten, {stats.history_rows} "
-               f"history rows, database {stats.db_size_bytes / 1e6:.1f} MB.</p>")
+                     str(s.registers)] for s in shown.scopes),
+                   "The store is empty." if not stats.scopes else "No scopes on this page.")
+    counts += scope_nav("/vault", shown, scope=scope)
+    summary = (f"<p>{stats.live} live, {stats.forgotten} forgotten, {stats.scopes} scopes, "
+               f"{stats.history_rows} history rows, database "
+               f"{stats.db_size_bytes / 1e6:.1f} MB.</p>")
     dismissed = ctx.services.dismissed.keys()
     found = ctx.services.suggestions.get(scope, fresh=ctx.request.arg("fresh") == "1")
     pairs = [p for p in found.pairs if pair_key(p.first.id, p.second.id) not in dismissed]
@@ -43,7 +49,10 @@ def show(ctx: Ctx) -> Response:
                     "No near-duplicate pairs.")
             + '</section><section id="proposals"><h3>Deletion proposals</h3>'
             + table(("Memory", "Reason", "Detail", "Decide"),
-                    (_proposal(ctx, scope, c) for c in proposals), "Nothing proposed.")
+                    (_proposal(ctx, scope, c) for c in proposals[:PROPOSALS_SHOWN]),
+                    "Nothing proposed.")
+            + (f'<p class="muted">{len(proposals) - PROPOSALS_SHOWN} more not shown: decide '
+               "on these, then recompute.</p>" if len(proposals) > PROPOSALS_SHOWN else "")
             + "</section>")
     return page("Vault", body, here="/vault")
 

@@ -16,6 +16,7 @@ Labels are memory ``seq`` ints; internal document ids are never reused.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Sequence
@@ -24,13 +25,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernels.bm25 import bm25_accumulate, bm25_top_k
-from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.contract import Accept, Weighted
 from sidecar.retrieval.lexical.query import rarest
 from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
 
 log = logging.getLogger(__name__)
 
 _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+# Context terms (``scores``' ``context``) looked up per query at most: the highest idf x weight.
+MAX_CONTEXT_TERMS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,7 +342,28 @@ class BM25Index:
     def scores(self, text: str, max_terms: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Every live document with a non-zero-contribution term: (labels, scores).
         ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``)."""
-        found = self._accumulate(text, max_terms)
+        return self._collect(self._accumulate(self.analyzer.query_terms(text), max_terms))
+
+    def with_context(self, own: tuple[np.ndarray, np.ndarray],
+                     context: Weighted) -> tuple[np.ndarray, np.ndarray]:
+        """``own`` (a query's ``scores``) with the ``context`` texts' scored apart, each
+        text's terms at its weight (each term once, the MAX_CONTEXT_TERMS of highest idf x
+        weight), and added scaled so that their best scores the largest weight x the best
+        own score (``add_context``): context ranks what the query's own words leave tied,
+        and never outweighs them."""
+        weights: dict[str, float] = {}
+        for text, weight in context:
+            for term in distinct_terms(self.analyzer, text) if weight > 0 else ():
+                weights[term] = max(weight, weights.get(term, 0.0))
+        if not weights:
+            return own
+        found = self._collect(self._accumulate(extra=weights))
+        return add_context(own, found, max(weights.values()))
+
+    def _collect(
+        self, found: tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(labels, scores) of what ``_accumulate`` summed, its buffers zeroed again."""
         if found is None:
             return _EMPTY
         snap, (scores, seen, touched), count = found
@@ -351,17 +375,25 @@ class BM25Index:
             seen[touched[:count]] = 0
 
     def _accumulate(
-        self, text: str, max_terms: int
+        self, terms: list[str] | None = None, max_terms: int = 0,
+        extra: dict[str, float] | None = None,
     ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
-        """The query's scores summed into this thread's buffers: (view, buffers, touched
-        count), or None when nothing can match. The caller zeroes the touched slots."""
-        terms = self.analyzer.query_terms(text)
-        if not terms:
+        """The scores of a query's ``terms`` (or of the ``extra`` terms, each one's idf x its
+        weight, the MAX_CONTEXT_TERMS best of them) summed into this thread's buffers: (view,
+        buffers, touched count), or None when nothing can match. The caller zeroes the
+        touched slots."""
+        if not terms and not extra:
             return None
         with self._lock:  # statistics and segments from the same instant
-            ids, idf = self._idf_locked(terms)
+            if terms:
+                ids, idf = rarest(terms, *self._idf_locked(terms), max_terms)
+            else:
+                assert extra is not None
+                ids, idf = self._idf_locked(list(extra))
+                idf = idf * np.fromiter(extra.values(), np.float64, len(extra))
+                best = np.argsort(-idf, kind="stable")[:MAX_CONTEXT_TERMS]
+                ids, idf = ids[best], idf[best]
             snap = self._view()
-        ids, idf = rarest(terms, ids, idf, max_terms)
         if snap.n_live == 0 or snap.avgdl <= 0:
             return None
         buffers = scores, seen, touched = self._buffers(snap.n_docs)
@@ -391,7 +423,7 @@ class BM25Index:
         """Top-k accepted labels by BM25, descending; ties by label ascending. Without a
         filter the best are picked as the buffers are cleared (``kernels.bm25``)."""
         if accept is None:
-            found = self._accumulate(text, max_terms)
+            found = self._accumulate(self.analyzer.query_terms(text), max_terms)
             if found is None:
                 return _EMPTY
             snap, (scores, seen, touched), count = found
@@ -401,6 +433,33 @@ class BM25Index:
             keep = accept(labels)
             labels, scores = labels[keep], scores[keep]
         return top_k(labels, scores, k)
+
+
+@functools.lru_cache(maxsize=4096)
+def distinct_terms(analyzer: Analyzer, text: str) -> tuple[str, ...]:
+    """``text``'s query terms, each once (memoised: a conversation's earlier turns and replies
+    are the context of several turns; Inject analyses a turn's text, PruneHistory a reply,
+    so neither is analysed again when it becomes context)."""
+    return tuple(dict.fromkeys(analyzer.query_terms(text)))
+
+
+def add_context(own: tuple[np.ndarray, np.ndarray], context: tuple[np.ndarray, np.ndarray],
+                weight: float) -> tuple[np.ndarray, np.ndarray]:
+    """``own`` scores plus ``context`` scores scaled so that their best is ``weight`` x the
+    best own score (``weight`` x 1 when the own terms match nothing): (labels, scores) over
+    both label sets. ``own`` alone when either side's best is not positive (a term in most
+    documents of a small store scores below 0)."""
+    labels, scores = context
+    best = float(scores.max()) if len(scores) else 0.0
+    top = float(own[1].max()) if len(own[1]) else 1.0
+    if best <= 0 or top <= 0:
+        return own
+    scaled = scores * (weight * top / best)
+    merged = np.concatenate([own[0], labels])
+    union, where = np.unique(merged, return_inverse=True)
+    total = np.zeros(len(union), np.float64)
+    np.add.at(total, where, np.concatenate([own[1], scaled]))
+    return union.astype(own[0].dtype if len(own[0]) else labels.dtype), total
 
 
 def top_k(labels: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -55,20 +55,29 @@ def _stop_words() -> str:
     return hashlib.blake2b("\n".join(sorted(STOP_WORDS)).encode(), digest_size=8).hexdigest()
 
 
+def temp_paths(path: Path) -> tuple[Path, Path]:
+    """The temporary files ``save`` writes beside ``path`` (file, meta)."""
+    return path.with_name(path.name + ".tmp.npz"), path.with_name(path.name + ".json.tmp")
+
+
 def save(path: Path, postings: Postings, checksum: str) -> None:
     """Write ``postings`` (built from rows with ``content_checksum`` = checksum): file first,
-    meta last, each through a temporary file."""
-    tmp = path.with_name(path.name + ".tmp.npz")
+    meta last, each through a temporary file (removed when the write fails)."""
+    tmp, tmp_meta = temp_paths(path)
     terms = "\x00".join(postings.terms).encode("utf-8", "surrogatepass")
-    np.savez(tmp, terms=np.frombuffer(terms, np.uint8), labels=postings.labels,
-             lengths=postings.lengths, offsets=postings.offsets, term_ids=postings.term_ids,
-             tfs=postings.tfs)
-    meta = PostingsMeta(FORMAT, _stop_words(), len(postings.labels), checksum,
-                        file_checksum(tmp), postings.analyser)
-    os.replace(tmp, path)
-    tmp_meta = path.with_name(path.name + ".json.tmp")
-    tmp_meta.write_text(json.dumps(asdict(meta), indent=1), encoding="utf-8")
-    os.replace(tmp_meta, meta_path(path))
+    try:
+        np.savez(tmp, terms=np.frombuffer(terms, np.uint8), labels=postings.labels,
+                 lengths=postings.lengths, offsets=postings.offsets,
+                 term_ids=postings.term_ids, tfs=postings.tfs)
+        meta = PostingsMeta(FORMAT, _stop_words(), len(postings.labels), checksum,
+                            file_checksum(tmp), postings.analyser)
+        os.replace(tmp, path)
+        tmp_meta.write_text(json.dumps(asdict(meta), indent=1), encoding="utf-8")
+        os.replace(tmp_meta, meta_path(path))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        tmp_meta.unlink(missing_ok=True)
+        raise
 
 
 def load(path: Path, checksum: str, analyser: str) -> tuple[Postings | None, str]:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sidecar.disk import os_refusal
 from sidecar.knobs import check_ranges, keep_restart_keys
 from sidecar.retrieval.contract import Accept
 from sidecar.retrieval.vector import persist
@@ -274,7 +275,7 @@ class AdaptiveVectorIndex:
         for thread in threads:
             thread.join()
         if self._hnsw is not None and self._unsaved:
-            self.save()
+            self._save_quietly()
 
     def save(self) -> bool:
         """Write the hnsw index and its meta. False when there is nothing to save."""
@@ -315,8 +316,12 @@ class AdaptiveVectorIndex:
     def _save_quietly(self) -> None:
         try:
             self.save()
-        except OSError:
-            log.exception("vector index save failed", extra={"path": str(self.path)})
+        except OSError as err:
+            if os_refusal(err) is None:
+                log.exception("vector index save failed", extra={"path": str(self.path)})
+            else:  # a full or read-only disk: the next start rebuilds the index
+                log.warning("vector index not saved: the disk refuses writes",
+                            extra={"path": str(self.path), "error": err.strerror})
 
     # --- background build ------------------------------------------------------------------
 

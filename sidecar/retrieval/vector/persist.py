@@ -10,6 +10,7 @@ always shows up as stale, and a damaged file as corrupt.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -70,10 +71,28 @@ def file_checksum(path: Path) -> str:
     return digest.hexdigest()
 
 
+def temp_paths(path: Path) -> tuple[Path, Path]:
+    """The temporary files a save writes beside ``path`` (index, meta)."""
+    return path.with_name(path.name + ".tmp"), path.with_name(path.name + ".json.tmp")
+
+
+def _no_space_left(directory: Path) -> bool:
+    """The file system is full (a write that filled it may have been cut short)."""
+    st = os.statvfs(directory)
+    return st.f_bavail == 0 or st.f_bfree == 0
+
+
 def write_file(index: HnswVectors, path: Path) -> Path:
     """Write the index to a temporary file beside ``path``; the caller keeps writes out."""
-    tmp = path.with_name(path.name + ".tmp")
-    index.save(tmp)
+    tmp = temp_paths(path)[0]
+    try:
+        index.save(tmp)
+        if _no_space_left(tmp.parent):  # hnswlib does not check its writes
+            raise OSError(errno.ENOSPC, "no space left on device: the index file may be cut "
+                          "short", str(tmp))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return tmp
 
 
@@ -86,19 +105,25 @@ def commit(
     File first, meta last: a crash between the two renames leaves a meta that does not
     match the file, so the next start rebuilds.
     """
-    meta = IndexMeta(
-        format=FORMAT, dim=dim, count=len(labels),
-        max_seq=int(labels.max()) if len(labels) else 0,
-        content_checksum=content_checksum(labels, matrix), file_checksum=file_checksum(tmp),
-        file_bytes=tmp.stat().st_size, m=m, ef_construction=ef_construction,
-    )
-    os.replace(tmp, path)
-    tmp_meta = path.with_name(path.name + ".json.tmp")
-    with tmp_meta.open("w", encoding="utf-8") as handle:
-        json.dump(asdict(meta), handle, indent=1)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp_meta, meta_path(path))
+    tmp_meta = temp_paths(path)[1]
+    try:
+        meta = IndexMeta(
+            format=FORMAT, dim=dim, count=len(labels),
+            max_seq=int(labels.max()) if len(labels) else 0,
+            content_checksum=content_checksum(labels, matrix),
+            file_checksum=file_checksum(tmp), file_bytes=tmp.stat().st_size, m=m,
+            ef_construction=ef_construction,
+        )
+        os.replace(tmp, path)
+        with tmp_meta.open("w", encoding="utf-8") as handle:
+            json.dump(asdict(meta), handle, indent=1)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_meta, meta_path(path))
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        tmp_meta.unlink(missing_ok=True)
+        raise
     return meta
 
 

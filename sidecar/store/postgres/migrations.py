@@ -156,7 +156,19 @@ MIGRATIONS: list[str] = [
         dismissed_us BIGINT NOT NULL
     );
     """,
-    # 4: turns captured as memories (sidecar/capture; as SQLite's migration 7).
+    # 4: each channel's last user turns, their embeddings and the replies to them (the
+    # query context of the next turns).
+    """
+    CREATE TABLE injection_context (
+        channel_id TEXT NOT NULL,
+        turn       BIGINT NOT NULL,
+        text       TEXT NOT NULL,
+        embedding  BYTEA NOT NULL,
+        reply      TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (channel_id, turn)
+    );
+    """,
+    # 5: turns captured as memories (sidecar/capture; as SQLite's migration 8).
     """
     CREATE TABLE captures (
         channel_id TEXT NOT NULL,

@@ -1,0 +1,99 @@
+"""What the query context costs an Inject: follow-up turns of 16 and 64 tokens, context off and
+on, interleaved call by call on one server.
+
+Serves a copy of the topic-change bench's LongMemEval store (5,432 memories, built and cached
+by ``bench.topic_change``) with two agents: ``off`` (``query_context_turns = 0``) and ``on``
+(the defaults). Conversations of ``--turns`` turns run through the README's loop
+(PruneHistory -> Inject -> block, text, a reply), the two agents' turns alternating, so both
+see the same load. Each turn's text is a LongMemEval user turn cut to exactly 16 or 64 model
+tokens; the reply is the session's next assistant turn. Only turns 2.. are timed (the first
+turn has no context either way). Prints client-side Inject p50/p99 per length and setting,
+and appends them to bench/results/query_context_cost.md.
+
+    .venv/bin/python -m bench.query_context_cost [--conversations 60] [--turns 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from bench.agent_loop_replay import AgentLoop, append_block, config_text, cpu_flags, served
+from bench.lme_data import load_oracle
+from bench.replay_longmemeval import working_copy
+from bench.results import RESULTS
+from bench.topic_change import lme_store
+from sidecar.embedding.config import EmbeddingConfig
+from sidecar.embedding.model_files import TOKENIZER
+from sidecar.embedding.onnx import load_tokenizer
+
+LENGTHS = (16, 64)
+AGENTS = {"off": "query_context_turns = 0", "on": ""}
+
+
+def exchanges(data: list[dict], tokens: int, turns: int,  # type: ignore[type-arg]
+              conversations: int) -> list[list[tuple[str, str]]]:
+    """Per haystack session, its first ``turns`` (user text cut to ``tokens`` tokens, the
+    assistant's reply) pairs; sessions with fewer pairs or shorter texts are skipped."""
+    tokenizer = load_tokenizer(str(TOKENIZER), 512)
+    out = []
+    for entry in data:
+        for session in entry["haystack_sessions"]:
+            pairs = [(a["content"], b["content"]) for a, b in zip(session, session[1:])
+                     if a["role"] == "user" and b["role"] == "assistant"]
+            cut = [(cut_to(tokenizer, q, tokens), r[:2000]) for q, r in pairs[:turns]]
+            if len(cut) == turns and all(q for q, _ in cut):
+                out.append(cut)
+            if len(out) == conversations:
+                return out
+    return out
+
+
+def cut_to(tokenizer: object, text: str, tokens: int) -> str:
+    """``text``'s first ``tokens`` word-piece tokens as text ("" when it has fewer)."""
+    encoded = tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
+    if len(encoded.ids) < tokens:
+        return ""
+    end = encoded.offsets[tokens - 1][1]
+    return text[:end]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--conversations", type=int, default=60)
+    parser.add_argument("--turns", type=int, default=4)
+    args = parser.parse_args(argv)
+    data = load_oracle()
+    model = EmbeddingConfig().model
+    agents = "".join(f'\n[[agents]]\nid = "{a}"\n[agents.memory_injection]\n{c}\n'
+                     for a, c in AGENTS.items())
+    toml = config_text(None, 10, {"embedding": {"model": model}}) + agents
+    ms: dict[tuple[int, str], list[float]] = {}
+    with working_copy(lme_store(model), toml) as copy, served(copy) as client:
+        for tokens in LENGTHS:
+            for n, talk in enumerate(exchanges(data, tokens, args.turns, args.conversations)):
+                loops = {a: AgentLoop(client, f"{a}-{tokens}-{n}", a) for a in AGENTS}
+                for t, (text, reply) in enumerate(talk):
+                    for agent, loop in (loops.items() if (n + t) % 2 else
+                                        reversed(loops.items())):
+                        seen = loop.turn(text, reply)
+                        if t:
+                            ms.setdefault((tokens, agent), []).append(seen.inject_ms)
+    header = ("| tokens | query context | follow-up turns | Inject p50 ms | p99 ms |\n"
+              "|---|---|---|---|---|")
+    lines = []
+    for (tokens, agent), values in sorted(ms.items()):
+        p50, p99 = np.percentile(values, [50, 99])
+        lines.append(f"| {tokens} | {agent} | {len(values)} | {p50:.2f} | {p99:.2f} |")
+    append_block(RESULTS / "query_context_cost.md", "query_context_cost", header, lines, toml)
+    print(header)
+    print("\n".join(lines))
+    print(f"CPU {cpu_flags()}, load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    main()
