@@ -4,6 +4,7 @@ sees, capture the assistant replies a history shows, forget a reset channel's vi
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
@@ -37,6 +38,18 @@ log = logging.getLogger(__name__)
 
 # Channels whose latest message is remembered (the context of their next captured turn).
 MAX_CHANNELS = 4096
+# A candidate whose words overlap a capture not written yet this much says the same thing
+# (the near-duplicate gate would resolve the capture to it).
+SAME_WORDS = 0.8
+_WORD = re.compile(r"\w+")
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text.lower()))
+
+
+def same_words(a: frozenset[str], b: frozenset[str]) -> bool:
+    return bool(a) and bool(b) and len(a & b) / len(a | b) >= SAME_WORDS
 IsBlock = Callable[[str], bool]
 
 
@@ -84,18 +97,22 @@ class Capture:
                 config: MemoryInjectionConfig) -> list[Candidate]:
         """``candidates`` without the channel's captures its agent still has in view: while
         a history sent to PruneHistory shows their text, or (an agent that does not prune)
-        for ``context_window_depth`` turns."""
-        if not any(c.memory.source == CAPTURE_SOURCE for c in candidates):
+        for ``context_window_depth`` turns. A capture the near-duplicate gate resolved to
+        another memory holds that memory; one not written yet holds a candidate saying the
+        same words."""
+        if not candidates or (config.capture == OFF and not any(
+                c.memory.source == CAPTURE_SOURCE for c in candidates)):
             return candidates
         since = 0 if config.history_pruned else turn - config.context_window_depth
         try:
-            held = self.repo.held_ids(channel_id, since)
+            held, pending = self.repo.held_among(channel_id, since,
+                                                 [c.memory.id for c in candidates])
         except Unavailable:  # a shared store away: none of the channel's own captures
             return [c for c in candidates if not (c.memory.source == CAPTURE_SOURCE
                                                   and c.memory.channel_id == channel_id)]
-        if not held:
-            return candidates
-        return [c for c in candidates if c.memory.id not in held]
+        said = [words(text) for text in pending]
+        return [c for c in candidates if c.memory.id not in held
+                and not any(same_words(words(c.memory.content), w) for w in said)]
 
     # --- PruneHistory ---------------------------------------------------------------------
 

@@ -92,11 +92,19 @@ class CaptureRepo:
                         "channel_id = ? AND key = ?",
                         (outcome, memory_id, row.content, row.channel_id, row.key))
 
-    def held_ids(self, channel_id: str, min_turn: int) -> set[str]:
-        """Memories of the channel's captures held back there (turn >= ``min_turn``)."""
-        return {str(r[0]) for r in self.db.execute(
-            "SELECT memory_id FROM captures WHERE channel_id = ? AND held = 1 AND turn >= ? "
-            "AND memory_id != ''", (channel_id, min_turn))}
+    def held_among(self, channel_id: str, min_turn: int, ids: list[str]
+                   ) -> tuple[set[str], list[str]]:
+        """Which of ``ids`` the channel's captures hold back there (turn >= ``min_turn``),
+        and the texts of its held captures not written yet (what they resolve to is not
+        known yet)."""
+        marks = ",".join("?" * len(ids)) or "''"
+        rows = self.db.execute(
+            "SELECT memory_id, outcome, content FROM captures WHERE channel_id = ? AND held = 1 "
+            f"AND turn >= ? AND (memory_id IN ({marks}) OR outcome = ?)",
+            (channel_id, min_turn, *ids, PENDING))
+        wanted = set(ids)
+        held = {str(r[0]) for r in rows if str(r[0]) in wanted}
+        return held, [str(r[2]) for r in rows if r[1] == PENDING and r[2]]
 
     def held(self, channel_id: str) -> list[Held]:
         """The channel's held captures with their text (pending: the row's; else the

@@ -171,6 +171,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (channel_id, key)
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS captures_pending ON captures (outcome, at_us);
+    CREATE INDEX IF NOT EXISTS captures_memory ON captures (channel_id, memory_id);
     """,
 ]
 

@@ -82,3 +82,33 @@ def test_a_turn_resolved_to_another_memory_holds_that_memory(serve: Serve) -> No
           "Enjoy the sun!")
     assert memory.id not in ids(inject(live, ASKED[0], channel="c1", turn=3))
     assert memory.id in ids(inject(live, ASKED[1], channel="c3", turn=1))
+
+
+def test_a_memory_a_capture_repeats_is_held_before_and_after_it_is_written(
+        serve: Serve) -> None:
+    """The assistant repeats a stored memory word for word: while that reply is in the
+    history the memory is held back in the channel, whether the capture is still pending (the
+    next Inject comes at once) or was resolved to that memory by the near-duplicate gate."""
+    live = serve(capture="all")
+    for text in OTHER:
+        live.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+            content=text, type=m.MEMORY_TYPE_FACT, agent_id=AGENT)))
+    fact = "The Thai place on Fifth Street closes at ten on weekdays"
+    stored = live.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+        content=fact, type=m.MEMORY_TYPE_FACT, agent_id=AGENT))).memory.id
+    inject(live, "Where should we eat tonight?", channel="c1", turn=1)
+    capture = live.server.app.injector.capture
+    assert capture is not None
+    capture.drain.close()  # what the next history captures stays pending
+    prune(live, "Where should we eat tonight?", fact)
+    asked = "When does the Thai place on Fifth Street close?"
+    assert stored not in ids(inject(live, asked, channel="c1", turn=2))
+    assert stored in ids(inject(live, asked, channel="c2", turn=1))
+    capture.drain.flush()  # the reply resolves to the stored memory
+    assert [str(r[4]) for r in live.server.app.db.execute(
+        "SELECT channel_id, turn, role, content, outcome FROM captures WHERE role = "
+        "'assistant'")] == ["deduplicated"]
+    assert capture.repo.held_among("c1", 0, [stored]) == ({stored}, [])  # held as the reply
+    assert capture.repo.held_among("c2", 0, [stored])[0] == set()
+    again = "So when does the Thai place on Fifth Street close?"
+    assert stored not in ids(inject(live, again, channel="c1", turn=3))

@@ -186,6 +186,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (channel_id, key)
     );
     CREATE INDEX captures_pending ON captures (outcome, at_us);
+    CREATE INDEX captures_memory ON captures (channel_id, memory_id);
     """,
 ]
 
