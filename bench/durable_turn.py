@@ -48,13 +48,15 @@ def write_behind(states: ChannelStates) -> Commit:
     """The commit as it was: recorded in memory, the SQLite transaction queued to the writer."""
 
     def commit(state: ChannelState, entry: Committed, keep: int | None, depth: int,
-               also: Callable[[], None] | None = None) -> None:
+               also: Callable[[], None] | None = None,
+               durable: Callable[[], None] | None = None) -> None:
         saved = rows_of(state, entry, state.record(entry, keep, depth))
 
         def write() -> None:
             states.repo.save(state.channel_id, saved)
-            if also is not None:
-                also()
+            for job in (also, durable):
+                if job is not None:
+                    job()
 
         states._submit(state.channel_id, write)  # noqa: SLF001 (the reference path)
 
