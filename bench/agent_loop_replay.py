@@ -10,6 +10,7 @@ stamped rows (date, commit, CPU flags, config) to a results table.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import time
@@ -163,3 +164,21 @@ def append_block(path: Path, title: str, header: str, lines: list[str], toml: st
     with path.open("a", encoding="utf-8") as out:
         out.write("".join(f"{line}{cells}\n" for line in lines))
     return cells
+
+
+def label_of(config: Path | None, label: str, prepend: int) -> str:
+    """A results row's label: ``label``, else the config file's stem (or "default"), with the
+    client-side prepending when on."""
+    return label or (config.stem if config else "default") + (
+        f", client prepends {prepend}" if prepend else "")
+
+
+def report(out: Path, title: str, header: str, lines: list[str], toml: str, what: str,
+           start: float) -> None:
+    """Append the rows to ``out`` and print them with the run's figures."""
+    append_block(out, title, header, lines, toml)
+    print(header)
+    print("\n".join(lines))
+    print(f"{what}, replay {time.perf_counter() - start:.0f} s, CPU {cpu_flags()}, load "
+          f"average {os.getloadavg()[0]:.1f}; config: {flat(toml)}")
+    print(f"results: {out}")

@@ -35,10 +35,9 @@ from memsidecar_client import Client
 
 from bench.agent_loop_replay import (
     AgentLoop,
-    append_block,
     config_text,
-    cpu_flags,
-    flat,
+    label_of,
+    report,
     save_index,
     served,
 )
@@ -242,18 +241,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     data_dir = build_store(conversations, store_dir(args.data))
     chosen = conversations[: args.limit] if args.limit else conversations
     toml = config_text(args.config, MAX_TOTAL)
-    label = args.label or (args.config.stem if args.config else "default") + (
-        f", client prepends {args.prepend_exchanges}" if args.prepend_exchanges else "")
+    label = label_of(args.config, args.label, args.prepend_exchanges)
     start = time.perf_counter()
     with working_copy(data_dir, toml) as copy:
         tallies = replay(copy, chosen, args.prepend_exchanges)
-    lines = rows(label, tallies)
-    append_block(args.out, "conversation_followups", HEADER, lines, toml)
-    print(HEADER)
-    print("\n".join(lines))
-    print(f"{len(chosen)} conversations, replay {time.perf_counter() - start:.0f} s, CPU "
-          f"{cpu_flags()}, load average {os.getloadavg()[0]:.1f}; config: {flat(toml)}")
-    print(f"results: {args.out}")
+    report(args.out, "conversation_followups", HEADER, rows(label, tallies), toml,
+           f"{len(chosen)} conversations", start)
 
 
 if __name__ == "__main__":

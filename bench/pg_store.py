@@ -1,15 +1,22 @@
 """The PostgreSQL shared store against SQLite, on a throwaway local cluster.
 
 1. Inject p50/p99 at --size memories: the same queries on a SQLite sidecar and a PostgreSQL
-   sidecar, interleaved call by call (a fresh channel every 10 turns), in-process.
+   sidecar, interleaved call by call (a fresh channel every 10 turns; each call's writes after
+   its reply are done before the next call starts), in-process; --rounds
+   times (fresh channels each round), with the median of the rounds' p50s and their ratio.
+   Then the round trips to PostgreSQL per Inject on the calling thread (psycopg's waits in
+   which an answer was read; counted in a pass of its own).
 2. Write-to-visible latency across sidecars: a memory upserted on A, timed until it is in
    B's indexes; sequential (one writer) and concurrent (4 writers on two sidecars).
 3. Import rate (import_stream, batches of 256) on each backend.
 
 Stored vectors are random unit vectors over synthetic texts (latency does not depend on what
-they mean); queries and written memories are embedded by the real model.
+they mean; an Inject then finds nothing above the floor and injects nothing), or with --embed
+the model's vectors of those texts (Injects carry items: their rows and access records are
+written too); queries and written memories are embedded by the real model.
 
 Run:  .venv/bin/python -m bench.pg_store [--size 10000] [--injects 300] [--writes 200]
+      .venv/bin/python -m bench.pg_store --size 2000 --rounds 5 --inject-only [--embed]
 Writes bench/results/pg_store.json.
 """
 
@@ -22,8 +29,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from psycopg import waiting
 
 from bench.results import write_results
 from sidecar.api.server_config import ServerConfig
@@ -53,15 +62,18 @@ def sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 16))).capitalize()
 
 
-def build(sqlite_path: Path, size: int, dim: int, model: str) -> None:
+def build(sqlite_path: Path, size: int, embedder: Embedder, model: str, embed: bool) -> None:
     rng, vectors = random.Random(7), np.random.default_rng(7)
+    texts = [sentence(rng) for _ in range(size)]
+    if embed:
+        embedded = embedder.embed(texts)
     db = Database(sqlite_path)
     repos = Repositories.open(db)
     with db.transaction():
-        for n in range(size):
-            v = vectors.standard_normal(dim).astype(np.float32)
+        for n, text in enumerate(texts):
+            v = embedded[n] if embed else vectors.standard_normal(embedder.dim).astype(np.float32)
             repos.memories.insert(Memory(
-                id=f"m{n}", content=sentence(rng), type=MemoryType.FACT,
+                id=f"m{n}", content=text, type=MemoryType.FACT,
                 importance=DEFAULT_IMPORTANCE[MemoryType.FACT], created_at=n + 1,
                 updated_at=n + 1, last_accessed_at=0, access_count=0, source="bench",
                 channel_id="", agent_id="", forgotten=False, version=1), v / np.linalg.norm(v))
@@ -83,19 +95,73 @@ def pct(values: list[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 2)
 
 
-def injects(apps: dict[str, App], count: int) -> dict[str, dict[str, float]]:
-    rng = random.Random(11)
+def injects(apps: dict[str, App], count: int, tag: str = "",
+            seed: int = 11) -> dict[str, dict[str, float]]:
+    rng = random.Random(seed)
     queries = [sentence(rng) + "?" for _ in range(count)]
     timings: dict[str, list[float]] = {name: [] for name in apps}
+    items: dict[str, int] = {name: 0 for name in apps}
     for n, query in enumerate(queries):
         order = list(apps) if n % 2 == 0 else list(reversed(apps))
         for name in order:
             start = time.perf_counter()
-            apps[name].injector.inject(InjectRequest("", f"{name}-{n // 10}", query))
+            done = apps[name].injector.inject(InjectRequest("", f"{name}{tag}-{n // 10}", query))
             timings[name].append((time.perf_counter() - start) * 1000)
+            items[name] += len(done.items)
+            # What a call writes after its reply (SQLite's state, access records) is written
+            # before the next call, as between an agent's turns: not in another call's time.
+            apps[name].injector.states.writer.flush()
     warm = min(20, count // 2)  # the first calls warm the caches: left out
-    return {name: {"p50_ms": pct(t[warm:], 50), "p99_ms": pct(t[warm:], 99), "calls": len(t)}
+    return {name: {"p50_ms": pct(t[warm:], 50), "p99_ms": pct(t[warm:], 99), "calls": len(t),
+                   "items_per_call": round(items[name] / len(t), 2)}
             for name, t in timings.items()}
+
+
+def rounds(apps: dict[str, App], count: int, times: int) -> dict[str, object]:
+    """``injects`` ``times`` over; the median p50 of each backend and the median ratio."""
+    runs = [injects(apps, count, tag=f"r{r}", seed=11 + r) for r in range(times)]
+    ratios = [run["postgres"]["p50_ms"] / run["sqlite"]["p50_ms"] for run in runs]
+    print("inject rounds:", [(run["sqlite"]["p50_ms"], run["postgres"]["p50_ms"]) for run in runs])
+    p50s = {name: [run[name]["p50_ms"] for run in runs] for name in apps}
+    return {"rounds": runs,
+            "median_p50_ms": {name: round(float(np.median(v)), 2) for name, v in p50s.items()},
+            "ratios": [round(r, 3) for r in ratios],
+            "median_ratio": round(float(np.median(ratios)), 3)}
+
+
+def round_trips(app: App, count: int) -> float:
+    """Round trips to PostgreSQL per Inject on the calling thread: the waits of psycopg's
+    connections in which the client read the server's answer (one per request answered)."""
+    answered = [0]
+    caller = threading.get_ident()
+    original = waiting.wait
+
+    def reading(gen: Any) -> Any:  # the generator, noting whether an answer was read
+        read = False
+        try:
+            wanted = next(gen)
+            while True:
+                ready = yield wanted
+                read = read or bool(ready & waiting.Ready.R)
+                wanted = gen.send(ready)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            if read and threading.get_ident() == caller:
+                answered[0] += 1
+
+    def counting(gen: Any, fileno: int, interval: float = 0.0,
+                 timeout: float | None = None) -> Any:
+        return original(reading(gen), fileno, interval=interval, timeout=timeout)
+
+    rng = random.Random(5)
+    waiting.wait = counting
+    try:
+        for n in range(count):
+            app.injector.inject(InjectRequest("", f"trips-{n // 10}", sentence(rng) + "?"))
+    finally:
+        waiting.wait = original
+    return round(answered[0] / count, 2)
 
 
 def visible(writers: list[App], reader: App, writes: int, threads: int) -> dict[str, float]:
@@ -139,6 +205,11 @@ def main() -> None:
     parser.add_argument("--injects", type=int, default=300)
     parser.add_argument("--writes", type=int, default=200)
     parser.add_argument("--imports", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=1, help="Inject rounds (median kept)")
+    parser.add_argument("--inject-only", action="store_true",
+                        help="Inject timings and round trips only (no writes, no imports)")
+    parser.add_argument("--embed", action="store_true",
+                        help="store the model's vectors (Injects carry items)")
     args = parser.parse_args()
     name = EmbeddingConfig().model
     embedder = Embedder(model_files(name), **ServerConfig().embedder_options())  # type: ignore[arg-type]
@@ -147,7 +218,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="pgbench"))
     apps: list[App] = []
     try:
-        build(root / "sqlite" / "memsidecar.sqlite3", args.size, embedder.dim, name)
+        build(root / "sqlite" / "memsidecar.sqlite3", args.size, embedder, name, args.embed)
         dsn = cluster.new_database()
         start = time.perf_counter()
         source, target = Database(root / "sqlite" / "memsidecar.sqlite3"), PgDatabase(dsn)
@@ -160,15 +231,19 @@ def main() -> None:
         a, b, c = (open_app(root / n, embedder, pg) for n in ("a", "b", "c"))
         apps += [lite, a, b, c]
         result: dict[str, object] = {
-            "size": args.size, "load_before": os.getloadavg(),
+            "size": args.size, "embed": args.embed, "load_before": os.getloadavg(),
             "migrate_rows_per_s": round(args.size / migrate_s),
-            "inject": injects({"sqlite": lite, "postgres": a}, args.injects),
-            "visible_sequential": visible([a], b, args.writes, 1),
-            "visible_concurrent": visible([a, c], b, args.writes, 4),
-            "import_per_s": {"sqlite": import_rate(lite, args.imports, "sqlite"),
-                             "postgres": import_rate(a, args.imports, "postgres")},
-            "load_after": os.getloadavg(),
+            "inject": rounds({"sqlite": lite, "postgres": a}, args.injects, args.rounds),
+            "round_trips_per_inject": round_trips(a, min(args.injects, 100)),
         }
+        if not args.inject_only:
+            result.update({
+                "visible_sequential": visible([a], b, args.writes, 1),
+                "visible_concurrent": visible([a, c], b, args.writes, 4),
+                "import_per_s": {"sqlite": import_rate(lite, args.imports, "sqlite"),
+                                 "postgres": import_rate(a, args.imports, "postgres")},
+            })
+        result["load_after"] = os.getloadavg()
         print(result)
         write_results("pg_store", result)
     finally:

@@ -42,7 +42,8 @@ def exchanges(data: list[dict], tokens: int, turns: int,  # type: ignore[type-ar
     out = []
     for entry in data:
         for session in entry["haystack_sessions"]:
-            pairs = [(a["content"], b["content"]) for a, b in zip(session, session[1:])
+            pairs = [(a["content"], b["content"])
+                     for a, b in zip(session, session[1:], strict=False)
                      if a["role"] == "user" and b["role"] == "assistant"]
             cut = [(cut_to(tokenizer, q, tokens), r[:2000]) for q, r in pairs[:turns]]
             if len(cut) == turns and all(q for q, _ in cut):
@@ -71,23 +72,31 @@ def main(argv: Sequence[str] | None = None) -> None:
     agents = "".join(f'\n[[agents]]\nid = "{a}"\n[agents.memory_injection]\n{c}\n'
                      for a, c in AGENTS.items())
     toml = config_text(None, 10, {"embedding": {"model": model}}) + agents
-    ms: dict[tuple[int, str], list[float]] = {}
+    # (tokens, turns the context applied to or "all", agent) -> Inject ms
+    ms: dict[tuple[int, str, str], list[float]] = {}
     with working_copy(lme_store(model), toml) as copy, served(copy) as client:
         for tokens in LENGTHS:
             for n, talk in enumerate(exchanges(data, tokens, args.turns, args.conversations)):
                 loops = {a: AgentLoop(client, f"{a}-{tokens}-{n}", a) for a in AGENTS}
+                spent: dict[str, list[float]] = {a: [] for a in AGENTS}
                 for t, (text, reply) in enumerate(talk):
                     for agent, loop in (loops.items() if (n + t) % 2 else
                                         reversed(loops.items())):
-                        seen = loop.turn(text, reply)
-                        if t:
-                            ms.setdefault((tokens, agent), []).append(seen.inject_ms)
-    header = ("| tokens | query context | follow-up turns | Inject p50 ms | p99 ms |\n"
-              "|---|---|---|---|---|")
+                        spent[agent].append(loop.turn(text, reply).inject_ms)
+                trace = client.get_injection_trace(f"on-{tokens}-{n}", agent_id="on")
+                applied = [turn.context_gate > 0 for turn in trace.turns]
+                for agent, values in spent.items():
+                    for t in range(1, len(values)):
+                        ms.setdefault((tokens, "all", agent), []).append(values[t])
+                        if applied[t]:
+                            ms.setdefault((tokens, "applied", agent), []).append(values[t])
+    header = ("| tokens | follow-up turns | query context | turns | Inject p50 ms | p99 ms |\n"
+              "|---|---|---|---|---|---|")
     lines = []
-    for (tokens, agent), values in sorted(ms.items()):
+    for (tokens, kind, agent), values in sorted(ms.items()):
         p50, p99 = np.percentile(values, [50, 99])
-        lines.append(f"| {tokens} | {agent} | {len(values)} | {p50:.2f} | {p99:.2f} |")
+        which = "all" if kind == "all" else "those it applied to"
+        lines.append(f"| {tokens} | {which} | {agent} | {len(values)} | {p50:.2f} | {p99:.2f} |")
     append_block(RESULTS / "query_context_cost.md", "query_context_cost", header, lines, toml)
     print(header)
     print("\n".join(lines))

@@ -32,10 +32,9 @@ import numpy as np
 
 from bench.agent_loop_replay import (
     AgentLoop,
-    append_block,
     config_text,
-    cpu_flags,
-    flat,
+    label_of,
+    report,
     save_index,
     served,
 )
@@ -163,18 +162,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                 for q in qs}
     chosen = qs[: args.limit] if args.limit else qs
     toml = config_text(args.config, MAX_TOTAL, {"embedding": {"model": args.model}})
-    label = args.label or (args.config.stem if args.config else "default") + (
-        f", client prepends {args.prepend_exchanges}" if args.prepend_exchanges else "")
+    label = label_of(args.config, args.label, args.prepend_exchanges)
     start = time.perf_counter()
     with working_copy(data_dir, toml) as copy:
         scores = run(copy, qs, chosen, answers, evidence, args.prepend_exchanges)
-    lines = rows(label, scores)
-    append_block(args.out, "topic_change", HEADER, lines, toml)
-    print(HEADER)
-    print("\n".join(lines))
-    print(f"{len(chosen)} questions, replay {time.perf_counter() - start:.0f} s, CPU "
-          f"{cpu_flags()}, load average {os.getloadavg()[0]:.1f}; config: {flat(toml)}")
-    print(f"results: {args.out}")
+    report(args.out, "topic_change", HEADER, rows(label, scores), toml,
+           f"{len(chosen)} questions", start)
 
 
 if __name__ == "__main__":

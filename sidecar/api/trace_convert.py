@@ -46,7 +46,7 @@ def _turn(turn: TraceTurn) -> injection_pb2.TraceTurn:
         context=[injection_pb2.ContextTurn(turn=t, terms_weight=terms, vector_weight=vector,
                                            reply=reply)
                  for t, terms, vector, reply in turn.context.turns],
-        context_similarity=turn.context.similarity, context_gate=turn.context.gate,
+        context_gate=turn.context.gate,
     )
 
 

@@ -47,20 +47,15 @@ class Floor:
 
 def passes(hits: Sequence[Scored], floor: Floor,
            background: tuple[float, float, int] = (0.0, 0.0, 0),
-           own_channel: Sequence[bool] = (), unrivalled: Sequence[bool] = ()) -> list[bool]:
+           own_channel: Sequence[bool] = ()) -> list[bool]:
     """Which ``hits`` (one turn's search results) clear the floor; ``background``: the
     (mean, standard deviation) of the turn text's cosine to the stored memories, and their
-    number; ``own_channel``: per hit, written in the turn's channel (empty: none is);
-    ``unrivalled``: per hit, not a rival the relative floors measure the others against
-    (a memory the agent already holds, when the conversation steered the search towards
-    it), unless every hit is one."""
+    number; ``own_channel``: per hit, written in the turn's channel (empty: none is)."""
     if not hits:
         return []
     scores = floored_scores(hits, own_channel, floor.own_channel)
-    rivals = [i for i in range(len(hits)) if not (unrivalled and unrivalled[i])] \
-        or range(len(hits))
-    best_cosine = max(hits[i].cosine for i in rivals)
-    best_score = max(scores[i] for i in rivals)
+    best_cosine = max(h.cosine for h in hits)
+    best_score = max(scores)
     bar = max(floor.min_cosine, background_bar(floor, background))
     relative_on = floor.relative > 0 or floor.score > 0
     out = []

@@ -22,7 +22,12 @@ from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
-from sidecar.injection.query_context import MAX_REPLY_CHARS, QueryContext, RecentTurn, steering
+from sidecar.injection.query_context import (
+    MAX_CONTEXT_CHARS,
+    QueryContext,
+    RecentTurn,
+    query_context,
+)
 from sidecar.injection.query_context import NONE as NO_CONTEXT
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import ChannelMoved
@@ -91,7 +96,7 @@ class Injector:
         and the assistant's reply it ends with joins the query context. Returns the turns of
         the channel's blocks released."""
         digests = {self.signer.mac_of(m.content) for m in kept}
-        reply = last_reply(kept, self.signer.is_block)[-MAX_REPLY_CHARS:]
+        reply = last_reply(kept, self.signer.is_block)[-MAX_CONTEXT_CHARS:]
         gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply)
         if reply:  # analysed here, off the next Inject's path (memoised)
             self.retriever.query_terms(reply)
@@ -134,11 +139,9 @@ class Injector:
                 self._record(request, result, start, [], [])
                 return result
             t = now_ns()
-            view = state.view(turn, _keep(config), config.context_window_depth)
-            steer = steering(config, state.recent, turn, request.text, self.retriever)
+            context = self._context(config, state, turn, request.text)
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
-                                   request.channel_id, steer, state.ids_in(view))
-            context = steer.context if steer is not None else NO_CONTEXT
+                                   request.channel_id, context)
             contextual, stats.below_min_score = pool.candidates, pool.below_min_score
             stats.stages_us["embed"] = pool.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)
@@ -151,6 +154,7 @@ class Injector:
                 candidates = self.capture.visible(candidates, request.channel_id, turn, config)
             stats.candidates = len(candidates)
             t = now_ns()
+            view = state.view(turn, _keep(config), config.context_window_depth)
             candidates = supersede.resolve(candidates, state.ids_in(view),
                                            self.retriever.pointing_to, self._embedding_of,
                                            request.agent_id, pool.query)
@@ -188,8 +192,9 @@ class Injector:
                 result = self._skip(request, start, _why_empty(stats), turn, stats)
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
-            self._commit(state, config, result, chosen, alive, request,
-                         RecentTurn(turn, request.text, pool.text))
+            asked = (RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text)
+                     if config.query_context_turns > 0 else None)  # off: nothing kept
+            self._commit(state, config, result, chosen, alive, request, asked, pool.text)
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
                 dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
@@ -199,9 +204,16 @@ class Injector:
             self._trace(request, items, stats)
         return result
 
+    def _context(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
+                 text: str) -> QueryContext:
+        """The turn's query context (none for a channel's first turn or with it off)."""
+        if config.query_context_turns <= 0 or not state.recent:
+            return NO_CONTEXT
+        return query_context(config, state.recent, turn, len(self.retriever.query_terms(text)))
+
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
                 chosen: list[Candidate], alive: Alive, request: InjectRequest,
-                asked: RecentTurn | None = None) -> None:
+                asked: RecentTurn | None = None, own: np.ndarray | None = None) -> None:
         """The commit point: the turn, the block's ids and the access records are recorded
         only if the caller is still waiting for the reply."""
         if not alive():
@@ -220,7 +232,7 @@ class Injector:
         # State rows, the reply and the access record: one transaction, before the reply.
         captured = None if self.capture is None else self.capture.on_turn(
             request.agent_id, request.channel_id, request.text, result.turn, now,
-            None if asked is None else asked.embedding, config.capture)
+            own, config.capture)  # the turn's own embedding, reused
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen

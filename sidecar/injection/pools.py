@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,7 +10,8 @@ import numpy as np
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.floor import Floor, passes
 from sidecar.injection.pinned import pinned_of_type
-from sidecar.injection.query_context import Steering
+from sidecar.injection.query_context import NONE as NO_CONTEXT
+from sidecar.injection.query_context import QueryContext
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval import stages
@@ -70,24 +71,22 @@ class ContextualPool:
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
                     retriever: Retriever, channel_id: str,
-                    steer: Steering | None = None, held: Container[str] = ()) -> ContextualPool:
+                    context: QueryContext = NO_CONTEXT) -> ContextualPool:
     """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
-    of ``channel_id``; ``steer`` steers the search with the conversation
+    of ``channel_id``; ``context`` steers the search with the conversation
     (``sidecar.injection.query_context``): the floors then measure cosines to the steered
-    query. ``held``: the memories the agent holds in its blocks: when a context steered the
-    search, they do not set the relative floors' bar (the context lifts them; they are not
-    injected again).
+    query.
 
     The search embeds the text itself (overlapping its lexical half with the model); with
     the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
     """
     if config.search_limit <= 0:
         embedded, embed_us = timed(retriever.embed_query, text)
-        vector = None if steer is None else steer(embedded)[0]
-        return ContextualPool([], 0, steered(embedded, vector), embedded, embed_us)
+        return ContextualPool([], 0, steered(embedded, context.vector), embedded, embed_us)
     result = retriever.search(SearchQuery(
         text=text, agent_id=agent_id, limit=config.search_limit,
-        search_limit=config.search_limit, steer=steer,
+        search_limit=config.search_limit, context=context.vector,
+        context_texts=context.texts,
     ))
     pool: list[Candidate] = []
     floored: list[Hit] = []
@@ -96,10 +95,7 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     background = (retriever.similarity_background(result.query_embedding)
                   if floor.background > 0 else (0.0, 0.0, 0))
     own = own_channel(result.hits, channel_id) if floor.own_channel > 0 else []
-    steered_by = steer.context.gate if steer is not None else 0.0
-    unrivalled = [h.memory.id in held for h in result.hits] if steered_by > 0 else []
-    for hit, keep in zip(result.hits, passes(result.hits, floor, background, own, unrivalled),
-                         strict=True):
+    for hit, keep in zip(result.hits, passes(result.hits, floor, background, own), strict=True):
         if not keep:
             floored.append(hit)
             continue

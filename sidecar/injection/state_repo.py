@@ -104,12 +104,13 @@ class StateRepo:
                             recent=recent)
 
     def save(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
-        """Upsert the turn, the reply and the new rows in one transaction.
+        """Upsert the turn, the reply and the new rows in one transaction of writes (a
+        shared store gets it in one round trip).
 
         ``expect``: compare-and-swap; the stored turn must still be ``expect`` (0: no
         state), else ChannelMoved and nothing is written (another sidecar committed first).
-        The rows go first and the turn last, so a shared store gets them in one batch."""
-        with self.db.transaction(), self.db.batched():
+        The swap goes last: the channel's row is locked for the end of the transaction only."""
+        with self.db.batched():
             self.db.execute(
                 "INSERT INTO injection_replies (channel_id, keep, reply) VALUES (?, ?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET keep = excluded.keep, "
@@ -130,7 +131,7 @@ class StateRepo:
     def merge(self, channel_id: str, saved: Saved) -> None:
         """A commit made while the store was away, reconciled: the turn takes the larger
         value, ids and buffer rows are added to what is there (the cooldown is the union)."""
-        with self.db.transaction():
+        with self.db.batched():
             self.db.execute(
                 "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET turn = CASE WHEN excluded.turn > "
@@ -139,20 +140,19 @@ class StateRepo:
             self._insert(channel_id, saved)
 
     def _swap_turn(self, channel_id: str, expect: int, turn: int) -> None:
+        moved = ChannelMoved(channel_id)
         if expect == 0:
-            self.db.execute("INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
-                            "ON CONFLICT (channel_id) DO NOTHING", (channel_id, turn))
+            self.db.guard("INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
+                          "ON CONFLICT (channel_id) DO NOTHING", (channel_id, turn), moved)
         else:
-            self.db.execute("UPDATE injection_channels SET turn = ? WHERE channel_id = ? "
-                            "AND turn = ?", (turn, channel_id, expect))
-        if self.db.changes() == 0:
-            raise ChannelMoved(channel_id)
+            self.db.guard("UPDATE injection_channels SET turn = ? WHERE channel_id = ? "
+                          "AND turn = ?", (turn, channel_id, expect), moved)
 
     def save_view(self, channel_id: str, keep: int, held: frozenset[int],
                   replied: RecentTurn | None = None) -> None:
         """What a PruneHistory reported: the blocks still held, the keep it used and the
         assistant's reply to a recent turn."""
-        with self.db.transaction():
+        with self.db.batched():
             self.db.execute(
                 "UPDATE injection_replies SET keep = ? WHERE channel_id = ?", (keep, channel_id))
             self._retain(channel_id, held)
@@ -162,21 +162,23 @@ class StateRepo:
                     (replied.reply, channel_id, replied.turn))
 
     def _insert(self, channel_id: str, saved: Saved) -> None:
-        if saved.injected:
-            self.db.executemany(
+        """One statement per table, not one per row (a server parses and runs each)."""
+        # An upsert's VALUES may not name a row twice (a turn's ids are distinct anyway).
+        injected = list({r.memory_id: r for r in saved.injected}.values())
+        if injected:
+            self.db.execute(
                 "INSERT INTO injection_ids (channel_id, memory_id, turn, version, "
-                "injected_at) VALUES (?,?,?,?,?) ON CONFLICT (channel_id, memory_id) DO "
-                "UPDATE SET turn = excluded.turn, version = excluded.version, "
+                f"injected_at) VALUES {_rows(5, len(injected))} ON CONFLICT (channel_id, "
+                "memory_id) DO UPDATE SET turn = excluded.turn, version = excluded.version, "
                 "injected_at = excluded.injected_at",
-                [(channel_id, r.memory_id, r.turn, r.version, r.at_us) for r in saved.injected],
-            )
-        if saved.buffer:
-            self.db.executemany(
+                tuple(v for r in injected
+                      for v in (channel_id, r.memory_id, r.turn, r.version, r.at_us)))
+        if saved.buffer:  # seq (the buffer's order) follows the order of VALUES
+            self.db.execute(
                 "INSERT INTO injection_buffer (channel_id, memory_id, turn, embedding) "
-                "VALUES (?,?,?,?)",
-                [(channel_id, r.memory_id, r.turn, embedding_to_blob(r.embedding))
-                 for r in saved.buffer],
-            )
+                f"VALUES {_rows(4, len(saved.buffer))}",
+                tuple(v for r in saved.buffer
+                      for v in (channel_id, r.memory_id, r.turn, embedding_to_blob(r.embedding))))
         if saved.block is not None:
             self.db.execute(
                 "INSERT INTO injection_blocks (channel_id, turn, digest) VALUES (?, ?, ?) "
@@ -227,3 +229,9 @@ class StateRepo:
                           "injection_replies", "injection_context", "injection_channels"):
                 self.db.execute(f"DELETE FROM {table} WHERE channel_id = ?", (channel_id,))
             return existed
+
+
+def _rows(columns: int, count: int) -> str:
+    """``count`` rows of ``columns`` placeholders for a multi-row VALUES."""
+    row = f"({','.join('?' * columns)})"
+    return ",".join([row] * count)

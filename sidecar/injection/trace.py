@@ -127,5 +127,5 @@ def trace_turn(agent_id: str, text: str, turn: int, skip_reason: str, elapsed_us
         injected=tuple(traced_item(c) for c in injected),
         dropped=tuple(dropped[:MAX_DROPPED]), dropped_omitted=max(0, len(dropped) - MAX_DROPPED),
         elapsed_us=elapsed_us,
-        context=QueryContext(None, (), context.turns, context.similarity, context.gate),
+        context=QueryContext(None, (), context.turns, context.gate),
     )

@@ -15,11 +15,6 @@ from sidecar.records import Memory, MemoryType, Relation
 Accept = Callable[[np.ndarray], np.ndarray]
 # Texts with a weight each: their terms count weight x as much as the query's own in BM25.
 Weighted = Sequence[tuple[str, float]]
-# What steers a search, given the text's own unit embedding: a vector added to it (then
-# normalised; None: none) and texts whose BM25 terms count at their weights
-# (``sidecar.injection.query_context``).
-Steering = tuple[np.ndarray | None, tuple[tuple[str, float], ...]]
-Steer = Callable[[np.ndarray], Steering]
 
 
 class Mode(Enum):
@@ -41,10 +36,12 @@ class SearchQuery:
     mode: Mode = Mode.HYBRID
     search_limit: int = 20  # candidates per source before fusion
     embedding: np.ndarray | None = None  # precomputed query embedding, if the caller has it
-    # A conversation's recent turns steering a follow-up (Inject only): called with the
-    # text's embedding as soon as it is computed; the text's own BM25 pass overlaps the model
-    # as without it.
-    steer: Steer | None = None
+    # A conversation's recent turns steering a follow-up (``sidecar.injection.query_context``;
+    # Search never sets them): ``context`` is added to the text's unit embedding before the
+    # vector search (then normalised), ``context_texts`` are BM25 terms at their weights
+    # (``BM25Index.with_context``).
+    context: np.ndarray | None = None
+    context_texts: tuple[tuple[str, float], ...] = ()
 
 
 class SourceRank(NamedTuple):

@@ -45,14 +45,7 @@ from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation
 from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RRF, RetrievalConfig
-from sidecar.retrieval.contract import (
-    Hit,
-    SearchQuery,
-    SearchResult,
-    SourceRank,
-    Steer,
-    steered,
-)
+from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank, steered
 from sidecar.retrieval.fusion.contract import (
     Found,
     Source,
@@ -297,12 +290,7 @@ class HybridRetriever:
         clock = self.clock()
         c = self.config  # one config for the whole query
         ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
-        if query.steer is not None:
-            ctx, found, text = self._steered_first_stage(ctx, query.steer, clock)
-        else:
-            ctx, found = self._first_stage(ctx, clock)
-            assert ctx.embedding is not None
-            text = ctx.embedding
+        ctx, found, text = self._first_stage(ctx, clock)
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
             found[source.name] = (source.search(SourceContext(
@@ -365,8 +353,9 @@ class HybridRetriever:
 
     def _first_stage(
         self, ctx: SourceContext, clock: Clock
-    ) -> tuple[SourceContext, dict[str, Found]]:
-        """The query embedding (in the returned context) and the vector and lexical lists.
+    ) -> tuple[SourceContext, dict[str, Found], np.ndarray]:
+        """The query embedding (in the returned context: steered by ``query.context``), the
+        vector and lexical lists, and the text's own embedding.
 
         BM25 needs only the text, so it runs on the pool thread while this one embeds the query
         (the model and the BM25 kernel both release the GIL): the lexical search costs no wall
@@ -391,7 +380,9 @@ class HybridRetriever:
         if tokens is not None:
             vector = self.embedder.embed_tokens(tokens)
         clock.lap(EMBED)
-        ctx = replace(ctx, embedding=vector)
+        assert vector is not None
+        text = vector
+        ctx = replace(ctx, embedding=steered(vector, query.context))
         if with_vector:  # the shorter search goes to the pool thread: its hand-off is hidden
             vec_future = self._pool.submit(timed, vec_source.search, ctx)
             lex = lex_source.search(ctx)
@@ -400,7 +391,7 @@ class HybridRetriever:
             clock.lap(SOURCES)
             clock.record(VECTOR, vec_us)
             clock.record(LEXICAL, lex_us)
-            return ctx, {VECTOR: vec, LEXICAL: lex}
+            return ctx, {VECTOR: vec, LEXICAL: lex}, text
         vec = vec_source.search(ctx) if want_vec else nothing()
         clock.lap(VECTOR)
         if with_embed and future.cancel():  # the pool was busy with another search's BM25
@@ -412,42 +403,7 @@ class HybridRetriever:
         else:
             lex = lex_source.search(ctx) if want_lex else nothing()
             clock.lap(LEXICAL)
-        return ctx, {VECTOR: vec, LEXICAL: lex}
-
-    def _steered_first_stage(
-        self, ctx: SourceContext, steer: Steer, clock: Clock
-    ) -> tuple[SourceContext, dict[str, Found], np.ndarray]:
-        """``_first_stage`` of a steered query: the text's own BM25 scores on the pool thread
-        while this one embeds the text (as there, not beside a long text's embedding);
-        ``steer`` then gives the context of that embedding; the vector search runs with the
-        steered embedding, and the context's BM25 pass is added to the own scores. Returns
-        also the text's own embedding."""
-        query, c = ctx.query, ctx.config
-        vec_source, lex_source = self._vector_source, self._lexical_source
-        want_vec, want_lex = query.mode.uses(VECTOR), query.mode.uses(LEXICAL)
-        own_vector = query.embedding
-        tokens = (self.embedder.tokenize_query(query.text, c.query_max_tokens)
-                  if own_vector is None else None)
-        overlap = want_lex and tokens is not None and not self.embedder.is_long(tokens)
-        if overlap:
-            future = self._pool.submit(timed, lex_source.own_scores, ctx)
-        if tokens is not None:
-            own_vector = self.embedder.embed_tokens(tokens)
-        assert own_vector is not None
-        context, texts = steer(own_vector)
-        clock.lap(EMBED)
-        ctx = replace(ctx, embedding=steered(own_vector, context))
-        vec = vec_source.search(ctx) if want_vec else nothing()
-        clock.lap(VECTOR)
-        if not want_lex:
-            return ctx, {VECTOR: vec, LEXICAL: nothing()}, own_vector
-        if overlap and future.cancel():  # the pool was busy with another search's BM25
-            overlap = False
-        own = future.result()[0] if overlap else lex_source.own_scores(ctx)
-        lex = lex_source.steered(ctx, own, texts)
-        clock.lap(LEXICAL_WAIT if overlap else LEXICAL)
-        return ctx, {VECTOR: vec, LEXICAL: lex}, own_vector
-
+        return ctx, {VECTOR: vec, LEXICAL: lex}, text
 
 
 def _in_scope(memory: Memory, query: SearchQuery) -> bool:

@@ -28,8 +28,15 @@ class SqlStore(Protocol):
         ...
 
     def batched(self) -> AbstractContextManager[None]:
-        """Inside a transaction: writes whose rows nobody reads back may travel together
-        (one round trip to a server); ``changes()`` still answers for the last one."""
+        """A transaction of writes only: nothing inside reads a result, calls ``changes()``
+        or opens a transaction; a server gets it in one round trip, on exit. A failing
+        ``guard`` inside fails it as a whole. Nested in a transaction: a savepoint."""
+        ...
+
+    def guard(self, sql: str, params: Params, error: Exception) -> None:
+        """A write (INSERT or UPDATE, no RETURNING) that must change a row: when it changes
+        none, ``error`` is raised and nothing of the enclosing transaction or batch is
+        written (in ``batched``, on its exit)."""
         ...
 
     def execute(self, sql: str, params: Params = ()) -> list[Row]: ...

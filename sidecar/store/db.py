@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import quote
@@ -290,7 +290,14 @@ class Database:
         log.info("database reopened read-write", extra={"path": str(self.path)})
 
     def batched(self) -> AbstractContextManager[None]:
-        return nullcontext()  # in-process: nothing to batch
+        return self.transaction()  # in-process: nothing to batch
+
+    def guard(self, sql: str, params: tuple[Any, ...] | dict[str, Any],
+              error: Exception) -> None:
+        with self._lock:
+            self.execute(sql, params)
+            if self._conn.changes() == 0:
+                raise error
 
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
         with self._lock:

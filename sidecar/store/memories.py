@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,7 @@ from sidecar.store.contract import Row, SqlStore, unhinted
 from sidecar.store.page_tokens import PageTokens
 from sidecar.store.versions import CREATE, UPDATE, VersionRepo
 
+TOUCH_CHUNK = 500  # ids per access-record statement (SQLite binds at most 32,766)
 COLUMNS = (
     "seq, id, content, type, importance, created_at, updated_at, last_accessed_at, "
     "access_count, source, channel_id, agent_id, forgotten, version, tier, topic_id"
@@ -166,12 +168,17 @@ class MemoryRepo:
         return stored
 
     def touch(self, ids: Iterable[str], now_us: int) -> None:
-        """Record an access (Get, Inject): last_accessed_at and access_count."""
-        self.db.executemany(
-            "UPDATE memories SET last_accessed_at = ?, access_count = access_count + 1 "
-            "WHERE id = ?",
-            [(now_us, memory_id) for memory_id in ids],
-        )
+        """Record an access (Get, Inject): last_accessed_at and access_count (+1 per time an
+        id is listed). One statement per TOUCH_CHUNK ids (one round trip to a server)."""
+        by_times: dict[int, list[str]] = {}
+        for memory_id, times in sorted(Counter(ids).items()):
+            by_times.setdefault(times, []).append(memory_id)
+        for times, group in by_times.items():
+            for at in range(0, len(group), TOUCH_CHUNK):
+                chunk = group[at:at + TOUCH_CHUNK]
+                self.db.execute(
+                    "UPDATE memories SET last_accessed_at = ?, access_count = access_count + ? "
+                    f"WHERE id IN ({','.join('?' * len(chunk))})", (now_us, times, *chunk))
 
     def iter_live_embeddings(self, batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
         """All live memories with their embeddings, in seq order, in batches."""

@@ -178,13 +178,13 @@ def test_the_settings_page_lists_a_bounded_page_of_agents(site: Site) -> None:
     status, text = get(site, "/settings?agent=bot-055")
     assert status == 200
     listed = re.findall(r'<a href="/settings\?agent=(bot-\d+)">', text)
-    assert listed == names[:PAGE_SIZE] and "<b>bot-055</b>" in text  # the one shown, added
+    assert listed == names[:PAGE_SIZE] and "<h1>Settings: agent bot-055</h1>" in text
     following = links(text, "Next agents")
     assert following and "agent=bot-055" in following[0]
     status, text = get(site, following[0])
     listed = re.findall(r'<a href="/settings\?agent=(bot-\d+)">', text)
     assert listed == [n for n in names[PAGE_SIZE:] if n != "bot-055"]
-    assert "<b>bot-055</b>" in text and not links(text, "Next agents")
+    assert "<h1>Settings: agent bot-055</h1>" in text and not links(text, "Next agents")
     back = links(text, "Previous agents")
     assert back and re.findall(r'<a href="/settings\?agent=(bot-\d+)">', get(
         site, back[0])[1]) == names[:PAGE_SIZE]

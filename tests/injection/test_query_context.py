@@ -116,8 +116,9 @@ def test_trace_shows_the_context_and_a_retry_returns_the_same_block(serve: Serve
     assert not turns[0].context  # nothing earlier
     third = turns[2]
     assert [c.turn for c in third.context] == [1, 2]
-    assert third.context_gate > 0 and all(c.reply for c in third.context)
-    assert third.context[1].terms_weight > third.context[0].terms_weight > 0  # recency
+    assert third.context_gate == 1 and all(c.reply for c in third.context)  # one own term
+    weights = [(c.terms_weight, c.vector_weight) for c in third.context]
+    assert weights == [(0.5, 0.25), (1.0, 0.5)]  # the defaults, halved a turn back
 
 
 def test_a_system_retrigger_adds_no_context(serve: Serve) -> None:

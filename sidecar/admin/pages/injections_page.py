@@ -86,13 +86,13 @@ def _turn(turn: TraceTurn, memories: dict[str, Memory], services: Services) -> s
 def _context(turn: TraceTurn) -> str:
     """What steered the turn's search: the earlier turns and their weights (query context)."""
     c = turn.context
-    if not c.turns and not c.similarity:
+    if not c.turns:
         return ""
     parts = ", ".join(f"turn {t} (terms x{terms:g}, vector x{vector:g}"
                       f"{', with its reply' if reply else ''})"
                       for t, terms, vector, reply in c.turns)
-    return (f'<p class="context"><b>Context</b>: {e(parts or "none")} · cosine to the earlier '
-            f"turns {c.similarity:.2f} · gate {c.gate:.2f}</p>")
+    return f'<p class="context"><b>Context</b>: {e(parts)} · gate {c.gate:.2f}</p>'
+
 
 
 def _table(head: tuple[str, ...], rows: list[list[str]]) -> str:

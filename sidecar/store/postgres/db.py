@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -35,6 +36,9 @@ MIGRATION_LOCK = 0x6D656D73  # "mems"
 FEED_LOCK = 0x6D656D74
 CONNECT_TIMEOUT_S = 10.0  # how long opening the store waits for a first connection
 PROBE_EVERY_S = 1.0  # while the server is away: one call a second tries it, others fail fast
+# A ``guard`` statement that changed no row fails in the server with this text (a cast error:
+# SQL has no RAISE outside a function) and the index of the guard in its batch.
+GUARD = "memsidecar guard: no row changed, guard"
 
 
 class PgDatabase:
@@ -99,6 +103,7 @@ class PgDatabase:
     def transaction(self) -> Iterator[None]:
         with self._lock:
             self._check_open()
+            self._not_batched("a transaction")
             conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
             if conn is not None:
                 with self._errors(), conn.transaction():
@@ -115,27 +120,71 @@ class PgDatabase:
 
     @contextmanager
     def batched(self) -> Iterator[None]:
-        """psycopg's pipeline mode on the transaction's connection: statements are sent
-        without waiting for each result (only writes belong inside)."""
-        conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
-        assert conn is not None, "batched() belongs inside a transaction"
-        with self._errors(), conn.pipeline() as pipeline:
-            self._local.pipeline = pipeline
+        """A transaction of writes sent in one round trip: the statements are kept here and
+        sent on exit as one query string (parameters bound client-side, by psycopg's
+        escaping). PostgreSQL runs the statements of one query string as one implicit
+        transaction: all committed, or, when one fails (a ``guard``), none (the error is
+        raised). Nothing is sent when the block raises. Nothing inside may read a result or
+        call ``changes()``/``transaction()``. Nested in a transaction: a savepoint."""
+        with self._lock:
+            self._check_open()
+            if getattr(self._local, "batch", None) is not None:
+                yield  # part of the batch around it
+                return
+            if getattr(self._local, "conn", None) is not None:
+                with self.transaction():
+                    yield
+                return
+            batch = _Batch()
+            self._local.batch = batch
             try:
                 yield
             finally:
-                self._local.pipeline = None
+                self._local.batch = None
+            if batch.statements:
+                self._send(batch)
+
+    def _send(self, batch: _Batch) -> None:
+        self._reachable()
+        with self._errors(), self._pool.connection() as conn, _guarded(batch.guards):
+            bind = psycopg.ClientCursor(conn)
+            text = "\n;\n".join(bind.mogrify(_pg(sql), params) if params else sql
+                                for sql, params in batch.statements)
+            # No parameters, never prepared: the simple protocol, one message.
+            conn.execute(text.encode(), prepare=False)
+
+    def guard(self, sql: str, params: Params, error: Exception) -> None:
+        """``sql`` wrapped so that the server fails the statement when it changes no row:
+        raised as ``error``, at once, or in a batch when it is sent (nothing of the batch
+        committed)."""
+        batch: _Batch | None = getattr(self._local, "batch", None)
+        guards = batch.guards if batch is not None else []
+        wrapped = (f"WITH guarded AS ({sql} RETURNING 1) SELECT CASE WHEN EXISTS "
+                   f"(SELECT 1 FROM guarded) THEN 0 ELSE (SELECT '{GUARD} {len(guards)}'"
+                   "::text)::integer END")
+        guards.append(error)
+        if batch is not None:
+            self.execute(wrapped, params)
+            return
+        with _guarded(guards):
+            self.execute(wrapped, params)
 
     def execute(self, sql: str, params: Params = ()) -> list[Row]:
+        batch: _Batch | None = getattr(self._local, "batch", None)
+        if batch is not None:
+            batch.statements.append((sql, params))
+            return []
         with self._connection() as conn:
             cur = conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
             self._local.cursor = cur
-            if getattr(self._local, "pipeline", None) is not None:
-                return []  # batched: a write, its result arrives with the next sync
             return cur.fetchall() if cur.description is not None else []
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
+            return
+        batch: _Batch | None = getattr(self._local, "batch", None)
+        if batch is not None:
+            batch.statements.extend((sql, row) for row in rows)
             return
         with self._connection() as conn:
             cur = conn.cursor()
@@ -147,10 +196,7 @@ class PgDatabase:
         return rows[0] if rows else None
 
     def changes(self) -> int:
-        pipeline = getattr(self._local, "pipeline", None)
-        if pipeline is not None:
-            with self._errors():
-                pipeline.sync()
+        self._not_batched("changes()")
         cur = getattr(self._local, "cursor", None)
         return 0 if cur is None else max(0, int(cur.rowcount))
 
@@ -208,6 +254,11 @@ class PgDatabase:
                            "memory writes are refused until it is back, searches and "
                            "injections are served from memory")
 
+    def _not_batched(self, what: str) -> None:
+        """A batch's statements are only sent at its end."""
+        if getattr(self._local, "batch", None) is not None:
+            raise RuntimeError(f"{what} inside batched(): a batch holds writes only")
+
     def _check_open(self) -> None:
         if self._closed:
             raise FailedPrecondition("the database is closed (the sidecar is shutting down)")
@@ -217,3 +268,23 @@ class PgDatabase:
 def _pg(sql: str) -> bytes:
     """The contract's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
     return sql.replace("%", "%%").replace("?", "%s").encode()
+
+
+@dataclass(slots=True)
+class _Batch:
+    """The statements of a ``batched`` block, and the errors of its guards by index."""
+
+    statements: list[tuple[str, Params]] = field(default_factory=list)
+    guards: list[Exception] = field(default_factory=list)
+
+
+@contextmanager
+def _guarded(guards: list[Exception]) -> Iterator[None]:
+    """The server's refusal of a ``guard`` statement -> the error it was given."""
+    try:
+        yield
+    except psycopg.errors.InvalidTextRepresentation as err:
+        message = err.diag.message_primary or ""
+        if GUARD not in message:
+            raise
+        raise guards[int(message.split(GUARD, 1)[1].split('"')[0])] from None
