@@ -15,6 +15,9 @@ from kernels.warmup import warm_up_all
 from sidecar import heap
 from sidecar.api.server_config import ServerConfig
 from sidecar.auth.tokens import TOKENS_FILENAME
+from sidecar.capture import Capture, Drain
+from sidecar.capture.repo import CaptureRepo
+from sidecar.capture.screen import Screen
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.disk import DiskFaults
 from sidecar.embedding import Embedder
@@ -137,6 +140,10 @@ class App:
         # reads [vault] on every write.
         vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault))
         state_writes = WriteBehind(db, name="injection-state")
+        capture_repo = CaptureRepo(db)
+        drain = Drain(capture_repo, memories, embedder)
+        capture = Capture(capture_repo, drain, Screen(live.map(lambda c: c.vault)),
+                          signer.is_block)
         injector = Injector(
             embedder=embedder, retriever=retriever, memories=repos.memories,
             config=live,
@@ -145,7 +152,10 @@ class App:
             signer=signer,
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
             trace=TraceRing(lambda: live.get().injection.trace_turns),
+            capture=capture,
         )
+        drain.start()  # with the captures a crash left pending
+        drain.wake()
         owners = ChannelOwners(db, injector.states)
         sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))
         sweeper.start()
@@ -166,6 +176,7 @@ class App:
             queue_depth=lambda: state_writes.depth, reloads=lambda: settings.reloads,
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
             reembed=reembed.progress if reembed is not None else lambda: (0, 0),
+            captures=capture.outcomes,
         ), agent_series=config.http.metrics_agents)
         _check_writable(db, faults)
         return cls(
@@ -193,6 +204,8 @@ class App:
             self.feed.close()
         self.sweeper.close()
         self.injector.close()  # the state and access writes queued behind replies
+        if self.injector.capture is not None:
+            self.injector.capture.drain.close()  # what is pending stays for the next start
         self.settings.close()
         stop = getattr(self.retriever, "close", None)
         if stop is not None:

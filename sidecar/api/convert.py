@@ -145,4 +145,5 @@ def list_query_from_pb(req: store_pb2.ListMemoriesRequest) -> ListQuery:
         page_token=req.page_token,
         include_forgotten=req.include_forgotten,
         all_agents=req.all_agents,
+        source=req.source,
     )

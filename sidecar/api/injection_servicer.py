@@ -53,8 +53,8 @@ class MemoryInjectionServicer(injection_pb2_grpc.MemoryInjectionServicer):
         if channel:  # the channel's state changes: its owner's, as for ResetChannel
             self.owners.check(request.channel_id, request.agent_id)
         pruned = prune_history(messages, max_keep, self.injector.is_block)
-        released = (self.injector.observe(request.channel_id, pruned.messages, max_keep)
-                    if channel else [])
+        released = (self.injector.observe(request.channel_id, pruned.messages, max_keep,
+                                          request.agent_id) if channel else [])
         return injection_pb2.PruneHistoryResponse(
             messages=convert.messages_to_pb(pruned.messages), removed_indices=pruned.removed,
             released_turns=released,

@@ -81,7 +81,8 @@ def stats_to_pb(s: VaultStatistics) -> vault_pb2.VaultStatsResponse:
         max_memories_per_scope=s.max_memories_per_scope,
         scopes=[
             vault_pb2.ScopeCount(agent_id=c.agent_id, live=c.live, forgotten=c.forgotten,
-                                 canon=c.canon, registers=c.registers)
+                                 canon=c.canon, registers=c.registers,
+                                 captured=c.captured)
             for c in s.scopes
         ],
         groups=[
@@ -91,4 +92,5 @@ def stats_to_pb(s: VaultStatistics) -> vault_pb2.VaultStatsResponse:
             for g in s.groups
         ],
         next_page_token=s.next_page_token,
+        captured=s.captured,
     )

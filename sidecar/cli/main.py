@@ -3,7 +3,8 @@
 On this machine: serve, health [--addr] [--timeout], config check|docs, token add|list|revoke,
 migrate --from sqlite:PATH|postgres:DSN --to ... [--append].
 Against a running sidecar (--addr HOST:PORT|unix:PATH, --token T after the command name):
-import FILE.jsonl|-, export [--agent A], search TEXT, inject --channel C TEXT, stats.
+import FILE.jsonl|-, export [--agent A], search TEXT, inject --channel C TEXT, stats,
+captured [--agent A] [--channel C] [--forget].
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("sidecar.cli.search:add", "search the memories a sidecar holds"),
     "inject": ("sidecar.cli.inject:add", "the context block for a turn, and why"),
     "stats": ("sidecar.cli.stats:add", "the store's counts as plain numbers"),
+    "captured": ("sidecar.cli.captured:add", "list or forget the captured turns (source "
+                 "\"capture\")"),
 }
 SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for `... | head`
 # Errors a command reports in one line (exit 2): (module, class), matched only when loaded.

@@ -2,9 +2,9 @@
 [server.auth] on, the operator token.
 
 Totals first, then one line per scope (read a page of scopes at a time). ``canon`` and
-``registers`` count live memories of each tier; ``register_topics`` counts the distinct topics
-among those registers (the ones a snapshot shows):
-a register written without a ``topic_id`` has none."""
+``registers`` count live memories of each tier; ``captured`` the live memories capture wrote
+(also counted in ``live``); ``register_topics`` counts the distinct topics among those
+registers (the ones a snapshot shows): a register written without a ``topic_id`` has none."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from sidecar.cli import remote
 if TYPE_CHECKING:
     from memsidecar.v1 import vault_pb2
 
-PER_SCOPE = ("live", "forgotten", "canon", "registers")
+PER_SCOPE = ("live", "forgotten", "canon", "registers", "captured")
 TIERS = ("canon", "registers")  # totals summed over the scopes
 PAGE_SIZE = 1000  # scopes per VaultStats call
-TOTALS = ("register_topics", "history_rows", "db_size_bytes", "max_memories_per_scope")
+TOTALS = ("captured", "register_topics", "history_rows", "db_size_bytes",
+          "max_memories_per_scope")
 
 
 def add(parser: argparse.ArgumentParser) -> None:

@@ -1,9 +1,11 @@
-"""All channels' injection state: loaded lazily from SQLite, every change handed to a writer.
+"""All channels' injection state: loaded lazily from SQLite, each turn written before its reply.
 
-The memory copy is always the authority (write-behind in the server: SQLite is written after
-the reply), so a restart keeps what the conversation already holds. Reads of SQLite (a channel
-loaded, a reset) wait for that channel's queued writes. Never reset on compaction; only
-``reset`` (a new conversation) clears a channel.
+A turn's commit (its state rows, its reply and the access records) is one transaction written
+in the caller's thread before the reply leaves, so a restart, even after kill -9, returns the
+same reply to a retried turn (docs/decisions/0015-durable-turn.md). What a PruneHistory reports
+(the blocks still held) goes through the writer, after the reply; a commit and the reads of
+SQLite (a channel loaded, a reset) first wait for that channel's queued writes. Never reset on
+compaction; only ``reset`` (a new conversation) clears a channel.
 """
 
 from __future__ import annotations
@@ -88,38 +90,36 @@ class ChannelStates:
             self._channels.pop(channel_id, None)
 
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
-               also: Callable[[], None] | None = None) -> None:
-        """Record ``entry`` in memory now and in SQLite through the writer (with ``also``, in
-        the same transaction). SQLite mirrors the memory rows (loaded from it, changed only
-        here), so its prune runs only when the memory one dropped something."""
+               also: Callable[[], None] | None = None,
+               durable: Callable[[], None] | None = None) -> None:
+        """Record ``entry`` in memory and in SQLite (with ``also`` and ``durable``, in the same
+        transaction), committed before this returns; a failed write leaves the memory copy as
+        it was and raises. On a shared store ``also`` goes through the writer, ``durable``
+        stays in the turn's transaction. SQLite mirrors the memory rows (loaded from it,
+        changed only here), so its prune runs only when the memory one dropped something."""
         expect = state.turn
-        pruned = state.record(entry, keep, depth)
-        saved = Saved(
-            turn=entry.turn,
-            injected=[InjectedRow(m, entry.turn, v, entry.at_us)
-                      for m, v in zip(entry.ids, entry.versions, strict=True)],
-            buffer=[BufferRow(m, entry.turn, entry.embeddings[i])
-                    for i, m in enumerate(entry.ids)],
-            block=(entry.turn, entry.digest) if entry.ids else None,
-            reply=replies.to_json(entry.reply), keep=state.keep,
-            held=frozenset(b.turn for b in state.blocks) if pruned else None,
-            asked=entry.asked,
-        )
+        before = state.copy()
+        saved = rows_of(state, entry, state.record(entry, keep, depth))
         channel_id = state.channel_id
         if self.shared:
-            self._commit_shared(channel_id, saved, expect)
+            self._commit_shared(channel_id, saved, expect, durable)
             if also is not None:
                 self.writer.submit(also)
             return
 
-        def write() -> None:
-            self.repo.save(channel_id, saved)
-            if also is not None:
-                also()
+        try:
+            self._settle(channel_id)  # a PruneHistory's view queued before this turn
+            with self.repo.db.transaction():
+                self.repo.save(channel_id, saved)
+                for write in (also, durable):
+                    if write is not None:
+                        write()
+        except BaseException:
+            state.restore(before)
+            raise
 
-        self._submit(channel_id, write)
-
-    def _commit_shared(self, channel_id: str, saved: Saved, expect: int) -> None:
+    def _commit_shared(self, channel_id: str, saved: Saved, expect: int,
+                       durable: Callable[[], None] | None = None) -> None:
         """ChannelMoved (nothing written) when another sidecar committed a turn of the
         channel since this copy was read: ``drop`` it and build again. While the store is
         away the memory copy serves and the commit waits here."""
@@ -127,7 +127,12 @@ class ChannelStates:
             if channel_id in self._held:
                 raise Unavailable("the channel's claim is not settled")
             self._reconcile()
-            self.repo.save(channel_id, saved, expect=expect)
+            if durable is None:
+                self.repo.save(channel_id, saved, expect=expect)
+            else:
+                with self.repo.db.transaction():
+                    self.repo.save(channel_id, saved, expect=expect)
+                    durable()
         except Unavailable:
             with self._deferred_lock:
                 self._deferred.append((channel_id, saved))
@@ -231,6 +236,20 @@ class ChannelStates:
         if self._deferred:  # the store away, or channels whose claim was never settled
             log.warning("shared store away at stop: channel state commits not written",
                         extra={"deferred": len(self._deferred)})
+
+
+def rows_of(state: ChannelState, entry: Committed, pruned: bool) -> Saved:
+    """The rows of ``entry`` once ``state`` recorded it (``pruned``: it dropped blocks)."""
+    return Saved(
+        turn=entry.turn,
+        injected=[InjectedRow(m, entry.turn, v, entry.at_us)
+                  for m, v in zip(entry.ids, entry.versions, strict=True)],
+        buffer=[BufferRow(m, entry.turn, entry.embeddings[i]) for i, m in enumerate(entry.ids)],
+        block=(entry.turn, entry.digest) if entry.ids else None,
+        reply=replies.to_json(entry.reply), keep=state.keep,
+        held=frozenset(b.turn for b in state.blocks) if pruned else None,
+        asked=entry.asked,
+    )
 
 
 def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> None:

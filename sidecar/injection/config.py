@@ -10,6 +10,7 @@ from sidecar.records import MemoryType
 
 PINNED_SORTS = ("recent", "importance")
 PINNED_SOURCES = ("types", "snapshot")
+CAPTURE_MODES = ("off", "user", "all")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,11 @@ class MemoryInjectionConfig:
     item_age_date_days: int = field(default=90, metadata=knob(
         "Age in days from which item_age gives the date instead of a relative age.",
         ge=1, le=36_500))
+    capture: str = field(default="off", metadata=knob(
+        'Write the turns the sidecar sees as OBSERVATION memories of the agent (source '
+        '"capture", through the vault\'s gates): "off"; "user": each user turn Inject '
+        'receives; "all": also the assistant replies PruneHistory shows (docs/vault.md).',
+        choices=CAPTURE_MODES))
 
 
 def pinned_budget(config: MemoryInjectionConfig) -> list[tuple[str, str]]:

@@ -51,6 +51,7 @@ from sidecar.store.memories import MemoryRepo
 from sidecar.timing import now_ns, now_us, us_since
 
 if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
+    from sidecar.capture import Capture
     from sidecar.config.schema import Config
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,7 @@ class Injector:
     signer: BlockSigner
     snapshot: SnapshotSource | None = None
     trace: TraceRing = field(default_factory=lambda: TraceRing(lambda: 0))  # 0 turns: off
+    capture: Capture | None = None  # turns written as memories (sidecar/capture)
     tokens: TokenMemo = field(init=False)
 
     def __post_init__(self) -> None:
@@ -83,10 +85,13 @@ class Injector:
     def reset(self, channel_id: str) -> bool:
         existed = self.states.reset(channel_id)
         self.trace.forget(channel_id)
+        if self.capture is not None:
+            self.capture.reset(channel_id)
         log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
         return existed
 
-    def observe(self, channel_id: str, kept: list[Message], keep: int) -> list[int]:
+    def observe(self, channel_id: str, kept: list[Message], keep: int,
+                agent_id: str = "") -> list[int]:
         """A history pruned for the channel: only the blocks it still holds stay in view,
         and the assistant's reply it ends with joins the query context. Returns the turns of
         the channel's blocks released."""
@@ -95,6 +100,9 @@ class Injector:
         gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply)
         if reply:  # analysed here, off the next Inject's path (memoised)
             self.retriever.query_terms(reply)
+        if self.capture is not None:
+            self.capture.observe(agent_id, channel_id, kept, self.states.get(channel_id).turn,
+                                 self.config.get().injection_for(agent_id).capture)
         return gone
 
     def is_block(self, content: str) -> bool:
@@ -127,7 +135,7 @@ class Injector:
                 return self._retry(request, state.last, state.turn)
             if not config.enabled:
                 result = self._skip(request, start, "disabled", turn, stats)
-                self._commit(state, config, result, [], alive)
+                self._commit(state, config, result, [], alive, request)
                 self._record(request, result, start, [], [])
                 return result
             t = now_ns()
@@ -142,6 +150,8 @@ class Injector:
                                  pool.query, self.snapshot)
             stats.stages_us["pinned"] = us_since(t)
             candidates = pinned + contextual
+            if self.capture is not None:  # the channel's captures its agent still sees
+                candidates = self.capture.visible(candidates, request.channel_id, turn, config)
             stats.candidates = len(candidates)
             t = now_ns()
             view = state.view(turn, _keep(config), config.context_window_depth)
@@ -184,7 +194,7 @@ class Injector:
             chosen = [c for c, _ in budgeted.selected]
             asked = (RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text)
                      if config.query_context_turns > 0 else None)  # off: nothing kept
-            self._commit(state, config, result, chosen, alive, asked)
+            self._commit(state, config, result, chosen, alive, request, asked, pool.text)
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
                 dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
@@ -202,7 +212,8 @@ class Injector:
         return query_context(config, state.recent, turn, len(self.retriever.query_terms(text)))
 
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
-                chosen: list[Candidate], alive: Alive, asked: RecentTurn | None = None) -> None:
+                chosen: list[Candidate], alive: Alive, request: InjectRequest,
+                asked: RecentTurn | None = None, own: np.ndarray | None = None) -> None:
         """The commit point: the turn, the block's ids and the access records are recorded
         only if the caller is still waiting for the reply."""
         if not alive():
@@ -218,11 +229,14 @@ class Injector:
                           digest=self.signer.mac_of(result.block) or "", reply=result,
                           at_us=now, asked=asked)
         self.retriever.established(chosen_ids)  # the pinned order prefers these from now on
-        # State rows and the access record: one transaction, written after the reply.
+        # State rows, the reply and the access record: one transaction, before the reply.
+        captured = None if self.capture is None else self.capture.on_turn(
+            request.agent_id, request.channel_id, request.text, result.turn, now,
+            own, config.capture)  # the turn's own embedding, reused
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
-                           else None)
+                           else None, durable=captured)
 
     def _record(self, request: InjectRequest, result: Injection, start: int,
                 chosen: list[Candidate], dropped: list[TracedDrop],

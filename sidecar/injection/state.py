@@ -82,6 +82,19 @@ class ChannelState:
     recent: list[RecentTurn] = field(default_factory=list)  # the query context, oldest first
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def copy(self) -> ChannelState:
+        """The committed fields as they are now (``restore`` puts them back)."""
+        return ChannelState(self.channel_id, self.turn, dict(self.injected), list(self.blocks),
+                            self.keep, self.last, list(self.buffer_ids),
+                            list(self.buffer_turns), self.buffer, list(self.recent))
+
+    def restore(self, saved: ChannelState) -> None:
+        """Undo a ``record`` whose write failed (the lock stays this state's)."""
+        self.turn, self.injected, self.blocks = saved.turn, saved.injected, saved.blocks
+        self.keep, self.last, self.buffer = saved.keep, saved.last, saved.buffer
+        self.buffer_ids, self.buffer_turns = saved.buffer_ids, saved.buffer_turns
+        self.recent = saved.recent
+
     def view(self, turn: int, keep: int | None, depth: int) -> frozenset[int]:
         """Turns of the earlier blocks still in view when the block of ``turn`` is built."""
         return held_turns(self.blocks, turn, self.keep if self.keep is not None else keep,

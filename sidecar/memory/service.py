@@ -130,6 +130,24 @@ class MemoryService:
                 self.listeners.stored([result.memory], embedding[None, :])
         return result
 
+    def write_claimed(self, draft: MemoryDraft, embedding: np.ndarray,
+                      claim: Callable[[], bool], after: Callable[[UpsertResult], None],
+                      ) -> UpsertResult | None:
+        """Write an already embedded draft in one transaction with ``claim`` (run first; False
+        writes nothing and returns None) and ``after`` (given the result). The gates decide
+        as for any write: a DomainError rolls all of it back."""
+        check_draft(draft, self.max_content_chars, prefix="capture")
+        with self._write_lock:
+            with self.db.transaction():
+                self.serialize()
+                if not claim():
+                    return None
+                result = self._write_one(draft, embedding, "capture")
+                after(result)
+            if result.written:
+                self.listeners.stored([result.memory], embedding[None, :])
+        return result
+
     def import_stream(
         self, items: Iterable[MemoryDraft | DomainError], batch_size: int = 256
     ) -> ImportSummary:

@@ -43,6 +43,7 @@ class Sources:
     refusals: Callable[[], int] = lambda: 0  # RESOURCE_EXHAUSTED by admission
     open_channels: Callable[[], int] = lambda: 0
     reembed: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (staged, total); 0, 0 = none
+    captures: Callable[[], Mapping[str, int]] = dict  # outcome -> captures since start
 
 
 @dataclass
@@ -122,6 +123,12 @@ class _State(Collector):
                      "(0 when no re-embed runs).", staged)
         yield _gauge("reembed_total_rows", "Rows the running re-embed covers (0 when none "
                      "runs).", total)
+        captures = CounterMetricFamily(
+            f"{PREFIX}_captures", "Turns captured since start by outcome: stored, "
+            "deduplicated, or the refusing gate's reason code.", labels=("outcome",))
+        for outcome, count in sorted(s.captures().items()):
+            captures.add_metric((outcome,), count)
+        yield captures
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:

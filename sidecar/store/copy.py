@@ -1,6 +1,6 @@
 """Copy a whole store between backends (``memsidecar migrate``): memories with their
-history, edges, the embedding model's record, channel state and ownership, and the admin
-page's dismissed suggestions.
+history, edges, the embedding model's record, channel state, ownership and captured turns,
+and the admin page's dismissed suggestions.
 
 Into an empty target every row keeps its keys (``seq`` included); with ``append`` the target
 keeps what it has: memories whose id it already holds are skipped (with their history), the
@@ -49,6 +49,8 @@ CHANNEL_TABLES = (
     Table("injection_replies", ("channel_id", "keep", "reply"), "channel_id", "channel_id"),
     Table("channel_owners", ("channel_id", "agent_id", "last_used_us"), "channel_id",
           "channel_id"),
+    Table("captures", ("channel_id", "key", "agent_id", "role", "turn", "content", "context",
+                       "at_us", "memory_id", "embedding", "outcome", "held"), "", "channel_id"),
 )
 DISMISSED = Table("admin_dismissed", ("key", "dismissed_us"), "key", "key")
 SEQUENCED = ("memories", "memory_versions", "injection_buffer")

@@ -61,6 +61,7 @@ class ListQuery:
     include_forgotten: bool = False
     tiers: tuple[Tier, ...] = ()
     all_agents: bool = False  # every scope; agent_id must then be ''
+    source: str = ""  # only memories written with this source ('' = any)
 
 
 class MemoryRepo:
@@ -268,6 +269,9 @@ def _filters(query: ListQuery) -> tuple[list[str], list[Any]]:
     if query.channel_id:
         where.append("channel_id = ?")
         params.append(query.channel_id)
+    if query.source:
+        where.append("source = ?")
+        params.append(query.source)
     if not query.all_agents:
         where.append("agent_id IN ('', ?)")  # shared + the agent's own; '' = shared only
         params.append(query.agent_id)

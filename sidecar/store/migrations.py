@@ -151,6 +151,28 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (channel_id, turn)
     ) WITHOUT ROWID;
     """,
+    # 8: turns captured as memories (sidecar/capture): pending until written through the
+    # vault's gates (then their text is erased here), and whether the channel's history still
+    # shows them (``held``).
+    """
+    CREATE TABLE IF NOT EXISTS captures (
+        channel_id TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        agent_id   TEXT NOT NULL,
+        role       TEXT NOT NULL,
+        turn       INTEGER NOT NULL,
+        content    TEXT NOT NULL,
+        context    TEXT NOT NULL,
+        at_us      INTEGER NOT NULL,
+        memory_id  TEXT NOT NULL,
+        embedding  BLOB,
+        outcome    TEXT NOT NULL DEFAULT '',
+        held       INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (channel_id, key)
+    ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS captures_pending ON captures (outcome, at_us);
+    CREATE INDEX IF NOT EXISTS captures_memory ON captures (channel_id, memory_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -55,12 +55,14 @@ class VaultRepo:
 
     def visible_tier(self, agent_id: str, tier: Tier, order: str, limit: int) -> list[Memory]:
         """Live memories of a tier visible to an agent (shared + its own), REGISTERs only
-        with a topic. ``order``: 'importance' or 'recent'."""
+        with a topic, captured turns (source "capture") never. ``order``: 'importance' or
+        'recent'."""
         keys = "importance DESC, updated_at DESC" if order == "importance" else "updated_at DESC"
         topic = " AND topic_id != ''" if tier == Tier.REGISTER else ""
         rows = self.db.execute(
             f"SELECT {COLUMNS} FROM memories WHERE forgotten = 0 AND tier = ? "
-            f"AND agent_id IN ('', ?){topic} ORDER BY {keys}, seq DESC LIMIT ?",
+            f"AND agent_id IN ('', ?) AND source != 'capture'{topic} "
+            f"ORDER BY {keys}, seq DESC LIMIT ?",
             (int(tier), agent_id, limit),
         )
         return [row_to_memory(r) for r in rows]
@@ -160,6 +162,19 @@ class VaultRepo:
             "sum(CASE WHEN forgotten = 0 THEN 0 ELSE 1 END), count(DISTINCT agent_id) "
             "FROM memories")
         return (int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)) if row else (0, 0, 0)
+
+    def live_by_source(self, source: str, first: str, last: str) -> dict[str, int]:
+        """Live memories written with ``source``, per scope, of the scopes from ``first`` to
+        ``last`` (agent_id order: a page of scopes)."""
+        return {str(r[0]): int(r[1]) for r in self.db.execute(
+            "SELECT agent_id, count(*) FROM memories WHERE source = ? AND forgotten = 0 "
+            "AND agent_id >= ? AND agent_id <= ? GROUP BY agent_id", (source, first, last))}
+
+    def live_count_of_source(self, source: str) -> int:
+        """Live memories written with ``source`` in all scopes."""
+        row = self.db.query_one(
+            "SELECT count(*) FROM memories WHERE source = ? AND forgotten = 0", (source,))
+        return int(row[0]) if row else 0
 
     def register_topics(self) -> int:
         row = self.db.query_one(

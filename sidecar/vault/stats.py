@@ -3,7 +3,7 @@ the per-scope counts a page of scopes at a time."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sidecar.records import MemoryType, Tier
 from sidecar.store.repos import Repositories
@@ -25,6 +25,7 @@ class ScopeCount:
     forgotten: int
     canon: int  # live CANON memories
     registers: int  # live REGISTER memories
+    captured: int = 0  # live captured memories (source "capture"), also in live and canon
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,10 @@ class VaultStatistics:
     scopes: tuple[ScopeCount, ...]  # one page of scopes
     groups: tuple[GroupCount, ...]  # the groups of those scopes
     next_page_token: str = ""  # '' on the last page
+    captured: int = 0  # live captured memories in all scopes, also in live
+
+
+CAPTURE_SOURCE = "capture"  # sidecar.capture's (a lower layer does not import it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +91,11 @@ def vault_stats(repos: Repositories, max_per_scope: int, page_size: int = 100,
     scopes = tuple(ScopeCount(*r) for r in rows[:page_size])
     groups: dict[tuple[str, int, int], list[int]] = {}
     if scopes:
-        for agent_id, tier, type_, gone, count in vault.counts(scopes[0].agent_id,
-                                                               scopes[-1].agent_id):
+        first, last = scopes[0].agent_id, scopes[-1].agent_id
+        for agent_id, tier, type_, gone, count in vault.counts(first, last):
             groups.setdefault((agent_id, tier, type_), [0, 0])[int(gone)] += count
+        captured = vault.live_by_source(CAPTURE_SOURCE, first, last)
+        scopes = tuple(replace(c, captured=captured.get(c.agent_id, 0)) for c in scopes)
     live, forgotten, _ = vault.totals()
     return VaultStatistics(
         live=live,
@@ -101,4 +108,5 @@ def vault_stats(repos: Repositories, max_per_scope: int, page_size: int = 100,
         groups=tuple(GroupCount(a, Tier(t), MemoryType(ty), n_live, n_gone)
                      for (a, t, ty), (n_live, n_gone) in groups.items()),
         next_page_token=vault.scope_token(scopes[-1].agent_id) if len(rows) > page_size else "",
+        captured=vault.live_count_of_source(CAPTURE_SOURCE),
     )

@@ -127,7 +127,8 @@ def test_stats_counts_registers_beside_their_topics(
             topic_id=topic)))
     code, out = run(capsys, running, "stats")
     assert code == 0
-    assert "\ncanon 0\nregisters 2\nregister_topics 1\n" in out  # one register has no topic
+    assert "\ncanon 0\nregisters 2\ncaptured 0\nregister_topics 1\n" in out  # one register
+    # has no topic
     assert "scope ada live 2 forgotten 0 canon 0 registers 2" in out
     with pytest.raises(SystemExit):
         main(["stats", "--help"])

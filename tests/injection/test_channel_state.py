@@ -144,22 +144,51 @@ class HeldWriter:
         self.flush()
 
 
-def test_reads_of_sqlite_wait_for_queued_writes(tmp_path: Path) -> None:
-    """A channel reloaded (after eviction) or reset sees the writes still queued."""
+def test_a_commit_is_in_sqlite_when_it_returns(tmp_path: Path) -> None:
+    """A turn's commit is written before ``commit`` returns (a kill -9 after the reply keeps
+    it), after the PruneHistory views queued before it; reloads and resets wait for them."""
     db = Database(tmp_path / "s.sqlite3")
     writer = HeldWriter(db)
     states = ChannelStates(StateRepo(db), fetch(db), writer, max_cached=1)
     state = states.get("a")
+    states.commit(state, entry(3, ["m"]), keep=3, depth=10)
+    assert not writer.jobs and ChannelStates(StateRepo(db), fetch(db)).get("a").turn == 3
+    states.observe("a", set(), keep=2)  # the agent no longer holds block 3: queued
+    assert len(writer.jobs) == 1
+    assert [b.turn for b in ChannelStates(StateRepo(db), fetch(db)).get("a").blocks] == [3]
+    states.commit(state, entry(4, ["n"], 1), keep=3, depth=10)  # the view lands first
+    assert not writer.jobs
+    loaded = ChannelStates(StateRepo(db), fetch(db)).get("a")
+    assert loaded.turn == 4 and [b.turn for b in loaded.blocks] == [4] and loaded.keep == 2
+    states.observe("a", set(), keep=2)  # queued again
     states.get("b")  # evicts "a"
-    states.commit(state, entry(3, ["m"]), keep=3, depth=10)  # queued
-    assert writer.jobs and ChannelStates(StateRepo(db), fetch(db)).get("a").turn == 0
     states.get("c")  # a new channel has nothing queued: it does not wait for the writer
     assert len(writer.jobs) == 1
     again = states.get("a")  # flushes, then loads
-    assert again.turn == 3 and again.buffer_ids == ["m"] and not writer.jobs
-    states.commit(again, entry(4, ["n"], 1), keep=3, depth=10)
+    assert again.turn == 4 and not again.blocks and not writer.jobs
+    states.observe("a", set(), keep=2)
     assert states.reset("a")  # the queued write lands before the delete, not after it
     assert not writer.jobs
     assert not db.execute("SELECT 1 FROM injection_ids WHERE channel_id = 'a'")
     assert ChannelStates(StateRepo(db), fetch(db)).get("a").turn == 0
+    db.close()
+
+
+def test_a_failed_commit_leaves_the_memory_copy_as_it_was(tmp_path: Path) -> None:
+    db = Database(tmp_path / "s.sqlite3")
+    states = ChannelStates(StateRepo(db), fetch(db))
+    state = states.get("a")
+    states.commit(state, entry(1, ["m"]), keep=3, depth=10)
+
+    def fail() -> None:
+        raise OSError("disk full")
+
+    try:
+        states.commit(state, entry(2, ["n"], 1), keep=3, depth=10, also=fail)
+    except OSError:
+        pass
+    else:
+        raise AssertionError("the failed write was not raised")
+    assert state.turn == 1 and state.buffer_ids == ["m"] and list(state.injected) == ["m"]
+    assert ChannelStates(StateRepo(db), fetch(db)).get("a").turn == 1  # rolled back
     db.close()

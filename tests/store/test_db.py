@@ -42,7 +42,7 @@ def test_a_dismissals_table_made_by_the_admin_page_is_kept(tmp_path: Path) -> No
     conn.execute("DROP TABLE admin_dismissed")
     conn.execute("CREATE TABLE admin_dismissed (key TEXT PRIMARY KEY, dismissed_us INTEGER "
                  "NOT NULL) WITHOUT ROWID; INSERT INTO admin_dismissed VALUES ('pair:a:b', 1)")
-    conn.execute("DROP TABLE injection_context")  # made after 6
+    conn.execute("DROP TABLE injection_context; DROP TABLE captures")  # made after 6
     conn.execute("PRAGMA user_version=5")
     conn.close()
     db = Database(path)

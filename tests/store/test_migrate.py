@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sidecar.admin.dismissed import Dismissed, pair_key
+from sidecar.capture.repo import CaptureRepo, Pending
 from sidecar.cli import main
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.state_repo import StateRepo
@@ -34,6 +35,9 @@ def fill(db: SqlStore, count: int) -> None:
     repos.edges.upsert(Edge("m1", "m0", Relation.UPDATES, 0.7, 5))
     StateRepo(db).save("chan", saved_turn(1, ["m0", "m1"]))
     ChannelOwners(db).claim("chan", "agent")
+    with db.transaction():
+        CaptureRepo(db).add(Pending("chan", "user:1:5", "agent", "user", 1, "a turn", "", 5,
+                                    "capture-1", vector(1)))
     Dismissed(db).add(pair_key("m1", "m0"))
 
 

@@ -49,26 +49,28 @@ class StoreCalls(Transport):
 
     def list(self, *, types: Sequence[MemoryTypeLike] = (), channel_id: str = "",
              agent_id: str = "", sort: int = 0, page_size: int = 0, page_token: str = "",
-             include_forgotten: bool = False,
-             all_agents: bool = False) -> store_pb2.ListMemoriesResponse:
+             include_forgotten: bool = False, all_agents: bool = False,
+             source: str = "") -> store_pb2.ListMemoriesResponse:
         """One page; ``all_agents``: every agent's memories and the shared ones (with
-        authentication on, the operator token only)."""
+        authentication on, the operator token only); ``source``: only memories written with
+        it ("capture": the captured turns)."""
         request = store_pb2.ListMemoriesRequest(
             types=[memory_type(t) for t in types], channel_id=channel_id, agent_id=agent_id,
             sort=sort, page_size=page_size, page_token=page_token,
-            include_forgotten=include_forgotten, all_agents=all_agents)
+            include_forgotten=include_forgotten, all_agents=all_agents, source=source)
         return self._call("ListMemories", self.store.ListMemories, request, idempotent=True)
 
     def iter_memories(self, *, types: Sequence[MemoryTypeLike] = (), channel_id: str = "",
                       agent_id: str = "", sort: int = 0, page_size: int = 0,
-                      include_forgotten: bool = False,
-                      all_agents: bool = False) -> Iterator[memory_pb2.Memory]:
+                      include_forgotten: bool = False, all_agents: bool = False,
+                      source: str = "") -> Iterator[memory_pb2.Memory]:
         """Every matching memory, following page tokens."""
         token = ""
         while True:
             page = self.list(types=types, channel_id=channel_id, agent_id=agent_id, sort=sort,
                              page_size=page_size, page_token=token,
-                             include_forgotten=include_forgotten, all_agents=all_agents)
+                             include_forgotten=include_forgotten, all_agents=all_agents,
+                             source=source)
             yield from page.memories
             token = page.next_page_token
             if not token:

@@ -16,13 +16,14 @@ PAGE_SIZE = 50
 def show(ctx: Ctx) -> Response:
     arg = ctx.request.arg
     agent, channel, forgotten = arg("agent"), arg("channel"), arg("forgotten") == "1"
+    source = arg("source")
     kind, level = memory_type(arg("type")), tier(arg("tier"))
     query = ListQuery(types=(kind,) if kind else (), tiers=(level,) if level else (),
                       channel_id=channel, agent_id=agent, page_size=PAGE_SIZE,
-                      page_token=arg("page"), include_forgotten=forgotten)
+                      page_token=arg("page"), include_forgotten=forgotten, source=source)
     found, token = ctx.services.memories.list(query)
     params = {"agent": agent, "type": arg("type"), "tier": arg("tier"), "channel": channel,
-              "forgotten": "1" if forgotten else ""}
+              "source": source, "forgotten": "1" if forgotten else ""}
     more = link(url("/memories", **params, page=token), "Next page") if token else ""
     body = (_filters(ctx, params) + table(("Memory", "Type", "Tier", "Scope", "Channel",
                                            "Importance", "Updated"),
@@ -43,10 +44,12 @@ def _filters(ctx: Ctx, params: dict[str, str]) -> str:
         f"Type {select('type', TYPES, params['type'])} "
         f"Tier {select('tier', TIERS, params['tier'])} "
         f'Channel <input type="text" name="channel" value="{e(params["channel"])}" size=14> '
+        f'Source <input type="text" name="source" value="{e(params["source"])}" size=10> '
         f'<label><input type="checkbox" name="forgotten" value="1"{checked}> forgotten too'
         f"</label> <button>Filter</button></p></form>"
         f'<p class="muted">An agent sees its own memories and the shared ones; empty = shared '
-        f"only. Agents: {agents or 'none yet'}</p>")
+        f"only. Source \"capture\": the turns the sidecar captured. Agents: "
+        f"{agents or 'none yet'}</p>")
 
 
 def _row(m: Memory) -> list[str]:

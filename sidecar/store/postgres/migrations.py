@@ -168,6 +168,26 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (channel_id, turn)
     );
     """,
+    # 5: turns captured as memories (sidecar/capture; as SQLite's migration 8).
+    """
+    CREATE TABLE captures (
+        channel_id TEXT NOT NULL,
+        key        TEXT NOT NULL,
+        agent_id   TEXT NOT NULL,
+        role       TEXT NOT NULL,
+        turn       BIGINT NOT NULL,
+        content    TEXT NOT NULL,
+        context    TEXT NOT NULL,
+        at_us      BIGINT NOT NULL,
+        memory_id  TEXT NOT NULL,
+        embedding  BYTEA,
+        outcome    TEXT NOT NULL DEFAULT '',
+        held       INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (channel_id, key)
+    );
+    CREATE INDEX captures_pending ON captures (outcome, at_us);
+    CREATE INDEX captures_memory ON captures (channel_id, memory_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,31 @@
+"""Capture's names: the modes, the memories' source, their ids and keys."""
+
+from __future__ import annotations
+
+import hashlib
+
+from sidecar.injection.config import CAPTURE_MODES
+
+OFF, USER, ALL = CAPTURE_MODES
+# Memory.source of every captured memory (ListMemories / the admin page filter on it).
+CAPTURE_SOURCE = "capture"
+USER_ROLE, ASSISTANT_ROLE = "user", "assistant"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:32]
+
+
+def user_key(turn: int, at_us: int) -> str:
+    """A user turn: its number and commit time (a reset channel counts turns from 1 again)."""
+    return f"{USER_ROLE}:{turn}:{at_us}"
+
+
+def assistant_key(content: str) -> str:
+    """An assistant reply: its text (captured once per channel, whichever history shows it)."""
+    return f"{ASSISTANT_ROLE}:{_digest(content)}"
+
+
+def capture_id(agent_id: str, channel_id: str, key: str) -> str:
+    """The memory id of a capture: the same on every sidecar (a shared store writes it once)."""
+    return f"capture-{_digest(agent_id, channel_id, key)}"

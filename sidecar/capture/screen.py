@@ -1,0 +1,52 @@
+"""The vault's text gates (noise, length, PII) on a turn before anything of it is stored.
+
+They are cheap (regular expressions), so they run on the reply path: a turn they refuse never
+reaches the store, not even as a pending row. The gates that need the store or an embedding
+(near-duplicate, capacity) run in the drain, off the reply path.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from sidecar.errors import DomainError
+from sidecar.live import Live
+from sidecar.memory.service import WriteGate
+from sidecar.records import MemoryDraft
+from sidecar.vault.config import VaultConfig
+from sidecar.vault.gates import LengthGate, NoiseGate, PiiGate
+
+_NO_EMBEDDING = np.zeros(0, dtype=np.float32)  # the text gates never read it
+
+
+class Screen:
+    def __init__(self, config: Live[VaultConfig]) -> None:
+        self._config = config
+        self._built_for: VaultConfig | None = None
+        self._gates: list[WriteGate] = []
+        self._lock = threading.Lock()
+
+    def refusal(self, draft: MemoryDraft) -> str:
+        """The reason code of the first gate that refuses ``draft``; '' = it passes."""
+        for gate in self._current():
+            try:
+                gate.check(draft, _NO_EMBEDDING, "capture")
+            except DomainError as err:
+                return err.reason or type(err).__name__
+        return ""
+
+    def _current(self) -> list[WriteGate]:
+        config = self._config.get()
+        with self._lock:
+            if config is not self._built_for:
+                gates: list[WriteGate] = []
+                if config.noise_gate:
+                    gates.append(NoiseGate(config.noise_phrases))
+                if config.length_gate:
+                    gates.append(LengthGate(config.max_chars))
+                if config.pii_gate:
+                    gates.append(PiiGate())
+                self._gates, self._built_for = gates, config
+            return self._gates

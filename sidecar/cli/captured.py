@@ -1,0 +1,44 @@
+"""``memsidecar captured [--agent A] [--channel C] [--forget]``: the memories capture wrote
+(source "capture"), one JSON line each (id, agent, channel, created, content); with
+``--forget``, each is forgotten instead and only the count is printed. Without ``--agent``:
+every agent's (with [server.auth] on, the operator token)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from sidecar.cli import remote
+
+SOURCE = "capture"
+PAGE = 500
+
+
+def add(parser: argparse.ArgumentParser) -> None:
+    remote.add_options(parser)
+    parser.add_argument("--agent", default=None, help="only agent A's captured memories")
+    parser.add_argument("--channel", default="", help="only those captured in channel C")
+    parser.add_argument("--forget", action="store_true",
+                        help="forget them (they are no longer injected or searched)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with remote.connect(args) as client:
+        found = list(client.iter_memories(
+            agent_id=args.agent or "", all_agents=args.agent is None, channel_id=args.channel,
+            source=SOURCE, page_size=PAGE))
+        found = [m for m in found if m.source == SOURCE and m.agent_id]
+        if args.forget:
+            for memory in found:
+                client.forget(memory.id, source="cli", agent_id=memory.agent_id)
+            print(f"{len(found)} captured memories forgotten", file=sys.stderr)
+            return 0
+        for memory in found:
+            sys.stdout.write(json.dumps({
+                "id": memory.id, "agent_id": memory.agent_id, "channel_id": memory.channel_id,
+                "created_at": memory.created_at.ToJsonString(), "content": memory.content,
+            }, ensure_ascii=False) + "\n")
+    print(f"{len(found)} captured memories", file=sys.stderr)
+    return 0

@@ -1,0 +1,40 @@
+"""Fixtures for capture tests: a real server with a chosen injection config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import pytest
+
+from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
+from sidecar.app import App
+from sidecar.embedding import Embedder
+from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.vault.config import VaultConfig
+from tests.conftest import Running, settings_for
+
+Serve = Callable[..., Running]
+
+
+@pytest.fixture
+def serve(config: ServerConfig, embedder: Embedder) -> Iterator[Serve]:
+    """``serve(vault=VaultConfig(...), **injection_config_fields)`` starts a server on the
+    test's data dir."""
+    started: list[Running] = []
+
+    def start(vault: VaultConfig | None = None, **fields: object) -> Running:
+        settings = settings_for(config, vault=vault or VaultConfig(),
+                                defaults=MemoryInjectionConfig(**fields))  # type: ignore[arg-type]
+        app = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder,
+                       settings=settings)
+        server = create_server(app)
+        server.start()
+        live = Running(server)
+        started.append(live)
+        return live
+
+    yield start
+    for live in started:
+        live.close()
