@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The refusal of a capture while the backlog of pending ones is full (``Drain.full``).
+QUEUE_FULL = "QUEUE_FULL"
 # Channels whose latest message is remembered (the context of their next captured turn).
 MAX_CHANNELS = 4096
 # A candidate whose words overlap a capture not written yet this much says the same thing
@@ -80,7 +82,7 @@ class Capture:
         context = self._remember(channel_id, text, turn) if self.drain.index == "pair" else ""
         draft = MemoryDraft(content=text, type=MemoryType.OBSERVATION, source=CAPTURE_SOURCE,
                             channel_id=channel_id, agent_id=agent_id)
-        reason = self.screen.refusal(draft)
+        reason = QUEUE_FULL if self.drain.full() else self.screen.refusal(draft)
         if reason:
             self._refused(reason, channel_id, turn, USER_ROLE)
             return None
@@ -136,6 +138,9 @@ class Capture:
         gone = [h.key for h in self.repo.held(channel_id)
                 if h.turn < turn and h.content.strip() not in shown]
         replies = self._replies(agent_id, channel_id, texts, turn) if mode == ALL else []
+        if replies and self.drain.full():
+            self._refused(QUEUE_FULL, channel_id, turn, ASSISTANT_ROLE)
+            replies = []
         if gone or replies:  # a history that changes nothing writes nothing
             with self.repo.db.transaction():
                 self.repo.release(channel_id, gone)
@@ -197,6 +202,7 @@ class Capture:
             log.exception("capture not recorded (the turn is)",
                           extra={"channel": rows[0].channel_id, "captures": len(rows)})
             return
+        self.drain.queued(len(rows))
         self.drain.wake()
 
     def _remember(self, channel_id: str, text: str, turn: int) -> str:

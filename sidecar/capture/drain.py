@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 POLL_S = 1.0
 BATCH = 64
+# Pending captures at most: beyond, a turn's capture is refused (QUEUE_FULL) until the drain
+# catches up, so a drain slower than the turns never grows the store's backlog without end.
+MAX_PENDING = 10_000
 # How a captured turn is indexed (its vector; the lexical index reads the turn itself): "turn":
 # the turn alone (a user turn: Inject's query embedding, reused); "pair": the turn followed by
 # the message before it in the channel. On the LongMemEval replay (bench/capture_replay.py)
@@ -42,20 +45,31 @@ def text_to_index(row: Pending, index: str) -> str:
 
 class Drain:
     def __init__(self, repo: CaptureRepo, memories: MemoryService, embedder: Embedder,
-                 index: str = "turn") -> None:
+                 index: str = "turn", max_pending: int = MAX_PENDING) -> None:
         if index not in INDEX_MODES:
             raise ValueError(f"index must be one of {INDEX_MODES}")
         self.repo = repo
         self.memories = memories
         self.embedder = embedder
         self.index = index
+        self.max_pending = max_pending
+        self.waiting = 0  # pending rows: counted in the store after each drain, + the added
         self.outcomes: Counter[str] = Counter()  # stored, deduplicated, or a reason code
         self._wanted = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one drain at a time (the thread or ``flush``)
         self._thread: threading.Thread | None = None
 
+    def full(self) -> bool:
+        """Whether the backlog of pending captures is at ``max_pending``."""
+        return self.waiting >= self.max_pending
+
+    def queued(self, rows: int) -> None:
+        """``rows`` pending captures were just recorded."""
+        self.waiting += rows
+
     def start(self) -> None:
+        self.waiting = self.repo.pending_count()
         self._thread = threading.Thread(target=self._run, name="capture-drain", daemon=True)
         self._thread.start()
 
@@ -69,6 +83,7 @@ class Drain:
             batch = self._drain_once()
             done += batch
             if batch < BATCH:
+                self.waiting = self.repo.pending_count()
                 return done
 
     def close(self) -> None:

@@ -62,6 +62,10 @@ class CaptureRepo:
             "NULL,'refused',0) ON CONFLICT (channel_id, key) DO NOTHING",
             (row.channel_id, row.key, row.agent_id, row.role, row.turn, row.at_us))
 
+    def pending_count(self) -> int:
+        row = self.db.query_one("SELECT count(*) FROM captures WHERE outcome = ?", (PENDING,))
+        return int(row[0]) if row else 0
+
     def pending(self, limit: int) -> list[Pending]:
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM captures WHERE outcome = ? ORDER BY at_us LIMIT ?",

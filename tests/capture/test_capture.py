@@ -153,3 +153,18 @@ def test_a_turn_is_indexed_alone_or_with_the_message_before_it(
     assert vector is not None
     expected, other = (alone, pair) if index == "turn" else (pair, alone)
     assert float(vector @ expected) > 0.999 and float(vector @ other) < 0.99
+
+
+def test_a_full_backlog_refuses_the_capture_and_the_turn_still_goes_out(serve: Serve) -> None:
+    live = serve(capture="user")
+    capture = live.server.app.injector.capture
+    assert capture is not None
+    capture.drain.close()  # its thread stops: what is recorded stays pending
+    capture.drain.max_pending = 1
+    inject(live, turn=1)
+    second = inject(live, "Deploys happen on Thursdays now, not on Tuesdays", turn=2)
+    assert second.turn == 2 and capture.outcomes()["QUEUE_FULL"] == 1
+    assert sorted(r[1] for r in rows(live)) == [1]  # only the first turn was recorded
+    assert capture.drain.flush() == 1 and not capture.drain.full()
+    inject(live, "The VPN certificate is renewed in March", turn=3)
+    assert sorted(r[1] for r in rows(live)) == [1, 3]
