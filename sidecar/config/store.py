@@ -24,7 +24,7 @@ from sidecar.config.schema import INJECTION, AgentConfig, Config
 from sidecar.config.typed import Issue
 from sidecar.config.writer import edit_injection
 from sidecar.disk import DiskFaults, os_refusal
-from sidecar.errors import FailedPrecondition, InvalidArgument
+from sidecar.errors import FailedPrecondition, InvalidArgument, ResourceExhausted
 from sidecar.files import write_atomic
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.knobs import keep_restart_keys, restart_keys, secret_keys
@@ -39,6 +39,10 @@ MISSING = "missing"
 RACY_NS = 2_000_000_000
 INJECTION_KEYS = frozenset(f.name for f in fields(INJECTION.cls))
 
+
+# [[agents]] sections UpdateConfig creates at most: the file is rewritten whole on each update,
+# so a caller adding agent after agent must not grow it (and every update's cost) without end.
+MAX_AGENT_SECTIONS = 1000
 
 class ConfigStore:
     def __init__(self, path: Path, config: Config, text: str | None) -> None:
@@ -189,6 +193,13 @@ class ConfigStore:
                     f"{self._bad.message}", reason="CONFIG_FILE_INVALID", field="config_file")
             if not changes and not reset:
                 return self._config
+            agents = self._config.agents
+            if agent_id and agent_id not in agents and len(agents) >= MAX_AGENT_SECTIONS:
+                raise ResourceExhausted(
+                    f"the config file already has {MAX_AGENT_SECTIONS} [[agents]] sections, "
+                    "the most UpdateConfig adds; give the agents the defaults, or reset "
+                    "agents that need none (UpdateConfig with reset)",
+                    reason="TOO_MANY_AGENTS", field="agent_id")
             text = edit_injection(self._text or "", agent_id, changes, reset)
             try:
                 config = load_text(text, "after this update")

@@ -150,3 +150,18 @@ def test_concurrent_calls_during_reloads_never_fail(running: Running) -> None:
         for thread in threads:
             thread.join()
     assert failures == []
+
+
+def test_agent_sections_are_bounded(running: Running, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sidecar.config.store.MAX_AGENT_SECTIONS", 3)
+    for name in ("a1", "a2", "a3"):
+        update(running, name, max_total=7)
+    with pytest.raises(grpc.RpcError) as err:
+        update(running, "a4", max_total=7)
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "3 [[agents]] sections" in (err.value.details() or "")
+    assert dict(err.value.trailing_metadata())["memsidecar-reason"] == "TOO_MANY_AGENTS"
+    assert "a4" not in config_path(running).read_text()
+    update(running, "a2", max_total=9)  # an agent already in the file can still change
+    update(running, "a3", reset=True)  # and a reset makes room
+    update(running, "a4", max_total=7)
