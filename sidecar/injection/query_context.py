@@ -5,8 +5,9 @@ and embedding are kept with the channel's state when the turn is committed, and 
 assistant's reply to it when a PruneHistory of the channel shows it. The next turns search
 with them at a lower weight than their own text, recent turns weighing more:
 
-- lexical: the earlier turns' and replies' terms count ``query_context_terms`` x as much as
-  the turn's own in BM25 (``SearchQuery.context_texts``, ``BM25Index.with_context``);
+- lexical: the earlier turns' and replies' terms are scored apart in BM25 and added so that
+  their best document scores ``query_context_terms`` x the best score of the turn's own terms
+  (``SearchQuery.context_texts``, ``BM25Index.with_context``);
 - vector: a recency-weighted mean of the earlier turns' embeddings, scaled to
   ``query_context_weight``, is added to the turn's unit embedding (``SearchQuery.context``).
 
