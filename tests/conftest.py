@@ -104,8 +104,12 @@ class Running:
         self.server.stop(grace=1)
 
 
-def start_server(config: ServerConfig, embedder: Embedder) -> Running:
-    application = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder)
+def start_server(config: ServerConfig, embedder: Embedder,
+                 settings: ConfigStore | None = None) -> Running:
+    """A real server over ``config``'s data dir on a free port (``settings``: its config
+    store, e.g. ``settings_for``; None: the data dir's file or the defaults)."""
+    application = App.open(replace(config, listen="127.0.0.1:0"), embedder=embedder,
+                           settings=settings)
     server = create_server(application)
     server.start()
     return Running(server)

@@ -16,7 +16,7 @@ from sidecar.live import Live
 from sidecar.memory.service import WriteGate
 from sidecar.records import MemoryDraft
 from sidecar.vault.config import VaultConfig
-from sidecar.vault.gates import LengthGate, NoiseGate, PiiGate
+from sidecar.vault.gates import text_gates
 
 _NO_EMBEDDING = np.zeros(0, dtype=np.float32)  # the text gates never read it
 
@@ -41,12 +41,5 @@ class Screen:
         config = self._config.get()
         with self._lock:
             if config is not self._built_for:
-                gates: list[WriteGate] = []
-                if config.noise_gate:
-                    gates.append(NoiseGate(config.noise_phrases))
-                if config.length_gate:
-                    gates.append(LengthGate(config.max_chars))
-                if config.pii_gate:
-                    gates.append(PiiGate())
-                self._gates, self._built_for = gates, config
+                self._gates, self._built_for = text_gates(config), config
             return self._gates

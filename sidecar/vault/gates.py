@@ -13,9 +13,11 @@ from collections.abc import Iterable
 import numpy as np
 
 from sidecar.errors import FailedPrecondition
+from sidecar.memory.service import WriteGate
 from sidecar.records import Memory, MemoryDraft, Tier
 from sidecar.retrieval.lexical.tokenize import STOP_WORDS, tokenize
 from sidecar.vault import reasons
+from sidecar.vault.config import VaultConfig
 from sidecar.vault.pii import find_pii
 
 log = logging.getLogger(__name__)
@@ -110,3 +112,15 @@ class PiiGate:
                     "before storing (the value is not echoed)",
                 )
         return None
+
+
+def text_gates(config: VaultConfig) -> list[WriteGate]:
+    """The enabled gates that read the text alone, in order: noise, length, PII."""
+    gates: list[WriteGate] = []
+    if config.noise_gate:
+        gates.append(NoiseGate(config.noise_phrases))
+    if config.length_gate:
+        gates.append(LengthGate(config.max_chars))
+    if config.pii_gate:
+        gates.append(PiiGate())
+    return gates

@@ -23,7 +23,7 @@ from sidecar.vault import reasons
 from sidecar.vault.capacity import CapacityGate
 from sidecar.vault.config import VaultConfig
 from sidecar.vault.duplicates import DuplicateGate
-from sidecar.vault.gates import LengthGate, NoiseGate, PiiGate
+from sidecar.vault.gates import text_gates
 from sidecar.vault.hygiene import (
     DeletionCandidate,
     SimilarPair,
@@ -52,13 +52,7 @@ MAX_PAGE = 1000
 def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeScan,
                 config: VaultConfig) -> list[WriteGate]:
     """The enabled gate steps in order: noise, length, PII, duplicate, capacity."""
-    gates: list[WriteGate] = []
-    if config.noise_gate:
-        gates.append(NoiseGate(config.noise_phrases))
-    if config.length_gate:
-        gates.append(LengthGate(config.max_chars))
-    if config.pii_gate:
-        gates.append(PiiGate())
+    gates = text_gates(config)
     if config.duplicate_gate:
         gates.append(DuplicateGate(index, service.memories, repo, config.duplicate_threshold,
                                    config.duplicate_numbers_must_match))

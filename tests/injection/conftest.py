@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 import pytest
 
-from sidecar.api.server import create_server
 from sidecar.api.server_config import ServerConfig
-from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.vault.config import VaultConfig
-from tests.conftest import Running, settings_for
+from tests.conftest import Running, settings_for, start_server
 
 Serve = Callable[..., Running]
 
@@ -29,11 +26,7 @@ def serve(config: ServerConfig, embedder: Embedder) -> Iterator[Serve]:
         # are stored; these tests exercise the injection-time dedup, so it is off here.
         settings = settings_for(config, vault=VaultConfig(duplicate_gate=False),
                                 defaults=MemoryInjectionConfig(**fields))  # type: ignore[arg-type]
-        app = App.open(replace(config, listen="127.0.0.1:0"),
-                       embedder=with_embedder or embedder, settings=settings)
-        server = create_server(app)
-        server.start()
-        live = Running(server)
+        live = start_server(config, with_embedder or embedder, settings)
         started.append(live)
         return live
 

@@ -9,6 +9,7 @@ import pytest
 
 from sidecar.injection.state_repo import ChannelMoved, StateRepo
 from sidecar.store.contract import SqlStore
+from sidecar.store.postgres.db import PgDatabase
 from tests.store.contract_data import saved_turn
 
 HOSTILE = "100% %s %(x)s ? '; DROP TABLE meta; -- \\ \\x00 é 漢字 $$ E'\\n'"
@@ -71,15 +72,18 @@ def test_guard_outside_a_batch_and_a_batch_inside_a_transaction(store_db: SqlSto
     assert _meta(store_db) == {"kept": "2"}
 
 
-def test_batch_holds_writes_only_on_postgres(store_db: SqlStore) -> None:
-    if store_db.dialect != "postgres":
-        pytest.skip("SQLite runs a batch's statements at once: nothing is held back")
-    with pytest.raises(RuntimeError, match="batched"), store_db.batched():
-        store_db.changes()
-    with pytest.raises(RuntimeError, match="batched"), store_db.batched(), \
-            store_db.transaction():
-        pass
-    assert _meta(store_db) == {}
+def test_a_postgres_batch_holds_writes_only(pg_dsn: str) -> None:
+    """PostgreSQL sends a batch's statements on exit, so nothing in it can read a result
+    (SQLite runs them at once: the contract tests above cover it)."""
+    db = PgDatabase(pg_dsn)
+    try:
+        with pytest.raises(RuntimeError, match="batched"), db.batched():
+            db.changes()
+        with pytest.raises(RuntimeError, match="batched"), db.batched(), db.transaction():
+            pass
+        assert _meta(db) == {}
+    finally:
+        db.close()
 
 
 def test_stale_compare_and_swap_writes_none_of_the_turn(store_db: SqlStore) -> None:
