@@ -47,6 +47,7 @@ def _turn(turn: TraceTurn) -> injection_pb2.TraceTurn:
                                            reply=reply)
                  for t, terms, vector, reply in turn.context.turns],
         context_gate=turn.context.gate,
+        focus_anchors=list(turn.focus_anchors), focus_offered=list(turn.focus_offered),
     )
 
 

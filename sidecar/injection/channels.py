@@ -24,6 +24,9 @@ from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
 from sidecar.store.write_behind import Writer, WriteThrough
 
+# A reply's focus votes from the turn's text, the memories in view and the reply.
+Vote = Callable[[str, list[str], str], tuple[tuple[str, float], ...]]
+
 log = logging.getLogger(__name__)
 
 # Channels kept in memory (least recently used beyond this are dropped; SQLite has them).
@@ -176,17 +179,23 @@ class ChannelStates:
                         "the turns served here are dropped, not merged",
                         extra={"channel": channel_id, "turns": len(dropped)})
 
-    def observe(self, channel_id: str, digests: set[str], keep: int, reply: str = "") -> list[int]:
+    def observe(self, channel_id: str, digests: set[str], keep: int, reply: str = "",
+                vote: Vote | None = None) -> list[int]:
         """A PruneHistory of the channel's history: the agent keeps ``keep`` blocks and holds
         exactly the known blocks whose digest is in ``digests``; ``reply``: the assistant's
-        answer to the last turn, as the history ends with it ("" : none). Returns the turns
-        of the blocks no longer held."""
+        answer to the last turn, as the history ends with it ("" : none); ``vote``: the
+        reply's focus votes from (the turn's text, the memories still in view, the reply).
+        Returns the
+        turns of the blocks no longer held."""
         state = self.get(channel_id)
         with state.lock:
             gone = [b.turn for b in state.blocks if b.digest not in digests]
             state.keep = keep
             state.retain(frozenset(b.turn for b in state.blocks if b.digest in digests))
-            state.recent, answered = replied(state.recent, reply)
+            votes: tuple[tuple[str, float], ...] = ()
+            if vote is not None and reply and state.recent and state.recent[-1].reply != reply:
+                votes = vote(state.recent[-1].text, sorted(state.injected), reply)
+            state.recent, answered = replied(state.recent, reply, votes)
             if state.turn:
                 held = frozenset(b.turn for b in state.blocks)
                 self._submit(channel_id,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from sidecar import deadline
 from sidecar.embedding import Embedder
 from sidecar.errors import Unavailable
-from sidecar.injection import blocks, supersede
+from sidecar.injection import blocks, focus, supersede
 from sidecar.injection.age import age_note
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.channels import ChannelStates
@@ -97,12 +98,15 @@ class Injector:
         the channel's blocks released."""
         digests = {self.signer.mac_of(m.content) for m in kept}
         reply = last_reply(kept, self.signer.is_block)[-MAX_CONTEXT_CHARS:]
-        gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply)
+        config = self.config.get().injection_for(agent_id)
+        vote = (partial(focus.reply_vote, self.retriever)
+                if config.query_context_turns > 0 and config.query_context_focus > 0 else None)
+        gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply, vote)
         if reply:  # analysed here, off the next Inject's path (memoised)
             self.retriever.query_terms(reply)
         if self.capture is not None:
             self.capture.observe(agent_id, channel_id, kept, self.states.get(channel_id).turn,
-                                 self.config.get().injection_for(agent_id).capture)
+                                 config.capture)
         return gone
 
     def is_block(self, content: str) -> bool:
@@ -142,9 +146,16 @@ class Injector:
             context = self._context(config, state, turn, request.text)
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
                                    request.channel_id, context)
-            contextual, stats.below_min_score = pool.candidates, pool.below_min_score
+            view = state.view(turn, _keep(config), config.context_window_depth)
+            hits = [c.memory.id for c in pool.candidates]
+            focused = focus.focus(config.query_context_focus, config.contextual_min_score,
+                                  self.retriever, state.recent, turn, request.agent_id,
+                                  request.text, context, pool.query, hits, state.ids_in(view))
+            # The search's best first, then the focus's, then the rest of the search's.
+            contextual = [*pool.candidates[:1], *focused.candidates, *pool.candidates[1:]]
+            stats.below_min_score = pool.below_min_score
             stats.stages_us["embed"] = pool.embed_us
-            stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)
+            stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)  # with the focus
             t = now_ns()
             pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever,
                                  pool.query, self.snapshot)
@@ -154,21 +165,22 @@ class Injector:
                 candidates = self.capture.visible(candidates, request.channel_id, turn, config)
             stats.candidates = len(candidates)
             t = now_ns()
-            view = state.view(turn, _keep(config), config.context_window_depth)
             candidates = supersede.resolve(candidates, state.ids_in(view),
                                            self.retriever.pointing_to, self._embedding_of,
                                            request.agent_id, pool.query)
             deduped = dedup(candidates, state, view, config.semantic_threshold,
                             changed_since_injected)
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
+            kept = (focus.capped(deduped.kept, config.query_context_focus + 1)
+                    if focused.candidates else deduped.kept)
             stats.stages_us["dedup"] = us_since(t)
             t = now_ns()
             # Cleaned once: the block line and the item carry the same content (ids are
             # unique after dedup).
-            contents = {c.memory.id: blocks.clean(c.memory.content) for c in deduped.kept}
+            contents = {c.memory.id: blocks.clean(c.memory.content) for c in kept}
             now = now_us()
-            lines = [_line(c, contents[c.memory.id], config, now) for c in deduped.kept]
-            budgeted = apply_budget(deduped.kept, lines, config.max_total, config.max_tokens,
+            lines = [_line(c, contents[c.memory.id], config, now) for c in kept]
+            budgeted = apply_budget(kept, lines, config.max_total, config.max_tokens,
                                     self.tokens, marker_tokens_max(self.tokens))
             stats.dropped_by_budget = budgeted.dropped
             stats.stages_us["budget"] = us_since(t)
@@ -192,13 +204,15 @@ class Injector:
                 result = self._skip(request, start, _why_empty(stats), turn, stats)
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
-            asked = (RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text)
+            asked = (RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text,
+                                votes=focus.hit_votes(hits) if config.query_context_focus > 0
+                                else ())
                      if config.query_context_turns > 0 else None)  # off: nothing kept
             self._commit(state, config, result, chosen, alive, request, asked, pool.text)
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
                 dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
-                self._record(request, result, start, chosen, dropped, context)
+                self._record(request, result, start, chosen, dropped, context, focused)
         stats.elapsed_us = us_since(start)
         if items:
             self._trace(request, items, stats)
@@ -240,14 +254,15 @@ class Injector:
 
     def _record(self, request: InjectRequest, result: Injection, start: int,
                 chosen: list[Candidate], dropped: list[TracedDrop],
-                context: QueryContext = NO_CONTEXT) -> None:
+                context: QueryContext = NO_CONTEXT,
+                focused: focus.Focused = focus.NONE) -> None:
         """Trace a committed turn (after the commit point: a retry or an abandoned call
         never gets here)."""
         if not self.trace.enabled:
             return
         self.trace.record(request.channel_id, trace_turn(
             request.agent_id, request.text, result.turn, result.skip_reason,
-            us_since(start), chosen, dropped, now_us(), context))
+            us_since(start), chosen, dropped, now_us(), context, focused))
 
     def _embedding_of(self, memory_id: str) -> np.ndarray | None:
         found = self.retriever.embedding_of(memory_id)

@@ -40,12 +40,15 @@ GATE_TERMS_FULL, GATE_TERMS_OFF = 1, 5
 @dataclass(frozen=True, slots=True)
 class RecentTurn:
     """An earlier user turn of the channel: its number, text, its text's unit embedding,
-    and the assistant's reply to it ("" until a PruneHistory shows one)."""
+    the assistant's reply to it ("" until a PruneHistory shows one), and its votes for the
+    conversation's focus (``sidecar.injection.focus``): its search's and its reply's."""
 
     turn: int
     text: str
     embedding: np.ndarray
     reply: str = ""
+    votes: tuple[tuple[str, float], ...] = ()
+    reply_votes: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +110,13 @@ def remember(recent: list[RecentTurn], asked: RecentTurn) -> list[RecentTurn]:
     return kept[-MAX_TURNS:]
 
 
-def replied(recent: list[RecentTurn], reply: str) -> tuple[list[RecentTurn], RecentTurn | None]:
-    """``recent`` with ``reply`` as the answer to its last turn, and that turn (None when
-    there is no turn or it already has this reply)."""
+def replied(recent: list[RecentTurn], reply: str,
+            votes: tuple[tuple[str, float], ...] = ()) -> tuple[list[RecentTurn],
+                                                                RecentTurn | None]:
+    """``recent`` with ``reply`` (and its focus ``votes``) as the answer to its last turn,
+    and that turn (None when there is no turn or it already has this reply)."""
     reply = reply[-MAX_CONTEXT_CHARS:]
     if not recent or not reply or recent[-1].reply == reply:
         return recent, None
-    last = replace(recent[-1], reply=reply)
+    last = replace(recent[-1], reply=reply, reply_votes=votes)
     return [*recent[:-1], last], last

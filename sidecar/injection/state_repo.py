@@ -94,10 +94,11 @@ class StateRepo:
             (channel_id,))]
         reply = self.db.query_one(
             "SELECT keep, reply FROM injection_replies WHERE channel_id = ?", (channel_id,))
-        recent = [RecentTurn(int(r[0]), str(r[1]), blob_to_embedding(r[2]).copy(), str(r[3]))
+        recent = [RecentTurn(int(r[0]), str(r[1]), blob_to_embedding(r[2]).copy(), str(r[3]),
+                             votes_from_json(r[4]), votes_from_json(r[5]))
                   for r in self.db.execute(
-                      "SELECT turn, text, embedding, reply FROM injection_context "
-                      "WHERE channel_id = ? ORDER BY turn", (channel_id,))]
+                      "SELECT turn, text, embedding, reply, votes, reply_votes FROM "
+                      "injection_context WHERE channel_id = ? ORDER BY turn", (channel_id,))]
         return SavedChannel(turn=int(row[0]), injected=injected, buffer=buffer, blocks=blocks,
                             keep=None if reply is None or reply[0] is None else int(reply[0]),
                             reply=None if reply is None else json.loads(reply[1]),
@@ -158,8 +159,10 @@ class StateRepo:
             self._retain(channel_id, held)
             if replied is not None:
                 self.db.execute(
-                    "UPDATE injection_context SET reply = ? WHERE channel_id = ? AND turn = ?",
-                    (replied.reply, channel_id, replied.turn))
+                    "UPDATE injection_context SET reply = ?, reply_votes = ? "
+                    "WHERE channel_id = ? AND turn = ?",
+                    (replied.reply, votes_to_json(replied.reply_votes), channel_id,
+                     replied.turn))
 
     def _insert(self, channel_id: str, saved: Saved) -> None:
         """One statement per table, not one per row (a server parses and runs each)."""
@@ -187,11 +190,13 @@ class StateRepo:
         if saved.asked is not None:
             asked = saved.asked
             self.db.execute(
-                "INSERT INTO injection_context (channel_id, turn, text, embedding, reply) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel_id, turn) DO UPDATE SET "
-                "text = excluded.text, embedding = excluded.embedding, reply = excluded.reply",
+                "INSERT INTO injection_context (channel_id, turn, text, embedding, reply, "
+                "votes, reply_votes) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, turn) "
+                "DO UPDATE SET text = excluded.text, embedding = excluded.embedding, "
+                "reply = excluded.reply, votes = excluded.votes, "
+                "reply_votes = excluded.reply_votes",
                 (channel_id, asked.turn, asked.text, embedding_to_blob(asked.embedding),
-                 asked.reply))
+                 asked.reply, votes_to_json(asked.votes), votes_to_json(asked.reply_votes)))
             self.db.execute(
                 "DELETE FROM injection_context WHERE channel_id = ? AND turn NOT IN (SELECT turn "
                 "FROM injection_context WHERE channel_id = ? ORDER BY turn DESC LIMIT ?)",
@@ -229,6 +234,19 @@ class StateRepo:
                           "injection_replies", "injection_context", "injection_channels"):
                 self.db.execute(f"DELETE FROM {table} WHERE channel_id = ?", (channel_id,))
             return existed
+
+
+def votes_to_json(votes: tuple[tuple[str, float], ...]) -> str:
+    return json.dumps([[m, round(w, 6)] for m, w in votes])
+
+
+def votes_from_json(text: object) -> tuple[tuple[str, float], ...]:
+    """Votes as ``votes_to_json`` wrote them (none for anything else)."""
+    try:
+        rows = json.loads(str(text))
+        return tuple((str(m), float(w)) for m, w in rows)
+    except (ValueError, TypeError):
+        return ()
 
 
 def _rows(columns: int, count: int) -> str:

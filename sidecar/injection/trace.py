@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from sidecar.injection.focus import NONE as NO_FOCUS
+from sidecar.injection.focus import Focused
 from sidecar.injection.query_context import NONE as NO_CONTEXT
 from sidecar.injection.query_context import QueryContext
 from sidecar.injection.types import Candidate, Section
@@ -29,7 +31,7 @@ class DropReason(Enum):
     COOLDOWN = "cooldown"  # carried by a block the agent still holds
     DUPLICATE = "duplicate"  # the same memory twice in this turn (pinned and contextual)
     SEMANTIC = "semantic_duplicate"  # too close to a memory in view or kept before it
-    BUDGET = "budget"  # max_total or max_tokens
+    BUDGET = "budget"  # max_total, max_tokens, or a focused turn's cap (injection/focus.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +66,8 @@ class TraceTurn:
     dropped_omitted: int  # drops beyond MAX_DROPPED
     elapsed_us: int
     context: QueryContext = NO_CONTEXT  # what steered the search (texts left out)
+    focus_anchors: tuple[str, ...] = ()  # the conversation's focus (injection/focus.py)
+    focus_offered: tuple[str, ...] = ()  # the memories it put ahead of the search's
 
 
 def traced_item(c: Candidate) -> TracedItem:
@@ -119,7 +123,7 @@ class TraceRing:
 
 def trace_turn(agent_id: str, text: str, turn: int, skip_reason: str, elapsed_us: int,
                injected: list[Candidate], dropped: list[TracedDrop], at_us: int,
-               context: QueryContext = NO_CONTEXT) -> TraceTurn:
+               context: QueryContext = NO_CONTEXT, focused: Focused = NO_FOCUS) -> TraceTurn:
     """One committed turn, bounded: the query's head and at most MAX_DROPPED drops."""
     return TraceTurn(
         turn=turn, at_us=at_us, agent_id=agent_id, query=text[:MAX_QUERY_CHARS],
@@ -128,4 +132,6 @@ def trace_turn(agent_id: str, text: str, turn: int, skip_reason: str, elapsed_us
         dropped=tuple(dropped[:MAX_DROPPED]), dropped_omitted=max(0, len(dropped) - MAX_DROPPED),
         elapsed_us=elapsed_us,
         context=QueryContext(None, (), context.turns, context.gate),
+        focus_anchors=focused.anchors,
+        focus_offered=tuple(c.memory.id for c in focused.candidates),
     )

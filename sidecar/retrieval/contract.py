@@ -17,6 +17,15 @@ Accept = Callable[[np.ndarray], np.ndarray]
 Weighted = Sequence[tuple[str, float]]
 
 
+class Place(NamedTuple):
+    """Where a memory was written: its writer (owner, source, channel) and its position in
+    the store's order of writes (``Memory.seq``). Memories of one writer at near positions
+    were written together: the parts of one document, the turns of one session."""
+
+    writer: tuple[str, str, str]
+    seq: int
+
+
 class Mode(Enum):
     HYBRID = "hybrid"
     VECTOR = "vector"
@@ -98,6 +107,26 @@ class Retriever(Protocol):
 
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         """The stored embedding of a live memory (for semantic dedup)."""
+        ...
+
+    def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
+        """Where each memory was written (None: not live or not visible to ``agent_id``)."""
+        ...
+
+    def neighbourhood(self, memory_ids: Sequence[str], radius: int,
+                      agent_id: str) -> list[list[Memory]]:
+        """Per id, the live memories visible to ``agent_id`` written within ``radius``
+        places of it (``Place``) by the same writer, itself included, in store order ([]
+        for an id not live or not visible)."""
+        ...
+
+    def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:
+        """The stored embeddings of ``memory_ids`` (n, dim); a row of nan for one not live."""
+        ...
+
+    def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
+        """BM25 of each memory (0: not live) for the terms of ``texts``, each term once at
+        its largest weight."""
         ...
 
     def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:

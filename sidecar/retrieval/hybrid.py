@@ -45,7 +45,15 @@ from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation
 from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RRF, RetrievalConfig
-from sidecar.retrieval.contract import Hit, SearchQuery, SearchResult, SourceRank, steered
+from sidecar.retrieval.contract import (
+    Hit,
+    Place,
+    SearchQuery,
+    SearchResult,
+    SourceRank,
+    Weighted,
+    steered,
+)
 from sidecar.retrieval.fusion.contract import (
     Found,
     Source,
@@ -261,6 +269,42 @@ class HybridRetriever:
     def embedding_of(self, memory_id: str) -> np.ndarray | None:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
+
+    def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
+        live = self.live
+        out: list[Place | None] = []
+        for memory_id in memory_ids:
+            seq = live.seq_of(memory_id)
+            memory = None if seq is None else live.get(seq)
+            out.append(None if memory is None or not memory.visible_to(agent_id) else
+                       Place((memory.agent_id, memory.source, memory.channel_id), memory.seq))
+        return out
+
+    def neighbourhood(self, memory_ids: Sequence[str], radius: int,
+                      agent_id: str) -> list[list[Memory]]:
+        live = self.live
+        out: list[list[Memory]] = []
+        for place in self.places(memory_ids, agent_id):
+            near: list[Memory] = []
+            if place is not None:
+                for seq in range(max(1, place.seq - radius), place.seq + radius + 1):
+                    m = live.get(seq)
+                    if m is not None and (m.agent_id, m.source, m.channel_id) == place.writer:
+                        near.append(m)
+            out.append(near)
+        return out
+
+    def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:
+        seqs = [self.live.seq_of(m) for m in memory_ids]
+        return self.vectors.rows_of(np.array([-1 if s is None else s for s in seqs], np.int64))
+
+    def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
+        weights: dict[str, float] = {}
+        for text, weight in texts:
+            for term in self.query_terms(text) if weight > 0 else ():
+                weights[term] = max(weight, weights.get(term, 0.0))
+        seqs = [self.live.seq_of(m) for m in memory_ids]
+        return self.lexical.score_documents([-1 if s is None else s for s in seqs], weights)
 
     def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
         return self.background.of(query)

@@ -173,6 +173,12 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS captures_pending ON captures (outcome, at_us);
     CREATE INDEX IF NOT EXISTS captures_memory ON captures (channel_id, memory_id);
     """,
+    # 9: each recent turn's votes for the conversation's focus (sidecar/injection/focus.py):
+    # its search's and its reply's, as JSON [[memory id, weight], ...].
+    """
+    ALTER TABLE injection_context ADD COLUMN votes TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE injection_context ADD COLUMN reply_votes TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

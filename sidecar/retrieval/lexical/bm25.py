@@ -360,6 +360,40 @@ class BM25Index:
         found = self._collect(self._accumulate(extra=weights))
         return add_context(own, found, max(weights.values()))
 
+    def score_documents(self, labels: Sequence[int],
+                        weights: dict[str, float]) -> np.ndarray:
+        """BM25 of each of ``labels`` for the ``weights`` terms (each term's contribution
+        times its weight), read from the documents' own term counts: no posting list is
+        scanned (a handful of documents, any number of terms). 0 for a label not indexed."""
+        out = np.zeros(len(labels), np.float64)
+        if not weights:
+            return out
+        with self._lock:
+            n_live = len(self._label_doc)
+            if n_live == 0 or self._total_len <= 0:
+                return out
+            ids, idf = self._idf_locked(list(weights))
+            docs = [self._label_doc.get(int(label), -1) for label in labels]
+            entries = [self._doc_terms[d] if d >= 0 else None for d in docs]
+            lengths = np.array([self._doc_len[d] if d >= 0 else 0.0 for d in docs])
+            avgdl = self._total_len / n_live
+        known = ids >= 0
+        order = np.argsort(ids[known], kind="stable")
+        wanted = ids[known][order]
+        value = (idf * np.fromiter(weights.values(), np.float64, len(weights)))[known][order]
+        rows = [(k, e) for k, e in enumerate(entries) if e is not None]
+        if not rows or not len(wanted):
+            return out
+        terms = np.concatenate([e[0] for _, e in rows])
+        tfs = np.concatenate([e[1] for _, e in rows]).astype(np.float64)
+        owner = np.repeat(np.array([k for k, _ in rows]), [len(e[0]) for _, e in rows])
+        at = np.minimum(np.searchsorted(wanted, terms), len(wanted) - 1)
+        hit = wanted[at] == terms
+        norm = self.k1 * (1 - self.b + self.b * lengths[owner[hit]] / avgdl)
+        part = value[at[hit]] * tfs[hit] * (self.k1 + 1) / (tfs[hit] + norm)
+        np.add.at(out, owner[hit], part)
+        return out
+
     def _collect(
         self, found: tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None
     ) -> tuple[np.ndarray, np.ndarray]:

@@ -188,6 +188,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX captures_pending ON captures (outcome, at_us);
     CREATE INDEX captures_memory ON captures (channel_id, memory_id);
     """,
+    # 6: each recent turn's votes for the conversation's focus (as SQLite's migration 9).
+    """
+    ALTER TABLE injection_context ADD COLUMN votes TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE injection_context ADD COLUMN reply_votes TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

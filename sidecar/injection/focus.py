@@ -1,0 +1,150 @@
+"""Conversation focus: a follow-up also gets the memories written next to what the
+conversation has been drawing on.
+
+Memories written one after another by the same writer (same owner, source and channel: a
+``Place``) are often parts of one whole: the sentences of a document read into memory, the
+turns of one session. A conversation about that whole asks follow-ups ("what did he do
+next?", "why?") whose answer sits next to what earlier turns used, sharing few words with
+the question.
+
+Each turn of a channel votes for memories: its search's first ``HIT_VOTES`` hits (the first
+``HIT_VOTE``, the next ones less) and, once a PruneHistory shows the assistant's reply, the
+memory in view that the turn's text and its reply match best by BM25 (``REPLY_VOTE``; the
+reply's words count twice). Votes fade by ``DECAY`` a turn. A voted memory weighs the votes
+within ``CLUSTER`` places of it; the ``ANCHORS`` heaviest are the focus, and the memories
+within ``RADIUS`` places of them are its neighbourhood.
+
+A turn that leans on its context (``query_context.gate`` > 0) is offered up to
+``query_context_focus`` memories of that neighbourhood: not in view, not among its own hits,
+with a cosine to the (steered) query of at least ``contextual_min_score``, ranked by that
+cosine plus ``TERMS_SHARE`` x their BM25 for the turn's and its context's terms (relative to
+the neighbourhood's best). They come right after the search's best hit, and the block then
+holds at most ``query_context_focus + 1`` contextual memories, so a focused turn injects no
+more than an unfocused one. A standalone question (gate 0) is never focused.
+docs/decisions/0017-conversation-focus.md has the measurements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sidecar.injection.query_context import QueryContext, RecentTurn
+from sidecar.injection.types import Candidate, Section
+from sidecar.retrieval.contract import Retriever
+
+# Votes: a turn's first search hits and the memory its reply drew on.
+HIT_VOTES, HIT_VOTE, REPLY_VOTE = 5, 0.5, 1.0
+DECAY = 0.85  # a vote's weight one turn later
+CLUSTER = 5  # writes within which votes add up
+ANCHORS = 2  # memories the neighbourhood is taken around
+RADIUS = 8  # writes on each side of an anchor in its neighbourhood
+TERMS_SHARE = 0.2  # BM25's share in ranking the neighbourhood (cosine: 1)
+
+Votes = tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Focused:
+    """A turn's focus: the memories it was taken around and the candidates it adds."""
+
+    anchors: tuple[str, ...] = ()
+    candidates: tuple[Candidate, ...] = ()
+
+
+NONE = Focused()
+
+
+def hit_votes(ids: Sequence[str]) -> Votes:
+    """The votes of a turn's search hits (best first)."""
+    return tuple((m, HIT_VOTE / (rank + 1)) for rank, m in enumerate(ids[:HIT_VOTES]))
+
+
+def reply_vote(retriever: Retriever, asked: str, in_view: Sequence[str], reply: str) -> Votes:
+    """The vote of a turn's reply: the memory of ``in_view`` that the turn's text and its
+    reply match best (none when no term matches)."""
+    if not in_view or not reply:
+        return ()
+    scores = retriever.term_scores(in_view, ((asked, 1.0), (reply, 2.0)))
+    best = int(np.argmax(scores))
+    return ((in_view[best], REPLY_VOTE),) if scores[best] > 0 else ()
+
+
+def tally(recent: Sequence[RecentTurn], turn: int) -> dict[str, float]:
+    """The votes in force at ``turn``: each earlier turn's hit votes faded by ``DECAY`` per
+    turn since, its reply's from the turn after it."""
+    total: dict[str, float] = {}
+
+    def add(votes: Votes, weight: float) -> None:
+        for memory_id, vote in votes:
+            total[memory_id] = total.get(memory_id, 0.0) + vote * weight
+
+    for r in recent:
+        if r.turn < turn:
+            add(r.votes, DECAY ** (turn - r.turn))
+            add(r.reply_votes, DECAY ** (turn - 1 - r.turn))
+    return total
+
+
+def anchors(votes: dict[str, float], retriever: Retriever, agent_id: str) -> list[str]:
+    """The ``ANCHORS`` voted memories with the most votes within ``CLUSTER`` places of
+    them by the same writer (ties: the heavier own vote, then the id)."""
+    placed = [(m, p) for m, p in zip(votes, retriever.places(list(votes), agent_id),
+                                      strict=True) if p is not None]
+    if not placed:
+        return []
+    writers: dict[tuple[str, str, str], int] = {}
+    writer = np.array([writers.setdefault(p.writer, len(writers)) for _, p in placed])
+    seq = np.array([p.seq for _, p in placed], np.int64)
+    weight = np.array([votes[m] for m, _ in placed])
+    near = (writer[:, None] == writer[None, :]) & (np.abs(seq[:, None] - seq[None, :])
+                                                    <= CLUSTER)
+    mass = near @ weight
+    order = sorted(range(len(placed)), key=lambda i: (-mass[i], -weight[i], placed[i][0]))
+    return [placed[i][0] for i in order[:ANCHORS]]
+
+
+def focus(limit: int, floor: float, retriever: Retriever, recent: Sequence[RecentTurn],
+          turn: int, agent_id: str, text: str, context: QueryContext, query: np.ndarray,
+          hits: Sequence[str], in_view: set[str]) -> Focused:
+    """The focus of ``turn`` (``limit`` = ``query_context_focus``, ``floor`` =
+    ``contextual_min_score``): its anchors and, best first, the ``limit`` best memories of
+    their neighbourhood not in view, less those the search found itself (they keep their
+    place among its hits) and those whose cosine to ``query`` is under ``floor``."""
+    if limit <= 0 or context.gate <= 0:
+        return NONE
+    around = anchors(tally(recent, turn), retriever, agent_id)
+    if not around:
+        return NONE
+    members = {m.id: m for near in retriever.neighbourhood(around, RADIUS, agent_id)
+               for m in near if m.id not in in_view}
+    rows = retriever.embeddings_of(list(members))
+    ids = [m for m, row in zip(members, rows, strict=True) if not np.isnan(row[0])]
+    if not ids:
+        return Focused(tuple(around))
+    vectors = rows[~np.isnan(rows[:, 0])]
+    cosines = vectors @ query.astype(vectors.dtype, copy=False)
+    terms = retriever.term_scores(ids, ((text, 1.0), *context.texts))
+    best = float(terms.max())
+    scores = cosines + (TERMS_SHARE / best * terms if best > 0 else 0.0)
+    searched = set(hits)
+    order = [i for i in sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:limit]
+             if ids[i] not in searched and cosines[i] >= floor]
+    return Focused(tuple(around), tuple(
+        Candidate(memory=members[ids[i]], section=Section.CONTEXTUAL, score=float(scores[i]),
+                  cosine=float(cosines[i]), embedding=vectors[i]) for i in order))
+
+
+def capped(candidates: Sequence[Candidate], contextual: int) -> list[Candidate]:
+    """``candidates`` (in priority order) with at most ``contextual`` contextual ones: a
+    focused turn's block holds the focus's memories and the search's best."""
+    out: list[Candidate] = []
+    for c in candidates:
+        if c.section is Section.CONTEXTUAL:
+            if contextual <= 0:
+                continue
+            contextual -= 1
+        out.append(c)
+    return out
