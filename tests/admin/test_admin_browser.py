@@ -106,12 +106,15 @@ def test_timeline_after_three_injects(site: Site, tab: Page) -> None:
     expect(turns.nth(2)).to_contain_text(DB)
     expect(turns.nth(2)).to_contain_text("vector #1")
     expect(turns.nth(0)).to_contain_text("cooldown")  # turn 3: the database fact is in view
-    expect(turns.nth(0).locator(f"a[href='/memory?id={db.id}']")).to_have_count(1)
+    expect(turns.nth(0).locator(f"section a[href='/memory?id={db.id}']")).to_have_count(1)
     held = turns.nth(0).locator("section.held tr", has_text=DB)
     expect(held).to_contain_text("still shown by turn 1")
     # turn 3 was searched with turns 1 and 2 as its query context
     expect(turns.nth(0).locator(".context")).to_contain_text("turn 2 (terms")
     expect(turns.nth(2).locator(".context")).to_have_count(0)
+    # turn 2 leaned on its context: the focus was taken around the database fact turn 1 used
+    expect(turns.nth(1).locator(".focus")).to_contain_text("around")
+    expect(turns.nth(1).locator(f".focus a[href='/memory?id={db.id}']")).to_have_count(1)
 
 
 def scores(rows: Locator, column: int) -> list[float]:

@@ -198,3 +198,33 @@ def test_context_scores_equal_the_written_out_formula(stemming: bool) -> None:
         np.testing.assert_allclose([got[i + 1] for i in sorted(expected)],
                                    [expected[i] for i in sorted(expected)], atol=1e-6,
                                    err_msg=q)
+
+
+@pytest.mark.parametrize("stemming", [False, True])
+def test_scores_of_given_documents_equal_the_written_out_formula(stemming: bool) -> None:
+    """``score_documents``: each term's BM25 times its weight, summed, for the documents
+    asked (removed, replaced and unknown ones included), as the postings would score them."""
+    texts = corpus(400, seed=9)
+    docs = dict(enumerate(texts, start=1))
+    analyzer = Analyzer(stemming)
+    index = BM25Index(background_merge=False, analyzer=analyzer)
+    index.add(list(docs), list(docs.values()))
+    index.remove([7, 8])
+    del docs[7], docs[8]
+    docs[9] = texts[0]
+    index.add([9], [texts[0]])
+    labels = sorted(docs)
+    tokens = [analyzer.terms(docs[i]) for i in labels]
+    rng = np.random.default_rng(4)
+    for q in QUERIES:
+        terms = list(dict.fromkeys(analyzer.query_terms(q)))
+        weights = {t: float(w) for t, w in zip(terms, rng.uniform(0.1, 2.0, len(terms)),
+                                               strict=True)}
+        asked = [*map(int, rng.choice(labels, size=12, replace=False)), 7, 10_000]
+        got = index.score_documents(asked, weights)
+        per_term = {t: naive.bm25_scores(tokens, [t]) for t in weights}
+        row = {label: k for k, label in enumerate(labels)}
+        expected = [sum(w * per_term[t][row[a]] for t, w in weights.items()) if a in row
+                    else 0.0 for a in asked]
+        np.testing.assert_allclose(got, expected, atol=1e-9, err_msg=q)
+        assert index.score_documents(asked, {}).tolist() == [0.0] * len(asked)

@@ -32,7 +32,8 @@ def show(ctx: Ctx) -> Response:
     turns = ctx.services.injector.trace.last(channel)
     ids = {i.memory_id for t in turns for i in t.injected} | {
         d.memory_id for t in turns for d in t.dropped} | {
-        d.duplicate_of for t in turns for d in t.dropped if d.duplicate_of}
+        d.duplicate_of for t in turns for d in t.dropped if d.duplicate_of} | {
+        m for t in turns for m in (*t.focus_anchors, *t.focus_offered)}
     memories = ctx.services.memories.memories.get_many(sorted(ids))
     quiet = sum(1 for t in turns if not t.injected)
     folded = f" {plural(quiet, 'turn')} that injected nothing folded to one line." if quiet \
@@ -64,6 +65,7 @@ def _turn(turn: TraceTurn, memories: dict[str, Memory], services: Services) -> s
     held, floor = split_drops(turn.dropped, lambda d: d.reason is DropReason.FLOOR,
                               lambda d: d.score)
     story = (f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p>" + _context(turn)
+             + _focus(turn, memories)
              + f'<section class="injected"><h4>Injected ({len(turn.injected)})</h4>'
              + _table(("Memory", "Section", COSINE, "Fused score", "Source ranks"),
                       [_item(i, memories) for i in best_first(turn.injected, lambda i: i.score)])
@@ -93,6 +95,14 @@ def _context(turn: TraceTurn) -> str:
                       for t, terms, vector, reply in c.turns)
     return f'<p class="context"><b>Context</b>: {e(parts)} · gate {c.gate:.2f}</p>'
 
+
+def _focus(turn: TraceTurn, memories: dict[str, Memory]) -> str:
+    """The conversation's focus: the memories it was taken around, what it offered."""
+    if not turn.focus_anchors:
+        return ""
+    around = ", ".join(_content(m, memories) for m in turn.focus_anchors)
+    offered = ", ".join(_content(m, memories) for m in turn.focus_offered) or "nothing new"
+    return f'<p class="focus"><b>Focus</b>: around {around} · offered {offered}</p>'
 
 
 def _table(head: tuple[str, ...], rows: list[list[str]]) -> str:

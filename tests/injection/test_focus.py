@@ -1,0 +1,136 @@
+"""Conversation focus: follow-ups are offered the memories written next to what the
+conversation drew on (real server, model and SQLite file)."""
+
+from __future__ import annotations
+
+import numpy as np
+from memsidecar.v1 import injection_pb2 as inj
+
+from sidecar.injection.focus import DECAY, HIT_VOTE, REPLY_VOTE, tally
+from sidecar.injection.query_context import RecentTurn
+from tests.conftest import Running
+from tests.injection.conftest import Serve
+from tests.injection.helpers import inject, put
+from tests.injection.test_query_context import FACTS, configure, converse
+
+# Two notes of one writer (source "notes"), written one after the other, between team
+# facts of another writer (source "team").
+JONAS = [
+    "Jonas runs the bakery on Harbour Road.",
+    "Last winter the oven at Harbour Road broke down.",
+    "Jonas paid for the repair with a bank loan.",
+    "His bakery sells rye bread and pretzels.",
+    "His daughter delivers bread to the hotel by van.",
+]
+MARIA = [
+    "Maria opened a small bakery on Elm Street in 2019.",
+    "She bakes sourdough bread every morning at four.",
+    "Her brother Tomas delivers the bread to three cafes by bicycle.",
+    "In the cold months her oven failed and the shop shut for two weeks.",
+    "A neighbour lent her the money for a new one.",
+    "Since then she sells cinnamon buns on Saturdays.",
+]
+TALK = [("Who opened the bakery on Elm Street?", "Maria, in 2019."),
+        ("When does she bake?", "Every morning at four."),
+        ("What broke last winter?", "Her oven failed; the shop shut for two weeks."),
+        ("Who paid for the new one?", "A neighbour lent her the money.")]
+
+
+def stored(live: Running) -> dict[str, str]:
+    """Memory id -> "J<i>", "M<i>" (the notes) or "team"."""
+    names = {put(live, f, source="team").id: "team" for f in FACTS[:9]}
+    names |= {put(live, t, source="notes").id: f"J{i}" for i, t in enumerate(JONAS)}
+    names |= {put(live, t, source="notes").id: f"M{i}" for i, t in enumerate(MARIA)}
+    names |= {put(live, f, source="team").id: "team" for f in FACTS[9:]}
+    return names
+
+
+def in_view(live: Running, channel: str, replies: list[inj.InjectResponse],
+            keep: int = 3) -> list[set[str]]:
+    """Per turn, the memories in front of the model: its block's and the ``keep - 1``
+    non-empty blocks before it."""
+    blocks = [[i.id for i in r.items] for r in replies]
+    out = []
+    for n in range(len(blocks)):
+        earlier = [b for b in blocks[:n] if b][-(keep - 1):]
+        out.append(set(blocks[n]).union(*earlier))
+    return out
+
+
+def trace(live: Running, channel: str) -> list[inj.TraceTurn]:
+    return list(live.injection.GetInjectionTrace(
+        inj.GetInjectionTraceRequest(channel_id=channel)).turns)
+
+
+def test_a_follow_up_gets_what_was_written_next_to_the_conversations_memories(
+        serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    focused = converse(live, "on", TALK[:3])
+    configure(live, query_context_focus=0)
+    plain = converse(live, "off", TALK[:3])
+    # "What broke last winter?": the search alone finds the other bakery's oven; the focus
+    # (Maria's notes, which the first turns used) adds hers.
+    assert "M3" in {names[i] for i in in_view(live, "on", focused)[2]}
+    assert "M3" not in {names[i] for i in in_view(live, "off", plain)[2]}
+    third = trace(live, "on")[2]
+    assert third.context_gate > 0
+    assert {names[a] for a in third.focus_anchors} <= {f"M{i}" for i in range(len(MARIA))}
+    assert [names[m] for m in third.focus_offered] == ["M3"]
+    assert [names[i.id] for i in focused[2].items][1] == "M3"  # after the search's best
+    assert not any(t.focus_anchors or t.focus_offered for t in trace(live, "off"))
+
+
+def test_only_memories_of_the_same_writer_and_above_the_floor_are_offered(
+        serve: Serve) -> None:
+    live = serve(query_context_focus=3)
+    names = stored(live)
+    converse(live, "c", TALK)
+    turns = trace(live, "c")
+    offered = [names[m] for t in turns for m in t.focus_offered]
+    assert offered and "team" not in offered  # the team facts written next to M5: not its
+    for t in turns:
+        items = {i.id: i for i in t.injected}
+        assert all(items[m].cosine >= 0.25 for m in t.focus_offered if m in items)
+        if t.focus_offered:  # the focus's memories and the search's best, at most
+            assert sum(i.section == inj.SECTION_CONTEXTUAL for i in t.injected) <= 4
+
+
+def test_a_question_that_stands_alone_is_not_focused(serve: Serve) -> None:
+    live = serve()
+    stored(live)
+    talk = [*TALK[:2], ("Which database stores the billing service's invoices?", "")]
+    after = converse(live, "after", talk)[-1]
+    configure(live, query_context_focus=0)
+    alone = converse(live, "alone", talk)[-1]
+    last = trace(live, "after")[-1]
+    assert last.context_gate == 0 and not last.focus_anchors and not last.focus_offered
+    assert [i.id for i in after.items] == [i.id for i in alone.items]
+
+
+def test_the_votes_come_back_after_a_restart(serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    converse(live, "kept", TALK[:2])
+    live.close()
+    live = serve()
+    third = converse(live, "kept", TALK[2:3])[-1]
+    assert "M3" in {names[i.id] for i in third.items}
+    assert [names[m] for m in trace(live, "kept")[-1].focus_offered] == ["M3"]
+    # a reset forgets them with the rest of the channel
+    live.injection.ResetChannel(inj.ResetChannelRequest(channel_id="kept"))
+    inject(live, TALK[2][0], channel="kept")
+    assert not trace(live, "kept")[-1].focus_anchors
+
+
+def test_votes_fade_by_turn_and_the_reply_counts_from_the_turn_after_it() -> None:
+    row = np.zeros(4, np.float32)
+    recent = [RecentTurn(1, "a", row, "r", (("x", HIT_VOTE),), (("y", REPLY_VOTE),)),
+              RecentTurn(2, "b", row, "", (("x", HIT_VOTE / 2), ("z", HIT_VOTE)))]
+    votes = tally(recent, 3)
+    assert votes == {
+        "x": HIT_VOTE * DECAY ** 2 + HIT_VOTE / 2 * DECAY,
+        "y": REPLY_VOTE * DECAY,
+        "z": HIT_VOTE * DECAY,
+    }
+    assert tally(recent, 2).keys() == {"x", "y"}  # a turn's own votes count from the next
