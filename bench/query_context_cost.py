@@ -1,23 +1,30 @@
-"""What the query context costs an Inject: follow-up turns of 16 and 64 tokens, context off and
-on, interleaved call by call on one server.
+"""What the query context costs an Inject: follow-up turns of 16 and 64 tokens, context off,
+on without the conversation focus, and on (the defaults), interleaved call by call on one
+server.
 
 Serves a copy of the topic-change bench's LongMemEval store (5,432 memories, built and cached
-by ``bench.topic_change``) with two agents: ``off`` (``query_context_turns = 0``) and ``on``
-(the defaults). Conversations of ``--turns`` turns run through the README's loop
-(PruneHistory -> Inject -> block, text, a reply), the two agents' turns alternating, so both
-see the same load. Each turn's text is a LongMemEval user turn cut to exactly 16 or 64 model
-tokens; the reply is the session's next assistant turn. Only turns 2.. are timed (the first
-turn has no context either way). Prints client-side Inject p50/p99 per length and setting,
-and appends them to bench/results/query_context_cost.md.
+by ``bench.topic_change``) with three agents: ``off`` (``query_context_turns = 0``),
+``context`` (``query_context_focus = 0``) and ``on`` (the defaults). Conversations of
+``--turns`` turns run through the README's loop (PruneHistory -> Inject -> block, text, a
+reply), the agents' turns alternating, so all see the same load. Each turn's text is a
+LongMemEval user turn cut to exactly 16 or 64 model tokens; the reply is the session's next
+assistant turn; ``--coqa`` adds CoQA conversations (question, gold answer: short follow-ups,
+most of them leaning on their context). Only turns 2.. are timed (the first turn has no
+context either way). Prints client-side Inject p50/p99 per length and setting, over all
+follow-ups and over those the context applied to, and appends them to
+bench/results/query_context_cost.md.
 
     .venv/bin/python -m bench.query_context_cost [--conversations 60] [--turns 6]
+        [--coqa ../shared/data/coqa_dev.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -31,7 +38,8 @@ from sidecar.embedding.model_files import TOKENIZER
 from sidecar.embedding.onnx import load_tokenizer
 
 LENGTHS = (16, 64)
-AGENTS = {"off": "query_context_turns = 0", "on": ""}
+# off: the text alone; context: the query context without the focus; on: the defaults.
+AGENTS = {"off": "query_context_turns = 0", "context": "query_context_focus = 0", "on": ""}
 
 
 def exchanges(data: list[dict], tokens: int, turns: int,  # type: ignore[type-arg]
@@ -53,6 +61,19 @@ def exchanges(data: list[dict], tokens: int, turns: int,  # type: ignore[type-ar
     return out
 
 
+def coqa_exchanges(path: Path, turns: int,
+                   conversations: int) -> list[list[tuple[str, str]]]:
+    """The first ``turns`` (question, gold answer) pairs of the file's first conversations
+    (``bench.conversation_followups``'s format)."""
+    out = []
+    for item in json.loads(path.read_text(encoding="utf-8"))["data"][:conversations]:
+        pairs = [(q["input_text"], a["input_text"])
+                 for q, a in zip(item["questions"], item["answers"], strict=True)]
+        if len(pairs) >= turns:
+            out.append(pairs[:turns])
+    return out
+
+
 def cut_to(tokenizer: object, text: str, tokens: int) -> str:
     """``text``'s first ``tokens`` word-piece tokens as text ("" when it has fewer)."""
     encoded = tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
@@ -66,17 +87,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--conversations", type=int, default=60)
     parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--coqa", type=Path, default=None,
+                        help="also time CoQA conversations (question, gold answer) of this "
+                             "file: short follow-ups, most of them leaning on their context")
     args = parser.parse_args(argv)
     data = load_oracle()
     model = EmbeddingConfig().model
     agents = "".join(f'\n[[agents]]\nid = "{a}"\n[agents.memory_injection]\n{c}\n'
                      for a, c in AGENTS.items())
     toml = config_text(None, 10, {"embedding": {"model": model}}) + agents
-    # (tokens, turns the context applied to or "all", agent) -> Inject ms
-    ms: dict[tuple[int, str, str], list[float]] = {}
+    # (tokens or "coqa", turns the context applied to or "all", agent) -> Inject ms
+    ms: dict[tuple[int | str, str, str], list[float]] = {}
+    talks: dict[int | str, list[list[tuple[str, str]]]] = {
+        tokens: exchanges(data, tokens, args.turns, args.conversations) for tokens in LENGTHS}
+    if args.coqa is not None:
+        talks["coqa"] = coqa_exchanges(args.coqa, args.turns, args.conversations)
     with working_copy(lme_store(model), toml) as copy, served(copy) as client:
-        for tokens in LENGTHS:
-            for n, talk in enumerate(exchanges(data, tokens, args.turns, args.conversations)):
+        for tokens, conversations in talks.items():
+            for n, talk in enumerate(conversations):
                 loops = {a: AgentLoop(client, f"{a}-{tokens}-{n}", a) for a in AGENTS}
                 spent: dict[str, list[float]] = {a: [] for a in AGENTS}
                 for t, (text, reply) in enumerate(talk):
@@ -93,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     header = ("| tokens | follow-up turns | query context | turns | Inject p50 ms | p99 ms |\n"
               "|---|---|---|---|---|---|")
     lines = []
-    for (tokens, kind, agent), values in sorted(ms.items()):
+    for (tokens, kind, agent), values in sorted(ms.items(), key=lambda kv: str(kv[0])):
         p50, p99 = np.percentile(values, [50, 99])
         which = "all" if kind == "all" else "those it applied to"
         lines.append(f"| {tokens} | {which} | {agent} | {len(values)} | {p50:.2f} | {p99:.2f} |")

@@ -106,17 +106,24 @@ def anchors(votes: dict[str, float], retriever: Retriever, agent_id: str) -> lis
     return [placed[i][0] for i in order[:ANCHORS]]
 
 
-def focus(limit: int, floor: float, retriever: Retriever, recent: Sequence[RecentTurn],
-          turn: int, agent_id: str, text: str, context: QueryContext, query: np.ndarray,
-          hits: Sequence[str], in_view: set[str]) -> Focused:
-    """The focus of ``turn`` (``limit`` = ``query_context_focus``, ``floor`` =
-    ``contextual_min_score``): its anchors and, best first, the ``limit`` best memories of
-    their neighbourhood not in view, less those the search found itself (they keep their
-    place among its hits) and those whose cosine to ``query`` is under ``floor``."""
-    if limit <= 0 or context.gate <= 0:
-        return NONE
-    around = anchors(tally(recent, turn), retriever, agent_id)
-    if not around:
+def anchors_of(recent: Sequence[RecentTurn], turn: int, retriever: Retriever,
+               agent_id: str) -> tuple[str, ...]:
+    """The anchors of ``turn``. Every vote fades by the same factor per turn, so they are
+    the same for any ``turn`` after the same recent turns."""
+    return tuple(anchors(tally(recent, turn), retriever, agent_id))
+
+
+def focus(limit: int, floor: float, retriever: Retriever, around: Sequence[str],
+          agent_id: str, text: str, context: QueryContext, query: np.ndarray,
+          hits: Sequence[str], in_view: set[str],
+          lexical: tuple[np.ndarray, np.ndarray] | None = None) -> Focused:
+    """The focus of a turn taken ``around`` its anchors (``limit`` = ``query_context_focus``,
+    ``floor`` = ``contextual_min_score``): the anchors and, best first, the ``limit`` best
+    memories of their neighbourhood not in view, less those the search found itself (they
+    keep their place among its hits) and those whose cosine to ``query`` is under
+    ``floor``. ``lexical``: the search's BM25 scores of the turn with its context (labels
+    ascending); None: scored here."""
+    if limit <= 0 or context.gate <= 0 or not around:
         return NONE
     members = {m.id: m for near in retriever.neighbourhood(around, RADIUS, agent_id)
                for m in near if m.id not in in_view}
@@ -126,7 +133,8 @@ def focus(limit: int, floor: float, retriever: Retriever, recent: Sequence[Recen
         return Focused(tuple(around))
     vectors = rows[~np.isnan(rows[:, 0])]
     cosines = vectors @ query.astype(vectors.dtype, copy=False)
-    terms = retriever.term_scores(ids, ((text, 1.0), *context.texts))
+    terms = (looked_up(lexical, [members[m].seq for m in ids]) if lexical is not None
+             else retriever.term_scores(ids, ((text, 1.0), *context.texts)))
     best = float(terms.max())
     scores = cosines + (TERMS_SHARE / best * terms if best > 0 else 0.0)
     searched = set(hits)
@@ -135,6 +143,16 @@ def focus(limit: int, floor: float, retriever: Retriever, recent: Sequence[Recen
     return Focused(tuple(around), tuple(
         Candidate(memory=members[ids[i]], section=Section.CONTEXTUAL, score=float(scores[i]),
                   cosine=float(cosines[i]), embedding=vectors[i]) for i in order))
+
+
+def looked_up(scored: tuple[np.ndarray, np.ndarray], labels: Sequence[int]) -> np.ndarray:
+    """The scores of ``labels`` in ``scored`` (labels ascending, scores); 0 where absent."""
+    have, scores = scored
+    wanted = np.asarray(labels, np.int64)
+    if not len(have):
+        return np.zeros(len(wanted), np.float64)
+    at = np.minimum(np.searchsorted(have, wanted), len(have) - 1)
+    return np.where(have[at] == wanted, scores[at], 0.0)
 
 
 def capped(candidates: Sequence[Candidate], contextual: int) -> list[Candidate]:

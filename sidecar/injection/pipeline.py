@@ -104,6 +104,11 @@ class Injector:
         gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply, vote)
         if reply:  # analysed here, off the next Inject's path (memoised)
             self.retriever.query_terms(reply)
+        if vote is not None:  # the next turn's focus, worked out here too
+            state = self.states.get(channel_id)
+            with state.lock:
+                state.anchors = (state.turn, agent_id, focus.anchors_of(
+                    state.recent, state.turn + 1, self.retriever, agent_id))
         if self.capture is not None:
             self.capture.observe(agent_id, channel_id, kept, self.states.get(channel_id).turn,
                                  config.capture)
@@ -149,8 +154,10 @@ class Injector:
             view = state.view(turn, _keep(config), config.context_window_depth)
             hits = [c.memory.id for c in pool.candidates]
             focused = focus.focus(config.query_context_focus, config.contextual_min_score,
-                                  self.retriever, state.recent, turn, request.agent_id,
-                                  request.text, context, pool.query, hits, state.ids_in(view))
+                                  self.retriever, self._anchors(config, state, turn, request,
+                                                                context),
+                                  request.agent_id, request.text, context, pool.query, hits,
+                                  state.ids_in(view), pool.lexical)
             # The search's best first, then the focus's, then the rest of the search's.
             contextual = [*pool.candidates[:1], *focused.candidates, *pool.candidates[1:]]
             stats.below_min_score = pool.below_min_score
@@ -224,6 +231,16 @@ class Injector:
         if config.query_context_turns <= 0 or not state.recent:
             return NO_CONTEXT
         return query_context(config, state.recent, turn, len(self.retriever.query_terms(text)))
+
+    def _anchors(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
+                 request: InjectRequest, context: QueryContext) -> tuple[str, ...]:
+        """The focus's anchors of ``turn``: the ones PruneHistory worked out since the last
+        commit, else worked out now (none when the turn is not focused)."""
+        if config.query_context_focus <= 0 or context.gate <= 0:
+            return ()
+        if state.anchors is not None and state.anchors[:2] == (state.turn, request.agent_id):
+            return state.anchors[2]
+        return focus.anchors_of(state.recent, turn, self.retriever, request.agent_id)
 
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
                 chosen: list[Candidate], alive: Alive, request: InjectRequest,

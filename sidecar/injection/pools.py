@@ -67,6 +67,7 @@ class ContextualPool:
     text: np.ndarray  # the text's own embedding (kept as the context of later turns)
     embed_us: int  # of which the embedding
     floored: list[Hit] = field(default_factory=list)  # the hits under the floor
+    lexical: tuple[np.ndarray, np.ndarray] | None = None  # SearchResult.lexical
 
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
@@ -108,7 +109,7 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
                               cosine=hit.cosine, embedding=embedding, ranks=hit.ranks))
     embed_us = result.timings_us.get(stages.EMBED, 0)
     return ContextualPool(pool, len(floored), result.query_embedding, result.text_embedding,
-                          embed_us, floored)
+                          embed_us, floored, result.lexical)
 
 
 def own_channel(hits: Sequence[Hit], channel_id: str) -> list[bool]:

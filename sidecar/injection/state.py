@@ -80,6 +80,9 @@ class ChannelState:
     # Rows of the injected memories' embeddings; (0, 0) until the first one.
     buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     recent: list[RecentTurn] = field(default_factory=list)  # the query context, oldest first
+    # The conversation focus's anchors for the turn after ``turn`` as (turn, agent, anchors),
+    # worked out off the Inject path when a PruneHistory brings the reply (never stored).
+    anchors: tuple[int, str, tuple[str, ...]] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def copy(self) -> ChannelState:

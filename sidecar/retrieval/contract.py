@@ -82,6 +82,9 @@ class SearchResult:
     query_embedding: np.ndarray  # what the search ranked by (steered by ``context`` if any)
     text_embedding: np.ndarray  # the text's own embedding
     timings_us: dict[str, int] = field(default_factory=dict)  # keys: sidecar.retrieval.stages
+    # With a context: the BM25 score of every accepted label the query's and its context's
+    # terms match (labels ascending), else None.
+    lexical: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def steered(text: np.ndarray, context: np.ndarray | None) -> np.ndarray:

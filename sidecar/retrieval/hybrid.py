@@ -341,7 +341,7 @@ class HybridRetriever:
                 c, query, ctx.live, ctx.accept, ctx.embedding, labels))
                 if query.mode.uses(source.name) else nothing())
             clock.lap(source.name)
-        lists = [Ranked(s.name, fusion_weight(s, c), *found.get(s.name, nothing()))
+        lists = [Ranked(s.name, fusion_weight(s, c), *found.get(s.name, nothing())[:2])
                  for s in self.sources]
         fused, rows, cosines = self._fuse(lists, ctx, clock)
         assert ctx.embedding is not None and text is not None
@@ -352,7 +352,7 @@ class HybridRetriever:
             log.debug("search", extra={"mode": query.mode.value, "hits": len(hits),
                                        **{f"{k}_us": v for k, v in timings.items()}})
         return SearchResult(hits=hits, query_embedding=ctx.embedding, text_embedding=text,
-                            timings_us=timings)
+                            timings_us=timings, lexical=found[LEXICAL].every)
 
     def _fuse(
         self, lists: list[Ranked], ctx: SourceContext, clock: Clock

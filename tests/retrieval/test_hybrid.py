@@ -225,3 +225,21 @@ def test_query_max_tokens_cuts_what_is_embedded_not_what_bm25_sees(filled: App) 
     top = result.hits[0]  # the words past the cut still reach BM25
     assert "tomatoes" in top.memory.content and top.rank("lexical") == 1
     cut.close()
+
+
+def test_a_search_with_a_context_returns_every_bm25_score(filled: App) -> None:
+    """``SearchResult.lexical``: the context search's BM25 of every accepted label (labels
+    ascending), as ``with_context`` scores them; none without a context."""
+    engine = filled.retriever
+    q = SearchQuery("which tokens?", limit=5,
+                    context_texts=(("the auth module and its files", 1.0), ("deploys", 0.5)))
+    got = engine.search(q).lexical
+    assert got is not None and len(got[0]) > 1
+    labels, scores = got
+    assert bool(np.all(labels[1:] > labels[:-1]))
+    own = engine.lexical.scores(q.text)
+    want_labels, want_scores = engine.lexical.with_context(own, q.context_texts)
+    order = np.argsort(want_labels)
+    np.testing.assert_array_equal(labels, want_labels[order])
+    np.testing.assert_allclose(scores, want_scores[order])
+    assert engine.search(replace(q, context_texts=())).lexical is None

@@ -89,7 +89,7 @@ def composed(engine: HybridRetriever, query: SearchQuery) -> list[tuple[int, flo
     pool (``pool_of``), the rows' cosines, ``fuse_pool_scores``."""
     c = engine.config
     embedding, found = source_lists(engine, query)
-    lists = [Ranked(s.name, fusion_weight(s, c), *found[s.name]) for s in engine.sources]
+    lists = [Ranked(s.name, fusion_weight(s, c), *found[s.name][:2]) for s in engine.sources]
     pool = pool_of(lists)
     cosines = engine.vectors.rows_of(pool.labels) @ embedding
     fused = fuse_pool_scores(pool, lists, cosines if query.mode.uses(VECTOR) else None,

@@ -22,10 +22,12 @@ from sidecar.retrieval.mirror import LiveMemories
 
 class Found(NamedTuple):
     """A source's answer: labels (int64) best first, and its score of each (float64,
-    descending; any scale: the score fusion normalises it per query)."""
+    descending; any scale: the score fusion normalises it per query); ``every``: when the
+    source scored every accepted label anyway, all of them (labels ascending, scores)."""
 
     labels: np.ndarray
     scores: np.ndarray
+    every: tuple[np.ndarray, np.ndarray] | None = None
 
 
 def nothing() -> Found:

@@ -1,6 +1,10 @@
-"""The lexical source: the best BM25 matches of the query text."""
+"""The lexical source: the best BM25 matches of the query text. A query with a context
+(``SearchQuery.context_texts``) scores every document anyway: those scores come back too
+(``Found.every``, labels ascending), for the conversation focus to read."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.fusion.contract import Found, SourceContext
@@ -30,4 +34,7 @@ class LexicalSource:
         if len(labels) and ctx.accept is not None:
             keep = ctx.accept(labels)
             labels, scores = labels[keep], scores[keep]
-        return Found(*top_k(labels, scores, query.search_limit))
+        if len(labels) > 1 and not bool(np.all(labels[1:] > labels[:-1])):
+            order = np.argsort(labels, kind="stable")  # own scores alone: in posting order
+            labels, scores = labels[order], scores[order]
+        return Found(*top_k(labels, scores, query.search_limit), every=(labels, scores))
