@@ -12,15 +12,17 @@ Each turn of a channel votes for memories: its search's first ``HIT_VOTES`` hits
 memory in view that the turn's text and its reply match best by BM25 (``REPLY_VOTE``; the
 reply's words count twice). Votes fade by ``DECAY`` a turn. A voted memory weighs the votes
 within ``CLUSTER`` places of it; the ``ANCHORS`` heaviest are the focus, and the memories
-within ``RADIUS`` places of them are its neighbourhood.
+within ``RADIUS`` places of them are its neighbourhood. The PruneHistory that brings a reply
+works the next turn's anchors out (``anchors_of``), off the Inject path.
 
 A turn that leans on its context (``query_context.gate`` > 0) is offered up to
 ``query_context_focus`` memories of that neighbourhood: not in view, not among its own hits,
 with a cosine to the (steered) query of at least ``contextual_min_score``, ranked by that
-cosine plus ``TERMS_SHARE`` x their BM25 for the turn's and its context's terms (relative to
-the neighbourhood's best). They come right after the search's best hit, and the block then
-holds at most ``query_context_focus + 1`` contextual memories, so a focused turn injects no
-more than an unfocused one. A standalone question (gate 0) is never focused.
+cosine plus ``TERMS_SHARE`` x the BM25 score the search gave them for the turn's and its
+context's terms (``SearchResult.lexical``, relative to the neighbourhood's best). They come
+right after the search's best hit, and the block then holds at most ``query_context_focus +
+1`` contextual memories, so a focused turn injects no more than an unfocused one. A
+standalone question (gate 0) is never focused.
 docs/decisions/0017-conversation-focus.md has the measurements.
 """
 
