@@ -8,12 +8,13 @@ next?", "why?") whose answer sits next to what earlier turns used, sharing few w
 the question.
 
 Each turn of a channel votes for memories: its search's first ``HIT_VOTES`` hits (the first
-``HIT_VOTE``, the next ones less) and, once a PruneHistory shows the assistant's reply, the
-memory in view that the turn's text and its reply match best by BM25 (``REPLY_VOTE``; the
-reply's words count twice). Votes fade by ``DECAY`` a turn. A voted memory weighs the votes
-within ``CLUSTER`` places of it; the ``ANCHORS`` heaviest are the focus, and the memories
-within ``RADIUS`` places of them are its neighbourhood. The PruneHistory that brings a reply
-works the next turn's anchors out (``anchors_of``), off the Inject path.
+``HIT_VOTE``, the next ones less) and, once a PruneHistory shows the assistant's reply, of
+the memories in view holding a term of the reply, the one the turn's text and its reply match
+best by BM25 (``REPLY_VOTE``; the reply's words count twice). Votes fade by ``DECAY`` a turn.
+A voted memory weighs the votes within ``CLUSTER`` places of it; the ``ANCHORS`` heaviest are
+the focus, and the memories within ``RADIUS`` places of them are its neighbourhood. The
+PruneHistory that brings a reply works the next turn's anchors out (``anchors_of``), off the
+Inject path.
 
 A turn that leans on its context (``query_context.gate`` > 0) is offered up to
 ``query_context_focus`` memories of that neighbourhood: not in view, not among its own hits,
@@ -65,13 +66,16 @@ def hit_votes(ids: Sequence[str]) -> Votes:
 
 
 def reply_vote(retriever: Retriever, asked: str, in_view: Sequence[str], reply: str) -> Votes:
-    """The vote of a turn's reply: the memory of ``in_view`` that the turn's text and its
-    reply match best (none when no term matches)."""
+    """The vote of a turn's reply: of the memories ``in_view`` that hold a term of the reply,
+    the one the turn's text and its reply (counting twice) match best (none when no memory
+    holds a term of the reply: "yes", "three")."""
     if not in_view or not reply:
         return ()
-    scores = retriever.term_scores(in_view, ((asked, 1.0), (reply, 2.0)))
-    best = int(np.argmax(scores))
-    return ((in_view[best], REPLY_VOTE),) if scores[best] > 0 else ()
+    holds = retriever.term_scores(in_view, ((reply, 1.0),)) > 0
+    if not holds.any():
+        return ()
+    scores = np.where(holds, retriever.term_scores(in_view, ((asked, 1.0), (reply, 2.0))), 0.0)
+    return ((in_view[int(np.argmax(scores))], REPLY_VOTE),)
 
 
 def tally(recent: Sequence[RecentTurn], turn: int) -> dict[str, float]:

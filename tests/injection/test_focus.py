@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from memsidecar.v1 import injection_pb2 as inj
 
-from sidecar.injection.focus import DECAY, HIT_VOTE, REPLY_VOTE, tally
+from sidecar.injection.focus import DECAY, HIT_VOTE, REPLY_VOTE, reply_vote, tally
 from sidecar.injection.query_context import RecentTurn
 from tests.conftest import Running
 from tests.injection.conftest import Serve
@@ -134,3 +134,17 @@ def test_votes_fade_by_turn_and_the_reply_counts_from_the_turn_after_it() -> Non
         "z": HIT_VOTE * DECAY,
     }
     assert tally(recent, 2).keys() == {"x", "y"}  # a turn's own votes count from the next
+
+
+def test_a_reply_votes_for_the_memory_in_view_it_holds_words_of(serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    ids = {n: i for i, n in names.items() if n != "team"}
+    retriever = live.server.app.injector.retriever
+    in_view = [ids["M0"], ids["M1"], ids["J1"]]
+    asked = "When does she bake?"
+    assert reply_vote(retriever, asked, in_view, "Every morning at four.") == (
+        (ids["M1"], REPLY_VOTE),)
+    # a reply holding none of their words: no vote, however well the question matches
+    assert reply_vote(retriever, asked, in_view, "Yes.") == ()
+    assert reply_vote(retriever, asked, [], "Every morning at four.") == ()
