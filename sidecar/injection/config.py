@@ -83,10 +83,10 @@ class MemoryInjectionConfig:
     query_context_weight: float = field(default=0.5, metadata=knob(
         "Weight of those turns' embeddings added to the turn's own (1 = as much); 0 = off.",
         ge=0.0, le=4.0))
-    query_context_focus: int = field(default=2, metadata=knob(
+    query_context_focus: int = field(default=3, metadata=knob(
         "Memories written next to what the conversation drew on that a follow-up leaning on "
-        "its context gets ahead of its search's (its block then holds at most this + 1); "
-        "0 = off.", ge=0, le=20))
+        "its context gets first (its block then holds at most this many contextual "
+        "memories); 0 = off.", ge=0, le=20))
     query_context_decay: float = field(default=0.5, metadata=unit(
         "Each earlier turn counts this x the turn after it (1 = all alike)."))
     item_age_date_days: int = field(default=90, metadata=knob(

@@ -16,14 +16,14 @@ the focus, and the memories within ``RADIUS`` places of them are its neighbourho
 PruneHistory that brings a reply works the next turn's anchors out (``anchors_of``), off the
 Inject path.
 
-A turn that leans on its context (``query_context.gate`` > 0) is offered up to
-``query_context_focus`` memories of that neighbourhood: not in view, not among its own hits,
-with a cosine to the (steered) query of at least ``contextual_min_score``, ranked by that
-cosine plus ``TERMS_SHARE`` x the BM25 score the search gave them for the turn's and its
-context's terms (``SearchResult.lexical``, relative to the neighbourhood's best). They come
-right after the search's best hit, and the block then holds at most ``query_context_focus +
-1`` contextual memories, so a focused turn injects no more than an unfocused one. A
-standalone question (gate 0) is never focused.
+A turn that leans on its context (``query_context.gate`` > 0) gets first the
+``query_context_focus`` best memories of that neighbourhood not in view (its own search hits
+among them included) with a cosine to the (steered) query of at least
+``contextual_min_score``, ranked by that cosine plus ``TERMS_SHARE`` x the BM25 score the
+search gave them for the turn's and its context's terms (``SearchResult.lexical``, relative
+to the neighbourhood's best); the block then holds at most ``query_context_focus``
+contextual memories (the search's other hits fill what the focus leaves), so a focused turn
+injects no more than an unfocused one. A standalone question (gate 0) is never focused.
 docs/decisions/0017-conversation-focus.md has the measurements.
 """
 
@@ -121,14 +121,13 @@ def anchors_of(recent: Sequence[RecentTurn], turn: int, retriever: Retriever,
 
 def focus(limit: int, floor: float, retriever: Retriever, around: Sequence[str],
           agent_id: str, text: str, context: QueryContext, query: np.ndarray,
-          hits: Sequence[str], in_view: set[str],
+          hits: Sequence[Candidate], in_view: set[str],
           lexical: tuple[np.ndarray, np.ndarray] | None = None) -> Focused:
     """The focus of a turn taken ``around`` its anchors (``limit`` = ``query_context_focus``,
     ``floor`` = ``contextual_min_score``): the anchors and, best first, the ``limit`` best
-    memories of their neighbourhood not in view, less those the search found itself (they
-    keep their place among its hits) and those whose cosine to ``query`` is under
-    ``floor``. ``lexical``: the search's BM25 scores of the turn with its context (labels
-    ascending); None: scored here."""
+    memories of their neighbourhood not in view, less those whose cosine to ``query`` is
+    under ``floor``; one the search found (``hits``) is its hit. ``lexical``: the search's
+    BM25 scores of the turn with its context (labels ascending); None: scored here."""
     if limit <= 0 or context.gate <= 0 or not around:
         return NONE
     members = {m.id: m for near in retriever.neighbourhood(around, RADIUS, agent_id)
@@ -143,12 +142,13 @@ def focus(limit: int, floor: float, retriever: Retriever, around: Sequence[str],
              else retriever.term_scores(ids, ((text, 1.0), *context.texts)))
     best = float(terms.max())
     scores = cosines + (TERMS_SHARE / best * terms if best > 0 else 0.0)
-    searched = set(hits)
+    searched = {c.memory.id: c for c in hits}
     order = [i for i in sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:limit]
-             if ids[i] not in searched and cosines[i] >= floor]
+             if cosines[i] >= floor]
     return Focused(tuple(around), tuple(
-        Candidate(memory=members[ids[i]], section=Section.CONTEXTUAL, score=float(scores[i]),
-                  cosine=float(cosines[i]), embedding=vectors[i]) for i in order))
+        searched.get(ids[i]) or Candidate(
+            memory=members[ids[i]], section=Section.CONTEXTUAL, score=float(scores[i]),
+            cosine=float(cosines[i]), embedding=vectors[i]) for i in order))
 
 
 def looked_up(scored: tuple[np.ndarray, np.ndarray], labels: Sequence[int]) -> np.ndarray:

@@ -152,14 +152,14 @@ class Injector:
             pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
                                    request.channel_id, context)
             view = state.view(turn, _keep(config), config.context_window_depth)
-            hits = [c.memory.id for c in pool.candidates]
             focused = focus.focus(config.query_context_focus, config.contextual_min_score,
                                   self.retriever, self._anchors(config, state, turn, request,
                                                                 context),
-                                  request.agent_id, request.text, context, pool.query, hits,
-                                  state.ids_in(view), pool.lexical)
-            # The search's best first, then the focus's, then the rest of the search's.
-            contextual = [*pool.candidates[:1], *focused.candidates, *pool.candidates[1:]]
+                                  request.agent_id, request.text, context, pool.query,
+                                  pool.candidates, state.ids_in(view), pool.lexical)
+            first = {c.memory.id for c in focused.candidates}  # the focus's, then the search's
+            contextual = [*focused.candidates,
+                          *(c for c in pool.candidates if c.memory.id not in first)]
             stats.below_min_score = pool.below_min_score
             stats.stages_us["embed"] = pool.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)  # with the focus
@@ -178,7 +178,7 @@ class Injector:
             deduped = dedup(candidates, state, view, config.semantic_threshold,
                             changed_since_injected)
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
-            kept = (focus.capped(deduped.kept, config.query_context_focus + 1)
+            kept = (focus.capped(deduped.kept, config.query_context_focus)
                     if focused.candidates else deduped.kept)
             stats.stages_us["dedup"] = us_since(t)
             t = now_ns()
@@ -212,8 +212,8 @@ class Injector:
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
             asked = (RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text,
-                                votes=focus.hit_votes(hits) if config.query_context_focus > 0
-                                else ())
+                                votes=focus.hit_votes([c.memory.id for c in pool.candidates])
+                                if config.query_context_focus > 0 else ())
                      if config.query_context_turns > 0 else None)  # off: nothing kept
             self._commit(state, config, result, chosen, alive, request, asked, pool.text)
             stats.stages_us["persist"] = us_since(t)

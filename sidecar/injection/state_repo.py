@@ -237,7 +237,7 @@ class StateRepo:
 
 
 def votes_to_json(votes: tuple[tuple[str, float], ...]) -> str:
-    return json.dumps([[m, round(w, 6)] for m, w in votes])
+    return json.dumps([[m, w] for m, w in votes])
 
 
 def votes_from_json(text: object) -> tuple[tuple[str, float], ...]:

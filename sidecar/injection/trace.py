@@ -67,7 +67,7 @@ class TraceTurn:
     elapsed_us: int
     context: QueryContext = NO_CONTEXT  # what steered the search (texts left out)
     focus_anchors: tuple[str, ...] = ()  # the conversation's focus (injection/focus.py)
-    focus_offered: tuple[str, ...] = ()  # the memories it put ahead of the search's
+    focus_offered: tuple[str, ...] = ()  # the memories it put first
 
 
 def traced_item(c: Candidate) -> TracedItem:

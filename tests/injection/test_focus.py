@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from memsidecar.v1 import injection_pb2 as inj
 
-from sidecar.injection.focus import DECAY, HIT_VOTE, REPLY_VOTE, reply_vote, tally
+from sidecar.injection.focus import DECAY, HIT_VOTE, REPLY_VOTE, Votes, reply_vote, tally
 from sidecar.injection.query_context import RecentTurn
 from tests.conftest import Running
 from tests.injection.conftest import Serve
@@ -69,15 +69,18 @@ def test_a_follow_up_gets_what_was_written_next_to_the_conversations_memories(
     focused = converse(live, "on", TALK[:3])
     configure(live, query_context_focus=0)
     plain = converse(live, "off", TALK[:3])
-    # "What broke last winter?": the search alone finds the other bakery's oven; the focus
-    # (Maria's notes, which the first turns used) adds hers.
+    # "What broke last winter?": the search alone finds the other bakery's oven; with the
+    # focus (Maria's notes, which the first turns used) hers is in view too.
     assert "M3" in {names[i] for i in in_view(live, "on", focused)[2]}
     assert "M3" not in {names[i] for i in in_view(live, "off", plain)[2]}
-    third = trace(live, "on")[2]
-    assert third.context_gate > 0
-    assert {names[a] for a in third.focus_anchors} <= {f"M{i}" for i in range(len(MARIA))}
-    assert [names[m] for m in third.focus_offered] == ["M3"]
-    assert [names[i.id] for i in focused[2].items][1] == "M3"  # after the search's best
+    turns = trace(live, "on")
+    assert "M3" in {names[m] for t in turns[1:3] for m in t.focus_offered}
+    for turn, reply in zip(turns[1:], focused[1:], strict=True):
+        assert turn.context_gate > 0
+        assert {names[a] for a in turn.focus_anchors} <= {f"M{i}" for i in range(len(MARIA))}
+        offered = list(turn.focus_offered)
+        assert offered and [i.id for i in reply.items][:len(offered)] == offered  # first
+        assert len(reply.items) <= 3  # query_context_focus: the block's contextual cap
     assert not any(t.focus_anchors or t.focus_offered for t in trace(live, "off"))
 
 
@@ -92,8 +95,8 @@ def test_only_memories_of_the_same_writer_and_above_the_floor_are_offered(
     for t in turns:
         items = {i.id: i for i in t.injected}
         assert all(items[m].cosine >= 0.25 for m in t.focus_offered if m in items)
-        if t.focus_offered:  # the focus's memories and the search's best, at most
-            assert sum(i.section == inj.SECTION_CONTEXTUAL for i in t.injected) <= 4
+        if t.focus_offered:  # query_context_focus contextual memories at most
+            assert sum(i.section == inj.SECTION_CONTEXTUAL for i in t.injected) <= 3
 
 
 def test_a_question_that_stands_alone_is_not_focused(serve: Serve) -> None:
@@ -112,15 +115,27 @@ def test_the_votes_come_back_after_a_restart(serve: Serve) -> None:
     live = serve()
     names = stored(live)
     converse(live, "kept", TALK[:2])
+    before = recorded_votes(live, "kept")
+    # turn 1: its hits and its reply (shown by turn 2's PruneHistory); turn 2: its hits
+    assert [(t, bool(v), bool(r)) for t, v, r in before] == [(1, True, True), (2, True, False)]
     live.close()
     live = serve()
+    assert recorded_votes(live, "kept") == before
     third = converse(live, "kept", TALK[2:3])[-1]
-    assert "M3" in {names[i.id] for i in third.items}
-    assert [names[m] for m in trace(live, "kept")[-1].focus_offered] == ["M3"]
+    turn = trace(live, "kept")[-1]
+    assert {names[a] for a in turn.focus_anchors} <= {f"M{i}" for i in range(len(MARIA))}
+    assert turn.focus_anchors and turn.focus_offered
+    assert [i.id for i in third.items][:len(turn.focus_offered)] == list(turn.focus_offered)
     # a reset forgets them with the rest of the channel
     live.injection.ResetChannel(inj.ResetChannelRequest(channel_id="kept"))
     inject(live, TALK[2][0], channel="kept")
     assert not trace(live, "kept")[-1].focus_anchors
+
+
+def recorded_votes(live: Running, channel: str) -> list[tuple[int, Votes, Votes]]:
+    """(turn, its hits' votes, its reply's votes) of the channel's recent turns."""
+    state = live.server.app.injector.states.get(channel)
+    return [(r.turn, r.votes, r.reply_votes) for r in state.recent]
 
 
 def test_votes_fade_by_turn_and_the_reply_counts_from_the_turn_after_it() -> None:

@@ -1415,7 +1415,8 @@ type TraceTurn struct {
 	// The conversation's focus (docs/injection.md): the memories whose neighbourhood this
 	// turn drew on, heaviest first; empty when the turn was not focused.
 	FocusAnchors []string `protobuf:"bytes,13,rep,name=focus_anchors,json=focusAnchors,proto3" json:"focus_anchors,omitempty"`
-	// The memories of that neighbourhood put ahead of the search's hits, best first.
+	// The memories of that neighbourhood put first in the block's candidates, best first
+	// (the search's own hits among them included).
 	FocusOffered []string `protobuf:"bytes,14,rep,name=focus_offered,json=focusOffered,proto3" json:"focus_offered,omitempty"`
 }
 

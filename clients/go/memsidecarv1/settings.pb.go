@@ -86,7 +86,7 @@ type MemoryInjectionConfig struct {
 	// (each user turn Inject receives) or "all" (also the assistant replies PruneHistory shows).
 	Capture *string `protobuf:"bytes,26,opt,name=capture,proto3,oneof" json:"capture,omitempty"`
 	// Memories written next to what the conversation drew on that a follow-up leaning on its
-	// context gets ahead of its search's (its block then holds at most this + 1; 0 = off).
+	// context gets first (its block then holds at most this many contextual memories; 0 = off).
 	QueryContextFocus *uint32 `protobuf:"varint,27,opt,name=query_context_focus,json=queryContextFocus,proto3,oneof" json:"query_context_focus,omitempty"`
 }
 
