@@ -51,7 +51,7 @@ Votes = tuple[tuple[str, float], ...]
 
 @dataclass(frozen=True, slots=True)
 class Focused:
-    """A turn's focus: the memories it was taken around and the candidates it adds."""
+    """A turn's focus: the memories it was taken around and the candidates it puts first."""
 
     anchors: tuple[str, ...] = ()
     candidates: tuple[Candidate, ...] = ()
