@@ -26,6 +26,7 @@ from sidecar.store.contract import SqlStore
 from sidecar.store.db import Database
 from sidecar.store.postgres.db import PgDatabase
 from tests.pg.cluster import Cluster
+from tests.small_disk import in_namespaces
 
 
 @pytest.fixture(scope="session")
@@ -139,3 +140,9 @@ def running_on_each(request: pytest.FixtureRequest, config: ServerConfig,
     live = start_server(config, embedder)
     yield live
     live.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that fill a disk of their own run in a mount namespace of their own when this
+    machine gives no mount rights (``tests/small_disk.py``)."""
+    in_namespaces(items)
