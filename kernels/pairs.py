@@ -29,6 +29,13 @@ def _worse(s1: float, i1: int, j1: int, s2: float, i2: int, j2: int) -> bool:
 
 
 @kernel
+def _swap(heap_s: np.ndarray, heap_i: np.ndarray, heap_j: np.ndarray, a: int, b: int) -> None:
+    heap_s[a], heap_s[b] = heap_s[b], heap_s[a]
+    heap_i[a], heap_i[b] = heap_i[b], heap_i[a]
+    heap_j[a], heap_j[b] = heap_j[b], heap_j[a]
+
+
+@kernel
 def _sift_down(heap_s: np.ndarray, heap_i: np.ndarray, heap_j: np.ndarray, size: int) -> None:
     pos = 0
     while True:
@@ -42,9 +49,7 @@ def _sift_down(heap_s: np.ndarray, heap_i: np.ndarray, heap_j: np.ndarray, size:
         if not _worse(heap_s[child], heap_i[child], heap_j[child],
                       heap_s[pos], heap_i[pos], heap_j[pos]):
             return
-        heap_s[pos], heap_s[child] = heap_s[child], heap_s[pos]
-        heap_i[pos], heap_i[child] = heap_i[child], heap_i[pos]
-        heap_j[pos], heap_j[child] = heap_j[child], heap_j[pos]
+        _swap(heap_s, heap_i, heap_j, pos, child)
         pos = child
 
 
@@ -55,9 +60,7 @@ def _sift_up(heap_s: np.ndarray, heap_i: np.ndarray, heap_j: np.ndarray, pos: in
         if not _worse(heap_s[pos], heap_i[pos], heap_j[pos],
                       heap_s[parent], heap_i[parent], heap_j[parent]):
             return
-        heap_s[pos], heap_s[parent] = heap_s[parent], heap_s[pos]
-        heap_i[pos], heap_i[parent] = heap_i[parent], heap_i[pos]
-        heap_j[pos], heap_j[parent] = heap_j[parent], heap_j[pos]
+        _swap(heap_s, heap_i, heap_j, pos, parent)
         pos = parent
 
 
