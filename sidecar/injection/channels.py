@@ -185,8 +185,7 @@ class ChannelStates:
         exactly the known blocks whose digest is in ``digests``; ``reply``: the assistant's
         answer to the last turn, as the history ends with it ("" : none); ``vote``: the
         reply's focus votes from (the turn's text, the memories still in view, the reply).
-        Returns the
-        turns of the blocks no longer held."""
+        Returns the turns of the blocks no longer held."""
         state = self.get(channel_id)
         with state.lock:
             gone = [b.turn for b in state.blocks if b.digest not in digests]

@@ -66,7 +66,7 @@ from sidecar.retrieval.fusion.rrf import fuse_ranked
 from sidecar.retrieval.graph.expansion import EdgeGraph
 from sidecar.retrieval.graph.source import GraphSource
 from sidecar.retrieval.lexical import persist as lexical_persist
-from sidecar.retrieval.lexical.bm25 import BM25Index, distinct_terms
+from sidecar.retrieval.lexical.bm25 import BM25Index, distinct_terms, term_weights
 from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from sidecar.retrieval.mirror import LiveMemories
@@ -295,16 +295,16 @@ class HybridRetriever:
         return out
 
     def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:
-        seqs = [self.live.seq_of(m) for m in memory_ids]
-        return self.vectors.rows_of(np.array([-1 if s is None else s for s in seqs], np.int64))
+        return self.vectors.rows_of(np.array(self._labels(memory_ids), np.int64))
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
-        weights: dict[str, float] = {}
-        for text, weight in texts:
-            for term in self.query_terms(text) if weight > 0 else ():
-                weights[term] = max(weight, weights.get(term, 0.0))
+        return self.lexical.score_documents(self._labels(memory_ids),
+                                            term_weights(self.lexical.analyzer, texts))
+
+    def _labels(self, memory_ids: Sequence[str]) -> list[int]:
+        """Each live memory's label, -1 for one not live."""
         seqs = [self.live.seq_of(m) for m in memory_ids]
-        return self.lexical.score_documents([-1 if s is None else s for s in seqs], weights)
+        return [-1 if s is None else s for s in seqs]
 
     def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
         return self.background.of(query)

@@ -351,10 +351,7 @@ class BM25Index:
         weight), and added scaled so that their best scores the largest weight x the best
         own score (``add_context``): context ranks what the query's own words leave tied,
         and never outweighs them."""
-        weights: dict[str, float] = {}
-        for text, weight in context:
-            for term in distinct_terms(self.analyzer, text) if weight > 0 else ():
-                weights[term] = max(weight, weights.get(term, 0.0))
+        weights = term_weights(self.analyzer, context)
         if not weights:
             return own
         found = self._collect(self._accumulate(extra=weights))
@@ -475,6 +472,15 @@ def distinct_terms(analyzer: Analyzer, text: str) -> tuple[str, ...]:
     are the context of several turns; Inject analyses a turn's text, PruneHistory a reply,
     so neither is analysed again when it becomes context)."""
     return tuple(dict.fromkeys(analyzer.query_terms(text)))
+
+
+def term_weights(analyzer: Analyzer, texts: Weighted) -> dict[str, float]:
+    """The query terms of weighted ``texts``, each once at its largest weight."""
+    weights: dict[str, float] = {}
+    for text, weight in texts:
+        for term in distinct_terms(analyzer, text) if weight > 0 else ():
+            weights[term] = max(weight, weights.get(term, 0.0))
+    return weights
 
 
 def add_context(own: tuple[np.ndarray, np.ndarray], context: tuple[np.ndarray, np.ndarray],
