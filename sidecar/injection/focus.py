@@ -10,7 +10,9 @@ the question.
 Each turn of a channel votes for memories: its search's first ``HIT_VOTES`` hits (the first
 ``HIT_VOTE``, the next ones less) and, once a PruneHistory shows the assistant's reply, of
 the memories in view holding a term of the reply, the one the turn's text and its reply match
-best by BM25 (``REPLY_VOTE``; the reply's words count twice). Votes fade by ``DECAY`` a turn.
+best by BM25 (``REPLY_VOTE``; the reply's words count twice); when no memory in view holds
+one (the reply drew on a memory that left view or never came into it), the best of the
+``WIDE`` memories of the store that BM25 ranks first for them. Votes fade by ``DECAY`` a turn.
 A voted memory weighs the votes within ``CLUSTER`` places of it; the ``ANCHORS`` heaviest are
 the focus, and the memories within ``RADIUS`` places of them are its neighbourhood. The
 PruneHistory that brings a reply works the next turn's anchors out (``anchors_of``), off the
@@ -19,9 +21,12 @@ Inject path.
 A turn that leans on its context (``query_context.gate`` > 0) gets first the
 ``query_context_focus`` best memories of that neighbourhood not in view (its own search hits
 among them included) with a cosine to the (steered) query of at least
-``contextual_min_score``, ranked by that cosine plus ``TERMS_SHARE`` x the BM25 score the
-search gave them for the turn's and its context's terms (``SearchResult.lexical``, relative
-to the neighbourhood's best); the block then holds at most ``query_context_focus``
+``contextual_min_score`` (for a turn of at most two terms of its own, ``LOW_SHARE`` x it for
+one that reads like another of the anchors, cosine to it at least ``COHESION``: the parts of
+one document do, facts written one after another on unrelated subjects don't), ranked by
+that cosine plus ``TERMS_SHARE`` x the BM25 score the search gave them for the turn's and
+its context's terms (``SearchResult.lexical``, relative to the neighbourhood's best); the
+block then holds at most ``query_context_focus``
 contextual memories (the search's other hits fill what the focus leaves), so a focused turn
 injects no more than an unfocused one. A standalone question (gate 0) is never focused.
 docs/decisions/0017-conversation-focus.md has the measurements.
@@ -40,10 +45,15 @@ from sidecar.retrieval.contract import Retriever
 
 # Votes: a turn's first search hits and the memory its reply drew on.
 HIT_VOTES, HIT_VOTE, REPLY_VOTE = 5, 0.5, 1.0
+WIDE = 20  # memories of the store a reply's vote looks at when none in view holds its words
 DECAY = 0.85  # a vote's weight one turn later
 CLUSTER = 5  # writes within which votes add up
 ANCHORS = 2  # memories the neighbourhood is taken around
-RADIUS = 8  # writes on each side of an anchor in its neighbourhood
+RADIUS = 12  # writes on each side of an anchor in its neighbourhood
+# A turn leaning this much on its context (``query_context.gate``: at most two terms of its
+# own) takes the memories cohesive with another anchor (cosine to it at least ``COHESION``)
+# from ``LOW_SHARE`` x ``contextual_min_score`` up.
+LOW_GATE, LOW_SHARE, COHESION = 0.75, 0.6, 0.2
 TERMS_SHARE = 0.2  # BM25's share in ranking the neighbourhood (cosine: 1)
 
 Votes = tuple[tuple[str, float], ...]
@@ -65,17 +75,23 @@ def hit_votes(ids: Sequence[str]) -> Votes:
     return tuple((m, HIT_VOTE / (rank + 1)) for rank, m in enumerate(ids[:HIT_VOTES]))
 
 
-def reply_vote(retriever: Retriever, asked: str, in_view: Sequence[str], reply: str) -> Votes:
+def reply_vote(retriever: Retriever, agent_id: str, asked: str, in_view: Sequence[str],
+               reply: str) -> Votes:
     """The vote of a turn's reply: of the memories ``in_view`` that hold a term of the reply,
-    the one the turn's text and its reply (counting twice) match best (none when no memory
-    holds a term of the reply: "yes", "three")."""
-    if not in_view or not reply:
+    the one the turn's text and its reply (counting twice) match best; when none holds one,
+    the same among the ``WIDE`` memories visible to ``agent_id`` that match them best in the
+    whole store (none when no memory holds a term of the reply: "yes", "three")."""
+    if not reply:
         return ()
-    holds = retriever.term_scores(in_view, ((reply, 1.0),)) > 0
-    if not holds.any():
-        return ()
-    scores = np.where(holds, retriever.term_scores(in_view, ((asked, 1.0), (reply, 2.0))), 0.0)
-    return ((in_view[int(np.argmax(scores))], REPLY_VOTE),)
+    both = ((asked, 1.0), (reply, 2.0))
+    for pool in (lambda: list(in_view), lambda: retriever.term_search(both, WIDE, agent_id)):
+        memory_ids = pool()
+        holds = (retriever.term_scores(memory_ids, ((reply, 1.0),)) > 0 if memory_ids
+                 else np.zeros(0, bool))
+        if holds.any():
+            scores = np.where(holds, retriever.term_scores(memory_ids, both), -np.inf)
+            return ((memory_ids[int(np.argmax(scores))], REPLY_VOTE),)
+    return ()
 
 
 def tally(recent: Sequence[RecentTurn], turn: int) -> dict[str, float]:
@@ -126,7 +142,9 @@ def focus(limit: int, floor: float, retriever: Retriever, around: Sequence[str],
     """The focus of a turn taken ``around`` its anchors (``limit`` = ``query_context_focus``,
     ``floor`` = ``contextual_min_score``): the anchors and, best first, the ``limit`` best
     memories of their neighbourhood not in view, less those whose cosine to ``query`` is
-    under ``floor``; one the search found (``hits``) is its hit. ``lexical``: the search's
+    under ``floor`` (when the turn's gate is at least ``LOW_GATE``: under ``LOW_SHARE`` x
+    ``floor`` for one cohesive with another anchor); one the search found (``hits``) is its
+    hit. ``lexical``: the search's
     BM25 scores of the turn with its context (labels ascending); None: scored here."""
     if limit <= 0 or context.gate <= 0 or not around:
         return NONE
@@ -143,12 +161,28 @@ def focus(limit: int, floor: float, retriever: Retriever, around: Sequence[str],
     best = float(terms.max())
     scores = cosines + (TERMS_SHARE / best * terms if best > 0 else 0.0)
     searched = {c.memory.id: c for c in hits}
+    passes = cosines >= floor
+    if context.gate >= LOW_GATE:
+        passes |= ((cosines >= LOW_SHARE * floor)
+                   & (cohesion(retriever, around, ids, vectors) >= COHESION))
     order = [i for i in sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:limit]
-             if cosines[i] >= floor]
+             if passes[i]]
     return Focused(tuple(around), tuple(
         searched.get(ids[i]) or Candidate(
             memory=members[ids[i]], section=Section.CONTEXTUAL, score=float(scores[i]),
             cosine=float(cosines[i]), embedding=vectors[i]) for i in order))
+
+
+def cohesion(retriever: Retriever, around: Sequence[str], ids: Sequence[str],
+             vectors: np.ndarray) -> np.ndarray:
+    """Each of ``ids``' (embedded as ``vectors``) largest cosine to an anchor other than
+    itself (-1: none)."""
+    rows = retriever.embeddings_of(list(around))
+    known = ~np.isnan(rows[:, 0])
+    cosines = vectors @ rows[known].T.astype(vectors.dtype, copy=False)
+    anchor = np.array([a for a, k in zip(around, known, strict=True) if k], dtype=object)
+    cosines[np.asarray(ids, dtype=object)[:, None] == anchor[None, :]] = -1.0
+    return cosines.max(axis=1, initial=-1.0)
 
 
 def looked_up(scored: tuple[np.ndarray, np.ndarray], labels: Sequence[int]) -> np.ndarray:

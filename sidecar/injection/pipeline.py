@@ -99,7 +99,7 @@ class Injector:
         digests = {self.signer.mac_of(m.content) for m in kept}
         reply = last_reply(kept, self.signer.is_block)[-MAX_CONTEXT_CHARS:]
         config = self.config.get().injection_for(agent_id)
-        vote = (partial(focus.reply_vote, self.retriever)
+        vote = (partial(focus.reply_vote, self.retriever, agent_id)
                 if config.query_context_turns > 0 and config.query_context_focus > 0 else None)
         gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply, vote)
         if reply:  # analysed here, off the next Inject's path (memoised)

@@ -132,6 +132,11 @@ class Retriever(Protocol):
         its largest weight."""
         ...
 
+    def term_search(self, texts: Weighted, k: int, agent_id: str) -> list[str]:
+        """The ``k`` live memories visible to ``agent_id`` that BM25 scores best for the
+        terms of ``texts`` (as ``term_scores``), best first."""
+        ...
+
     def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
         """(mean, standard deviation) of the query's cosine to every stored memory, and
         their number."""

@@ -301,6 +301,11 @@ class HybridRetriever:
         return self.lexical.score_documents(self._labels(memory_ids),
                                             term_weights(self.lexical.analyzer, texts))
 
+    def term_search(self, texts: Weighted, k: int, agent_id: str) -> list[str]:
+        labels, _ = self.lexical.search_weighted(term_weights(self.lexical.analyzer, texts), k,
+                                                 self.live.accept(agent_id))
+        return [m.id for m in map(self.live.get, labels.tolist()) if m is not None]
+
     def _labels(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""
         seqs = [self.live.seq_of(m) for m in memory_ids]

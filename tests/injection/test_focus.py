@@ -6,7 +6,16 @@ from __future__ import annotations
 import numpy as np
 from memsidecar.v1 import injection_pb2 as inj
 
-from sidecar.injection.focus import DECAY, HIT_VOTE, REPLY_VOTE, Votes, reply_vote, tally
+from sidecar.injection.focus import (
+    COHESION,
+    DECAY,
+    HIT_VOTE,
+    LOW_SHARE,
+    REPLY_VOTE,
+    Votes,
+    reply_vote,
+    tally,
+)
 from sidecar.injection.query_context import RecentTurn
 from tests.conftest import Running
 from tests.injection.conftest import Serve
@@ -34,6 +43,10 @@ TALK = [("Who opened the bakery on Elm Street?", "Maria, in 2019."),
         ("When does she bake?", "Every morning at four."),
         ("What broke last winter?", "Her oven failed; the shop shut for two weeks."),
         ("Who paid for the new one?", "A neighbour lent her the money.")]
+# Follow-ups of at most two terms of their own, after TALK.
+TERSE = [("And after that?", "Since then she sells cinnamon buns on Saturdays."),
+         ("Who delivers?", "Her brother Tomas, by bicycle.")]
+MIN_SCORE = 0.25  # contextual_min_score's default
 
 
 def stored(live: Running) -> dict[str, str]:
@@ -88,15 +101,31 @@ def test_only_memories_of_the_same_writer_and_above_the_floor_are_offered(
         serve: Serve) -> None:
     live = serve(query_context_focus=3)
     names = stored(live)
-    converse(live, "c", TALK)
+    converse(live, "c", [*TALK, *TERSE])
     turns = trace(live, "c")
     offered = [names[m] for t in turns for m in t.focus_offered]
     assert offered and "team" not in offered  # the team facts written next to M5: not its
+    retriever = live.server.app.injector.retriever
     for t in turns:
         items = {i.id: i for i in t.injected}
-        assert all(items[m].cosine >= 0.25 for m in t.focus_offered if m in items)
+        for m in (m for m in t.focus_offered if items[m].cosine < MIN_SCORE):
+            # under the floor: a terse turn's memory reading like another anchor
+            assert t.context_gate >= 0.75 and items[m].cosine >= LOW_SHARE * MIN_SCORE
+            assert max(float(retriever.embedding_of(m) @ retriever.embedding_of(a))
+                       for a in t.focus_anchors if a != m) >= COHESION
         if t.focus_offered:  # query_context_focus contextual memories at most
             assert sum(i.section == inj.SECTION_CONTEXTUAL for i in t.injected) <= 3
+
+
+def test_a_terse_follow_up_also_gets_a_weaker_match_reading_like_the_conversations_notes(
+        serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    converse(live, "c", [*TALK, *TERSE])
+    last = trace(live, "c")[-1]  # "Who delivers?": Maria's brother does
+    assert last.context_gate == 1.0
+    tomas = next(m for m in last.focus_offered if names[m] == "M2")
+    assert next(i for i in last.injected if i.id == tomas).cosine < MIN_SCORE
 
 
 def test_a_question_that_stands_alone_is_not_focused(serve: Serve) -> None:
@@ -156,10 +185,29 @@ def test_a_reply_votes_for_the_memory_in_view_it_holds_words_of(serve: Serve) ->
     names = stored(live)
     ids = {n: i for i, n in names.items() if n != "team"}
     retriever = live.server.app.injector.retriever
-    in_view = [ids["M0"], ids["M1"], ids["J1"]]
-    asked = "When does she bake?"
-    assert reply_vote(retriever, asked, in_view, "Every morning at four.") == (
+    asked, reply = "When does she bake?", "Every morning at four."
+    assert reply_vote(retriever, "", asked, [ids["M0"], ids["M1"], ids["J1"]], reply) == (
         (ids["M1"], REPLY_VOTE),)
     # a reply holding none of their words: no vote, however well the question matches
-    assert reply_vote(retriever, asked, in_view, "Yes.") == ()
-    assert reply_vote(retriever, asked, [], "Every morning at four.") == ()
+    assert reply_vote(retriever, "", asked, [ids["M0"], ids["M1"]], "Yes.") == ()
+
+
+def test_a_reply_drawing_on_a_memory_out_of_view_votes_for_the_stores_best(
+        serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    ids = {n: i for i, n in names.items() if n != "team"}
+    retriever = live.server.app.injector.retriever
+    asked, reply = "When does she bake?", "Every morning at four."
+    # none in view holds "morning" or "four": the store's memory that does
+    assert reply_vote(retriever, "", asked, [ids["M0"], ids["J1"]], reply) == (
+        (ids["M1"], REPLY_VOTE),)
+    assert reply_vote(retriever, "", asked, [], reply) == ((ids["M1"], REPLY_VOTE),)
+    assert reply_vote(retriever, "", asked, [], "Yes.") == ()
+    # another agent's own memory is not this agent's to vote for
+    secret = put(live, "Every morning at four the night guard locks the cellar.",
+                 agent_id="other").id
+    assert reply_vote(retriever, "other", "When is the cellar locked?", [], reply) == (
+        (secret, REPLY_VOTE),)
+    assert reply_vote(retriever, "a", "When is the cellar locked?", [], reply) == (
+        (ids["M1"], REPLY_VOTE),)

@@ -228,3 +228,32 @@ def test_scores_of_given_documents_equal_the_written_out_formula(stemming: bool)
                     else 0.0 for a in asked]
         np.testing.assert_allclose(got, expected, atol=1e-9, err_msg=q)
         assert index.score_documents(asked, {}).tolist() == [0.0] * len(asked)
+
+
+def test_a_weighted_search_returns_the_best_accepted_documents_by_the_formula() -> None:
+    """``search_weighted``: the k accepted documents of highest weighted BM25 (the
+    written-out formula), ties by label, as ``score_documents`` scores every document."""
+    texts = corpus(400, seed=5)
+    labels = list(range(1, len(texts) + 1))
+    index = BM25Index(background_merge=False)
+    index.add(labels, texts)
+    tokens = [index.analyzer.terms(t) for t in texts]
+    rng = np.random.default_rng(6)
+
+    def odd(found: np.ndarray) -> np.ndarray:
+        return found % 2 == 1
+
+    for q in QUERIES:
+        terms = list(dict.fromkeys(index.analyzer.query_terms(q)))
+        weights = {t: float(w) for t, w in zip(terms, rng.uniform(0.1, 2.0, len(terms)),
+                                               strict=True)}
+        per_term = {t: naive.bm25_scores(tokens, [t]) for t in weights}
+        total = [sum(w * per_term[t][i] for t, w in weights.items()) for i in range(len(texts))]
+        touched = [k for k in range(len(texts)) if any(t in tokens[k] for t in weights)]
+        for accept in (None, odd):
+            pool = [k for k in touched if accept is None or labels[k] % 2 == 1]
+            best = sorted(pool, key=lambda k: (-total[k], labels[k]))[:7]
+            got, scores = index.search_weighted(weights, 7, accept)
+            assert got.tolist() == [labels[k] for k in best], q
+            np.testing.assert_allclose(scores, [total[k] for k in best], atol=1e-9)
+    assert index.search_weighted({}, 7)[0].tolist() == []

@@ -459,11 +459,23 @@ class BM25Index:
                 return _EMPTY
             snap, (scores, seen, touched), count = found
             return bm25_top_k(scores, seen, touched, count, snap.doc_label, max(k, 0))
-        labels, scores = self.scores(text, max_terms)
-        if len(labels):
-            keep = accept(labels)
-            labels, scores = labels[keep], scores[keep]
-        return top_k(labels, scores, k)
+        return _accepted_top_k(self.scores(text, max_terms), accept, k)
+
+    def search_weighted(self, weights: dict[str, float], k: int,
+                        accept: Accept | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k accepted labels by BM25 of the ``weights`` terms (each term's contribution
+        times its weight, the MAX_CONTEXT_TERMS of highest idf x weight), descending; ties
+        by label ascending."""
+        return _accepted_top_k(self._collect(self._accumulate(extra=weights)), accept, k)
+
+
+def _accepted_top_k(found: tuple[np.ndarray, np.ndarray], accept: Accept | None,
+                    k: int) -> tuple[np.ndarray, np.ndarray]:
+    labels, scores = found
+    if len(labels) and accept is not None:
+        keep = accept(labels)
+        labels, scores = labels[keep], scores[keep]
+    return top_k(labels, scores, k)
 
 
 @functools.lru_cache(maxsize=4096)
