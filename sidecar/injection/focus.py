@@ -144,44 +144,45 @@ def focus(limit: int, floor: float, retriever: Retriever, around: Sequence[str],
     memories of their neighbourhood not in view, less those whose cosine to ``query`` is
     under ``floor`` (when the turn's gate is at least ``LOW_GATE``: under ``LOW_SHARE`` x
     ``floor`` for one cohesive with another anchor); one the search found (``hits``) is its
-    hit. ``lexical``: the search's
-    BM25 scores of the turn with its context (labels ascending); None: scored here."""
+    hit. ``lexical``: the search's BM25 scores of the turn with its context (labels
+    ascending); None: scored here."""
     if limit <= 0 or context.gate <= 0 or not around:
         return NONE
-    members = {m.id: m for near in retriever.neighbourhood(around, RADIUS, agent_id)
-               for m in near if m.id not in in_view}
-    rows = retriever.embeddings_of(list(members))
-    ids = [m for m, row in zip(members, rows, strict=True) if not np.isnan(row[0])]
-    if not ids:
+    near = {m.id: m for m in retriever.neighbourhood(around, RADIUS, agent_id)}
+    every = list(near)  # each anchor is in its own neighbourhood
+    rows = retriever.embeddings_of(every)
+    known = ~np.isnan(rows[:, 0])
+    keep = known & np.fromiter((m not in in_view for m in every), bool, len(every))
+    if not keep.any():
         return Focused(tuple(around))
-    vectors = rows[~np.isnan(rows[:, 0])]
+    ids = [m for m, k in zip(every, keep.tolist(), strict=True) if k]
+    vectors = rows[keep]
     cosines = vectors @ query.astype(vectors.dtype, copy=False)
-    terms = (looked_up(lexical, [members[m].seq for m in ids]) if lexical is not None
+    terms = (looked_up(lexical, [near[m].seq for m in ids]) if lexical is not None
              else retriever.term_scores(ids, ((text, 1.0), *context.texts)))
     best = float(terms.max())
     scores = cosines + (TERMS_SHARE / best * terms if best > 0 else 0.0)
-    searched = {c.memory.id: c for c in hits}
     passes = cosines >= floor
     if context.gate >= LOW_GATE:
-        passes |= ((cosines >= LOW_SHARE * floor)
-                   & (cohesion(retriever, around, ids, vectors) >= COHESION))
+        anchored = [k for k, m in enumerate(every) if m in around and known[k]]
+        passes |= ((cosines >= LOW_SHARE * floor) & (cohesion(
+            ids, vectors, [every[k] for k in anchored], rows[anchored]) >= COHESION))
+    searched = {c.memory.id: c for c in hits}
     order = [i for i in sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:limit]
              if passes[i]]
     return Focused(tuple(around), tuple(
         searched.get(ids[i]) or Candidate(
-            memory=members[ids[i]], section=Section.CONTEXTUAL, score=float(scores[i]),
+            memory=near[ids[i]], section=Section.CONTEXTUAL, score=float(scores[i]),
             cosine=float(cosines[i]), embedding=vectors[i]) for i in order))
 
 
-def cohesion(retriever: Retriever, around: Sequence[str], ids: Sequence[str],
-             vectors: np.ndarray) -> np.ndarray:
+def cohesion(ids: Sequence[str], vectors: np.ndarray, anchor_ids: Sequence[str],
+             anchor_vectors: np.ndarray) -> np.ndarray:
     """Each of ``ids``' (embedded as ``vectors``) largest cosine to an anchor other than
     itself (-1: none)."""
-    rows = retriever.embeddings_of(list(around))
-    known = ~np.isnan(rows[:, 0])
-    cosines = vectors @ rows[known].T.astype(vectors.dtype, copy=False)
-    anchor = np.array([a for a, k in zip(around, known, strict=True) if k], dtype=object)
-    cosines[np.asarray(ids, dtype=object)[:, None] == anchor[None, :]] = -1.0
+    cosines = vectors @ anchor_vectors.T.astype(vectors.dtype, copy=False)
+    for j, anchor in enumerate(anchor_ids):
+        cosines[[i for i, m in enumerate(ids) if m == anchor], j] = -1.0
     return cosines.max(axis=1, initial=-1.0)
 
 

@@ -117,10 +117,10 @@ class Retriever(Protocol):
         ...
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
-                      agent_id: str) -> list[list[Memory]]:
-        """Per id, the live memories visible to ``agent_id`` written within ``radius``
-        places of it (``Place``) by the same writer, itself included, in store order ([]
-        for an id not live or not visible)."""
+                      agent_id: str) -> list[Memory]:
+        """The live memories visible to ``agent_id`` written within ``radius`` places
+        (``Place``) of one of ``memory_ids`` by its writer, those of them live and visible
+        included, each once, in store order."""
         ...
 
     def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:

@@ -281,18 +281,21 @@ class HybridRetriever:
         return out
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
-                      agent_id: str) -> list[list[Memory]]:
+                      agent_id: str) -> list[Memory]:
         live = self.live
-        out: list[list[Memory]] = []
+        spans: dict[tuple[str, str, str], set[int]] = {}
         for place in self.places(memory_ids, agent_id):
-            near: list[Memory] = []
             if place is not None:
-                for seq in range(max(1, place.seq - radius), place.seq + radius + 1):
-                    m = live.get(seq)
-                    if m is not None and (m.agent_id, m.source, m.channel_id) == place.writer:
-                        near.append(m)
-            out.append(near)
-        return out
+                spans.setdefault(place.writer, set()).update(
+                    range(max(1, place.seq - radius), place.seq + radius + 1))
+        near: list[Memory] = []
+        for writer, seqs in spans.items():
+            for seq in seqs:
+                m = live.get(seq)
+                if m is not None and (m.agent_id, m.source, m.channel_id) == writer:
+                    near.append(m)
+        near.sort(key=lambda m: m.seq)
+        return near
 
     def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:
         return self.vectors.rows_of(np.array(self._labels(memory_ids), np.int64))
