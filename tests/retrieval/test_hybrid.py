@@ -243,3 +243,44 @@ def test_a_search_with_a_context_returns_every_bm25_score(filled: App) -> None:
     np.testing.assert_array_equal(labels, want_labels[order])
     np.testing.assert_allclose(scores, want_scores[order])
     assert engine.search(replace(q, context_texts=())).lexical is None
+
+
+def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_by(
+        app: App) -> None:
+    """``neighbourhood``: each memory within ``radius`` writes of one asked for, by its
+    writer (owner, source, channel), live and visible to the agent, once, in store order."""
+    def put(text: str, **fields: str) -> str:
+        return app.memories.upsert(MemoryDraft(text, MemoryType.FACT, **fields)).memory.id
+
+    a = [put(f"Chapter note {i} of the river story.", source="book") for i in range(6)]
+    other = put("A team fact written between the notes.", source="team")
+    b = [put(f"Chapter note {i} of the river story.", source="book") for i in range(6, 9)]
+    own = put("A private note of agent x.", source="book", agent_id="x")
+    app.memories.forget(a[2])
+    engine = app.retriever
+    near = [m.id for m in engine.neighbourhood([a[3], a[4]], 2, "")]
+    assert near == [a[1], a[3], a[4], a[5]]  # a[2] forgotten, the team fact another writer
+    assert [m.id for m in engine.neighbourhood([b[0]], 2, "")] == [a[5], *b]
+    assert [m.id for m in engine.neighbourhood([other], 3, "")] == [other]
+    assert engine.neighbourhood([own], 2, "") == []  # not visible to the agent
+    assert [m.id for m in engine.neighbourhood([own], 1, "x")] == [own]
+    assert engine.neighbourhood([a[2], "no-such-id"], 2, "") == []
+
+
+def test_a_term_search_ranks_the_visible_memories_by_weighted_bm25(app: App) -> None:
+    """``term_search``: the best ``k`` by BM25 of the weighted texts, as ``term_scores``
+    scores them, among the memories the agent sees."""
+    put = [app.memories.upsert(MemoryDraft(t, MemoryType.FACT, agent_id=o)).memory.id
+           for t, o in (("The oven broke down last winter.", ""),
+                        ("The oven was repaired in spring.", ""),
+                        ("Bread is baked every morning at four.", ""),
+                        ("The oven at the other shop broke too.", "x"))]
+    engine = app.retriever
+    texts = (("what broke", 1.0), ("the oven, last winter", 2.0))
+    scores = engine.term_scores(put, texts)
+    seen = [m for m, s in sorted(zip(put[:3], scores[:3], strict=True),
+                                 key=lambda p: -p[1]) if s > 0]
+    assert engine.term_search(texts, 5, "") == seen
+    assert engine.term_search(texts, 1, "") == seen[:1]
+    assert put[3] in engine.term_search(texts, 5, "x")
+    assert engine.term_search((("nothing matches this", 1.0),), 5, "") == []
