@@ -72,12 +72,14 @@ def block_words(block: str) -> int:
 @dataclass
 class Seen:
     """One turn as the model sees it: its block's items, the items of the blocks the pruned
-    history still holds, the block's words, the client-side Inject time."""
+    history still holds, the block's words, the client-side Inject time and that of the
+    PruneHistory before it."""
 
     own: set[str]
     held: set[str]
     words: int
     inject_ms: float
+    prune_ms: float = 0.0
 
 
 class AgentLoop:
@@ -94,8 +96,10 @@ class AgentLoop:
         self.exchanges: list[str] = []  # "question\nanswer" per earlier turn
 
     def turn(self, question: str, answer: str) -> Seen:
+        start = time.perf_counter()
         pruned = self.client.prune_history(self.history, max_keep=MAX_KEEP,
                                            channel_id=self.channel, agent_id=self.agent)
+        prune_ms = (time.perf_counter() - start) * 1000
         removed = set(pruned.removed_indices)
         self.blocks = [(i - sum(r < i for r in removed), ids) for i, ids in self.blocks
                        if i not in removed]
@@ -113,7 +117,7 @@ class AgentLoop:
         self.history.append(message("user", question))
         self.history.append(message("assistant", answer))
         self.exchanges.append(f"{question}\n{answer}")
-        return Seen(own, held, block_words(reply.block), spent)
+        return Seen(own, held, block_words(reply.block), spent, prune_ms)
 
 
 @contextlib.contextmanager

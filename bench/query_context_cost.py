@@ -11,8 +11,9 @@ LongMemEval user turn cut to exactly 16 or 64 model tokens; the reply is the ses
 assistant turn; ``--coqa`` adds CoQA conversations (question, gold answer: short follow-ups,
 most of them leaning on their context). Only turns 2.. are timed (the first turn has no
 context either way). Prints client-side Inject p50/p99 per length and setting, over all
-follow-ups and over those the context applied to, and appends them to
-bench/results/query_context_cost.md.
+follow-ups and over those the context applied to, with the p50/p99 of the PruneHistory
+before each of those turns (where the reply's focus vote and the next turn's anchors are
+worked out), and appends them to bench/results/query_context_cost.md.
 
     .venv/bin/python -m bench.query_context_cost [--conversations 60] [--turns 6]
         [--coqa ../shared/data/coqa_dev.json]
@@ -96,8 +97,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     agents = "".join(f'\n[[agents]]\nid = "{a}"\n[agents.memory_injection]\n{c}\n'
                      for a, c in AGENTS.items())
     toml = config_text(None, 10, {"embedding": {"model": model}}) + agents
-    # (tokens or "coqa", turns the context applied to or "all", agent) -> Inject ms
-    ms: dict[tuple[int | str, str, str], list[float]] = {}
+    # (tokens or "coqa", turns the context applied to or "all", agent) -> (Inject ms,
+    # PruneHistory ms) per turn
+    ms: dict[tuple[int | str, str, str], list[tuple[float, float]]] = {}
     talks: dict[int | str, list[list[tuple[str, str]]]] = {
         tokens: exchanges(data, tokens, args.turns, args.conversations) for tokens in LENGTHS}
     if args.coqa is not None:
@@ -106,11 +108,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         for tokens, conversations in talks.items():
             for n, talk in enumerate(conversations):
                 loops = {a: AgentLoop(client, f"{a}-{tokens}-{n}", a) for a in AGENTS}
-                spent: dict[str, list[float]] = {a: [] for a in AGENTS}
+                spent: dict[str, list[tuple[float, float]]] = {a: [] for a in AGENTS}
                 for t, (text, reply) in enumerate(talk):
                     for agent, loop in (loops.items() if (n + t) % 2 else
                                         reversed(loops.items())):
-                        spent[agent].append(loop.turn(text, reply).inject_ms)
+                        seen = loop.turn(text, reply)
+                        spent[agent].append((seen.inject_ms, seen.prune_ms))
                 trace = client.get_injection_trace(f"on-{tokens}-{n}", agent_id="on")
                 applied = [turn.context_gate > 0 for turn in trace.turns]
                 for agent, values in spent.items():
@@ -118,13 +121,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                         ms.setdefault((tokens, "all", agent), []).append(values[t])
                         if applied[t]:
                             ms.setdefault((tokens, "applied", agent), []).append(values[t])
-    header = ("| tokens | follow-up turns | query context | turns | Inject p50 ms | p99 ms |\n"
-              "|---|---|---|---|---|---|")
+    header = ("| tokens | follow-up turns | query context | turns | Inject p50 ms | p99 ms "
+              "| PruneHistory p50 ms | p99 ms |\n|---|---|---|---|---|---|---|---|")
     lines = []
     for (tokens, kind, agent), values in sorted(ms.items(), key=lambda kv: str(kv[0])):
-        p50, p99 = np.percentile(values, [50, 99])
+        (p50, prune50), (p99, prune99) = np.percentile(values, [50, 99], axis=0)
         which = "all" if kind == "all" else "those it applied to"
-        lines.append(f"| {tokens} | {which} | {agent} | {len(values)} | {p50:.2f} | {p99:.2f} |")
+        lines.append(f"| {tokens} | {which} | {agent} | {len(values)} | {p50:.2f} | {p99:.2f} "
+                     f"| {prune50:.2f} | {prune99:.2f} |")
     append_block(RESULTS / "query_context_cost.md", "query_context_cost", header, lines, toml)
     print(header)
     print("\n".join(lines))

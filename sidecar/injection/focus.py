@@ -84,14 +84,22 @@ def reply_vote(retriever: Retriever, agent_id: str, asked: str, in_view: Sequenc
     if not reply:
         return ()
     both = ((asked, 1.0), (reply, 2.0))
-    for pool in (lambda: list(in_view), lambda: retriever.term_search(both, WIDE, agent_id)):
-        memory_ids = pool()
-        holds = (retriever.term_scores(memory_ids, ((reply, 1.0),)) > 0 if memory_ids
-                 else np.zeros(0, bool))
-        if holds.any():
-            scores = np.where(holds, retriever.term_scores(memory_ids, both), -np.inf)
-            return ((memory_ids[int(np.argmax(scores))], REPLY_VOTE),)
-    return ()
+    best = _best_holding(retriever, list(in_view), reply, both)
+    if best is None:
+        best = _best_holding(retriever, retriever.term_search(both, WIDE, agent_id), reply, both)
+    return () if best is None else ((best, REPLY_VOTE),)
+
+
+def _best_holding(retriever: Retriever, memory_ids: list[str], reply: str,
+                  both: tuple[tuple[str, float], ...]) -> str | None:
+    """Of ``memory_ids``, the one holding a term of ``reply`` that ``both`` match best."""
+    if not memory_ids:
+        return None
+    holds = retriever.term_scores(memory_ids, ((reply, 1.0),)) > 0
+    if not holds.any():
+        return None
+    return memory_ids[int(np.argmax(np.where(holds, retriever.term_scores(memory_ids, both),
+                                             -np.inf)))]
 
 
 def tally(recent: Sequence[RecentTurn], turn: int) -> dict[str, float]:
@@ -183,7 +191,8 @@ def cohesion(ids: Sequence[str], vectors: np.ndarray, anchor_ids: Sequence[str],
     cosines = vectors @ anchor_vectors.T.astype(vectors.dtype, copy=False)
     for j, anchor in enumerate(anchor_ids):
         cosines[[i for i, m in enumerate(ids) if m == anchor], j] = -1.0
-    return cosines.max(axis=1, initial=-1.0)
+    best: np.ndarray = cosines.max(axis=1, initial=-1.0)
+    return best
 
 
 def looked_up(scored: tuple[np.ndarray, np.ndarray], labels: Sequence[int]) -> np.ndarray:
