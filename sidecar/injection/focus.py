@@ -15,8 +15,8 @@ one (the reply drew on a memory that left view or never came into it), the best 
 ``WIDE`` memories of the store that BM25 ranks first for them. Votes fade by ``DECAY`` a turn.
 A voted memory weighs the votes within ``CLUSTER`` places of it; the ``ANCHORS`` heaviest are
 the focus, and the memories within ``RADIUS`` places of them are its neighbourhood. The
-PruneHistory that brings a reply works the next turn's anchors out (``anchors_of``), off the
-Inject path.
+PruneHistory that brings a reply works the next turn's anchors and their neighbourhood out
+(``around``), off the Inject path.
 
 A turn that leans on its context (``query_context.gate`` > 0) gets first the
 ``query_context_focus`` best memories of that neighbourhood not in view (its own search hits
@@ -35,7 +35,7 @@ docs/decisions/0017-conversation-focus.md has the measurements.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -143,45 +143,72 @@ def anchors_of(recent: Sequence[RecentTurn], turn: int, retriever: Retriever,
     return tuple(anchors(tally(recent, turn), retriever, agent_id))
 
 
-def focus(limit: int, floor: float, retriever: Retriever, around: Sequence[str],
-          agent_id: str, text: str, context: QueryContext, query: np.ndarray,
-          hits: Sequence[Candidate], in_view: set[str],
-          lexical: tuple[np.ndarray, np.ndarray] | None = None) -> Focused:
-    """The focus of a turn taken ``around`` its anchors (``limit`` = ``query_context_focus``,
+@dataclass(frozen=True, slots=True)
+class Around:
+    """What a turn's focus is taken around, before its query is known: the anchors and the
+    memories of their neighbourhood (ids, labels, each one's ``cohesion`` with another
+    anchor). Worked out by the PruneHistory that brings a reply, off the Inject path."""
+
+    anchors: tuple[str, ...] = ()
+    ids: tuple[str, ...] = ()
+    labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    cohesion: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+
+NOWHERE = Around()
+
+
+def around(anchor_ids: Sequence[str], retriever: Retriever, agent_id: str) -> Around:
+    """The neighbourhood (``RADIUS``) of ``anchor_ids`` as ``agent_id`` sees it now."""
+    if not anchor_ids:
+        return NOWHERE
+    near = retriever.neighbourhood(anchor_ids, RADIUS, agent_id)  # each anchor included
+    rows = retriever.embeddings_of([m.id for m in near])
+    known = (~np.isnan(rows[:, 0])).tolist() if len(near) else []
+    near = [m for m, k in zip(near, known, strict=True) if k]
+    rows = rows[np.array(known, bool)] if near else rows[:0]
+    ids = [m.id for m in near]
+    anchored = [k for k, m in enumerate(ids) if m in anchor_ids]
+    return Around(tuple(anchor_ids), tuple(ids), np.array([m.seq for m in near], np.int64),
+                  cohesion(ids, rows, [ids[k] for k in anchored], rows[anchored]))
+
+
+def focus(limit: int, floor: float, retriever: Retriever, taken: Around, agent_id: str,
+          text: str, context: QueryContext, query: np.ndarray, hits: Sequence[Candidate],
+          in_view: set[str], lexical: tuple[np.ndarray, np.ndarray] | None = None) -> Focused:
+    """The focus of a turn ``taken`` around its anchors (``limit`` = ``query_context_focus``,
     ``floor`` = ``contextual_min_score``): the anchors and, best first, the ``limit`` best
     memories of their neighbourhood not in view, less those whose cosine to ``query`` is
     under ``floor`` (when the turn's gate is at least ``LOW_GATE``: under ``LOW_SHARE`` x
     ``floor`` for one cohesive with another anchor); one the search found (``hits``) is its
     hit. ``lexical``: the search's BM25 scores of the turn with its context (labels
     ascending); None: scored here."""
-    if limit <= 0 or context.gate <= 0 or not around:
+    if limit <= 0 or context.gate <= 0 or not taken.anchors:
         return NONE
-    near = {m.id: m for m in retriever.neighbourhood(around, RADIUS, agent_id)}
-    every = list(near)  # each anchor is in its own neighbourhood
-    rows = retriever.embeddings_of(every)
-    known = ~np.isnan(rows[:, 0])
-    keep = known & np.fromiter((m not in in_view for m in every), bool, len(every))
-    if not keep.any():
-        return Focused(tuple(around))
-    ids = [m for m, k in zip(every, keep.tolist(), strict=True) if k]
-    vectors = rows[keep]
+    out = np.array([k for k, m in enumerate(taken.ids) if m not in in_view], np.int64)
+    rows = retriever.embeddings_at(taken.labels[out])  # nan: gone since
+    live = ~np.isnan(rows[:, 0])
+    if not live.any():
+        return Focused(taken.anchors)
+    at = out[live]
+    ids = [taken.ids[k] for k in at.tolist()]
+    vectors = rows[live]
     cosines = vectors @ query.astype(vectors.dtype, copy=False)
-    terms = (looked_up(lexical, [near[m].seq for m in ids]) if lexical is not None
+    terms = (looked_up(lexical, taken.labels[at]) if lexical is not None
              else retriever.term_scores(ids, ((text, 1.0), *context.texts)))
     best = float(terms.max())
     scores = cosines + (TERMS_SHARE / best * terms if best > 0 else 0.0)
     passes = cosines >= floor
     if context.gate >= LOW_GATE:
-        anchored = [k for k, m in enumerate(every) if m in around and known[k]]
-        passes |= ((cosines >= LOW_SHARE * floor) & (cohesion(
-            ids, vectors, [every[k] for k in anchored], rows[anchored]) >= COHESION))
+        passes |= (cosines >= LOW_SHARE * floor) & (taken.cohesion[at] >= COHESION)
+    order = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if passes[i]]
     searched = {c.memory.id: c for c in hits}
-    order = [i for i in sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:limit]
-             if passes[i]]
-    return Focused(tuple(around), tuple(
+    now = retriever.live_memories([ids[i] for i in order], agent_id)
+    return Focused(taken.anchors, tuple(
         searched.get(ids[i]) or Candidate(
-            memory=near[ids[i]], section=Section.CONTEXTUAL, score=float(scores[i]),
-            cosine=float(cosines[i]), embedding=vectors[i]) for i in order))
+            memory=memory, section=Section.CONTEXTUAL, score=float(scores[i]),
+            cosine=float(cosines[i]), embedding=vectors[i])
+        for i, memory in zip(order, now, strict=True) if memory is not None))
 
 
 def cohesion(ids: Sequence[str], vectors: np.ndarray, anchor_ids: Sequence[str],
@@ -195,7 +222,7 @@ def cohesion(ids: Sequence[str], vectors: np.ndarray, anchor_ids: Sequence[str],
     return best
 
 
-def looked_up(scored: tuple[np.ndarray, np.ndarray], labels: Sequence[int]) -> np.ndarray:
+def looked_up(scored: tuple[np.ndarray, np.ndarray], labels: np.ndarray) -> np.ndarray:
     """The scores of ``labels`` in ``scored`` (labels ascending, scores); 0 where absent."""
     have, scores = scored
     wanted = np.asarray(labels, np.int64)

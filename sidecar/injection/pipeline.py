@@ -107,8 +107,9 @@ class Injector:
         if vote is not None:  # the next turn's focus, worked out here too
             state = self.states.get(channel_id)
             with state.lock:
-                state.anchors = (state.turn, agent_id, focus.anchors_of(
-                    state.recent, state.turn + 1, self.retriever, agent_id))
+                state.around = (state.turn, agent_id, focus.around(focus.anchors_of(
+                    state.recent, state.turn + 1, self.retriever, agent_id), self.retriever,
+                    agent_id))
         if self.capture is not None:
             self.capture.observe(agent_id, channel_id, kept, self.states.get(channel_id).turn,
                                  config.capture)
@@ -153,8 +154,8 @@ class Injector:
                                    request.channel_id, context)
             view = state.view(turn, _keep(config), config.context_window_depth)
             focused = focus.focus(config.query_context_focus, config.contextual_min_score,
-                                  self.retriever, self._anchors(config, state, turn, request,
-                                                                context),
+                                  self.retriever, self._around(config, state, turn, request,
+                                                               context),
                                   request.agent_id, request.text, context, pool.query,
                                   pool.candidates, state.ids_in(view), pool.lexical)
             first = {c.memory.id for c in focused.candidates}  # the focus's, then the search's
@@ -232,15 +233,17 @@ class Injector:
             return NO_CONTEXT
         return query_context(config, state.recent, turn, len(self.retriever.query_terms(text)))
 
-    def _anchors(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
-                 request: InjectRequest, context: QueryContext) -> tuple[str, ...]:
-        """The focus's anchors of ``turn``: the ones PruneHistory worked out since the last
-        commit, else worked out now (none when the turn is not focused)."""
+    def _around(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
+                request: InjectRequest, context: QueryContext) -> focus.Around:
+        """What the focus of ``turn`` is taken around: what PruneHistory worked out since the
+        last commit, else worked out now (nowhere when the turn is not focused)."""
         if config.query_context_focus <= 0 or context.gate <= 0:
-            return ()
-        if state.anchors is not None and state.anchors[:2] == (state.turn, request.agent_id):
-            return state.anchors[2]
-        return focus.anchors_of(state.recent, turn, self.retriever, request.agent_id)
+            return focus.NOWHERE
+        if state.around is not None and state.around[:2] == (state.turn, request.agent_id):
+            return state.around[2]
+        return focus.around(focus.anchors_of(state.recent, turn, self.retriever,
+                                             request.agent_id), self.retriever,
+                            request.agent_id)
 
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
                 chosen: list[Candidate], alive: Alive, request: InjectRequest,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sidecar.injection.focus import Around
 from sidecar.injection.query_context import RecentTurn, remember
 from sidecar.injection.types import Injection
 
@@ -80,9 +81,10 @@ class ChannelState:
     # Rows of the injected memories' embeddings; (0, 0) until the first one.
     buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     recent: list[RecentTurn] = field(default_factory=list)  # the query context, oldest first
-    # The conversation focus's anchors for the turn after ``turn`` as (turn, agent, anchors),
-    # worked out off the Inject path when a PruneHistory brings the reply (never stored).
-    anchors: tuple[int, str, tuple[str, ...]] | None = None
+    # What the conversation focus of the turn after ``turn`` is taken around, as (turn,
+    # agent, around), worked out off the Inject path when a PruneHistory brings the reply
+    # (never stored).
+    around: tuple[int, str, Around] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def copy(self) -> ChannelState:

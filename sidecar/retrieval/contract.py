@@ -112,6 +112,10 @@ class Retriever(Protocol):
         """The stored embedding of a live memory (for semantic dedup)."""
         ...
 
+    def live_memories(self, memory_ids: Sequence[str], agent_id: str) -> list[Memory | None]:
+        """Each memory as it is now (None: not live or not visible to ``agent_id``)."""
+        ...
+
     def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
         """Where each memory was written (None: not live or not visible to ``agent_id``)."""
         ...
@@ -125,6 +129,11 @@ class Retriever(Protocol):
 
     def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:
         """The stored embeddings of ``memory_ids`` (n, dim); a row of nan for one not live."""
+        ...
+
+    def embeddings_at(self, places: np.ndarray) -> np.ndarray:
+        """The stored embeddings of the live memories at these places in the store's order
+        of writes (``Memory.seq``) (n, dim); a row of nan where none is live."""
         ...
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:

@@ -270,15 +270,18 @@ class HybridRetriever:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
 
-    def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
+    def live_memories(self, memory_ids: Sequence[str], agent_id: str) -> list[Memory | None]:
         live = self.live
-        out: list[Place | None] = []
+        out: list[Memory | None] = []
         for memory_id in memory_ids:
             seq = live.seq_of(memory_id)
             memory = None if seq is None else live.get(seq)
-            out.append(None if memory is None or not memory.visible_to(agent_id) else
-                       Place((memory.agent_id, memory.source, memory.channel_id), memory.seq))
+            out.append(memory if memory is not None and memory.visible_to(agent_id) else None)
         return out
+
+    def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
+        return [None if m is None else Place((m.agent_id, m.source, m.channel_id), m.seq)
+                for m in self.live_memories(memory_ids, agent_id)]
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
                       agent_id: str) -> list[Memory]:
@@ -299,6 +302,9 @@ class HybridRetriever:
 
     def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:
         return self.vectors.rows_of(np.array(self._labels(memory_ids), np.int64))
+
+    def embeddings_at(self, places: np.ndarray) -> np.ndarray:
+        return self.vectors.rows_of(places)
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
         return self.lexical.score_documents(self._labels(memory_ids),

@@ -265,6 +265,15 @@ def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_b
     assert engine.neighbourhood([own], 2, "") == []  # not visible to the agent
     assert [m.id for m in engine.neighbourhood([own], 1, "x")] == [own]
     assert engine.neighbourhood([a[2], "no-such-id"], 2, "") == []
+    # the same memories as they are now, and their rows by place
+    now = engine.live_memories([a[1], a[2], own, "no-such-id"], "")
+    assert [m.id if m else None for m in now] == [a[1], None, None, None]
+    assert engine.live_memories([own], "x")[0] is not None
+    places = np.array([m.seq for m in engine.neighbourhood([a[3]], 3, "")], np.int64)
+    np.testing.assert_array_equal(engine.embeddings_at(places),
+                                  engine.embeddings_of([a[0], a[1], a[3], a[4], a[5]]))
+    gone = app.memories.get(a[2])
+    assert gone is not None and np.isnan(engine.embeddings_at(np.array([gone.seq]))).all()
 
 
 def test_a_term_search_ranks_the_visible_memories_by_weighted_bm25(app: App) -> None:
