@@ -26,10 +26,10 @@ one that reads like another of the anchors, cosine to it at least ``COHESION``: 
 one document do, facts written one after another on unrelated subjects don't), ranked by
 that cosine plus ``TERMS_SHARE`` x the BM25 score the search gave them for the turn's and
 its context's terms (``SearchResult.lexical``, relative to the neighbourhood's best); the
-block then holds at most ``query_context_focus``
-contextual memories (the search's other hits fill what the focus leaves), so a focused turn
-injects no more than an unfocused one. A standalone question (gate 0) is never focused.
-docs/decisions/0017-conversation-focus.md has the measurements.
+block then holds at most ``query_context_focus`` contextual memories (the search's other hits
+fill what the focus leaves), so a focused turn injects no more than an unfocused one. A
+standalone question (gate 0) is never focused. docs/decisions/0017-conversation-focus.md and
+0018-focus-from-the-whole-store.md have the measurements.
 """
 
 from __future__ import annotations
