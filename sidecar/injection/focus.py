@@ -22,14 +22,15 @@ A turn that leans on its context (``query_context.gate`` > 0) gets first the
 ``query_context_focus`` best memories of that neighbourhood not in view (its own search hits
 among them included) with a cosine to the (steered) query of at least
 ``contextual_min_score`` (for a turn of at most two terms of its own, ``LOW_SHARE`` x it for
-one that reads like another of the anchors, cosine to it at least ``COHESION``: the parts of
-one document do, facts written one after another on unrelated subjects don't), ranked by
-that cosine plus ``TERMS_SHARE`` x the BM25 score the search gave them for the turn's and
-its context's terms (``SearchResult.lexical``, relative to the neighbourhood's best); the
-block then holds at most ``query_context_focus`` contextual memories (the search's other hits
-fill what the focus leaves), so a focused turn injects no more than an unfocused one. A
-standalone question (gate 0) is never focused. docs/decisions/0017-conversation-focus.md and
-0018-focus-from-the-whole-store.md have the measurements.
+one that reads like an anchor other than itself, cosine to it at least ``COHESION``: the
+parts of one document do, facts written one after another on unrelated subjects don't),
+ranked by that cosine plus ``TERMS_SHARE`` x the BM25 score the search gave them for the
+turn's and its context's terms (``SearchResult.lexical``, relative to the neighbourhood's
+best); the block then holds at most ``query_context_focus`` contextual memories (the
+search's other hits fill what the focus leaves), so a focused turn injects no more than an
+unfocused one. A standalone question (gate 0) is never focused.
+docs/decisions/0017-conversation-focus.md and 0018-focus-from-the-whole-store.md have the
+measurements.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sidecar.injection.query_context import QueryContext, RecentTurn
+from sidecar.injection.query_context import QueryContext, RecentTurn, gate
 from sidecar.injection.types import Candidate, Section
 from sidecar.retrieval.contract import Retriever
 
@@ -50,10 +51,10 @@ DECAY = 0.85  # a vote's weight one turn later
 CLUSTER = 5  # writes within which votes add up
 ANCHORS = 2  # memories the neighbourhood is taken around
 RADIUS = 12  # writes on each side of an anchor in its neighbourhood
-# A turn leaning this much on its context (``query_context.gate``: at most two terms of its
-# own) takes the memories cohesive with another anchor (cosine to it at least ``COHESION``)
-# from ``LOW_SHARE`` x ``contextual_min_score`` up.
-LOW_GATE, LOW_SHARE, COHESION = 0.75, 0.6, 0.2
+# A turn leaning this much on its context (``query_context.gate`` of at most two terms of its
+# own) takes the memories cohesive with an anchor other than themselves (cosine to it at
+# least ``COHESION``) from ``LOW_SHARE`` x ``contextual_min_score`` up.
+LOW_GATE, LOW_SHARE, COHESION = gate(2), 0.6, 0.2
 TERMS_SHARE = 0.2  # BM25's share in ranking the neighbourhood (cosine: 1)
 
 Votes = tuple[tuple[str, float], ...]
@@ -77,14 +78,17 @@ def hit_votes(ids: Sequence[str]) -> Votes:
 
 def reply_vote(retriever: Retriever, agent_id: str, asked: str, in_view: Sequence[str],
                reply: str) -> Votes:
-    """The vote of a turn's reply: of the memories ``in_view`` that hold a term of the reply,
-    the one the turn's text and its reply (counting twice) match best; when none holds one,
+    """The vote of a turn's reply: of the memories ``in_view`` that ``agent_id`` sees and
+    that hold a term of the reply, the one the turn's text and its reply (counting twice)
+    match best; when none holds one,
     the same among the ``WIDE`` memories visible to ``agent_id`` that match them best in the
     whole store (none when no memory holds a term of the reply: "yes", "three")."""
     if not reply:
         return ()
     both = ((asked, 1.0), (reply, 2.0))
-    best = _best_holding(retriever, list(in_view), reply, both)
+    seen = [m for m, now in zip(in_view, retriever.live_memories(in_view, agent_id),
+                                strict=True) if now is not None]
+    best = _best_holding(retriever, seen, reply, both)
     if best is None:
         best = _best_holding(retriever, retriever.term_search(both, WIDE, agent_id), reply, both)
     return () if best is None else ((best, REPLY_VOTE),)
@@ -143,11 +147,12 @@ def anchors_of(recent: Sequence[RecentTurn], turn: int, retriever: Retriever,
     return tuple(anchors(tally(recent, turn), retriever, agent_id))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Around:
     """What a turn's focus is taken around, before its query is known: the anchors and the
-    memories of their neighbourhood (ids, labels, each one's ``cohesion`` with another
-    anchor). Worked out by the PruneHistory that brings a reply, off the Inject path."""
+    memories of their neighbourhood (ids, ``Memory.seq`` as ``labels``, each one's
+    ``cohesion``: its largest cosine to an anchor other than itself). Worked out by the
+    PruneHistory that brings a reply, off the Inject path."""
 
     anchors: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
@@ -163,13 +168,13 @@ def around(anchor_ids: Sequence[str], retriever: Retriever, agent_id: str) -> Ar
     if not anchor_ids:
         return NOWHERE
     near = retriever.neighbourhood(anchor_ids, RADIUS, agent_id)  # each anchor included
-    rows = retriever.embeddings_of([m.id for m in near])
-    known = (~np.isnan(rows[:, 0])).tolist() if len(near) else []
-    near = [m for m, k in zip(near, known, strict=True) if k]
-    rows = rows[np.array(known, bool)] if near else rows[:0]
-    ids = [m.id for m in near]
+    seqs = np.array([m.seq for m in near], np.int64)
+    rows = retriever.embeddings_at(seqs)
+    known = ~np.isnan(rows[:, 0])
+    ids = [m.id for m, k in zip(near, known.tolist(), strict=True) if k]
+    rows = rows[known]
     anchored = [k for k, m in enumerate(ids) if m in anchor_ids]
-    return Around(tuple(anchor_ids), tuple(ids), np.array([m.seq for m in near], np.int64),
+    return Around(tuple(anchor_ids), tuple(ids), seqs[known],
                   cohesion(ids, rows, [ids[k] for k in anchored], rows[anchored]))
 
 
@@ -180,9 +185,9 @@ def focus(limit: int, floor: float, retriever: Retriever, taken: Around, agent_i
     ``floor`` = ``contextual_min_score``): the anchors and, best first, the ``limit`` best
     memories of their neighbourhood not in view, less those whose cosine to ``query`` is
     under ``floor`` (when the turn's gate is at least ``LOW_GATE``: under ``LOW_SHARE`` x
-    ``floor`` for one cohesive with another anchor); one the search found (``hits``) is its
-    hit. ``lexical``: the search's BM25 scores of the turn with its context (labels
-    ascending); None: scored here."""
+    ``floor`` for one cohesive with an anchor other than itself); one the search found
+    (``hits``) is its hit. ``lexical``: the search's BM25 scores of the turn with its context
+    (labels ascending); None: scored here."""
     if limit <= 0 or context.gate <= 0 or not taken.anchors:
         return NONE
     out = np.array([k for k, m in enumerate(taken.ids) if m not in in_view], np.int64)
@@ -225,11 +230,10 @@ def cohesion(ids: Sequence[str], vectors: np.ndarray, anchor_ids: Sequence[str],
 def looked_up(scored: tuple[np.ndarray, np.ndarray], labels: np.ndarray) -> np.ndarray:
     """The scores of ``labels`` in ``scored`` (labels ascending, scores); 0 where absent."""
     have, scores = scored
-    wanted = np.asarray(labels, np.int64)
     if not len(have):
-        return np.zeros(len(wanted), np.float64)
-    at = np.minimum(np.searchsorted(have, wanted), len(have) - 1)
-    return np.where(have[at] == wanted, scores[at], 0.0)
+        return np.zeros(len(labels), np.float64)
+    at = np.minimum(np.searchsorted(have, labels), len(have) - 1)
+    return np.where(have[at] == labels, scores[at], 0.0)
 
 
 def capped(candidates: Sequence[Candidate], contextual: int) -> list[Candidate]:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.injection.focus import Around
 from sidecar.injection.query_context import RecentTurn, remember
 from sidecar.injection.types import Injection
+
+if TYPE_CHECKING:
+    from sidecar.injection.focus import Around
 
 # The semantic buffer is bounded in rows whatever the number of blocks held.
 BUFFER_MAX = 512

@@ -127,13 +127,9 @@ class Retriever(Protocol):
         included, each once, in store order."""
         ...
 
-    def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:
-        """The stored embeddings of ``memory_ids`` (n, dim); a row of nan for one not live."""
-        ...
-
-    def embeddings_at(self, places: np.ndarray) -> np.ndarray:
-        """The stored embeddings of the live memories at these places in the store's order
-        of writes (``Memory.seq``) (n, dim); a row of nan where none is live."""
+    def embeddings_at(self, seqs: np.ndarray) -> np.ndarray:
+        """The stored embeddings of the live memories of these ``Memory.seq`` (n, dim); a
+        row of nan where none is live."""
         ...
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:

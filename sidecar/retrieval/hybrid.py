@@ -300,11 +300,8 @@ class HybridRetriever:
         near.sort(key=lambda m: m.seq)
         return near
 
-    def embeddings_of(self, memory_ids: Sequence[str]) -> np.ndarray:
-        return self.vectors.rows_of(np.array(self._labels(memory_ids), np.int64))
-
-    def embeddings_at(self, places: np.ndarray) -> np.ndarray:
-        return self.vectors.rows_of(places)
+    def embeddings_at(self, seqs: np.ndarray) -> np.ndarray:
+        return self.vectors.rows_of(seqs)
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
         return self.lexical.score_documents(self._labels(memory_ids),
@@ -313,7 +310,8 @@ class HybridRetriever:
     def term_search(self, texts: Weighted, k: int, agent_id: str) -> list[str]:
         labels, _ = self.lexical.search_weighted(term_weights(self.lexical.analyzer, texts), k,
                                                  self.live.accept(agent_id))
-        return [m.id for m in map(self.live.get, labels.tolist()) if m is not None]
+        found = map(self.live.get, labels.tolist())
+        return [m.id for m in found if m is not None and m.visible_to(agent_id)]
 
     def _labels(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""

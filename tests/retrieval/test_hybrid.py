@@ -270,8 +270,8 @@ def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_b
     assert [m.id if m else None for m in now] == [a[1], None, None, None]
     assert engine.live_memories([own], "x")[0] is not None
     places = np.array([m.seq for m in engine.neighbourhood([a[3]], 3, "")], np.int64)
-    np.testing.assert_array_equal(engine.embeddings_at(places),
-                                  engine.embeddings_of([a[0], a[1], a[3], a[4], a[5]]))
+    np.testing.assert_array_equal(engine.embeddings_at(places), np.stack(
+        [engine.embedding_of(m) for m in (a[0], a[1], a[3], a[4], a[5])]))
     gone = app.memories.get(a[2])
     assert gone is not None and np.isnan(engine.embeddings_at(np.array([gone.seq]))).all()
 
