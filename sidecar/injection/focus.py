@@ -140,13 +140,6 @@ def anchors(votes: dict[str, float], retriever: Retriever, agent_id: str) -> lis
     return [placed[i][0] for i in order[:ANCHORS]]
 
 
-def anchors_of(recent: Sequence[RecentTurn], turn: int, retriever: Retriever,
-               agent_id: str) -> tuple[str, ...]:
-    """The anchors of ``turn``. Every vote fades by the same factor per turn, so they are
-    the same for any ``turn`` after the same recent turns."""
-    return tuple(anchors(tally(recent, turn), retriever, agent_id))
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class Around:
     """What a turn's focus is taken around, before its query is known: the anchors and the
@@ -163,8 +156,13 @@ class Around:
 NOWHERE = Around()
 
 
-def around(anchor_ids: Sequence[str], retriever: Retriever, agent_id: str) -> Around:
-    """The neighbourhood (``RADIUS``) of ``anchor_ids`` as ``agent_id`` sees it now."""
+def around(recent: Sequence[RecentTurn], turn: int, retriever: Retriever,
+           agent_id: str) -> Around:
+    """What the focus of ``turn`` is taken around: the anchors of the ``recent`` turns'
+    votes and their neighbourhood (``RADIUS``) as ``agent_id`` sees it now. Every vote fades
+    by the same factor per turn, so it is the same for any ``turn`` after the same recent
+    turns."""
+    anchor_ids = anchors(tally(recent, turn), retriever, agent_id)
     if not anchor_ids:
         return NOWHERE
     near = retriever.neighbourhood(anchor_ids, RADIUS, agent_id)  # each anchor included

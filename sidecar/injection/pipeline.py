@@ -107,9 +107,8 @@ class Injector:
         if vote is not None:  # the next turn's focus, worked out here too
             state = self.states.get(channel_id)
             with state.lock:
-                state.around = (state.turn, agent_id, focus.around(focus.anchors_of(
-                    state.recent, state.turn + 1, self.retriever, agent_id), self.retriever,
-                    agent_id))
+                state.around = (state.turn, agent_id, focus.around(
+                    state.recent, state.turn + 1, self.retriever, agent_id))
         if self.capture is not None:
             self.capture.observe(agent_id, channel_id, kept, self.states.get(channel_id).turn,
                                  config.capture)
@@ -241,9 +240,7 @@ class Injector:
             return focus.NOWHERE
         if state.around is not None and state.around[:2] == (state.turn, request.agent_id):
             return state.around[2]
-        return focus.around(focus.anchors_of(state.recent, turn, self.retriever,
-                                             request.agent_id), self.retriever,
-                            request.agent_id)
+        return focus.around(state.recent, turn, self.retriever, request.agent_id)
 
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
                 chosen: list[Candidate], alive: Alive, request: InjectRequest,

@@ -459,23 +459,24 @@ class BM25Index:
                 return _EMPTY
             snap, (scores, seen, touched), count = found
             return bm25_top_k(scores, seen, touched, count, snap.doc_label, max(k, 0))
-        return _accepted_top_k(self.scores(text, max_terms), accept, k)
+        return top_k(*accepted(self.scores(text, max_terms), accept), k)
 
     def search_weighted(self, weights: dict[str, float], k: int,
                         accept: Accept | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k accepted labels by BM25 of the ``weights`` terms (each term's contribution
         times its weight, the MAX_CONTEXT_TERMS of highest idf x weight), descending; ties
         by label ascending."""
-        return _accepted_top_k(self._collect(self._accumulate(extra=weights)), accept, k)
+        return top_k(*accepted(self._collect(self._accumulate(extra=weights)), accept), k)
 
 
-def _accepted_top_k(found: tuple[np.ndarray, np.ndarray], accept: Accept | None,
-                    k: int) -> tuple[np.ndarray, np.ndarray]:
+def accepted(found: tuple[np.ndarray, np.ndarray],
+             accept: Accept | None) -> tuple[np.ndarray, np.ndarray]:
+    """The (labels, scores) of ``found`` that ``accept`` keeps (all of them without one)."""
     labels, scores = found
     if len(labels) and accept is not None:
         keep = accept(labels)
         labels, scores = labels[keep], scores[keep]
-    return top_k(labels, scores, k)
+    return labels, scores
 
 
 @functools.lru_cache(maxsize=4096)

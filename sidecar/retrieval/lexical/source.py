@@ -8,7 +8,7 @@ import numpy as np
 
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.fusion.contract import Found, SourceContext
-from sidecar.retrieval.lexical.bm25 import BM25Index, top_k
+from sidecar.retrieval.lexical.bm25 import BM25Index, accepted, top_k
 from sidecar.retrieval.stages import LEXICAL
 
 
@@ -30,10 +30,7 @@ class LexicalSource:
             return Found(*self.index.search(query.text, query.search_limit, ctx.accept,
                                             ctx.config.bm25_query_max_terms))
         own = self.index.scores(query.text, ctx.config.bm25_query_max_terms)
-        labels, scores = self.index.with_context(own, query.context_texts)
-        if len(labels) and ctx.accept is not None:
-            keep = ctx.accept(labels)
-            labels, scores = labels[keep], scores[keep]
+        labels, scores = accepted(self.index.with_context(own, query.context_texts), ctx.accept)
         if len(labels) > 1 and not bool(np.all(labels[1:] > labels[:-1])):
             order = np.argsort(labels, kind="stable")  # own scores alone: in posting order
             labels, scores = labels[order], scores[order]
