@@ -5,7 +5,11 @@ oldest memory blocks and tells the sidecar which memories the model no longer se
 returns the block for this turn; the block goes into the history before the user's message;
 llm(history) answers; the answer is appended. Each turn's block is printed.
 
-    python clients/python/examples/agent_loop.py --addr 127.0.0.1:50051 --channel demo < q.txt
+    python clients/python/examples/agent_loop.py --addr 127.0.0.1:50051 --channel demo \
+        --user alice < q.txt
+
+Every Inject names the end user (``--user``): the block may hold that user's private memories
+and never another user's, and a turn the sidecar captures belongs to that user.
 """
 
 from __future__ import annotations
@@ -61,12 +65,13 @@ def seed(client: Client, agent: str) -> None:
 
 
 def step(client: Client, agent: str, channel: str, history: list[injection_pb2.Message],
-         text: str, turn: int) -> list[injection_pb2.Message]:
+         text: str, turn: int, user: str = "") -> list[injection_pb2.Message]:
     """Runs one turn and returns the grown history."""
     pruned = client.prune_history(history, max_keep=MAX_BLOCKS, channel_id=channel,
                                   agent_id=agent)
     history = list(pruned.messages)
-    injected = client.inject(text, channel_id=channel, agent_id=agent, source="user")
+    injected = client.inject(text, channel_id=channel, agent_id=agent, source="user",
+                             user_id=user)
     print(f"--- turn {turn}")
     print("released turns:", ",".join(map(str, pruned.released_turns)) or "-")
     if injected.block:
@@ -94,7 +99,8 @@ def run(args: argparse.Namespace) -> None:
         client.reset_channel(args.channel, agent_id=args.agent)
         history = [message("system", "You are a helpful engineering agent.")]
         for turn, line in enumerate(sys.stdin, start=1):
-            history = step(client, args.agent, args.channel, history, line.rstrip("\n"), turn)
+            history = step(client, args.agent, args.channel, history, line.rstrip("\n"), turn,
+                           args.user)
 
 
 def _read(path: str) -> bytes:
@@ -112,6 +118,9 @@ def main() -> None:
     parser.add_argument("--channel", default="agent-loop", help="conversation (channel) id")
     parser.add_argument("--agent", default="agent-loop-example",
                         help="agent id owning the seeded memories")
+    parser.add_argument("--user", default="",
+                        help="end user id sent with every Inject (empty: not known; the "
+                        "turns captured then stay private to the channel)")
     parser.add_argument("--token", default="", help="bearer token sent with every call")
     parser.add_argument("--wait", type=float, default=30.0,
                         help="seconds to wait for the sidecar to be ready")

@@ -6,7 +6,10 @@
 //! user's message; llm(history) answers; the answer is appended. Each turn's block is
 //! printed.
 //!
-//!     agent-loop --addr 127.0.0.1:50051 --channel demo < questions.txt
+//!     agent-loop --addr 127.0.0.1:50051 --channel demo --user alice < questions.txt
+//!
+//! Every Inject names the end user (`--user`): the block may hold that user's private
+//! memories and never another user's, and a turn the sidecar captures belongs to that user.
 #[path = "common/flags.rs"]
 mod flags;
 
@@ -26,10 +29,11 @@ const MAX_BLOCKS: u32 = 3;
 const SEEDS: &str = include_str!("../../../go/cmd/agent-loop/seeds.tsv");
 
 const ABOUT: &str = "agent-loop: a memsidecar agent loop; one user turn per stdin line, each turn's block printed.";
-const FLAGS: [(&str, &str); 6] = [
+const FLAGS: [(&str, &str); 7] = [
     ("addr", "sidecar address HOST:PORT, unix:PATH or unix:///PATH (default 127.0.0.1:50051)"),
     ("channel", "conversation (channel) id (default agent-loop)"),
     ("agent", "agent id owning the seeded memories (default agent-loop-example)"),
+    ("user", "end user id sent with every Inject (empty: not known; the turns captured then stay private to the channel)"),
     ("token", "bearer token sent with every call"),
     ("wait", "seconds to wait for the sidecar to be ready (default 30)"),
     ("ca", "CA certificate (PEM) of a TLS sidecar; plaintext without it"),
@@ -82,11 +86,11 @@ impl<I: Iterator + Unpin> Stream for Items<I> {
 }
 
 /// Runs one turn and returns the grown history.
-async fn step(client: &Client, agent: &str, channel: &str, history: Vec<pb::Message>,
+async fn step(client: &Client, agent: &str, channel: &str, user: &str, history: Vec<pb::Message>,
               text: &str, turn: usize) -> Result<Vec<pb::Message>, Error> {
     let pruned = client.prune_history(channel, history, Some(MAX_BLOCKS)).await?;
     let mut history = pruned.messages;
-    let request = pb::InjectRequest { agent_id: agent.into(), channel_id: channel.into(),
+    let request = pb::InjectRequest { agent_id: agent.into(), channel_id: channel.into(), user_id: user.into(),
                                       text: text.into(), source: "user".into(), ..Default::default() };
     let injected = client.inject(&request).await?;
     println!("--- turn {turn}");
@@ -110,6 +114,7 @@ async fn run() -> Result<(), String> {
     let flag = |name: &str, default: &str| flags.get(name).cloned().unwrap_or_else(|| default.to_string());
     let (addr, channel, agent) = (flag("addr", "127.0.0.1:50051"), flag("channel", "agent-loop"),
                                   flag("agent", "agent-loop-example"));
+    let user = flag("user", "");
     let wait: f64 = flag("wait", "30").parse().map_err(|e| format!("--wait: {e}"))?;
     let tls = match flags.get("ca") {
         Some(path) => Some(Tls { ca_pem: std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?,
@@ -129,7 +134,7 @@ async fn run() -> Result<(), String> {
     let mut turn = 0;
     while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
         turn += 1;
-        history = step(&client, &agent, &channel, history, &line, turn).await.map_err(|e| e.to_string())?;
+        history = step(&client, &agent, &channel, &user, history, &line, turn).await.map_err(|e| e.to_string())?;
     }
     Ok(())
 }
