@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from memsidecar.v1 import injection_pb2 as inj
@@ -72,6 +74,26 @@ def test_export_of_one_user_holds_theirs_with_the_user(
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and "1 memories exported" in err
     assert [(x["id"], x["user_id"], x["content"]) for x in lines] == [(dog, "alice", DOG)]
+
+
+def test_a_channel_private_capture_stays_private_through_export_and_import(
+        capturing: Running, config: ServerConfig, embedder: Embedder, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A turn captured without a user is private to its channel; its exported line says so
+    and importing it restores it so (never as the agent's general knowledge)."""
+    capturing.injection.Inject(inj.InjectRequest(agent_id=AGENT, channel_id="c1", text=DOG))
+    capturing.server.app.injector.capture.drain.flush()  # type: ignore[union-attr]
+    code, out, _ = cli(capsys, capturing, "export", "--agent", AGENT, "--no-progress")
+    [line] = [json.loads(x) for x in out.splitlines()]
+    assert code == 0 and (line["channel_private"], line["user_id"]) == (True, "")
+    (tmp_path / "dump.jsonl").write_text(out)
+    fresh = start_server(replace(config, data_dir=str(tmp_path / "fresh")), embedder)
+    try:
+        assert cli(capsys, fresh, "import", str(tmp_path / "dump.jsonl"), "--no-progress")[0] == 0
+        restored = fresh.store.GetMemory(s.GetMemoryRequest(id=line["id"], agent_id=AGENT))
+        assert restored.channel_private and restored.channel_id == "c1"
+    finally:
+        fresh.close()
 
 
 def test_captured_by_user_and_forget_erases_them(
