@@ -42,6 +42,7 @@ import numpy as np
 
 from sidecar.injection.query_context import QueryContext, RecentTurn, gate
 from sidecar.injection.types import Candidate, Section
+from sidecar.records import Viewer
 from sidecar.retrieval.contract import Retriever
 
 # Votes: a turn's first search hits and the memory its reply drew on.
@@ -76,21 +77,21 @@ def hit_votes(ids: Sequence[str]) -> Votes:
     return tuple((m, HIT_VOTE / (rank + 1)) for rank, m in enumerate(ids[:HIT_VOTES]))
 
 
-def reply_vote(retriever: Retriever, agent_id: str, asked: str, in_view: Sequence[str],
+def reply_vote(retriever: Retriever, viewer: Viewer, asked: str, in_view: Sequence[str],
                reply: str) -> Votes:
-    """The vote of a turn's reply: of the memories ``in_view`` that ``agent_id`` sees and
+    """The vote of a turn's reply: of the memories ``in_view`` that ``viewer`` sees and
     that hold a term of the reply, the one the turn's text and its reply (counting twice)
     match best; when none holds one,
-    the same among the ``WIDE`` memories visible to ``agent_id`` that match them best in the
+    the same among the ``WIDE`` memories visible to ``viewer`` that match them best in the
     whole store (none when no memory holds a term of the reply: "yes", "three")."""
     if not reply:
         return ()
     both = ((asked, 1.0), (reply, 2.0))
-    seen = [m for m, now in zip(in_view, retriever.live_memories(in_view, agent_id),
+    seen = [m for m, now in zip(in_view, retriever.live_memories(in_view, viewer),
                                 strict=True) if now is not None]
     best = _best_holding(retriever, seen, reply, both)
     if best is None:
-        best = _best_holding(retriever, retriever.term_search(both, WIDE, agent_id), reply, both)
+        best = _best_holding(retriever, retriever.term_search(both, WIDE, viewer), reply, both)
     return () if best is None else ((best, REPLY_VOTE),)
 
 
@@ -122,10 +123,10 @@ def tally(recent: Sequence[RecentTurn], turn: int) -> dict[str, float]:
     return total
 
 
-def anchors(votes: dict[str, float], retriever: Retriever, agent_id: str) -> list[str]:
+def anchors(votes: dict[str, float], retriever: Retriever, viewer: Viewer) -> list[str]:
     """The ``ANCHORS`` voted memories with the most votes within ``CLUSTER`` places of
     them by the same writer (ties: the heavier own vote, then the id)."""
-    placed = [(m, p) for m, p in zip(votes, retriever.places(list(votes), agent_id),
+    placed = [(m, p) for m, p in zip(votes, retriever.places(list(votes), viewer),
                                       strict=True) if p is not None]
     if not placed:
         return []
@@ -157,15 +158,15 @@ NOWHERE = Around()
 
 
 def around(recent: Sequence[RecentTurn], turn: int, retriever: Retriever,
-           agent_id: str) -> Around:
+           viewer: Viewer) -> Around:
     """What the focus of ``turn`` is taken around: the anchors of the ``recent`` turns'
-    votes and their neighbourhood (``RADIUS``) as ``agent_id`` sees it now. Every vote fades
+    votes and their neighbourhood (``RADIUS``) as ``viewer`` sees it now. Every vote fades
     by the same factor per turn, so it is the same for any ``turn`` after the same recent
     turns."""
-    anchor_ids = anchors(tally(recent, turn), retriever, agent_id)
+    anchor_ids = anchors(tally(recent, turn), retriever, viewer)
     if not anchor_ids:
         return NOWHERE
-    near = retriever.neighbourhood(anchor_ids, RADIUS, agent_id)  # each anchor included
+    near = retriever.neighbourhood(anchor_ids, RADIUS, viewer)  # each anchor included
     seqs = np.array([m.seq for m in near], np.int64)
     rows = retriever.embeddings_at(seqs)
     known = ~np.isnan(rows[:, 0])
@@ -176,7 +177,7 @@ def around(recent: Sequence[RecentTurn], turn: int, retriever: Retriever,
                   cohesion(ids, rows, [ids[k] for k in anchored], rows[anchored]))
 
 
-def focus(limit: int, floor: float, retriever: Retriever, taken: Around, agent_id: str,
+def focus(limit: int, floor: float, retriever: Retriever, taken: Around, viewer: Viewer,
           text: str, context: QueryContext, query: np.ndarray, hits: Sequence[Candidate],
           in_view: set[str], lexical: tuple[np.ndarray, np.ndarray] | None = None) -> Focused:
     """The focus of a turn ``taken`` around its anchors (``limit`` = ``query_context_focus``,
@@ -206,7 +207,7 @@ def focus(limit: int, floor: float, retriever: Retriever, taken: Around, agent_i
         passes |= (cosines >= LOW_SHARE * floor) & (taken.cohesion[at] >= COHESION)
     order = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if passes[i]]
     searched = {c.memory.id: c for c in hits}
-    now = retriever.live_memories([ids[i] for i in order], agent_id)
+    now = retriever.live_memories([ids[i] for i in order], viewer)
     return Focused(taken.anchors, tuple(
         searched.get(ids[i]) or Candidate(
             memory=memory, section=Section.CONTEXTUAL, score=float(scores[i]),

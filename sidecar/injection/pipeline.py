@@ -46,6 +46,7 @@ from sidecar.injection.types import (
     Section,
 )
 from sidecar.live import Live
+from sidecar.records import Viewer
 from sidecar.redact import echo
 from sidecar.retrieval.contract import Hit, Retriever
 from sidecar.store.memories import MemoryRepo
@@ -99,7 +100,8 @@ class Injector:
         digests = {self.signer.mac_of(m.content) for m in kept}
         reply = last_reply(kept, self.signer.is_block)[-MAX_CONTEXT_CHARS:]
         config = self.config.get().injection_for(agent_id)
-        vote = (partial(focus.reply_vote, self.retriever, agent_id)
+        viewer = self.states.get(channel_id).viewer(agent_id)
+        vote = (partial(focus.reply_vote, self.retriever, viewer)
                 if config.query_context_turns > 0 and config.query_context_focus > 0 else None)
         gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply, vote)
         if reply:  # analysed here, off the next Inject's path (memoised)
@@ -107,11 +109,11 @@ class Injector:
         if vote is not None:  # the next turn's focus, worked out here too
             state = self.states.get(channel_id)
             with state.lock:
-                state.around = (state.turn, agent_id, focus.around(
-                    state.recent, state.turn + 1, self.retriever, agent_id))
+                state.around = (state.turn, viewer, focus.around(
+                    state.recent, state.turn + 1, self.retriever, viewer))
         if self.capture is not None:
             self.capture.observe(agent_id, channel_id, kept, self.states.get(channel_id).turn,
-                                 config.capture)
+                                 config.capture, "" if viewer.shared_channel else viewer.user_id)
         return gone
 
     def is_block(self, content: str) -> bool:
@@ -148,14 +150,14 @@ class Injector:
                 self._record(request, result, start, [], [])
                 return result
             t = now_ns()
+            viewer = state.viewer(request.agent_id, request.user_id)
             context = self._context(config, state, turn, request.text)
-            pool = contextual_pool(config, request.agent_id, request.text, self.retriever,
-                                   request.channel_id, context)
+            pool = contextual_pool(config, viewer, request.text, self.retriever, context)
             view = state.view(turn, _keep(config), config.context_window_depth)
             focused = focus.focus(config.query_context_focus, config.contextual_min_score,
-                                  self.retriever, self._around(config, state, turn, request,
+                                  self.retriever, self._around(config, state, turn, viewer,
                                                                context),
-                                  request.agent_id, request.text, context, pool.query,
+                                  viewer, request.text, context, pool.query,
                                   pool.candidates, state.ids_in(view), pool.lexical)
             first = {c.memory.id for c in focused.candidates}  # the focus's, then the search's
             contextual = [*focused.candidates,
@@ -164,7 +166,7 @@ class Injector:
             stats.stages_us["embed"] = pool.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)  # with the focus
             t = now_ns()
-            pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever,
+            pinned = pinned_pool(config, viewer, self.memories, self.retriever,
                                  pool.query, self.snapshot)
             stats.stages_us["pinned"] = us_since(t)
             candidates = pinned + contextual
@@ -174,7 +176,7 @@ class Injector:
             t = now_ns()
             candidates = supersede.resolve(candidates, state.ids_in(view),
                                            self.retriever.pointing_to, self._embedding_of,
-                                           request.agent_id, pool.query)
+                                           viewer, pool.query)
             deduped = dedup(candidates, state, view, config.semantic_threshold,
                             changed_since_injected)
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
@@ -233,14 +235,14 @@ class Injector:
         return query_context(config, state.recent, turn, len(self.retriever.query_terms(text)))
 
     def _around(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
-                request: InjectRequest, context: QueryContext) -> focus.Around:
+                viewer: Viewer, context: QueryContext) -> focus.Around:
         """What the focus of ``turn`` is taken around: what PruneHistory worked out since the
         last commit, else worked out now (nowhere when the turn is not focused)."""
         if config.query_context_focus <= 0 or context.gate <= 0:
             return focus.NOWHERE
-        if state.around is not None and state.around[:2] == (state.turn, request.agent_id):
+        if state.around is not None and state.around[:2] == (state.turn, viewer):
             return state.around[2]
-        return focus.around(state.recent, turn, self.retriever, request.agent_id)
+        return focus.around(state.recent, turn, self.retriever, viewer)
 
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
                 chosen: list[Candidate], alive: Alive, request: InjectRequest,
@@ -258,12 +260,12 @@ class Injector:
                           versions=[c.memory.version for c in chosen],
                           embeddings=_rows(chosen, self.embedder.dim),
                           digest=self.signer.mac_of(result.block) or "", reply=result,
-                          at_us=now, asked=asked)
+                          at_us=now, asked=asked, speaker=state.new_speaker(request.user_id))
         self.retriever.established(chosen_ids)  # the pinned order prefers these from now on
         # State rows, the reply and the access record: one transaction, before the reply.
         captured = None if self.capture is None else self.capture.on_turn(
             request.agent_id, request.channel_id, request.text, result.turn, now,
-            own, config.capture)  # the turn's own embedding, reused
+            own, config.capture, request.user_id)  # the turn's own embedding, reused
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen

@@ -13,7 +13,7 @@ from sidecar.injection.pinned import pinned_of_type
 from sidecar.injection.query_context import NONE as NO_CONTEXT
 from sidecar.injection.query_context import QueryContext
 from sidecar.injection.types import Candidate, Section
-from sidecar.records import Memory
+from sidecar.records import Memory, Viewer
 from sidecar.retrieval import stages
 from sidecar.retrieval.contract import Hit, Retriever, SearchQuery, steered
 from sidecar.store.memories import MemoryRepo
@@ -23,7 +23,7 @@ from sidecar.timing import timed
 SnapshotSource = Callable[[str], Sequence[Memory]]
 
 
-def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
+def pinned_pool(config: MemoryInjectionConfig, viewer: Viewer, repo: MemoryRepo,
                 retriever: Retriever, query: np.ndarray,
                 snapshot: SnapshotSource | None = None) -> list[Candidate]:
     """The pinned section (ambient only).
@@ -37,13 +37,13 @@ def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
     if config.pinned_source == "snapshot":
         if snapshot is None:
             return []
-        chosen = list(snapshot(agent_id))[: config.pinned_limit]
+        chosen = list(snapshot(viewer.agent_id))[: config.pinned_limit]
         return [_pinned(m, retriever, repo, query) for m in chosen]
     if not config.pinned_types:
         return []
     pool: list[Candidate] = []
     for memory_type in config.pinned_types:
-        chosen = pinned_of_type(retriever.members(agent_id, memory_type), config.pinned_sort,
+        chosen = pinned_of_type(retriever.members(viewer, memory_type), config.pinned_sort,
                                 config.pinned_limit)
         pool.extend(_pinned(m, retriever, repo, query) for m in chosen)
     return pool
@@ -70,11 +70,10 @@ class ContextualPool:
     lexical: tuple[np.ndarray, np.ndarray] | None = None  # SearchResult.lexical
 
 
-def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
-                    retriever: Retriever, channel_id: str,
-                    context: QueryContext = NO_CONTEXT) -> ContextualPool:
+def contextual_pool(config: MemoryInjectionConfig, viewer: Viewer, text: str,
+                    retriever: Retriever, context: QueryContext = NO_CONTEXT) -> ContextualPool:
     """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
-    of ``channel_id``; ``context`` steers the search with the conversation
+    for ``viewer`` (in its channel); ``context`` steers the search with the conversation
     (``sidecar.injection.query_context``): the floors then measure cosines to the steered
     query.
 
@@ -85,9 +84,10 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
         embedded, embed_us = timed(retriever.embed_query, text)
         return ContextualPool([], 0, steered(embedded, context.vector), embedded, embed_us)
     result = retriever.search(SearchQuery(
-        text=text, agent_id=agent_id, limit=config.search_limit,
+        text=text, agent_id=viewer.agent_id, limit=config.search_limit,
         search_limit=config.search_limit, context=context.vector,
-        context_texts=context.texts,
+        context_texts=context.texts, user_id=viewer.user_id, channel_id=viewer.channel_id,
+        shared_channel=viewer.shared_channel,
     ))
     pool: list[Candidate] = []
     floored: list[Hit] = []
@@ -95,7 +95,7 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
                   config.background_floor, config.own_channel_boost)
     background = (retriever.similarity_background(result.query_embedding)
                   if floor.background > 0 else (0.0, 0.0, 0))
-    own = own_channel(result.hits, channel_id) if floor.own_channel > 0 else []
+    own = own_channel(result.hits, viewer.channel_id) if floor.own_channel > 0 else []
     for hit, keep in zip(result.hits, passes(result.hits, floor, background, own), strict=True):
         if not keep:
             floored.append(hit)

@@ -261,6 +261,11 @@ class MemoryService:
                 raise PermissionDenied(
                     f"{field}.id names a memory of another scope; a memory keeps its agent_id "
                     "(choose another id, or write as its owner)", field=f"{field}.id")
+            if existing is not None and existing.private_key != draft.private_key:
+                raise PermissionDenied(
+                    f"{field}.id names a memory private to another user or channel; a memory "
+                    "keeps its user_id, channel_private and (when channel_private) channel_id",
+                    field=f"{field}.id")
             if existing is None:
                 memory = new_memory(draft, draft.id or str(uuid.uuid4()), importance, ts)
                 return UpsertResult(self.memories.insert(memory, embedding), created=True)
@@ -269,6 +274,7 @@ class MemoryService:
                 updated_at=max(ts, existing.updated_at + 1), source=draft.source,
                 channel_id=draft.channel_id, agent_id=draft.agent_id, forgotten=False,
                 version=existing.version + 1, tier=draft.tier, topic_id=draft.topic_id,
+                user_id=draft.user_id, channel_private=draft.channel_private,
             )
             stored = self.memories.update(updated, embedding, event=_update_event(existing, draft))
             return UpsertResult(stored, created=False)

@@ -42,7 +42,7 @@ import numpy as np
 
 from sidecar.embedding import Embedder
 from sidecar.live import Live
-from sidecar.records import Edge, Memory, MemoryType, Relation
+from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
 from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RRF, RetrievalConfig
 from sidecar.retrieval.contract import (
@@ -270,24 +270,24 @@ class HybridRetriever:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
 
-    def live_memories(self, memory_ids: Sequence[str], agent_id: str) -> list[Memory | None]:
+    def live_memories(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Memory | None]:
         live = self.live
         out: list[Memory | None] = []
         for memory_id in memory_ids:
             seq = live.seq_of(memory_id)
             memory = None if seq is None else live.get(seq)
-            out.append(memory if memory is not None and memory.visible_to(agent_id) else None)
+            out.append(memory if memory is not None and memory.offered_to(viewer) else None)
         return out
 
-    def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
+    def places(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Place | None]:
         return [None if m is None else Place((m.agent_id, m.source, m.channel_id), m.seq)
-                for m in self.live_memories(memory_ids, agent_id)]
+                for m in self.live_memories(memory_ids, viewer)]
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
-                      agent_id: str) -> list[Memory]:
+                      viewer: Viewer) -> list[Memory]:
         live = self.live
         spans: dict[tuple[str, str, str], set[int]] = {}
-        for place in self.places(memory_ids, agent_id):
+        for place in self.places(memory_ids, viewer):
             if place is not None:
                 spans.setdefault(place.writer, set()).update(
                     range(max(1, place.seq - radius), place.seq + radius + 1))
@@ -295,7 +295,8 @@ class HybridRetriever:
         for writer, seqs in spans.items():
             for seq in seqs:
                 m = live.get(seq)
-                if m is not None and (m.agent_id, m.source, m.channel_id) == writer:
+                if (m is not None and (m.agent_id, m.source, m.channel_id) == writer
+                        and m.offered_to(viewer)):
                     near.append(m)
         near.sort(key=lambda m: m.seq)
         return near
@@ -307,11 +308,11 @@ class HybridRetriever:
         return self.lexical.score_documents(self._labels(memory_ids),
                                             term_weights(self.lexical.analyzer, texts))
 
-    def term_search(self, texts: Weighted, k: int, agent_id: str) -> list[str]:
+    def term_search(self, texts: Weighted, k: int, viewer: Viewer) -> list[str]:
         labels, _ = self.lexical.search_weighted(term_weights(self.lexical.analyzer, texts), k,
-                                                 self.live.accept(agent_id))
+                                                 self.live.accept(viewer))
         found = map(self.live.get, labels.tolist())
-        return [m.id for m in found if m is not None and m.visible_to(agent_id)]
+        return [m.id for m in found if m is not None and m.offered_to(viewer)]
 
     def _labels(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""
@@ -321,8 +322,8 @@ class HybridRetriever:
     def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
         return self.background.of(query)
 
-    def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
-        return self.live.members(self.live.filter(agent_id, (memory_type,)))
+    def members(self, viewer: Viewer, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
+        return self.live.members(self.live.filter(viewer, (memory_type,)))
 
     def established(self, memory_ids: Sequence[str]) -> None:
         self.live.mark_established(memory_ids)
@@ -345,7 +346,7 @@ class HybridRetriever:
     def _search(self, query: SearchQuery) -> SearchResult:
         clock = self.clock()
         c = self.config  # one config for the whole query
-        ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
+        ctx = SourceContext(c, query, self.live, self.live.accept(query.viewer, query.types))
         ctx, found, text = self._first_stage(ctx, clock)
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
@@ -466,4 +467,4 @@ def _in_scope(memory: Memory, query: SearchQuery) -> bool:
     """The last word on scope, on the record actually returned: the filters above read the
     mirror columns earlier, and an upsert may since have changed the memory's agent or type
     (or, with no private memory in the store then, the query ran unfiltered)."""
-    return memory.visible_to(query.agent_id) and (not query.types or memory.type in query.types)
+    return memory.offered_to(query.viewer) and (not query.types or memory.type in query.types)

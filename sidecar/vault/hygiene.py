@@ -59,6 +59,8 @@ def consolidation_candidates(
         a, b = memories.get(ids[i]), memories.get(ids[j])
         if a is None or b is None or a.forgotten or b.forgotten:
             continue
+        if a.private_key != b.private_key:  # two users' (or channels') own words: both stay
+            continue
         first, second = (a, b) if a.seq < b.seq else (b, a)
         result.append(SimilarPair(first, second, cosine))
     return result

@@ -168,6 +168,11 @@ class Vault:
                    before: str | None = None) -> ScopePage:
         return scope_page(self.service.repos, size, after, before)
 
+    def user_counts(self, agent_id: str, limit: int) -> list[tuple[str, int, int]]:
+        """(user_id, live memories, of which captured) of the agent's ``limit`` end users
+        with the most live memories."""
+        return self.service.repos.vault.user_counts(agent_id, limit)
+
 
 def _page_size(value: int, field: str) -> int:
     """A caller's page size or limit: 0 = the default, at most MAX_PAGE."""

@@ -25,6 +25,8 @@ class ScopeCount:
     forgotten: int
     canon: int  # live CANON memories
     registers: int  # live REGISTER memories
+    users: int = 0  # end users with a live memory in the scope
+    user_memories: int = 0  # live memories of end users, also in live
     captured: int = 0  # live captured memories (source "capture"), also in live and canon
 
 
