@@ -38,8 +38,8 @@ RECORDS: list[dict[str, object]] = [
     {"content": "The office cat is called Pixel", "type": "observation", "id": "m-cat"},
 ]
 FIELDS = ("id", "content", "type", "importance", "tier", "agent_id", "channel_id", "source",
-          "topic_id", "user_id", "channel_private", "version", "created_at", "updated_at",
-          "forgotten")
+          "topic_id", "version", "created_at", "updated_at", "forgotten", "user_id",
+          "channel_private")
 
 
 def cli(capsys: pytest.CaptureFixture[str], live: Running, *args: str) -> tuple[int, str, str]:
