@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from sidecar.api.exposure import check_exposure, is_local
 from sidecar.api.server_config import ServerConfig
@@ -98,7 +99,7 @@ def not_run(server: ServerConfig, config: Config) -> list[str]:
     """What only a start checks: it needs the network or the data dir."""
     binds = " and ".join(a for a in (server.listen, server.http.listen) if a)
     left = [f"binding {binds} (free, allowed): needs the network",
-            f"the data dir ({server.data_dir}): one server per dir, permissions, the database's "
+            f"the data dir ({Path(server.data_dir).resolve()}): one server per dir, permissions, the database's "
             "version and integrity, the tokens file, the block-signing key"]
     if config.store.backend == "postgres":
         left.append("the PostgreSQL connection and schema: needs the network")

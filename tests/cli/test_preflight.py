@@ -86,7 +86,7 @@ def test_a_file_serve_accepts_lists_each_check(folder: Path,
     assert (code, err) == (0, "")
     head = [line for line in out.splitlines() if line.startswith("# ")]
     assert head[:7] == [
-        f"# {path}: OK (0 agents)",
+        f"# {path}: OK (0 [[agents]] sections)",
         "# ok      listen address: 0.0.0.0:50051",
         "# ok      authentication for that address: remote, allow_insecure_remote",
         "# ok      TLS files: mutual TLS",
@@ -118,3 +118,12 @@ def test_postgres_names_the_connection_it_cannot_check(
     assert code == 0 and "s3cret" not in out
     assert "# ok      store: postgres at postgresql://memsidecar@db.internal:5433/memories" in out
     assert "# not run the PostgreSQL connection and schema: needs the network" in out
+
+
+def test_a_relative_data_dir_is_named_in_full(folder: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = config_file(folder, "")
+    monkeypatch.chdir(folder)
+    code, out, _ = check(capsys, str(path), "--data-dir", "data")
+    assert code == 0 and f"# not run the data dir ({folder / 'data'}): " in out
+    assert f"# {path}: OK (0 [[agents]] sections)\n" in out
