@@ -99,8 +99,9 @@ def not_run(server: ServerConfig, config: Config) -> list[str]:
     """What only a start checks: it needs the network or the data dir."""
     binds = " and ".join(a for a in (server.listen, server.http.listen) if a)
     left = [f"binding {binds} (free, allowed): needs the network",
-            f"the data dir ({Path(server.data_dir).resolve()}): one server per dir, permissions, the database's "
-            "version and integrity, the tokens file, the block-signing key"]
+            f"the data dir ({Path(server.data_dir).resolve()}): one server per dir, "
+            "permissions, the database's version and integrity, the tokens file, the "
+            "block-signing key"]
     if config.store.backend == "postgres":
         left.append("the PostgreSQL connection and schema: needs the network")
     return left
