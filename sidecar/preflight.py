@@ -45,7 +45,9 @@ def _tls(server: ServerConfig, config: Config) -> str:
     if not server.tls.enabled:
         return "off"
     files = read_tls(server.tls)
-    return "mutual TLS" if files.client_ca is not None else "on"
+    until = files.validity.not_after.strftime("%Y-%m-%d %H:%M UTC")
+    mode = "mutual TLS" if files.client_ca is not None else "on"
+    return f"{mode}, certificate valid until {until}"
 
 
 def _http(server: ServerConfig, config: Config) -> str:
