@@ -14,7 +14,7 @@ from tests.admin.conftest import Site
 from tests.admin.test_admin_http import call, form_token
 
 SELECT = re.compile(r'<select name="([a-z_]+)">(.*?)</select>', re.DOTALL)
-OPTION = re.compile(r"<option( selected)?>([^<]*)</option>")
+OPTION = re.compile(r'<option value="([^"]*)"( selected)?>')
 
 
 def menus(site: Site, path: str) -> dict[str, tuple[list[str], list[str]]]:
@@ -24,7 +24,7 @@ def menus(site: Site, path: str) -> dict[str, tuple[list[str], list[str]]]:
     out = {}
     for key, body in SELECT.findall(text):
         options = OPTION.findall(body)
-        out[key] = ([v for _, v in options], [v for chosen, v in options if chosen])
+        out[key] = ([v for v, _ in options], [v for v, chosen in options if chosen])
     return out
 
 

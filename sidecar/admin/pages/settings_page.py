@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from sidecar.admin.context import Ctx
-from sidecar.admin.html import button_form, e, hidden, link, notice, page, table
+from sidecar.admin.html import button_form, e, hidden, link, notice, page, select, table
 from sidecar.admin.scopes import name_window, pager, position
 from sidecar.admin.web import Response, redirect, url
 from sidecar.api.validate import check_name
@@ -122,9 +122,7 @@ def _row(key: str, value: Any, rule: Rule, overridden: bool, marker: str) -> lis
     mark = f' <span class="over" title="{e(marker)}">●</span>' if overridden else ""
     menu = menu_of(key, rule)
     if menu:
-        options = "".join(f'<option{" selected" if shown(value) == v else ""}>{e(v)}</option>'
-                          for v in menu)
-        field = f'<select name="{e(key)}">{options}</select>'
+        field = select(key, menu, shown(value), blank=None)
     else:
         field = f'<input type="text" name="{e(key)}" value="{e(shown(value))}" size=24>'
     return [f"<code>{e(key)}</code>{mark}", field, e(rule.allowed()), e(rule.doc)]
