@@ -87,6 +87,13 @@ class SearchResult:
     lexical: tuple[np.ndarray, np.ndarray] | None = None
 
 
+def cosine_of(dot: float) -> float:
+    """A cosine as reported (hits, injected items, logs): the dot product of two unit
+    vectors, kept in [-1, 1]. Rounding in float32 puts a text's cosine to itself (and to a
+    near twin) a few units of the last place above 1 (1.0000001)."""
+    return min(1.0, max(-1.0, float(dot)))
+
+
 def steered(text: np.ndarray, context: np.ndarray | None) -> np.ndarray:
     """The unit vector of ``text + context`` (``text`` itself without a context)."""
     if context is None:
