@@ -23,6 +23,7 @@ def test_the_bound_holds_and_the_data_would_break_it(embedder: Embedder) -> None
     vectors = embedder.embed(TEXTS).astype(np.float64)
     assert len(TEXTS) == 60 and (vectors * vectors).sum(axis=1).max() > FLOAT32_ABOVE_ONE
     assert [cosine_of(x) for x in (1.0000001, -1.0000001, 0.25)] == [1.0, -1.0, 0.25]
+    assert np.isnan(cosine_of(float("nan")))  # a hit whose row is gone has no cosine
 
 
 def test_search_and_inject_report_cosines_in_range(running: Running) -> None:
