@@ -212,6 +212,7 @@ DETECTORS: tuple[tuple[str, bool, Callable[[str], bool]], ...] = (
 )
 
 
+@functools.lru_cache(maxsize=256)  # a turn is read by capture's screen and its query context
 def find_pii(text: str) -> tuple[str, ...]:
     """Kinds of sensitive data found in ``text``, in a fixed order; empty when clean.
 
