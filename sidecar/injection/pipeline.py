@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -280,12 +280,14 @@ class Injector:
                 context: QueryContext = NO_CONTEXT,
                 focused: focus.Focused = focus.NONE) -> None:
         """Trace a committed turn (after the commit point: a retry or an abandoned call
-        never gets here)."""
+        never gets here); a query the PII gate refuses is traced without its text."""
         if not self.trace.enabled:
             return
-        self.trace.record(request.channel_id, trace_turn(
-            request.agent_id, request.text, result.turn, result.skip_reason,
-            us_since(start), chosen, dropped, now_us(), context, focused))
+        traced = trace_turn(request.agent_id, request.text, result.turn, result.skip_reason,
+                            us_since(start), chosen, dropped, now_us(), context, focused)
+        if self.holds_secret(traced.query):
+            traced = replace(traced, query="")
+        self.trace.record(request.channel_id, traced)
 
     def _embedding_of(self, memory_id: str) -> np.ndarray | None:
         found = self.retriever.embedding_of(memory_id)

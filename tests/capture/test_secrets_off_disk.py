@@ -78,6 +78,9 @@ def test_secrets_typed_in_turns_leave_no_byte_on_disk(
         # every turn is kept (the replies still find theirs), the secret ones without text
         assert kept == [(1, ORDINARY_TURN, ORDINARY_REPLY), (2, "", ""), (3, "", ""),
                         (4, "", "")]
+        traced = live.server.app.injector.trace.last("c1")  # memory only; shown to operators
+        assert [(t.query, t.query_chars) for t in traced] == [
+            (ORDINARY_TURN, len(ORDINARY_TURN)), *(("", len(t)) for t in SECRET_TURNS)]
     finally:
         live.close()  # stops the server and closes the store (queued writes written)
 
