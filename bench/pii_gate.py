@@ -1,18 +1,21 @@
 """False refusals of the vault's PII gate on real dialogue (LongMemEval oracle turns), its cost
 per turn, and how many random tokens it finds.
 
-    nice -n 10 .venv/bin/python bench/pii_gate.py
+    nice -n 10 .venv/bin/python bench/pii_gate.py [--coqa ../shared/data/coqa_dev.json]
 
 Every user and assistant turn of every session is read by ``find_pii`` (the PII gate on a
 memory's content; capture's screen and the query context use the same). The turns are real
 conversation with no secret in them, so each refusal is a false one; every refused turn is
 listed. The cost is the mean and p99 time per turn (each turn read once, the cache cleared).
 The tokens are seeded random strings of letters and digits (a secret no prefix or phrase
-names), by length. Writes ``bench/results/pii_gate.md``.
+names), by length. ``--coqa`` also reads every story sentence, question and answer of a CoQA
+file (a second corpus of real text). Writes ``bench/results/pii_gate.md``.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import string
 import sys
@@ -21,10 +24,12 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(1, str(Path(__file__).parent.parent))  # bench.* for the CoQA sentences
 
 import numpy as np  # noqa: E402
 from lme_data import Turn, load_oracle, pooled_turns  # noqa: E402
 
+from bench.conversation_followups import split_sentences  # noqa: E402
 from sidecar.vault.pii import find_pii  # noqa: E402
 
 EXCERPT = 110
@@ -56,7 +61,19 @@ def token_rates(seed: int = 7) -> list[tuple[int, float]]:
     return rates
 
 
+def coqa_texts(path: Path) -> list[str]:
+    texts = []
+    for item in json.loads(path.read_text(encoding="utf-8"))["data"]:
+        texts += [item["story"][lo:hi] for lo, hi in split_sentences(item["story"])]
+        texts += [q["input_text"] for q in item["questions"]]
+        texts += [a["input_text"] for a in item["answers"]]
+    return texts
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--coqa", type=Path, help="CoQA json (coqa_dev.json)")
+    args = parser.parse_args()
     turns = pooled_turns(load_oracle(), ("user", "assistant"))
     refused, spent = refusals(turns)
     print("| role | turns | refused | rate | mean chars | µs/turn mean | µs/turn p99 |")
@@ -71,7 +88,15 @@ def main() -> None:
     print(f"\n- all turns: {len(refused)} of {len(turns)} refused "
           f"({100 * len(refused) / len(turns):.3f} %), {evidence} of them evidence turns")
     kinds = Counter(k for _, found in refused for k in found)
-    print(f"- by kind: {dict(kinds) or 'none'}\n")
+    print(f"- by kind: {dict(kinds) or 'none'}")
+    if args.coqa is not None:
+        texts = coqa_texts(args.coqa)
+        hits = [t for t in texts if find_pii(t)]
+        print(f"- CoQA ({args.coqa.name}): {len(hits)} of {len(texts)} story sentences, "
+              f"questions and answers refused")
+        for text in hits:
+            print(f"  - {' '.join(text.split())[:EXCERPT]}")
+    print()
     print("Random letters and digits found, by length (seeded, "
           f"{TOKENS_PER_LENGTH} per length):\n")
     print("| length | found |\n|---|---|")
