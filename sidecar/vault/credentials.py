@@ -7,8 +7,8 @@ most a short qualifier ("for the wifi", "to the router", "on my laptop"), by a l
 with its quotes and its trailing punctuation taken off. Whether it is a value depends on the
 word: a password is any quoted word, any word with a digit, a symbol or an inner capital, or a
 plain word that is no stop word and no description ("correct", "expired", "case-sensitive":
-``DESCRIPTIONS`` and the suffixes of adjectives and participles); a PIN or a door code is 4 to
-8 digits; a key or a token holds a digit and is at least 8 characters long. Without a link a
+``DESCRIPTIONS`` and the suffixes of adjectives and participles); a PIN, a door code or a CVV
+is 3 to 8 digits; a key or a token holds a digit and is at least 8 characters long. Without a link a
 password word takes only a value no sentence holds ("wifi password Tr0ub4dor&3": letters and
 digits, 6+ characters). Which values are found is never returned, only whether.
 """
@@ -62,17 +62,17 @@ EDGE = "\"'“”‘’`.,;:!?)(][*~"  # quotes, punctuation and markdown emphas
 DESCRIPTIONS = frozenset("""
     correct incorrect wrong right weak strong long short simple easy hard same different new old
     good bad fine safe secure unsafe insecure unique complex valid invalid required optional
-    empty blank missing common obvious case-sensitive hidden visible private public personal
+    empty blank missing common obvious hidden visible private public personal
     mandatory necessary needed important useless useful working broken like also there here
     similar identical special random temporary default unknown known forgotten lost stolen
     compromised changeable reusable easier harder longer shorter stronger weaker better worse
     one two three four five six seven eight nine ten twelve several many few character
     characters letters digits numbers words enough something anything nothing everything
-    what which your my our their his her its someone's reset set sent shown given taken
-    written kept stuck
+    what which your my our their his her its reset set sent shown given taken written kept
+    stuck whatever never ever however together other rather
 """.split())
 DESCRIPTION_SUFFIXES = ("ed", "ing", "ly", "ful", "less", "ous", "ive", "able", "ible", "al",
-                        "ic", "ent", "ant", "ary", "ory", "est", "er", "ish")
+                        "ic", "ent", "ant", "ary", "ory", "est", "ish")
 SYMBOL = re.compile(r"[^\w\s]|_")
 
 
