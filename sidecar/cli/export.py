@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from sidecar.cli import remote
+from sidecar.story import plural
 
 if TYPE_CHECKING:
     from memsidecar_client import Client
@@ -46,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
                 forgotten += memory.forgotten
                 bar.update(1)
     sys.stdout.flush()
-    print(f"{written} memories exported ({forgotten} forgotten)", file=sys.stderr)
+    print(f"{plural(written, 'memory', 'memories')} exported ({forgotten} forgotten)",
+          file=sys.stderr)
     return 0
 
 

@@ -225,3 +225,12 @@ def test_progress_bars_only_on_a_terminal(running: Running, tmp_path: Path) -> N
         assert "100%" in drawn and "mem/s" in drawn, drawn
         plain = stderr_of([*argv, "--no-progress"], tty=True)
         assert "100%" not in plain and "\r" not in plain.replace("\r\n", "\n"), plain
+
+
+def test_one_line_and_one_memory_are_counted_in_the_singular(
+        running: Running, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dump = write(tmp_path / "one.jsonl", [RECORDS[1]])
+    code, _, err = cli(capsys, running, "import", str(dump))
+    assert (code, err) == (0, "1 line: 1 stored, 0 deduplicated, 0 rejected\n")
+    code, _, err = cli(capsys, running, "export")
+    assert (code, err) == (0, "1 memory exported (0 forgotten)\n")

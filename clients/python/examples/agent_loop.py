@@ -24,21 +24,21 @@ from memsidecar.v1 import injection_pb2, memory_pb2, store_pb2
 from memsidecar_client import Client, MemsidecarError, memory_type, message
 
 MAX_BLOCKS = 3  # memory blocks the history keeps, the incoming one included
-# The example memories (id, type, content), the same as the Go and Rust templates' seeds.tsv.
-# Fixed ids: seeding twice stores nothing new. Replace them with your agent's own, or drop
-# the seeding.
+# The example memories (name, type, content), the same as the Go and Rust templates' seeds.tsv.
+# A memory id names one memory of one agent, so each seed's id is the agent's: AGENT:NAME.
+# Seeding twice stores nothing new. Replace them with your agent's own, or drop the seeding.
 SEEDS = (
-    ("agent-loop-example-db", "decision",
+    ("example-db", "decision",
      "We chose PostgreSQL 16 as the primary database for the billing service."),
-    ("agent-loop-example-deploy", "fact",
+    ("example-deploy", "fact",
      "The deploy pipeline ships to the Kubernetes cluster every Friday."),
-    ("agent-loop-example-style", "preference",
+    ("example-style", "preference",
      "The user prefers short answers with Go code examples."),
-    ("agent-loop-example-oncall", "fact",
+    ("example-oncall", "fact",
      "The on-call rotation changes every Monday at 09:00 UTC and pages go to PagerDuty."),
-    ("agent-loop-example-cache", "decision",
+    ("example-cache", "decision",
      "Session data is cached in Redis and expires after 15 minutes."),
-    ("agent-loop-example-api", "decision",
+    ("example-api", "decision",
      "Public API versions stay frozen for 12 months; a breaking change needs a new /v2 prefix."),
 )
 
@@ -50,18 +50,22 @@ def llm(history: list[injection_pb2.Message]) -> str:
 
 
 def seeds(agent: str) -> Iterator[store_pb2.ImportItem]:
-    """The example memories of SEEDS, owned by ``agent``."""
-    for id, type, content in SEEDS:
+    """The example memories of SEEDS, owned by ``agent`` (ids AGENT:NAME)."""
+    for name, type, content in SEEDS:
         yield store_pb2.ImportItem(memory=memory_pb2.Memory(
-            id=id, type=memory_type(type), content=content, agent_id=agent))
+            id=f"{agent}:{name}", type=memory_type(type), content=content, agent_id=agent))
 
 
 def seed(client: Client, agent: str) -> None:
     """Imports the example memories over a streaming import: those already stored with the
-    same fields count as deduplicated, so a second run stores nothing."""
+    same fields count as deduplicated, so a second run stores nothing. Each rejected one is
+    printed with the sidecar's reason."""
     summary = client.import_items(seeds(agent))
     print(f"seeded {summary.received} memories: {summary.stored} stored, "
           f"{summary.deduplicated} already there, {summary.rejected} rejected", file=sys.stderr)
+    for error in summary.errors:
+        name = SEEDS[error.index][0]
+        print(f"seed {name} rejected: {error.code}: {error.message}", file=sys.stderr)
 
 
 def step(client: Client, agent: str, channel: str, history: list[injection_pb2.Message],

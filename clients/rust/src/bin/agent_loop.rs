@@ -25,7 +25,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 const MAX_BLOCKS: u32 = 3;
 
 /// The example memories, shared with the Go and Python templates: one
-/// "id<TAB>type<TAB>content" line each. Fixed ids: seeding twice stores nothing new.
+/// "name<TAB>type<TAB>content" line each. A memory id names one memory of one agent, so each
+/// seed's id is AGENT:NAME; seeding twice stores nothing new.
 const SEEDS: &str = include_str!("../../../go/cmd/agent-loop/seeds.tsv");
 
 const ABOUT: &str = "agent-loop: a memsidecar agent loop; one user turn per stdin line, each turn's block printed.";
@@ -49,29 +50,35 @@ fn message(role: pb::Role, content: &str) -> pb::Message {
     pb::Message { role: role as i32, content: content.to_string(), ..Default::default() }
 }
 
-/// The memories of `SEEDS` ('#' lines are comments).
+/// The memories of `SEEDS` ('#' lines are comments), owned by `agent`.
 fn seeds(agent: &str) -> Result<Vec<pb::Memory>, String> {
     let lines = SEEDS.lines().filter(|l| !l.is_empty() && !l.starts_with('#'));
     lines.map(|line| {
         let mut fields = line.splitn(3, '\t');
-        let (Some(id), Some(kind), Some(content)) = (fields.next(), fields.next(), fields.next()) else {
-            return Err(format!("seeds.tsv: expected id, type and content in {line:?}"));
+        let (Some(name), Some(kind), Some(content)) = (fields.next(), fields.next(), fields.next()) else {
+            return Err(format!("seeds.tsv: expected name, type and content in {line:?}"));
         };
         let kind = pb::MemoryType::from_str_name(&format!("MEMORY_TYPE_{}", kind.to_uppercase()))
             .ok_or(format!("seeds.tsv: unknown memory type {kind:?}"))?;
-        Ok(pb::Memory { id: id.into(), r#type: kind as i32, content: content.into(),
+        Ok(pb::Memory { id: format!("{agent}:{name}"), r#type: kind as i32, content: content.into(),
                         agent_id: agent.into(), ..Default::default() })
     }).collect()
 }
 
 /// Imports the example memories over a streaming import: those already stored with the
-/// same fields count as deduplicated, so a second run stores nothing.
+/// same fields count as deduplicated, so a second run stores nothing. Each rejected one is
+/// printed with the sidecar's reason.
 async fn seed(client: &Client, agent: &str) -> Result<(), String> {
-    let items = seeds(agent)?.into_iter().map(|m| pb::ImportItem { memory: Some(m), ..Default::default() });
+    let memories = seeds(agent)?;
+    let names: Vec<String> = memories.iter().map(|m| m.id[agent.len() + 1..].to_string()).collect();
+    let items = memories.into_iter().map(|m| pb::ImportItem { memory: Some(m), ..Default::default() });
     let summary = client.import_stream(Items(items), MAX_IMPORT_BATCH, |_, _| {}).await
         .map_err(|e| e.to_string())?;
     eprintln!("seeded {} memories: {} stored, {} already there, {} rejected", summary.received,
               summary.stored, summary.deduplicated, summary.rejected);
+    for e in &summary.errors {
+        eprintln!("seed {} rejected: {}: {}", names[e.index as usize], e.code, e.message);
+    }
     Ok(())
 }
 
