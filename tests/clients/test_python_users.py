@@ -60,8 +60,10 @@ def test_forget_user_erases_them_and_counts_it(running: Running) -> None:
 
 def test_a_hard_forget_leaves_no_forgotten_copy(running: Running) -> None:
     with Client(running.target) as client:
-        soft = client.upsert("The badge code is 4417.", agent_id=AGENT).memory
-        hard = client.upsert("The alarm code is 9902.", agent_id=AGENT).memory
+        soft = client.upsert("The staging printer sits on the third floor.",
+                             agent_id=AGENT).memory
+        hard = client.upsert("The lobby plant is a ficus watered on Mondays.",
+                             agent_id=AGENT).memory
         client.forget(soft.id, agent_id=AGENT)
         client.forget(hard.id, agent_id=AGENT, hard=True)
         listed = [m.id for m in client.iter_memories(agent_id=AGENT, include_forgotten=True)]

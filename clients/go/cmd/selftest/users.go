@@ -79,7 +79,7 @@ func (s *session) checkForgetUser(id string) {
 
 func (s *session) checkForgetHard() {
 	stored, err := s.c.Upsert(s.ctx, &pb.Memory{Type: pb.MemoryType_MEMORY_TYPE_FACT, AgentId: s.agent,
-		Content: "The hard-forget check's memory: the badge reader code is 4417."})
+		Content: "The hard-forget check's memory: the lobby plant is a ficus."})
 	if !s.called("UpsertMemory", err) {
 		return
 	}

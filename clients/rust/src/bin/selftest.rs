@@ -180,7 +180,8 @@ impl Session {
         let detail = format!("{again:?}");
         self.check("forget_user a second time erases nothing", again.map(|r| r == pb::ForgetUserResponse::default()),
                    || detail);
-        let erased = match self.client.upsert(self.memory(pb::MemoryType::Fact, "The badge reader code is 4417.")).await {
+        let plant = self.memory(pb::MemoryType::Fact, "The lobby plant is a ficus watered on Mondays.");
+        let erased = match self.client.upsert(plant).await {
             Ok(reply) => reply.memory.map(|m| m.id).unwrap_or_default(),
             Err(e) => return self.check("upsert", Err(e), String::new),
         };
