@@ -11,6 +11,7 @@ import json
 import sys
 
 from sidecar.cli import remote
+from sidecar.story import plural
 
 SOURCE = "capture"
 PAGE = 500
@@ -35,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
         if args.forget:
             for memory in found:
                 client.forget(memory.id, source="cli", agent_id=memory.agent_id, hard=True)
-            print(f"{len(found)} captured memories erased", file=sys.stderr)
+            print(f"{plural(len(found), 'captured memory', 'captured memories')} erased",
+                  file=sys.stderr)
             return 0
         for memory in found:
             sys.stdout.write(json.dumps({
@@ -43,5 +45,5 @@ def run(args: argparse.Namespace) -> int:
                 "user_id": memory.user_id, "created_at": memory.created_at.ToJsonString(),
                 "content": memory.content,
             }, ensure_ascii=False) + "\n")
-    print(f"{len(found)} captured memories", file=sys.stderr)
+    print(plural(len(found), "captured memory", "captured memories"), file=sys.stderr)
     return 0

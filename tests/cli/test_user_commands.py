@@ -72,7 +72,7 @@ def test_export_of_one_user_holds_theirs_with_the_user(
     code, out, err = cli(capsys, running, "export", "--agent", AGENT, "--user", "alice",
                          "--no-progress")
     lines = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and "1 memories exported" in err
+    assert code == 0 and "1 memory exported" in err
     assert [(x["id"], x["user_id"], x["content"]) for x in lines] == [(dog, "alice", DOG)]
 
 
@@ -108,7 +108,7 @@ def test_captured_by_user_and_forget_erases_them(
     before = ids(capturing)
     code, out, err = cli(capsys, capturing, "captured", "--agent", AGENT, "--user", "alice",
                          "--forget")
-    assert code == 0 and out == "" and "1 captured memories erased" in err
+    assert code == 0 and out == "" and "1 captured memory erased" in err
     assert ids(capturing) == before - {line["id"]}  # gone, not kept as forgotten
 
 
