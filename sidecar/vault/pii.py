@@ -1,11 +1,14 @@
 """PII and secret detection: which kinds of sensitive data a text contains, never what.
 
 Each detector is a regex plus, where a regex alone would trip on ordinary text, a check:
-Luhn and a card-network prefix for payment cards, character classes and Shannon entropy for
-unlabelled secrets. Text is folded first (``fold``: fullwidth, mathematical and other scripts'
-digits read as ASCII digits), and the number detectors read any run of spaces, dashes or
-punctuation between two digits as a separator (``number_text``). Results are kinds ("ssn",
-"payment_card", ...); the matched text is never returned, so it cannot leak into errors or logs.
+Luhn and a card-network prefix for payment cards, character classes, Shannon entropy and
+their spread for unlabelled secrets, a digest's name before a hex run, and the value after a
+credential word for passwords and credentials said in words (``sidecar.vault.credentials``;
+docs/decisions/0019-secrets-in-chat.md). Text is folded first (``fold``: fullwidth,
+mathematical and other scripts' digits read as ASCII digits), and the number detectors read
+any run of spaces, dashes or punctuation between two digits as a separator
+(``number_text``). Results are kinds ("ssn", "payment_card", "password", "credential", ...);
+the matched text is never returned, so it cannot leak into errors or logs.
 """
 
 from __future__ import annotations
