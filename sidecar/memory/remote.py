@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 import numpy as np
 
 from sidecar.memory.service import MemoryService
-from sidecar.records import Edge, Memory, Relation
+from sidecar.records import Edge, Memory, MemoryType, Relation
 from sidecar.store.postgres.feed import Change
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,12 @@ class RemoteWrites:
         ids = list(dict.fromkeys(c.memory_id for c in changes if c.memory_id is not None))
         edges = list(dict.fromkeys(c.edge for c in changes if c.edge is not None))
         if ids:
-            self._memories(self.service.memories.with_embeddings(ids))
+            rows = self.service.memories.with_embeddings(ids)
+            found = {m.id for m, _ in rows}
+            self._memories(rows)
+            erased = [_erased(i) for i in ids if i not in found]
+            if erased:  # deleted for good (an erasure): the indexes drop them by id
+                self.service.listeners.forgotten(erased)
         if edges:
             self._edges(edges)
 
@@ -65,3 +70,10 @@ class RemoteWrites:
             else:
                 removed.append(Edge(source, target, Relation(relation)))
         self.service.listeners.edges(added, removed)
+
+
+def _erased(memory_id: str) -> Memory:
+    """A memory row erased since the change: only its id (what the listeners drop by)."""
+    return Memory(id=memory_id, content="", type=MemoryType.OBSERVATION, importance=0.0,
+                  created_at=0, updated_at=0, last_accessed_at=0, access_count=0, source="",
+                  channel_id="", agent_id="", forgotten=True, version=0)

@@ -199,8 +199,9 @@ class HybridRetriever:
             except OSError as exc:  # a full or read-only disk: tokenised again next start
                 log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
-    def _save_lexical(self, checksum: str = "") -> None:
-        """Save the BM25 postings (``checksum``: of the live rows, computed here if empty)."""
+    def _save_lexical(self, checksum: str = "") -> bool:
+        """Save the BM25 postings (``checksum``: of the live rows, computed here if empty);
+        False when the mirror and BM25 disagreed (a write in flight): not saved."""
         assert self.lexical_path is not None
         version = self.lexical.version
         postings = self.lexical.export()
@@ -208,10 +209,22 @@ class HybridRetriever:
             texts = [m.content for m in map(self.live.get, postings.labels.tolist())
                      if m is not None]
             if len(texts) != len(postings.labels):
-                return  # the mirror and BM25 disagree (a write in flight): the next start
+                return False
             checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
         lexical_persist.save(self.lexical_path, postings, checksum)
         self._lexical_saved = version
+        return True
+
+    def rewrite_without(self, labels: Sequence[int]) -> None:
+        """``labels`` were erased (the listeners removed them): the saved BM25 postings and
+        vector index are written again without their terms and vectors. Postings that cannot
+        be saved now (a write in flight) are deleted: the next start tokenises afresh."""
+        if self.lexical_path is not None and not self._save_lexical():
+            for path in (self.lexical_path, lexical_persist.meta_path(self.lexical_path)):
+                path.unlink(missing_ok=True)
+        rewrite = getattr(self.vectors, "rewrite_without", None)
+        if rewrite is not None:
+            rewrite(labels)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)

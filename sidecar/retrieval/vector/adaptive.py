@@ -25,6 +25,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -33,7 +34,7 @@ import numpy as np
 from sidecar.disk import os_refusal
 from sidecar.knobs import check_ranges, keep_restart_keys
 from sidecar.retrieval.contract import Accept
-from sidecar.retrieval.vector import persist
+from sidecar.retrieval.vector import hnsw_file, persist
 from sidecar.retrieval.vector.bulk import BulkDenseVectors
 from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.retrieval.vector.hnsw import HnswVectors
@@ -73,6 +74,9 @@ class AdaptiveVectorIndex:
         self._build_failed = False
         self._unsaved = 0
         self._last_save = time.monotonic()
+        # Erased labels: hnswlib keeps a deleted element's vector, so every save zeroes
+        # theirs in the file it writes (a label added again leaves the set).
+        self._erased: set[int] = set()
 
     def __len__(self) -> int:
         return len(self._dense)
@@ -89,6 +93,7 @@ class AdaptiveVectorIndex:
         labels = np.asarray(labels, dtype=np.int64).ravel()
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         with self._write:
+            self._erased.difference_update(labels.tolist())
             self._dense.add(labels, vectors)
             if self._hnsw is not None:
                 self._hnsw.add(labels, vectors)
@@ -124,6 +129,21 @@ class AdaptiveVectorIndex:
                 self._journal.append((labels.copy(), None))
             self._changed(len(labels))
         self._maybe_save()
+
+    def rewrite_without(self, labels: Sequence[int]) -> None:
+        """``labels`` were erased (already removed): the saved index is written again with
+        their vectors zeroed, and so is every later save. Without an hnsw index in use, a
+        file left from before is deleted (it could only be stale)."""
+        with self._write:
+            self._erased.update(int(label) for label in labels)
+            hnsw = self._hnsw
+        if self.path is None:
+            return
+        if hnsw is not None:
+            self.save()
+            return
+        for path in (self.path, persist.meta_path(self.path)):
+            path.unlink(missing_ok=True)
 
     def _changed(self, rows: int) -> None:
         self._unsaved += rows
@@ -289,8 +309,14 @@ class AdaptiveVectorIndex:
                 return False
             tmp = persist.write_file(hnsw, path)
             labels, matrix = self._dense.copy_rows()
+            erased = set(self._erased)
             self._unsaved = 0
             self._last_save = time.monotonic()
+        try:
+            hnsw_file.scrub(tmp, erased, self.dim)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         meta = persist.commit(
             tmp, path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
             ef_construction=cfg.hnsw_ef_construction,
