@@ -77,6 +77,7 @@ class AdaptiveVectorIndex:
         # Erased labels: hnswlib keeps a deleted element's vector, so every save zeroes
         # theirs in the file it writes (a label added again leaves the set).
         self._erased: set[int] = set()
+        self._file = threading.Lock()  # the index file: a save, or an erasure zeroing in it
 
     def __len__(self) -> int:
         return len(self._dense)
@@ -131,19 +132,22 @@ class AdaptiveVectorIndex:
         self._maybe_save()
 
     def rewrite_without(self, labels: Sequence[int]) -> None:
-        """``labels`` were erased (already removed): the saved index is written again with
-        their vectors zeroed, and so is every later save. Without an hnsw index in use, a
-        file left from before is deleted (it could only be stale)."""
+        """``labels`` were erased (already removed): their vectors are zeroed in the saved
+        index file, in place (its meta follows; writes go on meanwhile, unlike a whole save),
+        and in every later save. Without an hnsw index in use, a file left from before is
+        deleted (it could only be stale)."""
         with self._write:
             self._erased.update(int(label) for label in labels)
             hnsw = self._hnsw
         if self.path is None:
             return
-        if hnsw is not None:
-            self.save()
+        if hnsw is None:
+            for path in (self.path, persist.meta_path(self.path)):
+                path.unlink(missing_ok=True)
             return
-        for path in (self.path, persist.meta_path(self.path)):
-            path.unlink(missing_ok=True)
+        with self._file:
+            if self.path.exists() and hnsw_file.scrub(self.path, set(labels), self.dim):
+                persist.file_changed(self.path)
 
     def _changed(self, rows: int) -> None:
         self._unsaved += rows
@@ -303,24 +307,25 @@ class AdaptiveVectorIndex:
         if path is None:
             return False
         begin = time.perf_counter()
-        with self._write:
-            hnsw = self._hnsw
-            if hnsw is None:
-                return False
-            tmp = persist.write_file(hnsw, path)
-            labels, matrix = self._dense.copy_rows()
-            erased = set(self._erased)
-            self._unsaved = 0
-            self._last_save = time.monotonic()
-        try:
-            hnsw_file.scrub(tmp, erased, self.dim)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        meta = persist.commit(
-            tmp, path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
-            ef_construction=cfg.hnsw_ef_construction,
-        )
+        with self._file:
+            with self._write:
+                hnsw = self._hnsw
+                if hnsw is None:
+                    return False
+                tmp = persist.write_file(hnsw, path)
+                labels, matrix = self._dense.copy_rows()
+                erased = set(self._erased)
+                self._unsaved = 0
+                self._last_save = time.monotonic()
+            try:
+                hnsw_file.scrub(tmp, erased, self.dim)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            meta = persist.commit(
+                tmp, path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
+                ef_construction=cfg.hnsw_ef_construction,
+            )
         log.info("vector index saved", extra={
             "live": meta.count, "bytes": meta.file_bytes, "path": str(path),
             "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
