@@ -136,7 +136,9 @@ class App:
                                       embedder.dim)
         retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors,
                                     Path(config.data_dir) / POSTINGS_FILE)
-        feed = _feed(db, memories, settings.current.store.feed_retention_days)
+        eraser = Eraser(memories, ErasureRepo(db), DiskScrub(db, retriever))
+        feed = _feed(db, memories, settings.current.store.feed_retention_days, retriever,
+                     eraser.scrub)
         after = feed.watermark() if feed is not None else 0  # the load covers changes to here
         retriever.load(memories.memories, memories.edges)  # fills and starts `vectors`
         memories.listeners.add(retriever)
@@ -144,7 +146,6 @@ class App:
             feed.start(after)
         # Installs the write gate on `memories` (exact scans of the engine's vectors per scope);
         # reads [vault] on every write.
-        eraser = Eraser(memories, ErasureRepo(db), DiskScrub(db, retriever))
         vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault), eraser.make_room)
         state_writes = WriteBehind(db, name="injection-state")
         capture_repo = CaptureRepo(db)
@@ -272,8 +273,10 @@ def _stored_model(repos: Repositories) -> ModelIdentity | None:
         return None  # unreadable: treated as another model (re-embedded)
 
 
-def _feed(db: SqlStore, memories: MemoryService, retention_days: float) -> ChangeFeed | None:
-    """PostgreSQL: the change feed that keeps this sidecar's indexes current with others'."""
+def _feed(db: SqlStore, memories: MemoryService, retention_days: float,
+          retriever: HybridRetriever, scrub: DiskScrub) -> ChangeFeed | None:
+    """PostgreSQL: the change feed that keeps this sidecar's indexes (and, after another
+    sidecar's erasure, their files) current with others'."""
     if db.dialect != "postgres":
         return None
     from sidecar.memory.remote import RemoteWrites
@@ -281,7 +284,8 @@ def _feed(db: SqlStore, memories: MemoryService, retention_days: float) -> Chang
     from sidecar.store.postgres.feed import ChangeFeed
 
     assert isinstance(db, PgDatabase)
-    feed = ChangeFeed(db, RemoteWrites(memories), retention_days * 86_400)
+    feed = ChangeFeed(db, RemoteWrites(memories, retriever.labels_of, scrub.later),
+                      retention_days * 86_400)
     memories.serialize = feed.exclusive
     return feed
 

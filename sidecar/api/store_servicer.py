@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import grpc
 from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
@@ -115,7 +115,7 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
         self, request: store_pb2.ForgetUserRequest, context: grpc.ServicerContext
     ) -> store_pb2.ForgetUserResponse:
         erased = self._eraser().forget_user(request.agent_id, request.user_id)
-        return store_pb2.ForgetUserResponse(**asdict(erased))
+        return store_pb2.ForgetUserResponse(**erased.counts())
 
     def _eraser(self) -> Eraser:
         if self.eraser is None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Protocol
 
@@ -56,9 +57,16 @@ class Erased:
     def __add__(self, other: Erased) -> Erased:
         return Erased(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
+    def counts(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
 
 def _counted(rows: ErasedRows) -> Erased:
     return Erased(len(rows.memories), rows.versions, len(rows.edges), rows.captures)
+
+
+def _ms_since(begin: float) -> float:
+    return round((time.perf_counter() - begin) * 1000, 1)
 
 
 class Eraser:
@@ -91,9 +99,8 @@ class Eraser:
                 break  # another sidecar erased them meanwhile
         done += Erased(channels=sum(self._erase_channel(c) for c in channels))
         self._scrub(labels, done)
-        log.info("user erased", extra={
-            "agent": agent_id, **{f.name: getattr(done, f.name) for f in fields(done)},
-            "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
+        log.info("user erased", extra={"agent": agent_id, **done.counts(),
+                                       "elapsed_ms": _ms_since(begin)})
         return done
 
     def erase_memory(self, memory_id: str, agent_id: str = "",
@@ -103,16 +110,14 @@ class Eraser:
         check_id(memory_id, "id")
         begin = time.perf_counter()
         with self.service.write_lock:
-            with self.service.committing():
-                self.service.serialize()
+            with self._writing():
                 memory = self.service.writable(memory_id, agent_id, shared_ok)
                 rows = self.repo.erase_memories([memory_id])
             self._unlist(rows)
         done = _counted(rows)
         self._scrub([memory.seq], done)
-        log.info("memory erased", extra={
-            "agent": agent_id, **{f.name: getattr(done, f.name) for f in fields(done)},
-            "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
+        log.info("memory erased", extra={"agent": agent_id, **done.counts(),
+                                         "elapsed_ms": _ms_since(begin)})
         return memory, done
 
     def erase(self, ids: Sequence[str], why: str) -> Erased:
@@ -125,8 +130,7 @@ class Eraser:
             done += _counted(rows)
         if done.memories:
             self._scrub(labels, done)
-            log.info("captures erased", extra={
-                "why": why, **{f.name: getattr(done, f.name) for f in fields(done)}})
+            log.info("captures erased", extra={"why": why, **done.counts()})
         return done
 
     def erase_records_before(self, agent_id: str, before_us: int) -> int:
@@ -149,16 +153,21 @@ class Eraser:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _transaction(self, work: Callable[[], int]) -> int:
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write transaction, under the write lock."""
         with self.service.write_lock:
             with self.service.committing():
                 self.service.serialize()
-                return work()
+                yield
+
+    def _transaction(self, work: Callable[[], int]) -> int:
+        with self._writing():
+            return work()
 
     def _erase_chunk(self, ids: list[str]) -> ErasedRows:
         with self.service.write_lock:
-            with self.service.committing():
-                self.service.serialize()
+            with self._writing():
                 rows = self.repo.erase_memories(ids)
             self._unlist(rows)
         return rows

@@ -8,7 +8,7 @@ graph, mirror), with local writes paused so the two never interleave.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 import numpy as np
@@ -20,9 +20,19 @@ from sidecar.store.postgres.feed import Change
 log = logging.getLogger(__name__)
 
 
+# The index labels of live memories (-1: not live), and the scrub of erased labels' bytes.
+LabelsOf = Callable[[Sequence[str]], list[int]]
+Scrub = Callable[[list[int]], None]
+
+
 class RemoteWrites:
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryService, labels_of: LabelsOf | None = None,
+                 scrub: Scrub | None = None) -> None:
+        """``labels_of`` and ``scrub``: a memory another sidecar erased leaves this one's
+        index files too."""
         self.service = service
+        self.labels_of = labels_of
+        self.scrub = scrub
 
     def paused(self) -> AbstractContextManager[None]:
         return self.service.writes_paused()
@@ -35,9 +45,12 @@ class RemoteWrites:
             rows = self.service.memories.with_embeddings(ids)
             found = {m.id for m, _ in rows}
             self._memories(rows)
-            erased = [_erased(i) for i in ids if i not in found]
-            if erased:  # deleted for good (an erasure): the indexes drop them by id
-                self.service.listeners.forgotten(erased)
+            gone = [i for i in ids if i not in found]
+            if gone:  # deleted for good (an erasure): the indexes drop them by id
+                labels = self.labels_of(gone) if self.labels_of is not None else []
+                self.service.listeners.forgotten([_erased(i) for i in gone])
+                if self.scrub is not None and any(label >= 0 for label in labels):
+                    self.scrub([label for label in labels if label >= 0])
         if edges:
             self._edges(edges)
 

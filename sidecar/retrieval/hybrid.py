@@ -318,7 +318,7 @@ class HybridRetriever:
         return self.vectors.rows_of(seqs)
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
-        return self.lexical.score_documents(self._labels(memory_ids),
+        return self.lexical.score_documents(self.labels_of(memory_ids),
                                             term_weights(self.lexical.analyzer, texts))
 
     def term_search(self, texts: Weighted, k: int, viewer: Viewer) -> list[str]:
@@ -327,7 +327,7 @@ class HybridRetriever:
         found = map(self.live.get, labels.tolist())
         return [m.id for m in found if m is not None and m.offered_to(viewer)]
 
-    def _labels(self, memory_ids: Sequence[str]) -> list[int]:
+    def labels_of(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""
         seqs = [self.live.seq_of(m) for m in memory_ids]
         return [-1 if s is None else s for s in seqs]

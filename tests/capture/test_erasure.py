@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -25,6 +26,7 @@ from sidecar.store.config import StoreConfig
 from sidecar.timing import now_us
 from sidecar.vault.config import VaultConfig
 from tests.conftest import Running, settings_for, start_server
+from tests.waiting import wait_for
 
 AGENT = "support"
 ALICE = [
@@ -278,13 +280,21 @@ def test_forget_user_on_postgres_removes_the_rows(config: ServerConfig, embedder
     settings = settings_for(config, store=StoreConfig(backend="postgres", dsn=pg_dsn),
                             defaults=MemoryInjectionConfig(capture="user"))
     live = start_server(config, embedder, settings)
+    other = replace(config, data_dir=f"{config.data_dir}-peer")
+    peer = App.open(other, embedder=embedder, settings=settings_for(
+        other, store=StoreConfig(backend="postgres", dsn=pg_dsn)))
     try:
         for i, text in enumerate(ALICE):
             say(live, text, f"alice-{i}", "alice")
         say(live, BOB, "bob-1", "bob")
         drained(live)
         upsert(live, ALICE_NOTE, "alice")
+        ids = [x.id for x in live.store.ListMemories(s.ListMemoriesRequest(
+            agent_id=AGENT, user_id="alice")).memories]
+        wait_for(lambda: all(peer.retriever.live.seq_of(i) is not None for i in ids))
         gone = live.store.ForgetUser(s.ForgetUserRequest(agent_id=AGENT, user_id="alice"))
+        # the other sidecar's indexes drop them too, through the change feed
+        wait_for(lambda: all(peer.retriever.live.seq_of(i) is None for i in ids))
         assert gone.memories == len(ALICE) + 1 and gone.channels == len(ALICE)
         db = app_of(live).db
         for table, column in (("memories", "content"), ("memory_versions", "content"),
@@ -295,4 +305,5 @@ def test_forget_user_on_postgres_removes_the_rows(config: ServerConfig, embedder
         assert not db.execute("SELECT 1 FROM channel_speakers WHERE user_id = 'alice'")
         assert recall(live, "what is my dog called", "bob")[0] == BOB
     finally:
+        peer.close()
         live.close()
