@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 # Memories per transaction: measured to keep the longest hold of the write lock near 20 ms
 # on a 100k store (bench/results/forget_user.md).
-CHUNK = 100
+CHUNK = 50
 
 
 class Channels(Protocol):

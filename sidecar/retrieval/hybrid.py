@@ -32,6 +32,7 @@ search; BM25 parameters are fixed at construction.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -110,6 +111,7 @@ class HybridRetriever:
                                  analyzer=Analyzer(c.bm25_stemming))
         self.lexical_path = lexical_path
         self._lexical_saved = -1  # the BM25 version on disk
+        self._lexical_file = threading.Lock()  # the postings file: a save, or an erasure
         self.graph = EdgeGraph(self.live)
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
         self.background = SimilarityBackground(self._background_sample)
@@ -203,25 +205,37 @@ class HybridRetriever:
         """Save the BM25 postings (``checksum``: of the live rows, computed here if empty);
         False when the mirror and BM25 disagreed (a write in flight): not saved."""
         assert self.lexical_path is not None
-        version = self.lexical.version
-        postings = self.lexical.export()
-        if not checksum:
-            texts = [m.content for m in map(self.live.get, postings.labels.tolist())
-                     if m is not None]
-            if len(texts) != len(postings.labels):
-                return False
-            checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
-        lexical_persist.save(self.lexical_path, postings, checksum)
-        self._lexical_saved = version
-        return True
+        with self._lexical_file:
+            version = self.lexical.version
+            postings = self.lexical.export()
+            if not checksum:
+                texts = [m.content for m in map(self.live.get, postings.labels.tolist())
+                         if m is not None]
+                if len(texts) != len(postings.labels):
+                    return False
+                checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
+            lexical_persist.save(self.lexical_path, postings, checksum)
+            self._lexical_saved = version
+            return True
+
+    def _save_lexical_quietly(self) -> None:
+        try:
+            self._save_lexical()
+        except OSError as exc:  # the next start tokenises afresh
+            log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
     def rewrite_without(self, labels: Sequence[int]) -> None:
         """``labels`` were erased (the listeners removed them): the saved BM25 postings and
-        vector index are written again without their terms and vectors. Postings that cannot
-        be saved now (a write in flight) are deleted: the next start tokenises afresh."""
-        if self.lexical_path is not None and not self._save_lexical():
-            for path in (self.lexical_path, lexical_persist.meta_path(self.lexical_path)):
-                path.unlink(missing_ok=True)
+        vector index, which hold their terms and vectors, are deleted at once (a save in
+        progress finishes first) and saved again without them in the background. Until
+        then a restart tokenises afresh, as after any change not saved yet."""
+        if self.lexical_path is not None:
+            with self._lexical_file:
+                for path in (self.lexical_path, lexical_persist.meta_path(self.lexical_path)):
+                    path.unlink(missing_ok=True)
+                self._lexical_saved = -1
+            threading.Thread(target=self._save_lexical_quietly, name="bm25-save",
+                             daemon=True).start()
         rewrite = getattr(self.vectors, "rewrite_without", None)
         if rewrite is not None:
             rewrite(labels)

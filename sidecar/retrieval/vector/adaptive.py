@@ -132,22 +132,20 @@ class AdaptiveVectorIndex:
         self._maybe_save()
 
     def rewrite_without(self, labels: Sequence[int]) -> None:
-        """``labels`` were erased (already removed): their vectors are zeroed in the saved
-        index file, in place (its meta follows; writes go on meanwhile, unlike a whole save),
-        and in every later save. Without an hnsw index in use, a file left from before is
-        deleted (it could only be stale)."""
+        """``labels`` were erased (already removed): the saved index file, which holds their
+        vectors, is deleted at once (a save in progress finishes first), and saved again in
+        the background with their vectors zeroed, as every later save zeroes them. Until
+        then a restart rebuilds the index, as after any change not saved yet."""
         with self._write:
             self._erased.update(int(label) for label in labels)
             hnsw = self._hnsw
         if self.path is None:
             return
-        if hnsw is None:
+        with self._file:
             for path in (self.path, persist.meta_path(self.path)):
                 path.unlink(missing_ok=True)
-            return
-        with self._file:
-            if self.path.exists() and hnsw_file.scrub(self.path, set(labels), self.dim):
-                persist.file_changed(self.path)
+        if hnsw is not None:
+            self._save_soon()
 
     def _changed(self, rows: int) -> None:
         self._unsaved += rows
@@ -337,6 +335,10 @@ class AdaptiveVectorIndex:
             return
         if time.monotonic() - self._last_save < cfg.save_min_interval_s:
             return
+        self._save_soon()
+
+    def _save_soon(self) -> None:
+        """Save in a background thread (unless one is saving already)."""
         with self._threads:
             if self._stop.is_set() or (self._saver is not None and self._saver.is_alive()):
                 return

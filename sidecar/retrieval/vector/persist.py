@@ -14,7 +14,7 @@ import errno
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -125,25 +125,6 @@ def commit(
         tmp_meta.unlink(missing_ok=True)
         raise
     return meta
-
-
-def file_changed(path: Path) -> None:
-    """The index file was changed in place (erased vectors zeroed): its meta gets the new
-    file checksum, the rest (what the file was saved from) stays."""
-    meta, _ = _read_meta(path)
-    if meta is None:
-        return
-    tmp_meta = temp_paths(path)[1]
-    fresh = replace(meta, file_checksum=file_checksum(path), file_bytes=path.stat().st_size)
-    try:
-        with tmp_meta.open("w", encoding="utf-8") as handle:
-            json.dump(asdict(fresh), handle, indent=1)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_meta, meta_path(path))
-    except BaseException:
-        tmp_meta.unlink(missing_ok=True)
-        raise
 
 
 def load(
