@@ -218,24 +218,16 @@ class HybridRetriever:
             self._lexical_saved = version
             return True
 
-    def _save_lexical_quietly(self) -> None:
-        try:
-            self._save_lexical()
-        except OSError as exc:  # the next start tokenises afresh
-            log.warning("bm25 postings not saved", extra={"error": str(exc)})
-
     def rewrite_without(self, labels: Sequence[int]) -> None:
         """``labels`` were erased (the listeners removed them): the saved BM25 postings and
         vector index, which hold their terms and vectors, are deleted at once (a save in
-        progress finishes first) and saved again without them in the background. Until
-        then a restart tokenises afresh, as after any change not saved yet."""
+        progress finishes first). The postings are saved again at close, as after any write
+        (``export`` leaves the erased terms out); the vector index at its next save."""
         if self.lexical_path is not None:
             with self._lexical_file:
                 for path in (self.lexical_path, lexical_persist.meta_path(self.lexical_path)):
                     path.unlink(missing_ok=True)
                 self._lexical_saved = -1
-            threading.Thread(target=self._save_lexical_quietly, name="bm25-save",
-                             daemon=True).start()
         rewrite = getattr(self.vectors, "rewrite_without", None)
         if rewrite is not None:
             rewrite(labels)

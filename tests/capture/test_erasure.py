@@ -5,6 +5,7 @@ users' data stays, also after a restart; retention and a full scope erase captur
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,9 @@ from sidecar.app import App
 from sidecar.capture.retention import DAY_US, retention_once
 from sidecar.embedding import Embedder
 from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.injection.state_config import ChannelStateConfig
+from sidecar.injection.sweep import ChannelSweeper
+from sidecar.live import Live
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.store.config import StoreConfig
@@ -152,14 +156,8 @@ def test_forget_user_leaves_no_byte_of_theirs_and_keeps_the_others(
     for vector in alice_vectors:
         assert not holders(data_dir, vector)
     assert holders(data_dir, BOB.encode())  # the scan sees what is there
-    # the index files, deleted by the erasure, are saved again in the background
-    wait_for(lambda: all((data_dir / f"{name}.json").exists()
-                         for name in ("vectors.hnsw", "lexical.npz")))
-    for vector in alice_vectors:
-        assert not holders(data_dir, vector)
-    assert not holders(data_dir, b"Giruruka")
-    assert "vectors.hnsw" in holders(data_dir, bob_vector)
-    assert "lexical.npz" in holders(data_dir, b"rexford")
+    # the index files holding them are deleted, saved again at the next save (here: stop)
+    assert not (data_dir / "vectors.hnsw").exists() and not (data_dir / "lexical.npz").exists()
     assert not live.injection.GetInjectionTrace(inj.GetInjectionTraceRequest(
         channel_id="alice-0", agent_id=AGENT)).turns
 
@@ -170,6 +168,11 @@ def test_forget_user_leaves_no_byte_of_theirs_and_keeps_the_others(
             again.channels) == (0, 0, 0, 0, 0)
     live.close()
 
+    for vector in alice_vectors:  # saved again at stop: without hers, with bob's
+        assert not holders(data_dir, vector)
+    assert not holders(data_dir, b"Giruruka")
+    assert "vectors.hnsw" in holders(data_dir, bob_vector)
+    assert "lexical.npz" in holders(data_dir, b"rexford")
     live = serve(capture="user")
     assert recall(live, "what is my dog called", "bob") == before_bob
     assert not set(recall(live, "what is my dog called", "alice")) & {*ALICE, ALICE_NOTE}
@@ -313,3 +316,15 @@ def test_forget_user_on_postgres_removes_the_rows(config: ServerConfig, embedder
     finally:
         peer.close()
         live.close()
+
+
+def test_the_channel_sweep_runs_retention_after_each_sweep(serve: Serve) -> None:
+    app = app_of(serve())
+    ran = threading.Event()
+    sweeper = ChannelSweeper(app.owners, app.injector.reset,
+                             Live.fixed(ChannelStateConfig(sweep_interval_s=1)), ran.set)
+    sweeper.start()
+    try:
+        assert ran.wait(30)
+    finally:
+        sweeper.close()

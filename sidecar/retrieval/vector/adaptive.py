@@ -133,19 +133,18 @@ class AdaptiveVectorIndex:
 
     def rewrite_without(self, labels: Sequence[int]) -> None:
         """``labels`` were erased (already removed): the saved index file, which holds their
-        vectors, is deleted at once (a save in progress finishes first), and saved again in
-        the background with their vectors zeroed, as every later save zeroes them. Until
-        then a restart rebuilds the index, as after any change not saved yet."""
+        vectors, is deleted at once (a save in progress finishes first); every later save
+        (the usual cadence, or ``close``) zeroes their vectors in the file it writes. Not
+        saved here: hnswlib holds the GIL while it writes the file (0.8 s at 100k vectors),
+        which would stall every call. Until the next save a restart rebuilds the index, as
+        after any change not saved yet."""
         with self._write:
             self._erased.update(int(label) for label in labels)
-            hnsw = self._hnsw
         if self.path is None:
             return
         with self._file:
             for path in (self.path, persist.meta_path(self.path)):
                 path.unlink(missing_ok=True)
-        if hnsw is not None:
-            self._save_soon()
 
     def _changed(self, rows: int) -> None:
         self._unsaved += rows
@@ -335,10 +334,6 @@ class AdaptiveVectorIndex:
             return
         if time.monotonic() - self._last_save < cfg.save_min_interval_s:
             return
-        self._save_soon()
-
-    def _save_soon(self) -> None:
-        """Save in a background thread (unless one is saving already)."""
         with self._threads:
             if self._stop.is_set() or (self._saver is not None and self._saver.is_alive()):
                 return
