@@ -19,7 +19,6 @@ from sidecar.auth.tokens import TOKENS_FILENAME
 from sidecar.capture import Capture, Drain
 from sidecar.capture.repo import CaptureRepo
 from sidecar.capture.retention import retention_once
-from sidecar.capture.screen import Screen
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.disk import DiskFaults
 from sidecar.embedding import Embedder
@@ -54,6 +53,7 @@ from sidecar.store.model_repo import MODEL_KEY
 from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault
+from sidecar.vault.screen import Screen
 
 if TYPE_CHECKING:
     from sidecar.store.postgres.feed import ChangeFeed
@@ -150,8 +150,8 @@ class App:
         state_writes = WriteBehind(db, name="injection-state")
         capture_repo = CaptureRepo(db)
         drain = Drain(capture_repo, memories, embedder)
-        capture = Capture(capture_repo, drain, Screen(live.map(lambda c: c.vault)),
-                          signer.is_block)
+        screen = Screen(live.map(lambda c: c.vault))
+        capture = Capture(capture_repo, drain, screen, signer.is_block)
         injector = Injector(
             embedder=embedder, retriever=retriever, memories=repos.memories,
             config=live,
@@ -160,7 +160,7 @@ class App:
             signer=signer,
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
             trace=TraceRing(lambda: live.get().injection.trace_turns),
-            capture=capture,
+            capture=capture, holds_secret=screen.holds_secret,
         )
         eraser.channels = injector
         drain.start()  # with the captures a crash left pending

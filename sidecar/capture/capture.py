@@ -24,10 +24,10 @@ from sidecar.capture.modes import (
     user_key,
 )
 from sidecar.capture.repo import CaptureRepo, Pending
-from sidecar.capture.screen import Screen
 from sidecar.errors import Unavailable
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.timing import now_us
+from sidecar.vault.screen import Screen
 
 if TYPE_CHECKING:
     from sidecar.injection.config import MemoryInjectionConfig

@@ -43,7 +43,7 @@ import numpy as np
 from sidecar.injection.query_context import QueryContext, RecentTurn, gate
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Viewer
-from sidecar.retrieval.contract import Retriever
+from sidecar.retrieval.contract import Retriever, cosine_of
 
 # Votes: a turn's first search hits and the memory its reply drew on.
 HIT_VOTES, HIT_VOTE, REPLY_VOTE = 5, 0.5, 1.0
@@ -211,7 +211,7 @@ def focus(limit: int, floor: float, retriever: Retriever, taken: Around, viewer:
     return Focused(taken.anchors, tuple(
         searched.get(ids[i]) or Candidate(
             memory=memory, section=Section.CONTEXTUAL, score=float(scores[i]),
-            cosine=float(cosines[i]), embedding=vectors[i])
+            cosine=cosine_of(cosines[i]), embedding=vectors[i])
         for i, memory in zip(order, now, strict=True) if memory is not None))
 
 

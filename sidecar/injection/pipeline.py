@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -23,13 +23,15 @@ from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
 from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
+from sidecar.injection.query_context import NONE as NO_CONTEXT
 from sidecar.injection.query_context import (
-    MAX_CONTEXT_CHARS,
+    HoldsSecret,
     QueryContext,
     RecentTurn,
+    kept_text,
+    kept_turn,
     query_context,
 )
-from sidecar.injection.query_context import NONE as NO_CONTEXT
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import ChannelMoved
 from sidecar.injection.tokens import TokenMemo
@@ -51,6 +53,7 @@ from sidecar.redact import echo
 from sidecar.retrieval.contract import Hit, Retriever
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import now_ns, now_us, us_since
+from sidecar.vault.pii import find_pii
 
 if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
     from sidecar.capture import Capture
@@ -75,6 +78,9 @@ class Injector:
     snapshot: SnapshotSource | None = None
     trace: TraceRing = field(default_factory=lambda: TraceRing(lambda: 0))  # 0 turns: off
     capture: Capture | None = None  # turns written as memories (sidecar/capture)
+    # What the query context keeps no text of (the server: the vault's screen, which follows
+    # ``vault.pii_gate``).
+    holds_secret: HoldsSecret = field(default=lambda text: bool(find_pii(text)))
     tokens: TokenMemo = field(init=False)
 
     def __post_init__(self) -> None:
@@ -103,13 +109,13 @@ class Injector:
         """The channel's memory copy is read again from the store on its next turn."""
         self.states.drop(channel_id)
 
-    def observe(self, channel_id: str, kept: list[Message], keep: int,
+    def observe(self, channel_id: str, history: list[Message], keep: int,
                 agent_id: str = "") -> list[int]:
         """A history pruned for the channel: only the blocks it still holds stay in view,
         and the assistant's reply it ends with joins the query context. Returns the turns of
         the channel's blocks released."""
-        digests = {self.signer.mac_of(m.content) for m in kept}
-        reply = last_reply(kept, self.signer.is_block)[-MAX_CONTEXT_CHARS:]
+        digests = {self.signer.mac_of(m.content) for m in history}
+        reply = kept_text(last_reply(history, self.signer.is_block), self.holds_secret)
         config = self.config.get().injection_for(agent_id)
         viewer = self.states.get(channel_id).viewer(agent_id)
         vote = (partial(focus.reply_vote, self.retriever, viewer)
@@ -123,8 +129,9 @@ class Injector:
                 state.around = (state.turn, viewer, focus.around(
                     state.recent, state.turn + 1, self.retriever, viewer))
         if self.capture is not None:
-            self.capture.observe(agent_id, channel_id, kept, self.states.get(channel_id).turn,
-                                 config.capture, "" if viewer.shared_channel else viewer.user_id)
+            self.capture.observe(agent_id, channel_id, history,
+                                 self.states.get(channel_id).turn, config.capture,
+                                 "" if viewer.shared_channel else viewer.user_id)
         return gone
 
     def is_block(self, content: str) -> bool:
@@ -224,11 +231,11 @@ class Injector:
                 result = self._skip(request, start, _why_empty(stats), turn, stats)
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
-            asked = (RecentTurn(turn, request.text[-MAX_CONTEXT_CHARS:], pool.text,
-                                votes=focus.hit_votes([c.memory.id for c in pool.candidates])
+            recent = (kept_turn(turn, request.text, pool.text, self.holds_secret,
+                                focus.hit_votes([c.memory.id for c in pool.candidates])
                                 if config.query_context_focus > 0 else ())
-                     if config.query_context_turns > 0 else None)  # off: nothing kept
-            self._commit(state, config, result, chosen, alive, request, asked, pool.text)
+                      if config.query_context_turns > 0 else None)  # off: nothing kept
+            self._commit(state, config, result, chosen, alive, request, recent, pool.text)
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
                 dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
@@ -287,12 +294,14 @@ class Injector:
                 context: QueryContext = NO_CONTEXT,
                 focused: focus.Focused = focus.NONE) -> None:
         """Trace a committed turn (after the commit point: a retry or an abandoned call
-        never gets here)."""
+        never gets here); a query the PII gate refuses is traced without its text."""
         if not self.trace.enabled:
             return
-        self.trace.record(request.channel_id, trace_turn(
-            request.agent_id, request.text, result.turn, result.skip_reason,
-            us_since(start), chosen, dropped, now_us(), context, focused))
+        traced = trace_turn(request.agent_id, request.text, result.turn, result.skip_reason,
+                            us_since(start), chosen, dropped, now_us(), context, focused)
+        if self.holds_secret(traced.query):
+            traced = replace(traced, query="")
+        self.trace.record(request.channel_id, traced)
 
     def _embedding_of(self, memory_id: str) -> np.ndarray | None:
         found = self.retriever.embedding_of(memory_id)

@@ -15,7 +15,7 @@ from sidecar.injection.query_context import QueryContext
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory, Viewer
 from sidecar.retrieval import stages
-from sidecar.retrieval.contract import Hit, Retriever, SearchQuery, steered
+from sidecar.retrieval.contract import Hit, Retriever, SearchQuery, cosine_of, steered
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import timed
 
@@ -56,7 +56,7 @@ def _pinned(memory: Memory, retriever: Retriever, repo: MemoryRepo,
         embedding = repo.embedding(memory.id)
     assert embedding is not None
     return Candidate(memory=memory, section=Section.PINNED, score=0.0,
-                     cosine=float(embedding @ query), embedding=embedding)
+                     cosine=cosine_of(embedding @ query), embedding=embedding)
 
 
 @dataclass(slots=True)

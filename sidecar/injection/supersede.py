@@ -17,6 +17,7 @@ import numpy as np
 
 from sidecar.injection.types import Candidate
 from sidecar.records import Memory, Relation, Viewer
+from sidecar.retrieval.contract import cosine_of
 
 SUPERSEDING = frozenset((Relation.UPDATES, Relation.CONTRADICTS))
 # Successor chains followed at most this many edges deep.
@@ -87,7 +88,7 @@ def apply(candidates: list[Candidate], in_view: set[str], newest: Mapping[str, M
             if embedding is None:
                 continue
             c = replace(c, memory=successor, embedding=embedding,
-                        cosine=float(embedding @ query))
+                        cosine=cosine_of(embedding @ query))
         if c.memory.id in superseded_in_view and c.memory.id not in in_view:
             c = replace(c, is_update=True)
         out.append(c)

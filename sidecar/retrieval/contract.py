@@ -95,6 +95,16 @@ class SearchResult:
     lexical: tuple[np.ndarray, np.ndarray] | None = None
 
 
+def cosine_of(dot: float) -> float:
+    """A cosine as reported (hits, injected items, logs): the dot product of two unit
+    vectors, kept in [-1, 1]. Rounding in float32 puts a text's cosine to itself (and to a
+    near twin) a few units of the last place above 1 (1.0000001). NaN (no row) stays NaN."""
+    value = float(dot)
+    if value > 1.0:
+        return 1.0
+    return -1.0 if value < -1.0 else value
+
+
 def steered(text: np.ndarray, context: np.ndarray | None) -> np.ndarray:
     """The unit vector of ``text + context`` (``text`` itself without a context)."""
     if context is None:

@@ -53,6 +53,7 @@ from sidecar.retrieval.contract import (
     SearchResult,
     SourceRank,
     Weighted,
+    cosine_of,
     steered,
 )
 from sidecar.retrieval.fusion.contract import (
@@ -422,7 +423,7 @@ class HybridRetriever:
             memory = get(label)
             if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
                 continue
-            hits.append(Hit(memory, score, cosine,
+            hits.append(Hit(memory, score, cosine_of(cosine),
                             tuple(map(SourceRank, names, ranks, weights)),
                             rows[i] if known[i] else None))
         return hits

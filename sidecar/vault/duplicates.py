@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from sidecar.records import Memory, MemoryDraft
+from sidecar.retrieval.contract import cosine_of
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.vault_repo import VaultRepo
@@ -68,7 +69,7 @@ class DuplicateGate:
             if self.numbers_must_match and numbers_of(match.content) != numbers_of(draft.content):
                 continue
             log.info("write deduplicated", extra={"field": field, "memory_id": memory_id,
-                                                  "cosine": round(cosine, 4)})
+                                                  "cosine": round(cosine_of(cosine), 4)})
             return match
         return None
 

@@ -10,6 +10,7 @@ import numpy as np
 from kernels.pairs import top_pairs
 from sidecar.deadline import ensure_waited_for
 from sidecar.records import Memory
+from sidecar.retrieval.contract import cosine_of
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.vault_repo import VaultRepo
@@ -62,7 +63,7 @@ def consolidation_candidates(
         if a.private_key != b.private_key:  # two users' (or channels') own words: both stay
             continue
         first, second = (a, b) if a.seq < b.seq else (b, a)
-        result.append(SimilarPair(first, second, cosine))
+        result.append(SimilarPair(first, second, cosine_of(cosine)))
     return result
 
 

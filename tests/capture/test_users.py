@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import apsw
+import grpc
+import pytest
 from memsidecar.v1 import injection_pb2 as inj
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
@@ -120,11 +122,10 @@ def test_a_written_user_memory_is_private_and_keeps_its_user(running: Running) -
                                                     agent_id=AGENT, user_id="eve")).hits
     moved = m.Memory(id=stored.id, content=stored.content, type=stored.type, agent_id=AGENT,
                      user_id="eve")
-    try:
+    with pytest.raises(grpc.RpcError) as err:
         running.store.UpsertMemory(s.UpsertMemoryRequest(memory=moved))
-        raise AssertionError("a memory moved to another user")
-    except Exception as err:  # noqa: BLE001 - grpc.RpcError
-        assert "another user" in str(err)
+    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "another user" in (err.value.details() or "")
 
 
 def test_captures_stored_before_users_become_private_to_their_channel(
@@ -143,3 +144,25 @@ def test_captures_stored_before_users_become_private_to_their_channel(
     got = db.execute("SELECT id, channel_private, user_id FROM memories ORDER BY id")
     db.close()
     assert [tuple(r) for r in got] == [("m0", 1, ""), ("m1", 0, ""), ("m2", 0, "")]
+
+
+def test_a_bad_user_id_is_refused_and_changes_nothing(running: Running) -> None:
+    for bad, code in (("ana\nbob", grpc.StatusCode.INVALID_ARGUMENT),
+                      ("x" * 300, grpc.StatusCode.INVALID_ARGUMENT),
+                      ("4111 1111 1111 1111", grpc.StatusCode.FAILED_PRECONDITION)):
+        with pytest.raises(grpc.RpcError) as err:
+            running.injection.Inject(inj.InjectRequest(agent_id=AGENT, channel_id="c1",
+                                                       text="hello there", user_id=bad))
+        assert err.value.code() == code and "user_id" in (err.value.details() or "")
+        if code == grpc.StatusCode.FAILED_PRECONDITION:  # personal data: never echoed
+            assert bad not in (err.value.details() or "")
+        with pytest.raises(grpc.RpcError):
+            running.store.Search(s.SearchRequest(query="hello", user_id=bad))
+    with pytest.raises(grpc.RpcError) as err:
+        running.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+            content="x", type=m.MEMORY_TYPE_FACT, agent_id=AGENT, user_id="ana",
+            channel_id="c1", channel_private=True)))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert running.injection.GetInjectionTrace(inj.GetInjectionTraceRequest(
+        agent_id=AGENT, channel_id="c1")).turns == []
+    assert not running.store.ListMemories(s.ListMemoriesRequest(all_agents=True)).memories
