@@ -54,6 +54,9 @@ class Relation(IntEnum):
 
 
 DEFAULT_EDGE_WEIGHT = 0.5
+# Memory.source of every captured turn (sidecar.capture writes them; the vault and the
+# store's erasure treat them apart).
+CAPTURE_SOURCE = "capture"
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,13 @@ class MemoryInjectionConfig:
         '"capture", through the vault\'s gates): "off"; "user": each user turn Inject '
         'receives; "all": also the assistant replies PruneHistory shows (docs/vault.md).',
         choices=CAPTURE_MODES))
+    capture_max_per_user: int = field(default=0, metadata=knob(
+        "Captured memories kept per end user (per channel for turns without user_id); the "
+        "sweep erases the oldest beyond it for good (docs/users.md); 0 = unlimited.",
+        ge=0, le=10_000_000))
+    capture_ttl_days: float = field(default=0.0, metadata=knob(
+        "Days a captured memory (and a capture record) is kept; the sweep erases older ones "
+        "for good (docs/users.md); 0 = forever.", ge=0.0, le=36_500.0))
 
 
 def pinned_budget(config: MemoryInjectionConfig) -> list[tuple[str, str]]:

@@ -91,12 +91,23 @@ class Injector:
         self.states.close()
 
     def reset(self, channel_id: str) -> bool:
+        existed = self.erase(channel_id)
+        log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
+        return existed
+
+    def erase(self, channel_id: str) -> bool:
+        """The channel's whole state (turns, query context, focus votes, blocks, replies,
+        speakers, its trace and capture's last message), as ``reset`` drops it, unlogged;
+        whether it had one."""
         existed = self.states.reset(channel_id)
         self.trace.forget(channel_id)
         if self.capture is not None:
             self.capture.reset(channel_id)
-        log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
         return existed
+
+    def refresh(self, channel_id: str) -> None:
+        """The channel's memory copy is read again from the store on its next turn."""
+        self.states.drop(channel_id)
 
     def observe(self, channel_id: str, history: list[Message], keep: int,
                 agent_id: str = "") -> list[int]:

@@ -106,8 +106,35 @@ class MemoryService:
         # Called first in every write transaction: on a shared store, waits for the other
         # sidecars' writes in flight and applies them here, so the gates see every row.
         self.serialize: Callable[[], None] = lambda: None
+        # Index updates a gate asked for inside the write transaction (e.g. the captures the
+        # capacity gate erased to make room), run once it commits; dropped if it rolls back.
+        self._after: list[Callable[[], None]] = []
 
     # --- writes -------------------------------------------------------------------------
+
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once the write transaction in progress commits (never if it rolls
+        back). Called inside a write (a gate, a resolver), with the write lock held."""
+        self._after.append(action)
+
+    @contextmanager
+    def committing(self) -> Iterator[None]:
+        """The write transaction: ``after_commit`` actions run after its commit. Hold the
+        write lock."""
+        try:
+            with self.db.transaction():
+                yield
+        except BaseException:
+            self._after.clear()
+            raise
+        done, self._after = self._after, []
+        for action in done:
+            action()
+
+    @property
+    def write_lock(self) -> threading.RLock:
+        """Held by every write (the erasure takes it for each of its transactions)."""
+        return self._write_lock
 
     @contextmanager
     def writes_paused(self) -> Iterator[None]:
@@ -122,7 +149,7 @@ class MemoryService:
         with self._write_lock:
             if self.embedder.generation != generation:  # the model switched meanwhile
                 embedding = self.embedder.embed_one(draft.content)
-            with self.db.transaction():
+            with self.committing():
                 self.serialize()
                 result = self._write_one(draft, embedding, "memory")
                 ensure_alive()  # right before the commit: an expired call writes nothing
@@ -138,7 +165,7 @@ class MemoryService:
         as for any write: a DomainError rolls all of it back."""
         check_draft(draft, self.max_content_chars, prefix="capture")
         with self._write_lock:
-            with self.db.transaction():
+            with self.committing():
                 self.serialize()
                 if not claim():
                     return None
@@ -218,15 +245,17 @@ class MemoryService:
             if self.embedder.generation != generation:  # the model switched meanwhile
                 vectors = self.embedder.embed([d.content for _, d in valid],
                                               self.embed_batch_size)
-            with self.db.transaction():
+            with self.committing():
                 self.serialize()
                 for row, (index, draft) in enumerate(valid):
+                    mark = len(self._after)
                     try:
                         with self.db.transaction():  # savepoint: one bad item rolls back alone
                             result = self._write_one(draft, vectors[row], f"items[{index}]")
                     except StorageFault:
                         raise  # the disk refused the batch, not the item
                     except DomainError as err:
+                        del self._after[mark:]  # what its gates asked for rolled back too
                         summary.errors.append((index, draft.id, err))
                         continue
                     summary.ids.append(result.memory.id)

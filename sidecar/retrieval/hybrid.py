@@ -32,6 +32,7 @@ search; BM25 parameters are fixed at construction.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -111,6 +112,7 @@ class HybridRetriever:
                                  analyzer=Analyzer(c.bm25_stemming))
         self.lexical_path = lexical_path
         self._lexical_saved = -1  # the BM25 version on disk
+        self._lexical_file = threading.Lock()  # the postings file: a save, or an erasure
         self.graph = EdgeGraph(self.live)
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
         self.background = SimilarityBackground(self._background_sample)
@@ -200,19 +202,36 @@ class HybridRetriever:
             except OSError as exc:  # a full or read-only disk: tokenised again next start
                 log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
-    def _save_lexical(self, checksum: str = "") -> None:
-        """Save the BM25 postings (``checksum``: of the live rows, computed here if empty)."""
+    def _save_lexical(self, checksum: str = "") -> bool:
+        """Save the BM25 postings (``checksum``: of the live rows, computed here if empty);
+        False when the mirror and BM25 disagreed (a write in flight): not saved."""
         assert self.lexical_path is not None
-        version = self.lexical.version
-        postings = self.lexical.export()
-        if not checksum:
-            texts = [m.content for m in map(self.live.get, postings.labels.tolist())
-                     if m is not None]
-            if len(texts) != len(postings.labels):
-                return  # the mirror and BM25 disagree (a write in flight): the next start
-            checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
-        lexical_persist.save(self.lexical_path, postings, checksum)
-        self._lexical_saved = version
+        with self._lexical_file:
+            version = self.lexical.version
+            postings = self.lexical.export()
+            if not checksum:
+                texts = [m.content for m in map(self.live.get, postings.labels.tolist())
+                         if m is not None]
+                if len(texts) != len(postings.labels):
+                    return False
+                checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
+            lexical_persist.save(self.lexical_path, postings, checksum)
+            self._lexical_saved = version
+            return True
+
+    def rewrite_without(self, labels: Sequence[int]) -> None:
+        """``labels`` were erased (the listeners removed them): the saved BM25 postings and
+        vector index, which hold their terms and vectors, are deleted at once (a save in
+        progress finishes first). The postings are saved again at close, as after any write
+        (``export`` leaves the erased terms out); the vector index at its next save."""
+        if self.lexical_path is not None:
+            with self._lexical_file:
+                for path in (self.lexical_path, lexical_persist.meta_path(self.lexical_path)):
+                    path.unlink(missing_ok=True)
+                self._lexical_saved = -1
+        rewrite = getattr(self.vectors, "rewrite_without", None)
+        if rewrite is not None:
+            rewrite(labels)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -306,7 +325,7 @@ class HybridRetriever:
         return self.vectors.rows_of(seqs)
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
-        return self.lexical.score_documents(self._labels(memory_ids),
+        return self.lexical.score_documents(self.labels_of(memory_ids),
                                             term_weights(self.lexical.analyzer, texts))
 
     def term_search(self, texts: Weighted, k: int, viewer: Viewer) -> list[str]:
@@ -315,7 +334,7 @@ class HybridRetriever:
         found = map(self.live.get, labels.tolist())
         return [m.id for m in found if m is not None and m.offered_to(viewer)]
 
-    def _labels(self, memory_ids: Sequence[str]) -> list[int]:
+    def labels_of(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""
         seqs = [self.live.seq_of(m) for m in memory_ids]
         return [-1 if s is None else s for s in seqs]

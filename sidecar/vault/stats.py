@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sidecar.records import MemoryType, Tier
+from sidecar.records import CAPTURE_SOURCE, MemoryType, Tier
 from sidecar.store.repos import Repositories
 
 
@@ -44,7 +44,6 @@ class VaultStatistics:
     captured: int = 0  # live captured memories in all scopes, also in live
 
 
-CAPTURE_SOURCE = "capture"  # sidecar.capture's (a lower layer does not import it)
 
 
 @dataclass(frozen=True, slots=True)
