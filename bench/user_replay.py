@@ -37,6 +37,7 @@ from bench.capture_replay import (
     AGENT,
     Turn,
     Variant,
+    _step,
     _steps,
     pct,
     ranked_turns,
@@ -94,30 +95,12 @@ def replay(v: Variant, users: dict[str, Sessions], seen: Exposures) -> int:
                 continue
             sid, turn, said, reply = queue.pop(0)
             user_turns += 1
-            _step(v, user, sid, said, reply, seen)
+            got = _step(v, sid, turn, said, reply, user)
+            seen.check(owners(v, [item.id for item in got.items]), user)
             if not queue or queue[0][0] != sid:  # the session ends: its last history
                 v.injection.PruneHistory(inj.PruneHistoryRequest(
                     agent_id=AGENT, channel_id=sid, messages=v.history.get(sid, [])))
     return user_turns
-
-
-def _step(v: Variant, user: str, sid: str, said: Turn, reply: Turn | None,
-          seen: Exposures) -> None:
-    history = v.history.setdefault(sid, [])
-    if history:
-        pruned = v.injection.PruneHistory(inj.PruneHistoryRequest(
-            agent_id=AGENT, channel_id=sid, messages=history))
-        history[:] = list(pruned.messages)
-    start = time.perf_counter()
-    got = v.injection.Inject(inj.InjectRequest(agent_id=AGENT, channel_id=sid,
-                                               text=said.content, source="user", user_id=user))
-    v.latency_ms.append((time.perf_counter() - start) * 1000)
-    seen.check(owners(v, [item.id for item in got.items]), user)
-    if got.block:
-        history.append(inj.Message(role=inj.ROLE_USER, content=got.block))
-    history.append(inj.Message(role=inj.ROLE_USER, content=said.content))
-    if reply is not None:
-        history.append(inj.Message(role=inj.ROLE_ASSISTANT, content=reply.content))
 
 
 def owners(v: Variant, ids: list[str]) -> list[str]:
