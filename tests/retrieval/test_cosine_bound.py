@@ -30,11 +30,17 @@ def test_search_and_inject_report_cosines_in_range(running: Running) -> None:
     for text in TEXTS:
         running.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
             content=text, type=m.MEMORY_TYPE_FACT)))
+    retriever = running.server.app.retriever
     cosines = []
     for n, text in enumerate(TEXTS):
         hits = running.store.Search(s.SearchRequest(query=text, limit=3)).hits
         cosines += [h.cosine for h in hits]
-        assert hits[0].memory.content == text and hits[0].cosine > 0.999
+        # the reference: this CPU's query and stored vectors, their dot product bounded
+        stored = retriever.embedding_of(hits[0].memory.id)
+        assert stored is not None
+        expected = cosine_of(float(retriever.embed_query(text) @ stored))
+        assert hits[0].memory.content == text
+        assert abs(hits[0].cosine - expected) <= 1e-6
         items = running.injection.Inject(i.InjectRequest(channel_id=f"c{n}", text=text)).items
         cosines += [item.cosine for item in items]
     assert len(cosines) > 2 * len(TEXTS)
