@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -46,23 +46,15 @@ Serve = Callable[..., Running]
 
 
 @pytest.fixture
-def serve(config: ServerConfig, embedder: Embedder) -> Iterator[Serve]:
-    """A server whose vector search is hnswlib from the first memory (so vectors.hnsw is
-    written), with the given injection and vault settings."""
-    started: list[Running] = []
+def serve(serve: Serve) -> Serve:
+    """The capture tests' server, its vector search hnswlib from the first memory (so
+    vectors.hnsw is written)."""
+    hnsw = RetrievalConfig(vector=VectorConfig(exact_threshold=1))
 
     def start(vault: VaultConfig | None = None, **fields: object) -> Running:
-        settings = settings_for(
-            config, vault=vault or VaultConfig(),
-            defaults=MemoryInjectionConfig(**fields),  # type: ignore[arg-type]
-            retrieval=RetrievalConfig(vector=VectorConfig(exact_threshold=1)))
-        live = start_server(config, embedder, settings)
-        started.append(live)
-        return live
+        return serve(vault, hnsw, **fields)
 
-    yield start
-    for live in started:
-        live.close()
+    return start
 
 
 def app_of(live: Running) -> App:
