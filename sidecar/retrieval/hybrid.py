@@ -416,12 +416,13 @@ class HybridRetriever:
         weights = [fusion_weight(s, c) for s in sources]
         get = self.live.get
         known = (rows[:, 0] == rows[:, 0]).tolist()  # nan: the row changed meanwhile
+        viewer = query.viewer
         hits = []
         for i, label, ranks, score, cosine in zip(
                 range(len(known)), fused.labels.tolist(), fused.ranks.tolist(),
                 fused.scores.tolist(), cosines.tolist(), strict=True):
             memory = get(label)
-            if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
+            if memory is None or not _in_scope(memory, viewer, query.types):  # changed meanwhile
                 continue
             hits.append(Hit(memory, score, cosine_of(cosine),
                             tuple(map(SourceRank, names, ranks, weights)),
@@ -483,8 +484,8 @@ class HybridRetriever:
         return ctx, {VECTOR: vec, LEXICAL: lex}, text
 
 
-def _in_scope(memory: Memory, query: SearchQuery) -> bool:
+def _in_scope(memory: Memory, viewer: Viewer, types: Sequence[MemoryType]) -> bool:
     """The last word on scope, on the record actually returned: the filters above read the
     mirror columns earlier, and an upsert may since have changed the memory's agent or type
     (or, with no private memory in the store then, the query ran unfiltered)."""
-    return memory.offered_to(query.viewer) and (not query.types or memory.type in query.types)
+    return memory.offered_to(viewer) and (not types or memory.type in types)
