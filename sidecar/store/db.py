@@ -237,13 +237,28 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Re-entrant (savepoints)."""
+        """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Re-entrant (savepoints).
+
+        IMMEDIATE: the write lock is taken (waiting out the busy timeout) before the first
+        read. A deferred transaction that read first would fail its first write at once
+        (SQLITE_BUSY_SNAPSHOT) had another connection, such as the WAL purge, changed the
+        WAL since its snapshot."""
         with self._lock:
             self._check_open()
             changes = self._conn.total_changes()
+            outer = not self._conn.in_transaction and not self._conn.readonly("main")
             try:
-                with self._conn:
-                    yield
+                if outer:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    with self._conn:  # a savepoint inside it
+                        yield
+                    if outer:
+                        self._conn.execute("COMMIT")
+                except BaseException:
+                    if outer and self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
             except apsw.Error as err:
                 self._raise(err)
             if not self._conn.in_transaction:
