@@ -204,6 +204,34 @@ class MemoryRepo:
             last = memories[-1].seq
             yield memories, vectors
 
+    def iter_scope(self, agent_id: str, user_id: str,
+                   batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
+        """The live memories of one scope (agent_id and user_id exactly; '' '' = the shared
+        ones) with their embeddings, in seq order, in batches."""
+        # A literal "user_id != ''" lets SQLite use the partial index memories_user.
+        which = "user_id = ? AND user_id != ''" if user_id else "user_id = ?"
+        last = 0
+        while True:
+            rows = self.db.read_apart(
+                f"SELECT {COLUMNS}, embedding FROM memories WHERE agent_id = ? AND {which} "
+                "AND forgotten = 0 AND seq > ? ORDER BY seq LIMIT ?",
+                (agent_id, user_id, last, batch))
+            if not rows:
+                return
+            memories = [row_to_memory(row) for row in rows]
+            last = memories[-1].seq
+            yield memories, np.vstack([blob_to_embedding(row[-1]) for row in rows])
+
+    def agent_rows(self, agent_id: str, dim: int) -> tuple[list[str], np.ndarray]:
+        """Ids and embeddings of the live memories owned by exactly ``agent_id`` ('' = the
+        shared ones), every user's included, in seq order."""
+        rows = self.db.execute(
+            "SELECT id, embedding FROM memories WHERE agent_id = ? AND forgotten = 0 "
+            "ORDER BY seq", (agent_id,))
+        if not rows:
+            return [], np.zeros((0, dim), np.float32)
+        return [str(r[0]) for r in rows], np.vstack([blob_to_embedding(r[1]) for r in rows])
+
     def iter_live_vectors(self, batch: int = 8192) -> Iterable[tuple[np.ndarray, np.ndarray]]:
         """(seqs int64, embeddings float32 (n, dim)) of live memories, in seq order, in batches.
 

@@ -11,6 +11,7 @@ from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.graph.expansion import EdgeGraph, relation_factors
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.mirror import LiveMemories
+from sidecar.retrieval.resident.keys import viewer_scopes
 from tests import naive
 from tests.retrieval.test_concurrency import run_together
 
@@ -131,9 +132,13 @@ def test_real_store_matches_reference(app: App) -> None:
         for depth in (1, 2, 3):
             seeds = [int(s) for s in rng.choice(seqs, 6, replace=False)]
             want = ref.expand(seeds, live, live.filter(Viewer(agent)), MULT, depth, 20)
-            for graph in (app.retriever.graph, fresh.graph):
-                got = graph.expand(seeded(seeds), 0.0, 6, graph.live.visibility(Viewer(agent)),
-                                   FACTORS, depth, 20)
+            for engine in (app.retriever, fresh):
+                # The agent's scopes held, as a search holds them (a fresh load holds only
+                # the pinned ones).
+                with engine.resident.using(viewer_scopes(Viewer(agent))):
+                    graph = engine.graph
+                    got = graph.expand(seeded(seeds), 0.0, 6,
+                                       graph.live.visibility(Viewer(agent)), FACTORS, depth, 20)
                 assert (got[0].tolist(), got[1].tolist()) == want
             found += len(want[0])
     assert found > 0
