@@ -13,7 +13,9 @@ from itertools import cycle
 import pytest
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
+from prometheus_client import generate_latest
 
+from sidecar.admin.resident import resident_section
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
@@ -106,6 +108,11 @@ def test_start_up_holds_only_the_pinned_scopes(stored: ServerConfig, embedder: E
         assert len(retriever.live) == SCOPES[SHARED] + SCOPES[("bo", "")]
         answer(live, corpus.queries[0], ("ana", "u1"))
         assert retriever.resident.stats().loads == 2  # ana's own and ana/u1's
+        scraped = generate_latest(live.server.app.metrics.registry).decode()
+        assert "memsidecar_scope_loads_total 2.0" in scraped
+        assert "memsidecar_resident_scopes 4.0" in scraped
+        section = resident_section(retriever)
+        assert "4 scopes held" in section and "ana/u1" in section
     finally:
         live.close()
 

@@ -52,6 +52,12 @@ class ResidentStats:
     load_seconds: float  # summed over every load
     held: tuple[tuple[str, int], ...]  # (scope, bytes), most recently used first (at most 20)
 
+    def figures(self) -> dict[str, float]:
+        """The counters for the metrics (``sidecar.metrics.registry``)."""
+        return {"scopes": self.resident, "bytes": self.resident_bytes,
+                "budget_bytes": self.budget_bytes, "loads": self.loads,
+                "evictions": self.evictions, "load_seconds": self.load_seconds}
+
 
 class ResidentScopes:
     def __init__(
