@@ -316,6 +316,7 @@ class HybridRetriever:
     def _evict_scope(self, key: ScopeKey) -> None:
         held = [m for m in map(self.live.get, self.scope_rows.seqs(key)) if m is not None]
         self._drop(held)
+        self.lexical.compact()  # once evictions left most document ids unused
 
     def groups(self, viewer: Viewer) -> Collection[int] | None:
         """The BM25 groups a search for ``viewer`` scores with: its scopes (None before the

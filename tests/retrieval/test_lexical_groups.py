@@ -77,3 +77,26 @@ def test_a_group_emptied_then_refilled_scores_from_scratch() -> None:
     index.add([4, 5], ["red bus", "blue bus"], groups=[7, 7])
     docs = {4: ("red bus", 7), 5: ("blue bus", 7), 3: ("green apple", 8)}
     assert_group_scores(index, docs, {7})
+
+
+def test_compaction_after_most_documents_left_keeps_every_score() -> None:
+    texts = corpus(3000, seed=4)
+    docs = {i + 1: (t, i % 7) for i, t in enumerate(texts)}
+    index = BM25Index(background_merge=False, min_main_merge=64)
+    index.add(list(docs), [t for t, _ in docs.values()], groups=[g for _, g in docs.values()])
+    assert not index.compact()  # nothing removed yet
+    gone = [label for label, (_, g) in docs.items() if g != 3]
+    index.remove(gone)
+    for label in gone:
+        del docs[label]
+    before = {q: index.scores(q, groups={3}) for q in QUERIES}
+    assert index.compact()
+    assert len(index._doc_terms) == len(docs)  # noqa: SLF001 - the ids renumbered
+    for q, (labels, scores) in before.items():
+        got_labels, got_scores = index.scores(q, groups={3})
+        assert dict(zip(got_labels.tolist(), got_scores.tolist(), strict=True)) == pytest.approx(
+            dict(zip(labels.tolist(), scores.tolist(), strict=True)), abs=1e-12)
+    assert_group_scores(index, docs, {3})
+    index.add([99_999], ["a document after the compaction"], groups=[3])
+    docs[99_999] = ("a document after the compaction", 3)
+    assert_group_scores(index, docs, {3})

@@ -89,6 +89,14 @@ class BM25Index:
         self.merge_ratio, self.tail_fraction = merge_ratio, tail_fraction
         self.min_main_merge, self.background_merge = min_main_merge, background_merge
         self._lock = threading.RLock()
+        self._version = 0
+        self._epoch = 0  # bumped by ``compact``: document ids from before mean nothing
+        self._empty()
+        self._merging: threading.Thread | None = None
+        self._local = threading.local()
+
+    def _empty(self) -> None:
+        """No document, no term: new arrays (a reader's view of the old ones stays valid)."""
         self._vocab: dict[str, int] = {}
         self._df = np.zeros(1024, np.int64)
         self._stop = np.zeros(1024, bool)
@@ -101,10 +109,7 @@ class BM25Index:
         self._label_doc: dict[int, int] = {}
         self._segments: tuple[Segment, ...] = ()
         self._total_len = 0.0
-        self._version = 0
         self._mean_idf: tuple[int, float] = (-1, 0.0)
-        self._merging: threading.Thread | None = None
-        self._local = threading.local()
 
     def __len__(self) -> int:
         return len(self._label_doc)
@@ -248,31 +253,55 @@ class BM25Index:
         """Load ``postings`` into an empty index (as ``add(..., bulk=True)`` would have), then
         build the segment. ``groups``: each document's group (as ``add``)."""
         with self._lock:
-            if self._doc_terms:
-                raise ValueError("restore needs an empty index")
-            if postings.analyser != self.analyzer.name:
-                raise ValueError(f"postings of analyser {postings.analyser!r}, index uses "
-                                 f"{self.analyzer.name!r}")
-            for term in postings.terms:
-                self._term_id(term)
-            ids = postings.term_ids.astype(np.int64)
-            np.add.at(self._df, ids, 1)
-            n = len(postings.labels)
-            self._grow_docs(n)
-            bounds = postings.offsets[1:-1]
-            self._doc_terms = list(zip(np.split(ids, bounds), np.split(postings.tfs, bounds),
-                                       strict=True))
-            self._doc_len[:n] = postings.lengths
-            self._doc_label[:n] = postings.labels
-            if groups is not None:
-                self._doc_group[:n] = groups
-            for doc, (terms, _) in enumerate(self._doc_terms):
-                self._groups.added(int(self._doc_group[doc]), terms, float(postings.lengths[doc]))
-            self._alive[:n] = 1
-            self._label_doc = dict(zip(postings.labels.tolist(), range(n), strict=True))
-            self._total_len = float(postings.lengths.sum())
-            self._version += 1
+            self._restore_locked(postings, groups)
         self.merge()
+
+    def compact(self) -> bool:
+        """Renumber the documents when removed ones hold most of the ids (scopes evicted
+        leave theirs): the per-id arrays and the vocabulary shrink to the live documents.
+        True when it did. Scores do not change."""
+        self.wait_for_merge()
+        with self._lock:
+            live = len(self._label_doc)
+            if len(self._doc_terms) - live < max(self.min_main_merge, live):
+                return False
+            postings = self.export()
+            docs = [self._label_doc[label] for label in postings.labels.tolist()]
+            groups = self._doc_group[docs].copy()
+            self._empty()
+            self._epoch += 1
+            self._restore_locked(postings, groups)
+            if self._doc_terms:
+                self._segments = (self._build(0, len(self._doc_terms)),)
+        return True
+
+    def _restore_locked(self, postings: Postings, groups: np.ndarray | None) -> None:
+        if self._doc_terms:
+            raise ValueError("restore needs an empty index")
+        if postings.analyser != self.analyzer.name:
+            raise ValueError(f"postings of analyser {postings.analyser!r}, index uses "
+                             f"{self.analyzer.name!r}")
+        for term in postings.terms:
+            self._term_id(term)
+        ids = postings.term_ids.astype(np.int64)
+        np.add.at(self._df, ids, 1)
+        n = len(postings.labels)
+        self._grow_docs(n)
+        bounds = postings.offsets[1:-1]
+        self._doc_terms = list(zip(np.split(ids, bounds), np.split(postings.tfs, bounds),
+                                   strict=True))
+        self._doc_len[:n] = postings.lengths
+        self._doc_label[:n] = postings.labels
+        if groups is not None:
+            self._doc_group[:n] = groups
+        for doc, entry in enumerate(self._doc_terms):
+            assert entry is not None
+            self._groups.added(int(self._doc_group[doc]), entry[0],
+                               float(postings.lengths[doc]))
+        self._alive[:n] = 1
+        self._label_doc = dict(zip(postings.labels.tolist(), range(n), strict=True))
+        self._total_len = float(postings.lengths.sum())
+        self._version += 1
 
     # --- segments -----------------------------------------------------------------------
 
@@ -310,10 +339,11 @@ class BM25Index:
             docs = self._doc_terms[:hi]
             vocab = len(self._vocab)
             stop = self._stop[:vocab].copy()
+            epoch = self._epoch
         merged = _build_from(docs, 0, hi, vocab, stop)
         with self._lock:
-            if any(s.lo < hi < s.hi for s in self._segments):
-                return  # a synchronous merge() got there first
+            if epoch != self._epoch or any(s.lo < hi < s.hi for s in self._segments):
+                return  # compacted meanwhile, or a synchronous merge() got there first
             self._segments = (merged, *(s for s in self._segments if s.lo >= hi))
         log.debug("bm25 main merge", extra={"docs": hi, "segments": len(self._segments)})
 
