@@ -19,6 +19,7 @@ import logging
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from itertools import islice
 
 import numpy as np
 
@@ -40,6 +41,8 @@ MAX_CACHED_CHANNELS = 1024
 # Shared store away: commits kept here (oldest dropped beyond this) until it is back, and at
 # most as many turns' durable writes (beyond, a turn that has one is refused: UNAVAILABLE).
 MAX_DEFERRED = 10_000
+# Durable writes of deferred turns written in one transaction on the store's return.
+PROMISED_GROUP = 64
 
 
 class ChannelStates:
@@ -186,15 +189,19 @@ class ChannelStates:
         return self.deferred == 0
 
     def _reconcile(self) -> None:
-        """Write the durable writes of the turns made while the store was away, each in a
-        transaction of its own (they are kept whatever becomes of the turn's state), then
+        """Write the durable writes of the turns made while the store was away, apart from
+        their state (they are kept whatever becomes of it; one may run again after a commit
+        whose answer was lost, so it must be idempotent, as a capture's is), then
         their commits (turn: the larger; ids: union), except those of channels whose
         provisional claim is not settled yet."""
         with self._deferred_lock:
             while self._promised:
+                group = list(islice(self._promised, PROMISED_GROUP))
                 with self.repo.db.transaction():
-                    self._promised[0]()
-                self._promised.popleft()
+                    for write in group:
+                        write()
+                for _ in group:
+                    self._promised.popleft()
             held: list[tuple[str, Saved]] = []
             try:
                 while self._deferred:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 
+import grpc
 import pytest
 from memsidecar.v1 import injection_pb2 as i
 
@@ -84,41 +85,60 @@ def caught_up(server: Running) -> bool:
 
 def test_turns_acknowledged_while_the_store_is_away_are_captured_once(
         config: ServerConfig, embedder: Embedder) -> None:
+    """Two threads a sidecar keep talking on two channels, through the stop and the return
+    of PostgreSQL: "talk", known to both before, and "fresh", first used during the outage
+    (both sidecars claim it provisionally; one claim wins once the store is back)."""
     with two_sidecars(config, embedder) as (cluster, servers):
-        acked: list[tuple[str, str, int]] = []  # (channel, text, turn) of each OK reply
+        acked: list[tuple[str, str, int, str, str]] = []  # channel, text, turn, sidecar, phase
+        phase = ["before"]
         lock = threading.Lock()
-        count = iter(range(1_000))
+        count = iter(range(100_000))
+        stop = threading.Event()
 
-        def turn(server: Running, channel: str) -> None:
+        def turn(server: Running, name: str, channel: str) -> None:
             with lock:
                 text = said(next(count))
-            reply = server.injection.Inject(i.InjectRequest(
-                channel_id=channel, agent_id="ops", text=text))
+            try:
+                reply = server.injection.Inject(i.InjectRequest(
+                    channel_id=channel, agent_id="ops", text=text))
+            except grpc.RpcError as err:  # the channel's turn raced on both sidecars: retry
+                assert err.code() == grpc.StatusCode.UNAVAILABLE, err.details()
+                return
             with lock:
-                acked.append((channel, text, reply.turn))
+                acked.append((channel, text, reply.turn, name, phase[0]))
 
-        for server in servers:  # "talk" is known to both before the outage, "fresh" to none
-            turn(server, "talk")
+        def done(name: str, when: str, at_least: int) -> bool:
+            with lock:
+                return sum(1 for *_, n, p in acked if (n, p) == (name, when)) >= at_least
+
+        for server, name in zip(servers, "ab", strict=True):
+            turn(server, name, "talk")
         cluster.stop()
+        phase[0] = "away"
 
-        def serve(server: Running) -> None:
-            for n in range(8):
-                turn(server, "talk" if n % 2 else "fresh")
+        def serve(server: Running, name: str, first: int) -> None:
+            n = first
+            while not stop.is_set():
+                turn(server, name, "talk" if n % 2 else "fresh")
+                n += 1
 
-        threads = [threading.Thread(target=serve, args=(s,)) for s in servers]
+        threads = [threading.Thread(target=serve, args=(server, name, first))
+                   for server, name in zip(servers, "ab", strict=True) for first in (0, 1)]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
-        during = acked[2:]
-        assert len(during) == 16
-        numbered = Counter((channel, n) for channel, _, n in during)
+        try:
+            wait_for(lambda: all(done(name, "away", 8) for name in "ab"))
+            cluster.start(cluster.port)
+            phase[0] = "back"
+            wait_for(lambda: all(done(name, "back", 4) for name in "ab"))
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+        numbered = Counter((channel, n) for channel, _, n, _, when in acked if when == "away")
         assert any(times > 1 for times in numbered.values())  # both numbered turns alike
 
-        cluster.start(cluster.port)  # no turn comes after: what was acknowledged is written
-        wait_for(lambda: all(answers(s) for s in servers))
         wait_for(lambda: all(caught_up(s) for s in servers))
-
         db = servers[0].server.app.db
         rows = [(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in db.execute(
             "SELECT channel_id, key, agent_id, outcome, content FROM captures "
@@ -127,9 +147,9 @@ def test_turns_acknowledged_while_the_store_is_away_are_captured_once(
             agent_id="ops", source=CAPTURE_SOURCE, page_size=1000))
         kept = Counter(m.content for m in memories) + Counter(
             content for *_, outcome, content in rows if outcome == "deduplicated")
-        assert kept == Counter(text for _, text, _ in acked), \
-            f"{sum((kept & Counter(t for _, t, _ in acked)).values())} of {len(acked)} " \
-            "acknowledged user turns captured"
+        texts = Counter(text for _, text, *_ in acked)
+        assert kept == texts, \
+            f"{sum((kept & texts).values())} of {len(acked)} acknowledged user turns captured"
         assert {outcome for *_, outcome, _ in rows} <= {"stored", "deduplicated"}
         assert len(rows) == len(acked)  # each turn once
         ids = {capture_id(agent, channel, key) for channel, key, agent, *_ in rows}
