@@ -1,5 +1,6 @@
-"""PostgreSQL away under two sidecars serving one channel: every user turn either acknowledged
-meanwhile is captured once the store is back, each once, and no two under one id."""
+"""PostgreSQL away under two sidecars serving one channel: every user turn either sidecar
+acknowledged meanwhile is captured once the store is back, each once, and no two under one
+id."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ PLACES = ["Lisbon", "Porto", "Braga", "Faro", "Coimbra", "Aveiro", "Evora", "Sin
 THINGS = ["my blue backpack", "the spare car keys", "grandma's recipe book", "the tent poles",
           "my hiking boots", "the wedding photos"]
 
+REFUSED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
+
 
 def said(n: int) -> str:
     """A user turn of its own (its number keeps the near-duplicate gate from joining two)."""
@@ -60,14 +63,6 @@ def two_sidecars(config: ServerConfig, embedder: Embedder
         for server in servers:
             server.close()
         cluster.remove()
-
-
-def answers(server: Running) -> bool:
-    try:
-        server.server.app.db.execute("SELECT 1")
-    except Unavailable:
-        return False
-    return True
 
 
 def caught_up(server: Running) -> bool:
@@ -101,8 +96,9 @@ def test_turns_acknowledged_while_the_store_is_away_are_captured_once(
             try:
                 reply = server.injection.Inject(i.InjectRequest(
                     channel_id=channel, agent_id="ops", text=text))
-            except grpc.RpcError as err:  # the channel's turn raced on both sidecars: retry
-                assert err.code() == grpc.StatusCode.UNAVAILABLE, err.details()
+            except grpc.RpcError as err:  # refused, not acknowledged: the turn raced on both
+                # sidecars (UNAVAILABLE, retry), or a loaded machine's server was busy
+                assert err.code() in REFUSED, err.details()
                 return
             with lock:
                 acked.append((channel, text, reply.turn, name, phase[0]))
@@ -116,25 +112,32 @@ def test_turns_acknowledged_while_the_store_is_away_are_captured_once(
         cluster.stop()
         phase[0] = "away"
 
+        failed: list[BaseException] = []
+
         def serve(server: Running, name: str, first: int) -> None:
             n = first
-            while not stop.is_set():
-                turn(server, name, "talk" if n % 2 else "fresh")
-                n += 1
+            try:
+                while not stop.is_set():
+                    turn(server, name, "talk" if n % 2 else "fresh")
+                    n += 1
+            except BaseException as err:  # the test fails with it (never waits for it)
+                failed.append(err)
+                stop.set()
 
         threads = [threading.Thread(target=serve, args=(server, name, first))
                    for server, name in zip(servers, "ab", strict=True) for first in (0, 1)]
         for thread in threads:
             thread.start()
         try:
-            wait_for(lambda: all(done(name, "away", 8) for name in "ab"))
+            wait_for(lambda: stop.is_set() or all(done(name, "away", 8) for name in "ab"))
             cluster.start(cluster.port)
             phase[0] = "back"
-            wait_for(lambda: all(done(name, "back", 4) for name in "ab"))
+            wait_for(lambda: stop.is_set() or all(done(name, "back", 4) for name in "ab"))
         finally:
             stop.set()
             for thread in threads:
                 thread.join()
+        assert not failed, failed
         numbered = Counter((channel, n) for channel, _, n, _, when in acked if when == "away")
         assert any(times > 1 for times in numbered.values())  # both numbered turns alike
 
