@@ -11,7 +11,6 @@ from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.graph.expansion import EdgeGraph, relation_factors
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.mirror import LiveMemories
-from sidecar.retrieval.resident.keys import viewer_scopes
 from tests import naive
 from tests.retrieval.test_concurrency import run_together
 
@@ -97,6 +96,9 @@ WORDS = ("billing", "garden", "deploy", "tokens", "tomatoes", "postgres", "stand
          "kernel", "lunch", "oscar", "tabs", "refresh", "clock", "february", "basil")
 
 
+EVERY_SCOPE = (("", ""), ("bob", ""), ("eve", ""))
+
+
 def test_real_store_matches_reference(app: App) -> None:
     """Agent-scoped and forgotten memories, an edited one, edges added and removed: the graph
     of the running retriever and of a fresh load expand as the dict reference does."""
@@ -133,9 +135,9 @@ def test_real_store_matches_reference(app: App) -> None:
             seeds = [int(s) for s in rng.choice(seqs, 6, replace=False)]
             want = ref.expand(seeds, live, live.filter(Viewer(agent)), MULT, depth, 20)
             for engine in (app.retriever, fresh):
-                # The agent's scopes held, as a search holds them (a fresh load holds only
-                # the pinned ones).
-                with engine.resident.using(viewer_scopes(Viewer(agent))):
+                # Every scope held (a fresh load holds only the pinned ones): the seeds are
+                # drawn from all of them, visible to the viewer or not.
+                with engine.resident.using(EVERY_SCOPE):
                     graph = engine.graph
                     got = graph.expand(seeded(seeds), 0.0, 6,
                                        graph.live.visibility(Viewer(agent)), FACTORS, depth, 20)

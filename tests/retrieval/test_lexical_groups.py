@@ -100,3 +100,15 @@ def test_compaction_after_most_documents_left_keeps_every_score() -> None:
     index.add([99_999], ["a document after the compaction"], groups=[3])
     docs[99_999] = ("a document after the compaction", 3)
     assert_group_scores(index, docs, {3})
+
+
+def test_restoring_or_compacting_to_nothing_leaves_an_empty_index() -> None:
+    index = BM25Index(background_merge=False, min_main_merge=4)
+    index.restore(index.export())
+    assert len(index) == 0 and index.scores("anything")[0].tolist() == []
+    index.add(list(range(1, 9)), [f"word{i} shared" for i in range(8)], groups=[1] * 8)
+    index.remove(list(range(1, 9)))
+    assert index.compact()
+    assert len(index) == 0 and index.scores("shared", groups={1})[0].tolist() == []
+    index.add([20], ["shared again"], groups=[1])
+    assert index.search("shared", 5, groups={1})[0].tolist() == [20]

@@ -286,6 +286,9 @@ class BM25Index:
         ids = postings.term_ids.astype(np.int64)
         np.add.at(self._df, ids, 1)
         n = len(postings.labels)
+        self._version += 1
+        if n == 0:  # np.split below would make one empty document of nothing
+            return
         self._grow_docs(n)
         bounds = postings.offsets[1:-1]
         self._doc_terms = list(zip(np.split(ids, bounds), np.split(postings.tfs, bounds),
@@ -301,7 +304,6 @@ class BM25Index:
         self._alive[:n] = 1
         self._label_doc = dict(zip(postings.labels.tolist(), range(n), strict=True))
         self._total_len = float(postings.lengths.sum())
-        self._version += 1
 
     # --- segments -----------------------------------------------------------------------
 
