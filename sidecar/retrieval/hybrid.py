@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.embedding import Embedder
+from sidecar.errors import Unavailable
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
 from sidecar.retrieval.background import SimilarityBackground, uniform
@@ -310,8 +311,15 @@ class HybridRetriever:
     def _load_scope(self, key: ScopeKey) -> None:
         """A cold scope's stored rows into the indexes (``ResidentScopes`` calls it once)."""
         assert self._memories is not None
-        for batch, vectors in self._memories.iter_scope(*key):
-            self._put(key, batch, vectors)
+        try:
+            for batch, vectors in self._memories.iter_scope(*key):
+                self._put(key, batch, vectors)
+        except Unavailable as away:
+            raise Unavailable(
+                "this call needs memories this sidecar does not hold in memory (a scope not "
+                "used since it started or evicted since), and the store they are read from "
+                "is unavailable; retry once it is back ([retrieval] resident_agents keeps an "
+                "agent's own memories held)") from away
 
     def _evict_scope(self, key: ScopeKey) -> None:
         held = [m for m in map(self.live.get, self.scope_rows.seqs(key)) if m is not None]
