@@ -47,7 +47,7 @@ from sidecar.errors import Unavailable
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
 from sidecar.retrieval.background import SimilarityBackground, uniform
-from sidecar.retrieval.config import RRF, RetrievalConfig
+from sidecar.retrieval.config import RRF, SCOPES, STORE, RetrievalConfig
 from sidecar.retrieval.contract import (
     Hit,
     Place,
@@ -171,30 +171,38 @@ class HybridRetriever:
         return c
 
     def load(self, memories: MemoryRepo, edges: EdgeRepo) -> None:
-        """Fill the indexes with the pinned scopes (at start; the others are read from
-        ``memories`` on first use): one read of their live memories with their embeddings.
+        """Fill the indexes at start: with every memory, or with scopes on demand
+        (``residency``) with the pinned scopes (the others are read from ``memories`` on
+        first use): one read of the live memories with their embeddings.
         BM25 takes its saved postings when they match the rows read (``lexical_path``),
         else tokenises them. An index with a ``start`` method is started afterwards."""
         begin = time.perf_counter()
         self._memories = memories
-        self.scopes.agent_rows = lambda agent: memories.agent_rows(agent, self.embedder.dim)
+        whole = self._holds_whole_store(memories)
+        if not whole:  # hygiene reads every user of an agent: from the store
+            self.scopes.agent_rows = lambda agent: memories.agent_rows(agent, self.embedder.dim)
+        if whole:
+            reserve = getattr(self.vectors, "reserve", None)
+            if reserve is not None:
+                reserve(memories.count())
         labels: list[int] = []
         texts: list[str] = []
         groups: list[int] = []
-        for key in self.pinned:
-            code = self.resident.code(key)
-            for batch, vectors in memories.iter_scope(*key):
-                batch_labels = np.array([m.seq for m in batch], np.int64)
-                self.live.put(batch)
-                self.scope_rows.put(batch)
-                self._add_vectors(batch_labels, vectors)
-                labels += batch_labels.tolist()
-                texts += [m.content for m in batch]
-                groups += [code] * len(batch)
+        batches = (memories.iter_live_embeddings() if whole else
+                   (found for key in self.pinned for found in memories.iter_scope(*key)))
+        for batch, vectors in batches:
+            batch_labels = np.array([m.seq for m in batch], np.int64)
+            self.live.put(batch)
+            self.scope_rows.put(batch)
+            self._add_vectors(batch_labels, vectors)
+            labels += batch_labels.tolist()
+            texts += [m.content for m in batch]
+            groups += [self.resident.code(scope_of(m)) for m in batch]
         if labels:
             self.scopes.heard(max(labels))
         self._load_lexical(labels, texts, groups)
-        self.resident.adopt(self.pinned)
+        if not whole:
+            self.resident.adopt(self.pinned)  # from here on, scopes on demand
         self.graph.changed(edges.all(), ())
         start = getattr(self.vectors, "start", None)
         if start is not None:
@@ -202,6 +210,14 @@ class HybridRetriever:
         log.info("retrieval indexes loaded", extra={
             "memories": len(self.live), "edges": len(self.graph),
             "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
+
+    def _holds_whole_store(self, memories: MemoryRepo) -> bool:
+        """``residency``: "store", "scopes", or by whether the store fits ``resident_mb``."""
+        c = self.config
+        if c.residency in (STORE, SCOPES):
+            return c.residency == STORE
+        size = self.scope_rows.estimate(memories.count(), memories.mean_chars())
+        return size <= int(c.resident_mb * 2**20)
 
     def _load_lexical(self, labels: list[int], texts: list[str], groups: list[int]) -> None:
         checksum = _checksum(labels, texts) if self.lexical_path else ""
@@ -226,13 +242,15 @@ class HybridRetriever:
                 log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
     def _save_lexical(self, checksum: str = "") -> bool:
-        """Save the BM25 postings of the pinned scopes, which the next start loads
+        """Save the BM25 postings (of the pinned scopes with scopes on demand), which the
+        next start loads
         (``checksum``: of their live rows, computed here if empty); False when the mirror and
         BM25 disagreed (a write in flight): not saved."""
         assert self.lexical_path is not None
         with self._lexical_file:
             version = self.lexical.version
-            postings = self.lexical.export({self.resident.code(key) for key in self.pinned})
+            postings = self.lexical.export({self.resident.code(key) for key in self.pinned}
+                                           if self.resident.on_demand else None)
             if not checksum:
                 texts = [m.content for m in map(self.live.get, postings.labels.tolist())
                          if m is not None]

@@ -252,6 +252,13 @@ class MemoryRepo:
             last = int(seqs[-1])
             yield seqs, vectors.reshape(len(rows), -1)
 
+    def mean_chars(self, sample: int = 1000) -> float:
+        """The mean length of the content of the first ``sample`` memories (an estimate of
+        the store's: one page of reads whatever its size)."""
+        row = self.db.query_one("SELECT avg(length(content)) FROM (SELECT content FROM "
+                                "memories ORDER BY seq LIMIT ?) AS sample", (sample,))
+        return float(row[0]) if row and row[0] is not None else 0.0
+
     def count(self, *, include_forgotten: bool = False) -> int:
         where = "" if include_forgotten else " WHERE forgotten = 0"
         row = self.db.query_one(f"SELECT count(*) FROM memories{where}")

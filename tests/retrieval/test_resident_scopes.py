@@ -64,8 +64,9 @@ def fill(config: ServerConfig, embedder: Embedder, corpus: Corpus) -> None:
 
 def serve(config: ServerConfig, embedder: Embedder, vault: VaultConfig | None = None,
           **retrieval: object) -> Running:
+    """A server holding scopes on demand (the store would fit the default budget)."""
     return start_server(config, embedder, settings_for(
-        config, retrieval=RetrievalConfig(**retrieval),  # type: ignore[arg-type]
+        config, retrieval=RetrievalConfig(residency="scopes", **retrieval),  # type: ignore[arg-type]
         vault=vault or VaultConfig()))
 
 
@@ -113,6 +114,20 @@ def test_start_up_holds_only_the_pinned_scopes(stored: ServerConfig, embedder: E
         assert "memsidecar_resident_scopes 4.0" in scraped
         section = resident_section(retriever)
         assert "4 scopes held" in section and "ana/u1" in section
+    finally:
+        live.close()
+
+
+@pytest.mark.parametrize("budget_mb", [0.5, 768.0])
+def test_auto_holds_the_whole_store_when_it_fits_the_budget(
+        stored: ServerConfig, embedder: Embedder, budget_mb: float) -> None:
+    live = start_server(stored, embedder, settings_for(
+        stored, retrieval=RetrievalConfig(resident_mb=budget_mb)))  # residency "auto"
+    try:
+        retriever = engine(live)
+        whole = budget_mb > 1  # the store: about 1 MB
+        assert retriever.resident.on_demand is not whole
+        assert len(retriever.live) == (sum(SCOPES.values()) if whole else SCOPES[SHARED])
     finally:
         live.close()
 

@@ -5,20 +5,33 @@ which is read, with the write, when the scope is first used."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
+from sidecar.errors import Unavailable
 from sidecar.records import MemoryDraft, MemoryType, Viewer
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import SearchQuery
 from sidecar.retrieval.hybrid import HybridRetriever
-from tests.pg.sidecars import open_app
+from sidecar.store.config import StoreConfig
+from tests.conftest import settings_for
+from tests.pg.cluster import Cluster
 from tests.waiting import wait_for
 
 ANA_U1 = Viewer(agent_id="ana", user_id="u1")
 ANA_U2 = Viewer(agent_id="ana", user_id="u2")
+
+
+def open_app(config: ServerConfig, name: str, embedder: Embedder, dsn: str) -> App:
+    """A sidecar on ``dsn`` holding scopes on demand (the store would fit its budget)."""
+    mine = replace(config, data_dir=f"{config.data_dir}-{name}")
+    return App.open(mine, embedder=embedder, settings=settings_for(
+        mine, store=StoreConfig(backend="postgres", dsn=dsn),
+        retrieval=RetrievalConfig(residency="scopes")))
 
 
 @pytest.fixture
@@ -78,3 +91,36 @@ def test_another_sidecars_writes_reach_held_scopes_and_wait_in_the_store_for_col
     wait_for(lambda: later.id in hit_ids(b, "ferry timetable", ANA_U2))
     assert later.id in hit_ids(a, "when does the ferry timetable change?", ANA_U2)
     assert ea.live.seq_of(held.id) is None
+
+
+def found_when_back(app: App, text: str, viewer: Viewer) -> list[str]:
+    try:
+        return hit_ids(app, text, viewer)
+    except Unavailable:  # not back yet (one probe a second)
+        return []
+
+
+def test_a_scope_not_held_is_unavailable_while_the_store_is_away(
+        config: ServerConfig, embedder: Embedder) -> None:
+    cluster = Cluster()
+    cluster.start()
+    app = None
+    try:
+        app = open_app(config, "away", embedder, cluster.new_database())
+        app.memories.upsert(MemoryDraft("The tram depot closes at midnight", MemoryType.FACT,
+                                        agent_id="ana", user_id="u1"))
+        app.memories.upsert(MemoryDraft("The night ferry leaves from pier nine",
+                                        MemoryType.FACT, agent_id="ana", user_id="u2"))
+        engine(app).resident.evict_over_budget(0)
+        assert hit_ids(app, "tram depot", ANA_U1)  # ana/u1 held again
+        cluster.stop()
+        assert hit_ids(app, "tram depot", ANA_U1)  # held: served from memory
+        with pytest.raises(Unavailable, match="does not hold in memory"):
+            hit_ids(app, "night ferry", ANA_U2)  # not held: never answered without it
+        assert not engine(app).resident.held(("ana", "u2"))
+        cluster.start(cluster.port)
+        wait_for(lambda: bool(found_when_back(app, "night ferry", ANA_U2)))
+    finally:
+        if app is not None:
+            app.close()
+        cluster.remove()

@@ -27,7 +27,11 @@ class ScopeMembers:
         self._scope: dict[int, ScopeKey] = {}  # seq -> scope
 
     def size(self, memory: Memory) -> int:
-        return ROW_BYTES + 4 * self.dim + TEXT_FACTOR * len(memory.content)
+        return self.estimate(1, len(memory.content))
+
+    def estimate(self, memories: int, mean_chars: float) -> int:
+        """The bytes of ``memories`` held memories of ``mean_chars`` characters."""
+        return int(memories * (ROW_BYTES + 4 * self.dim + TEXT_FACTOR * mean_chars))
 
     def put(self, memories: Sequence[Memory]) -> None:
         with self._lock:
