@@ -208,12 +208,14 @@ class MemoryRepo:
                    batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
         """The live memories of one scope (agent_id and user_id exactly; '' '' = the shared
         ones) with their embeddings, in seq order, in batches."""
-        # A literal "user_id != ''" lets SQLite use the partial index memories_user.
+        # A user's scope through the partial index memories_user (the literal "user_id != ''"
+        # lets SQLite use it; left to itself it walks the agent's every row instead).
         which = "user_id = ? AND user_id != ''" if user_id else "user_id = ?"
+        hint = " INDEXED BY memories_user" if user_id and self.db.dialect == "sqlite" else ""
         last = 0
         while True:
             rows = self.db.read_apart(
-                f"SELECT {COLUMNS}, embedding FROM memories WHERE agent_id = ? AND {which} "
+                f"SELECT {COLUMNS}, embedding FROM memories{hint} WHERE agent_id = ? AND {which} "
                 "AND forgotten = 0 AND seq > ? ORDER BY seq LIMIT ?",
                 (agent_id, user_id, last, batch))
             if not rows:
