@@ -108,7 +108,9 @@ def main() -> None:
                         t0 = time.perf_counter()
                         app.retriever.search(query)
                         into.append((time.perf_counter() - t0) * 1000)
-            rows.append((residency, opened, held, cold, warm))
+            stats = app.retriever.resident.stats()  # type: ignore[attr-defined]
+            load_ms = 1000 * stats.load_seconds / stats.loads if stats.loads else 0.0
+            rows.append((residency, opened, held, cold, warm, load_ms))
         finally:
             app.close()
         (data_dir / "vectors.hnsw").unlink(missing_ok=True)  # each start from the rows alone
@@ -116,11 +118,12 @@ def main() -> None:
         print(f"{args.memories} memories: {args.users} users of one agent, {args.shared} "
               f"shared (store built in {built:.0f} s, cached)\n")
         print("| residency | open (s) | memories held | first Search of a user p50 / p99 ms "
-              "| second p50 / p99 ms |\n|---|---|---|---|---|")
-        for residency, opened, held, cold, warm in rows:
+              "| second p50 / p99 ms | scope load, mean ms |\n|---|---|---|---|---|---|")
+        for residency, opened, held, cold, warm, load_ms in rows:
             first = percentiles(cold) if cold else "-"
             second = percentiles(warm) if warm else "-"
-            print(f"| {residency} | {opened:.2f} | {held} | {first} | {second} |")
+            print(f"| {residency} | {opened:.2f} | {held} | {first} | {second} | "
+                  f"{load_ms:.1f} |")
 
 
 if __name__ == "__main__":
