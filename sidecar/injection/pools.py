@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sidecar.capture.modes import CAPTURE_SOURCE
+from sidecar.conversation.query_context import NONE as NO_CONTEXT
+from sidecar.conversation.query_context import QueryContext
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.floor import Floor, passes
 from sidecar.injection.pinned import pinned_of_type
-from sidecar.injection.query_context import NONE as NO_CONTEXT
-from sidecar.injection.query_context import QueryContext
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory
 from sidecar.retrieval import stages
@@ -72,14 +73,17 @@ class ContextualPool:
 
 def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
                     retriever: Retriever, channel_id: str,
-                    context: QueryContext = NO_CONTEXT) -> ContextualPool:
+                    context: QueryContext = NO_CONTEXT,
+                    embedding: np.ndarray | None = None) -> ContextualPool:
     """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
     of ``channel_id``; ``context`` steers the search with the conversation
-    (``sidecar.injection.query_context``): the floors then measure cosines to the steered
-    query.
+    (``sidecar.conversation.query_context``): the floors then measure cosines to the steered
+    query. Captured turns (``CAPTURE_SOURCE``) are evidence of what was said, not answers:
+    they are floored among themselves and come after every other hit.
 
-    The search embeds the text itself (overlapping its lexical half with the model); with
-    the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
+    The search embeds the text itself (overlapping its lexical half with the model) unless
+    given its ``embedding``; with the contextual pool off (``search_limit = 0``) the text is
+    only embedded, the same way.
     """
     if config.search_limit <= 0:
         embedded, embed_us = timed(retriever.embed_query, text)
@@ -87,7 +91,7 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     result = retriever.search(SearchQuery(
         text=text, agent_id=agent_id, limit=config.search_limit,
         search_limit=config.search_limit, context=context.vector,
-        context_texts=context.texts,
+        context_texts=context.texts, embedding=embedding,
     ))
     pool: list[Candidate] = []
     floored: list[Hit] = []
@@ -95,8 +99,12 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
                   config.background_floor, config.own_channel_boost)
     background = (retriever.similarity_background(result.query_embedding)
                   if floor.background > 0 else (0.0, 0.0, 0))
-    own = own_channel(result.hits, channel_id) if floor.own_channel > 0 else []
-    for hit, keep in zip(result.hits, passes(result.hits, floor, background, own), strict=True):
+    answers = [h for h in result.hits if h.memory.source != CAPTURE_SOURCE]
+    said = [h for h in result.hits if h.memory.source == CAPTURE_SOURCE]
+    kept = [keep for hits in (answers, said) for keep in passes(
+        hits, floor, background,
+        own_channel(hits, channel_id) if floor.own_channel > 0 else [])]
+    for hit, keep in zip(answers + said, kept, strict=True):
         if not keep:
             floored.append(hit)
             continue

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.injection.query_context import RecentTurn, remember
+from sidecar.conversation.query_context import RecentTurn, remember
 from sidecar.injection.types import Injection
 
 if TYPE_CHECKING:
-    from sidecar.injection.focus import Around
+    from sidecar.conversation.room import Ahead
 
 # The semantic buffer is bounded in rows whatever the number of blocks held.
 BUFFER_MAX = 512
@@ -85,9 +85,9 @@ class ChannelState:
     buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     recent: list[RecentTurn] = field(default_factory=list)  # the query context, oldest first
     # What the conversation focus of the turn after ``turn`` is taken around, as (turn,
-    # agent, around), worked out off the Inject path when a PruneHistory brings the reply
-    # (never stored).
-    around: tuple[int, str, Around] | None = None
+    # agent, speaker, around), worked out off the Inject path when a PruneHistory brings the
+    # reply (never stored).
+    around: Ahead | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def copy(self) -> ChannelState:

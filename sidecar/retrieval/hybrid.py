@@ -86,6 +86,7 @@ from sidecar.retrieval.vector.contract import VectorIndex
 from sidecar.retrieval.vector.exact import DenseVectors
 from sidecar.retrieval.vector.rwlock import RWLock
 from sidecar.retrieval.vector.source import VectorSource
+from sidecar.retrieval.writers import WriterSequences, writer_of
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import Clock, timed
@@ -111,6 +112,7 @@ class HybridRetriever:
         self.lexical_path = lexical_path
         self._lexical_saved = -1  # the BM25 version on disk
         self.graph = EdgeGraph(self.live)
+        self.writers = WriterSequences()  # what each writer wrote, in order (``Place``)
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
         self.background = SimilarityBackground(self._background_sample)
         self._vector_source = VectorSource(self.vectors)
@@ -167,6 +169,7 @@ class HybridRetriever:
         for batch, vectors in memories.iter_live_embeddings():
             batch_labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
+            self.writers.add(batch)
             self._add_vectors(batch_labels, vectors)
             labels += batch_labels.tolist()
             texts += [m.content for m in batch]
@@ -228,6 +231,7 @@ class HybridRetriever:
             return
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
+        self.writers.add(memories)
         self.graph.memories_stored(memories)
         self._add_vectors(labels, embeddings)
         self.lexical.add(labels.tolist(), [m.content for m in memories])
@@ -235,6 +239,7 @@ class HybridRetriever:
 
     def memories_forgotten(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
+        self.writers.forgot(len(gone), lambda seq: self.live.get(seq) is not None)
         self.graph.memories_forgotten(memories)
         if len(gone):
             self.lexical.remove(gone.tolist())
@@ -280,24 +285,26 @@ class HybridRetriever:
         return out
 
     def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
-        return [None if m is None else Place((m.agent_id, m.source, m.channel_id), m.seq)
+        return [None if m is None else Place(writer_of(m),
+                                             self.writers.position(writer_of(m), m.seq))
                 for m in self.live_memories(memory_ids, agent_id)]
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
                       agent_id: str) -> list[Memory]:
         live = self.live
-        spans: dict[tuple[str, str, str], set[int]] = {}
-        for place in self.places(memory_ids, agent_id):
-            if place is not None:
-                spans.setdefault(place.writer, set()).update(
-                    range(max(1, place.seq - radius), place.seq + radius + 1))
-        near: list[Memory] = []
-        for writer, seqs in spans.items():
-            for seq in seqs:
-                m = live.get(seq)
-                if m is not None and (m.agent_id, m.source, m.channel_id) == writer:
-                    near.append(m)
-        near.sort(key=lambda m: m.seq)
+        seqs: set[int] = set()
+        for m in self.live_memories(memory_ids, agent_id):
+            if m is None:
+                continue
+            writer = writer_of(m)
+
+            def written(seq: int, writer: tuple[str, str, str] = writer) -> bool:
+                found = live.get(seq)
+                return (found is not None and writer_of(found) == writer
+                        and found.visible_to(agent_id))
+
+            seqs.update(self.writers.near(writer, m.seq, radius, written))
+        near = [m for m in map(live.get, sorted(seqs)) if m is not None]
         return near
 
     def embeddings_at(self, seqs: np.ndarray) -> np.ndarray:

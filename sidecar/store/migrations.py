@@ -173,11 +173,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS captures_pending ON captures (outcome, at_us);
     CREATE INDEX IF NOT EXISTS captures_memory ON captures (channel_id, memory_id);
     """,
-    # 9: each recent turn's votes for the conversation's focus (sidecar/injection/focus.py):
+    # 9: each recent turn's votes for the conversation's focus (sidecar/conversation/focus.py):
     # its search's and its reply's, as JSON [[memory id, weight], ...].
     """
     ALTER TABLE injection_context ADD COLUMN votes TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE injection_context ADD COLUMN reply_votes TEXT NOT NULL DEFAULT '[]';
+    """,
+    # 10: who said each recent turn (the request's user; '' when not known): a turn's
+    # context is its own speaker's recent turns (sidecar/conversation/query_context.py).
+    """
+    ALTER TABLE injection_context ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
     """,
 ]
 

@@ -193,6 +193,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE injection_context ADD COLUMN votes TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE injection_context ADD COLUMN reply_votes TEXT NOT NULL DEFAULT '[]';
     """,
+    # 7: who said each recent turn (as SQLite's migration 10).
+    """
+    ALTER TABLE injection_context ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
