@@ -95,7 +95,13 @@ class AgentLoop:
         self.blocks: list[tuple[int, set[str]]] = []  # (history index, item ids) per block
         self.exchanges: list[str] = []  # "question\nanswer" per earlier turn
 
+    def shared_with(self, other: AgentLoop) -> None:
+        """Speak in ``other``'s channel: one history and its blocks, two speakers."""
+        self.shared = other
+
     def turn(self, question: str, answer: str) -> Seen:
+        if getattr(self, "shared", None) is not None:
+            return self.shared.turn(question, answer)
         start = time.perf_counter()
         pruned = self.client.prune_history(self.history, max_keep=MAX_KEEP,
                                            channel_id=self.channel, agent_id=self.agent)
