@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from memsidecar.v1 import injection_pb2 as inj
 
-from sidecar.injection.types import InjectRequest, Injection
+from sidecar.injection.types import Injection, InjectRequest
 from tests.conftest import Running
 from tests.injection.conftest import Serve
 from tests.injection.test_focus import stored
