@@ -34,7 +34,7 @@ import random
 import re
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,14 +202,13 @@ def converse(client: Client, conv: Conversation, channel: str, resolve: dict[str
              rng: random.Random | None = None) -> None:
     """One conversation through the agent loop; adds each turn to its kind's tally (an
     elliptical follow-up counts as a follow-up too)."""
-    loop = AgentLoop(client, channel, AGENT, prepend)
-    for _ in interleaved([(loop, conv)], resolve, tallies, chatter, rng):
-        pass
+    interleave([(AgentLoop(client, channel, AGENT, prepend), conv)], resolve, tallies, chatter,
+               rng)
 
 
-def interleaved(talks: Sequence[tuple[AgentLoop, Conversation]], resolve: dict[str, str],
-                tallies: dict[str, Tally], chatter: float = 0.0,
-                rng: random.Random | None = None) -> Iterator[None]:
+def interleave(talks: Sequence[tuple[AgentLoop, Conversation]], resolve: dict[str, str],
+               tallies: dict[str, Tally], chatter: float = 0.0,
+               rng: random.Random | None = None) -> None:
     """The conversations' turns, one of each in turn, each through its loop (loops may share
     a channel); with ``chatter``, a content-free turn after a turn with that probability."""
     after = [False] * len(talks)
@@ -230,7 +229,6 @@ def interleaved(talks: Sequence[tuple[AgentLoop, Conversation]], resolve: dict[s
             if after[k] and rng is not None:
                 quiet = loop.turn(rng.choice(CHATTER), "You're welcome.")
                 add(tallies[KINDS[4]], False, False, quiet, items=len(quiet.own))
-            yield None
 
 
 def add(tally: Tally, in_view: bool, own: bool, seen: Seen, items: int = -1) -> None:
@@ -253,8 +251,7 @@ def replay(data_dir: Path, conversations: Sequence[Conversation], prepend: int =
                 talks = [(AgentLoop(client, f"coqa-{n}", AGENT), conversations[n]),
                          (AgentLoop(client, f"coqa-{n}", AGENT), conversations[n + 1])]
                 share(talks)
-                for _ in interleaved(talks, resolve, tallies, chatter, rng):
-                    pass
+                interleave(talks, resolve, tallies, chatter, rng)
             return tallies
         for n, conv in enumerate(conversations):
             converse(client, conv, f"coqa-{n}", resolve, tallies, prepend, chatter, rng)
