@@ -18,7 +18,9 @@ stories shuffled; cached apart); ``--chatter P``: after a turn, with probability
 a content-free turn ("ok thanks", "lol", ...; reply "You're welcome.") is asked: its
 memories are counted ("content-free turn" rows) and the follow-up after it is its own kind;
 ``--pairs``: two conversations alternate turn by turn on one channel, as two people asking
-in one channel (each turn's kind as usual).
+in one channel (each turn's kind as usual); ``--speakers`` names each turn's speaker
+(``InjectRequest.speaker``): the sidecar then runs in this process, and Inject is called on
+its injector (PruneHistory still over gRPC).
 
 The sidecar runs as a ``memsidecar serve`` process with ``[defaults.memory_injection]
 max_total = 5`` and the ``--config`` file merged over it (its keys win).
@@ -27,6 +29,7 @@ max_total = 5`` and the ``--config`` file merged over it (its keys win).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -34,7 +37,7 @@ import random
 import re
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +57,11 @@ from bench.agent_loop_replay import (
 from bench.lme import CACHE
 from bench.replay_longmemeval import working_copy
 from bench.results import RESULTS
+from sidecar.api.server import create_server
+from sidecar.api.server_config import ServerConfig
+from sidecar.app import App
+from sidecar.injection.pipeline import Injector
+from sidecar.injection.types import InjectRequest
 
 AGENT = "coqa"
 MAX_TOTAL = 5  # items per block in the default run
@@ -241,16 +249,16 @@ def add(tally: Tally, in_view: bool, own: bool, seen: Seen, items: int = -1) -> 
 
 
 def replay(data_dir: Path, conversations: Sequence[Conversation], prepend: int = 0,
-           chatter: float = 0.0, pairs: bool = False) -> dict[str, Tally]:
+           chatter: float = 0.0, pairs: bool = False, speakers: bool = False,
+           ) -> dict[str, Tally]:
     resolve: dict[str, str] = json.loads((data_dir / "ids.json").read_text())
     tallies = {kind: Tally() for kind in KINDS}
     rng = random.Random(39)
-    with served(data_dir) as client:
+    with (in_process(data_dir) if speakers else served(data_dir)) as client:
         if pairs:
             for n in range(0, len(conversations) - 1, 2):
-                talks = [(AgentLoop(client, f"coqa-{n}", AGENT), conversations[n]),
-                         (AgentLoop(client, f"coqa-{n}", AGENT), conversations[n + 1])]
-                share(talks)
+                talks = [(speaking(client, f"coqa-{n}", f"user-{k}"), conversations[n + k])
+                         for k in range(2)]
                 interleave(talks, resolve, tallies, chatter, rng)
             return tallies
         for n, conv in enumerate(conversations):
@@ -258,11 +266,48 @@ def replay(data_dir: Path, conversations: Sequence[Conversation], prepend: int =
     return tallies
 
 
-def share(talks: Sequence[tuple[AgentLoop, Conversation]]) -> None:
-    """The loops of one channel share one history (two people, one channel)."""
-    first = talks[0][0]
-    for loop, _ in talks[1:]:
-        loop.shared_with(first)
+class Speaking(AgentLoop):
+    """One person of a channel: the channel's loop (``room``: its history and blocks, shared
+    by the people in it), with Inject naming the speaker when ``injector`` is given."""
+
+    def __init__(self, room: AgentLoop, speaker: str, injector: Injector | None) -> None:
+        self.room, self.speaker, self.injector = room, speaker, injector
+
+    def turn(self, question: str, answer: str,
+             inject: Callable[[str], tuple[str, set[str]]] | None = None) -> Seen:
+        return self.room.turn(question, answer, inject or self.inject)
+
+    def inject(self, text: str) -> tuple[str, set[str]]:
+        if self.injector is None:
+            return self.room.inject(text)
+        got = self.injector.inject(InjectRequest(agent_id=AGENT, channel_id=self.room.channel,
+                                                 text=text, source="user",
+                                                 speaker=self.speaker))
+        return got.block, {i.memory.id for i in got.items}
+
+
+ROOMS: dict[str, AgentLoop] = {}
+
+
+def speaking(client: Client, channel: str, speaker: str) -> Speaking:
+    """``speaker`` in ``channel`` (one history per channel)."""
+    room = ROOMS.setdefault(channel, AgentLoop(client, channel, AGENT))
+    return Speaking(room, speaker, getattr(client, "injector", None))
+
+
+@contextlib.contextmanager
+def in_process(data_dir: Path) -> Iterator[Client]:
+    """A sidecar over ``data_dir`` in this process and a client of it; ``client.injector``
+    is its injector (for Inject with a speaker)."""
+    app = App.open(ServerConfig(data_dir=str(data_dir), listen="127.0.0.1:0"))
+    server = create_server(app)
+    server.start()
+    try:
+        with Client(f"127.0.0.1:{server.port}", timeout_s=5.0) as client:
+            client.injector = app.injector  # type: ignore[attr-defined]
+            yield client
+    finally:
+        server.stop(grace=1)
 
 
 HEADER = ("| label | turn kind | turns | evidence in view (content-free: memories/turn) "
@@ -297,6 +342,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="probability of a content-free turn after each turn")
     parser.add_argument("--pairs", action="store_true",
                         help="two conversations alternate on one channel")
+    parser.add_argument("--speakers", action="store_true",
+                        help="with --pairs: each turn names its speaker (in process)")
     parser.add_argument("--prepend-exchanges", type=int, default=0,
                         help="the client prepends this many earlier question/answer pairs to "
                              "Inject's text (the naive alternative; 0: the question alone)")
@@ -308,7 +355,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     label = label_of(args.config, args.label, args.prepend_exchanges)
     start = time.perf_counter()
     with working_copy(data_dir, toml) as copy:
-        tallies = replay(copy, chosen, args.prepend_exchanges, args.chatter, args.pairs)
+        tallies = replay(copy, chosen, args.prepend_exchanges, args.chatter, args.pairs,
+                         args.speakers)
     report(args.out, "conversation_followups", HEADER, rows(label, tallies), toml,
            f"{len(chosen)} conversations", start)
 
