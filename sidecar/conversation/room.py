@@ -35,6 +35,7 @@ from sidecar.conversation.query_context import (
 )
 from sidecar.conversation.query_context import NONE as NO_CONTEXT
 from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.injection.pools import ContextualPool
 from sidecar.injection.types import Candidate
 from sidecar.retrieval.contract import Retriever
 
@@ -74,8 +75,8 @@ class Conversation:
              ahead: Ahead | None, turn: int, agent_id: str, text: str, speaker: str,
              own: Sequence[Candidate]) -> Plan:
         """The plan of ``turn`` (``text`` by ``speaker``, "" when not known) of a channel whose
-        recent turns are ``recent``, given the hits of its own search (``own``, best first)
-        and the focus worked out ahead (``ahead``, if any)."""
+        recent turns are ``recent``, given the hits of its own search (``own``, best first,
+        captured turns left out) and the focus worked out ahead (``ahead``, if any)."""
         if content_free(text):
             return QUIET
         if config.query_context_turns <= 0 or not spoken(recent, turn, speaker):
@@ -115,8 +116,8 @@ class Conversation:
               embedding: np.ndarray, hits: Sequence[Candidate],
               speaker: str) -> RecentTurn | None:
         """What the channel keeps of the turn for the next ones (None: the context is off):
-        its text, embedding, speaker and its hits' votes; a content-free turn only waits for
-        its reply (no text, no votes)."""
+        its text, embedding, speaker and the votes of its hits (captured turns left out); a
+        content-free turn only waits for its reply (no text, no votes)."""
         if config.query_context_turns <= 0:
             return None
         if plan.quiet:
@@ -134,13 +135,15 @@ class Conversation:
         return focus.reply_vote(self.retriever, agent_id, asked.text, in_view, reply)
 
 
-def merged(own: Sequence[Candidate], focused: Focused,
-           steered: Sequence[Candidate]) -> list[Candidate]:
+def merged(own: ContextualPool, focused: Focused,
+           steered: ContextualPool | None) -> list[Candidate]:
     """The turn's contextual candidates in priority order: its own search's hits, then the
-    focus's offers, then the steered search's hits; each memory once (its first place)."""
+    focus's offers, then the steered search's hits, captured turns of both searches last
+    (evidence of what was said, not answers); each memory once (its first place)."""
     out: list[Candidate] = []
     seen: set[str] = set()
-    for c in (*own, *focused.candidates, *steered):
+    later = (steered.answers, steered.captured) if steered is not None else ((), ())
+    for c in (*own.answers, *focused.candidates, *later[0], *own.captured, *later[1]):
         if c.memory.id not in seen:
             seen.add(c.memory.id)
             out.append(c)

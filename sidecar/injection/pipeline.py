@@ -166,9 +166,9 @@ class Injector:
             in_view = state.ids_in(view)
             plan = QUIET if quiet else self.conversation.plan(
                 config, state.recent, state.around, turn, request.agent_id, request.text,
-                request.speaker, own.candidates)
+                request.speaker, own.answers)
             pool, steered, focused = self._steer(config, request, plan, own, in_view)
-            contextual = merged(own.candidates, focused, steered.candidates if steered else ())
+            contextual = merged(own, focused, steered)
             stats.below_min_score = own.below_min_score
             stats.stages_us["embed"] = own.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - own.embed_us)  # with the focus
@@ -228,7 +228,7 @@ class Injector:
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
             asked = self.conversation.asked(config, plan, turn, request.text, own.text,
-                                            pool.candidates, request.speaker)
+                                            pool.answers, request.speaker)
             self._commit(state, config, result, chosen, alive, request, asked, own.text,
                          captured=not quiet)
             stats.stages_us["persist"] = us_since(t)
