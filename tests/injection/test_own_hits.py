@@ -75,6 +75,11 @@ def test_every_memory_the_text_alone_injects_is_in_the_block_or_in_view(
         assert alone <= set(ids(got)) | held, (n, text)
         checked += len(alone)
     assert checked > TURNS  # the property was put to the test, not met by empty blocks
+    traced = live.injection.GetInjectionTrace(inj.GetInjectionTraceRequest(channel_id="talk"))
+    for turn in traced.turns:  # each memory once a turn, in the place that decided it
+        named = [i.id for i in turn.injected] + [d.id for d in turn.dropped]
+        assert len(named) == len(set(named)), turn.turn
+        assert set(turn.focus_offered) <= set(named)
 
 
 def test_a_content_free_turn_gets_nothing_and_moves_no_vote(serve: Serve) -> None:
