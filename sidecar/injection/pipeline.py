@@ -14,7 +14,7 @@ from sidecar.conversation.focus import NONE as NO_FOCUS
 from sidecar.conversation.focus import Focused, Steered
 from sidecar.conversation.query_context import MAX_CONTEXT_CHARS, QueryContext, RecentTurn
 from sidecar.conversation.query_context import NONE as NO_CONTEXT
-from sidecar.conversation.room import QUIET, Conversation, Plan, merged
+from sidecar.conversation.room import ALONE, QUIET, Conversation, Plan, merged
 from sidecar.embedding import Embedder
 from sidecar.errors import Unavailable
 from sidecar.injection import blocks, supersede
@@ -167,6 +167,9 @@ class Injector:
             plan = QUIET if quiet else self.conversation.plan(
                 config, state.recent, state.around, turn, request.agent_id, request.text,
                 request.speaker, own.answers)
+            if plan.steered and sum(c.memory.id not in in_view
+                                    for c in own.answers) >= config.max_total:
+                plan = ALONE  # its own hits fill the block: nothing to add, nothing searched
             pool, steered, focused = self._steer(config, request, plan, own, in_view)
             contextual = merged(own, focused, steered)
             stats.below_min_score = own.below_min_score

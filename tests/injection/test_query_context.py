@@ -37,8 +37,9 @@ TALK = [("Tell me about Sherlock Holmes.", "He is a detective living at 221B Bak
         ("Who created him?", "")]
 # One item a block and no block held: each turn's block is its best hit.
 ONE = {"max_total": 1, "max_injected_blocks_in_history": 0}
-# Room for what the text alone finds and what the conversation adds; no block held.
-FEW = {"max_total": 4, "max_injected_blocks_in_history": 0}
+# Room for what the text alone finds and what the conversation adds; no block held (a turn
+# whose own hits fill its block is not steered: nothing could be added).
+FEW = {"max_total": 10, "max_injected_blocks_in_history": 0}
 
 
 def configure(live: Running, **fields: object) -> None:
@@ -80,7 +81,10 @@ def test_the_conversation_adds_to_a_follow_up_and_never_takes_its_own_best(
     alone = converse(live, "alone", TALK)[-1]
     assert ids(alone) != [doyle]  # the text alone's best is another creator
     configure(live, **ONE)
-    assert ids(converse(live, "with", TALK)[-1]) == ids(alone)  # one slot: its own best
+    one = converse(live, "with", TALK)[-1]
+    assert ids(one) == ids(alone)  # one slot: its own best, and nothing steered
+    trace = live.injection.GetInjectionTrace(inj.GetInjectionTraceRequest(channel_id="with"))
+    assert trace.turns[-1].context_gate == 0 and not trace.turns[-1].focus_offered
     configure(live, **FEW)
     with_context = converse(live, "few", TALK)[-1]
     assert doyle in ids(with_context) and ids(with_context)[0] == ids(alone)[0]
@@ -114,7 +118,7 @@ def test_context_off_gives_the_blocks_of_the_text_alone(serve: Serve) -> None:
 
 
 def test_trace_shows_the_context_and_a_retry_returns_the_same_block(serve: Serve) -> None:
-    live = serve(**ONE)
+    live = serve(**FEW)
     stored(live)
     replies = converse(live, "c", TALK)
     again = inject(live, TALK[-1][0], channel="c", turn=replies[-1].turn)
@@ -130,7 +134,7 @@ def test_trace_shows_the_context_and_a_retry_returns_the_same_block(serve: Serve
 
 
 def test_a_system_retrigger_adds_no_context(serve: Serve) -> None:
-    live = serve(**ONE)
+    live = serve(**FEW)
     stored(live)
     converse(live, "c", TALK[:1])
     skipped = inject(live, "Who created him?", channel="c", source="system")
