@@ -225,7 +225,14 @@ def interleave(talks: Sequence[tuple[AgentLoop, Conversation]], resolve: dict[st
             if step >= len(conv.turns):
                 continue
             turn = conv.turns[step]
+            alone = set()
+            if OWN_CHECK:  # what the text alone injects: a fresh channel's first turn
+                alone = set(i.id for i in loop.client.inject(
+                    turn.question, channel_id=f"alone-{len(RETAINED)}", agent_id=AGENT,
+                    source="user").items)
             seen = loop.turn(turn.question, turn.answer)
+            if OWN_CHECK:
+                RETAINED.append((len(alone), len(alone & (seen.own | seen.held))))
             evidence = {resolve.get(e, e) for e in turn.evidence}
             kinds = [turn.kind] + (["follow-up"] if turn.kind == KINDS[2] else [])
             if after[k] and turn.kind != KINDS[0]:
@@ -287,6 +294,9 @@ class Speaking(AgentLoop):
 
 
 ROOMS: dict[str, AgentLoop] = {}
+# --own-check: per turn, (memories the text alone injects, of them in the block or in view).
+RETAINED: list[tuple[int, int]] = []
+OWN_CHECK = False
 
 
 def speaking(client: Client, channel: str, speaker: str) -> Speaking:
@@ -342,6 +352,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="probability of a content-free turn after each turn")
     parser.add_argument("--pairs", action="store_true",
                         help="two conversations alternate on one channel")
+    parser.add_argument("--own-check", action="store_true",
+                        help="also ask each question on a fresh channel (the text alone) and "
+                             "count how much of that block is in the turn's block or in view")
     parser.add_argument("--speakers", action="store_true",
                         help="with --pairs: each turn names its speaker (in process)")
     parser.add_argument("--prepend-exchanges", type=int, default=0,
@@ -354,11 +367,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     toml = config_text(args.config, MAX_TOTAL)
     label = label_of(args.config, args.label, args.prepend_exchanges)
     start = time.perf_counter()
+    global OWN_CHECK
+    OWN_CHECK = args.own_check
     with working_copy(data_dir, toml) as copy:
         tallies = replay(copy, chosen, args.prepend_exchanges, args.chatter, args.pairs,
                          args.speakers)
     report(args.out, "conversation_followups", HEADER, rows(label, tallies), toml,
            f"{len(chosen)} conversations", start)
+    if RETAINED:
+        total, kept = (sum(x) for x in zip(*RETAINED, strict=True))
+        print(f"own-hit retention: {kept} of {total} memories the text alone injects are in "
+              f"the turn's block or in view ({kept / max(total, 1):.4f}); turns with a miss: "
+              f"{sum(k < t for t, k in RETAINED)} of {len(RETAINED)}")
 
 
 if __name__ == "__main__":
