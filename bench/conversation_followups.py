@@ -205,34 +205,46 @@ class Tally:
     items: list[int] = field(default_factory=list)  # content-free turns: memories injected
 
 
+@dataclass
+class Scenario:
+    """What a replay adds to its conversations: content-free turns (``chatter``: their
+    probability after a turn) and the own-hit check (``retained``, None: off: per turn, the
+    memories the text alone injects on a fresh channel, and how many of them the turn has in
+    its block or in view)."""
+
+    chatter: float = 0.0
+    rng: random.Random = field(default_factory=lambda: random.Random(39))
+    retained: list[tuple[int, int]] | None = None
+
+
 def converse(client: Client, conv: Conversation, channel: str, resolve: dict[str, str],
-             tallies: dict[str, Tally], prepend: int = 0, chatter: float = 0.0,
-             rng: random.Random | None = None) -> None:
+             tallies: dict[str, Tally], prepend: int = 0,
+             scenario: Scenario | None = None) -> None:
     """One conversation through the agent loop; adds each turn to its kind's tally (an
     elliptical follow-up counts as a follow-up too)."""
-    interleave([(AgentLoop(client, channel, AGENT, prepend), conv)], resolve, tallies, chatter,
-               rng)
+    interleave(client, [(AgentLoop(client, channel, AGENT, prepend), conv)], resolve, tallies,
+               scenario or Scenario())
 
 
-def interleave(talks: Sequence[tuple[AgentLoop, Conversation]], resolve: dict[str, str],
-               tallies: dict[str, Tally], chatter: float = 0.0,
-               rng: random.Random | None = None) -> None:
+def interleave(client: Client, talks: Sequence[tuple[AgentLoop, Conversation]],
+               resolve: dict[str, str], tallies: dict[str, Tally], scenario: Scenario) -> None:
     """The conversations' turns, one of each in turn, each through its loop (loops may share
-    a channel); with ``chatter``, a content-free turn after a turn with that probability."""
+    a channel), with the ``scenario``'s content-free turns and own-hit check."""
     after = [False] * len(talks)
+    retained, rng = scenario.retained, scenario.rng
     for step in range(max(len(c.turns) for _, c in talks)):
         for k, (loop, conv) in enumerate(talks):
             if step >= len(conv.turns):
                 continue
             turn = conv.turns[step]
-            alone = set()
-            if OWN_CHECK:  # what the text alone injects: a fresh channel's first turn
-                alone = set(i.id for i in loop.client.inject(
-                    turn.question, channel_id=f"alone-{len(RETAINED)}", agent_id=AGENT,
-                    source="user").items)
+            alone: set[str] = set()
+            if retained is not None:  # what the text alone injects: a fresh channel's first turn
+                alone = {i.id for i in client.inject(
+                    turn.question, channel_id=f"alone-{len(retained)}", agent_id=AGENT,
+                    source="user").items}
             seen = loop.turn(turn.question, turn.answer)
-            if OWN_CHECK:
-                RETAINED.append((len(alone), len(alone & (seen.own | seen.held))))
+            if retained is not None:
+                retained.append((len(alone), len(alone & (seen.own | seen.held))))
             evidence = {resolve.get(e, e) for e in turn.evidence}
             kinds = [turn.kind] + (["follow-up"] if turn.kind == KINDS[2] else [])
             if after[k] and turn.kind != KINDS[0]:
@@ -240,8 +252,8 @@ def interleave(talks: Sequence[tuple[AgentLoop, Conversation]], resolve: dict[st
             for kind in kinds:
                 add(tallies[kind], bool(evidence & (seen.own | seen.held)),
                     bool(evidence & seen.own), seen)
-            after[k] = bool(chatter and rng is not None and rng.random() < chatter)
-            if after[k] and rng is not None:
+            after[k] = bool(scenario.chatter and rng.random() < scenario.chatter)
+            if after[k]:
                 quiet = loop.turn(rng.choice(CHATTER), "You're welcome.")
                 add(tallies[KINDS[4]], False, False, quiet, items=len(quiet.own))
 
@@ -256,20 +268,20 @@ def add(tally: Tally, in_view: bool, own: bool, seen: Seen, items: int = -1) -> 
 
 
 def replay(data_dir: Path, conversations: Sequence[Conversation], prepend: int = 0,
-           chatter: float = 0.0, pairs: bool = False, speakers: bool = False,
+           scenario: Scenario | None = None, pairs: bool = False, speakers: bool = False,
            ) -> dict[str, Tally]:
     resolve: dict[str, str] = json.loads((data_dir / "ids.json").read_text())
     tallies = {kind: Tally() for kind in KINDS}
-    rng = random.Random(39)
+    scenario = scenario or Scenario()
     with (in_process(data_dir) if speakers else served(data_dir)) as client:
         if pairs:
             for n in range(0, len(conversations) - 1, 2):
                 talks = [(speaking(client, f"coqa-{n}", f"user-{k}"), conversations[n + k])
                          for k in range(2)]
-                interleave(talks, resolve, tallies, chatter, rng)
+                interleave(client, talks, resolve, tallies, scenario)
             return tallies
         for n, conv in enumerate(conversations):
-            converse(client, conv, f"coqa-{n}", resolve, tallies, prepend, chatter, rng)
+            converse(client, conv, f"coqa-{n}", resolve, tallies, prepend, scenario)
     return tallies
 
 
@@ -294,9 +306,6 @@ class Speaking(AgentLoop):
 
 
 ROOMS: dict[str, AgentLoop] = {}
-# --own-check: per turn, (memories the text alone injects, of them in the block or in view).
-RETAINED: list[tuple[int, int]] = []
-OWN_CHECK = False
 
 
 def speaking(client: Client, channel: str, speaker: str) -> Speaking:
@@ -314,7 +323,7 @@ def in_process(data_dir: Path) -> Iterator[Client]:
     server.start()
     try:
         with Client(f"127.0.0.1:{server.port}", timeout_s=5.0) as client:
-            client.injector = app.injector  # type: ignore[attr-defined]
+            client.injector = app.injector
             yield client
     finally:
         server.stop(grace=1)
@@ -367,18 +376,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     toml = config_text(args.config, MAX_TOTAL)
     label = label_of(args.config, args.label, args.prepend_exchanges)
     start = time.perf_counter()
-    global OWN_CHECK
-    OWN_CHECK = args.own_check
+    scenario = Scenario(args.chatter, retained=[] if args.own_check else None)
     with working_copy(data_dir, toml) as copy:
-        tallies = replay(copy, chosen, args.prepend_exchanges, args.chatter, args.pairs,
+        tallies = replay(copy, chosen, args.prepend_exchanges, scenario, args.pairs,
                          args.speakers)
     report(args.out, "conversation_followups", HEADER, rows(label, tallies), toml,
            f"{len(chosen)} conversations", start)
-    if RETAINED:
-        total, kept = (sum(x) for x in zip(*RETAINED, strict=True))
+    if scenario.retained:
+        retained = scenario.retained
+        total, kept = (sum(x) for x in zip(*retained, strict=True))
         print(f"own-hit retention: {kept} of {total} memories the text alone injects are in "
               f"the turn's block or in view ({kept / max(total, 1):.4f}); turns with a miss: "
-              f"{sum(k < t for t, k in RETAINED)} of {len(RETAINED)}")
+              f"{sum(k < t for t, k in retained)} of {len(retained)}")
 
 
 if __name__ == "__main__":
