@@ -101,6 +101,15 @@ class MemoryInjectionConfig:
         "Cosine from which a turn's own best hit, far from the conversation's focus, makes "
         "the turn a new subject: it is searched alone, neither steered nor focused; 1 = "
         "never."))
+    # The next two measured on CoQA conversations (decision 0019, "Terse turns").
+    terse_terms: int = field(default=0, metadata=knob(
+        "A turn whose text has at most this many BM25 terms is terse: a memory its text "
+        "alone finds is kept only if it matches one of those terms and its cosine reaches "
+        "terse_min_score (so a turn of no term finds nothing by itself and leans on its "
+        "context); 0 = off.", ge=0, le=20))
+    terse_min_score: float = field(default=0.4, metadata=unit(
+        "Cosine a terse turn's own hits must reach, besides the other floors (0 = only the "
+        "term match)."))
     query_context_decay: float = field(default=0.5, metadata=unit(
         "Each earlier turn counts this x the turn after it (1 = all alike)."))
     item_age_date_days: int = field(default=90, metadata=knob(

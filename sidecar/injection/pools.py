@@ -95,6 +95,11 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     them); while capture is on the search looks ``CAPTURE_WIDEN`` x as deep, so that
     captured questions like the turn's do not crowd its answers out of the candidates.
 
+    Searched by its text alone (no context), a terse turn (at most ``terse_terms`` BM25
+    terms) keeps only the hits that match one of its terms and reach ``terse_min_score``:
+    a text that says almost nothing would otherwise inject whatever its embedding lands
+    near, and as own hits those would leave its follow-up's context no room.
+
     The search embeds the text itself (overlapping its lexical half with the model) unless
     given its ``embedding``; with the contextual pool off (``search_limit = 0``) the text is
     only embedded, the same way.
@@ -120,6 +125,9 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     kept = [keep for hits in (answers, captured) for keep in passes(
         hits, floor, background,
         own_channel(hits, channel_id) if floor.own_channel > 0 else [])]
+    if context.gate <= 0 and terse(config, retriever, text):  # the text alone: see terse
+        kept = [keep and said_enough(config, hit) for hit, keep in
+                zip(answers + captured, kept, strict=True)]
     for hit, keep in zip(answers + captured, kept, strict=True):
         if not keep:
             floored.append(hit)
@@ -135,6 +143,17 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     embed_us = result.timings_us.get(stages.EMBED, 0)
     return ContextualPool(pool, len(floored), result.query_embedding, result.text_embedding,
                           embed_us, floored, result.lexical, said)
+
+
+def terse(config: MemoryInjectionConfig, retriever: Retriever, text: str) -> bool:
+    """``text`` says almost nothing to search for: at most ``terse_terms`` BM25 terms."""
+    return config.terse_terms > 0 and len(retriever.query_terms(text)) <= config.terse_terms
+
+
+def said_enough(config: MemoryInjectionConfig, hit: Hit) -> bool:
+    """A terse text's own hit is one it would inject: it matches one of the text's terms
+    and its cosine reaches ``terse_min_score``."""
+    return hit.rank(stages.LEXICAL) > 0 and hit.cosine >= config.terse_min_score
 
 
 def own_channel(hits: Sequence[Hit], channel_id: str) -> list[bool]:
