@@ -146,7 +146,9 @@ def _steps(turns: list[Turn]) -> list[tuple[Turn, Turn | None]]:
     return steps
 
 
-def _step(v: Variant, sid: str, turn: int, user: Turn, reply: Turn | None) -> None:
+def _step(v: Variant, sid: str, turn: int, user: Turn, reply: Turn | None,
+          user_id: str = "") -> inj.InjectResponse:
+    """One turn of the loop: PruneHistory, Inject (as ``user_id``), the history grows."""
     history = v.history.setdefault(sid, [])
     if history:
         pruned = v.injection.PruneHistory(inj.PruneHistoryRequest(
@@ -154,7 +156,8 @@ def _step(v: Variant, sid: str, turn: int, user: Turn, reply: Turn | None) -> No
         history[:] = list(pruned.messages)
     start = time.perf_counter()
     got = v.injection.Inject(inj.InjectRequest(agent_id=AGENT, channel_id=sid,
-                                               text=user.content, source="user"))
+                                               text=user.content, source="user",
+                                               user_id=user_id))
     v.latency_ms.append((time.perf_counter() - start) * 1000)
     v.injected.append((sid, got.turn, [item.id for item in got.items]))
     if got.block:
@@ -162,6 +165,7 @@ def _step(v: Variant, sid: str, turn: int, user: Turn, reply: Turn | None) -> No
     history.append(inj.Message(role=inj.ROLE_USER, content=user.content))
     if reply is not None:
         history.append(inj.Message(role=inj.ROLE_ASSISTANT, content=reply.content))
+    return got
 
 
 def import_explicit(v: Variant, sessions: dict[str, list[Turn]]) -> None:

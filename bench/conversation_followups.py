@@ -19,8 +19,7 @@ a content-free turn ("ok thanks", "lol", ...; reply "You're welcome.") is asked:
 memories are counted ("content-free turn" rows) and the follow-up after it is its own kind;
 ``--pairs``: two conversations alternate turn by turn on one channel, as two people asking
 in one channel (each turn's kind as usual); ``--speakers`` names each turn's speaker
-(``InjectRequest.speaker``): the sidecar then runs in this process, and Inject is called on
-its injector (PruneHistory still over gRPC).
+(``InjectRequest.user_id``).
 
 The sidecar runs as a ``memsidecar serve`` process with ``[defaults.memory_injection]
 max_total = 5`` and the ``--config`` file merged over it (its keys win).
@@ -29,7 +28,6 @@ max_total = 5`` and the ``--config`` file merged over it (its keys win).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
@@ -37,7 +35,7 @@ import random
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,11 +55,6 @@ from bench.agent_loop_replay import (
 from bench.lme import CACHE
 from bench.replay_longmemeval import working_copy
 from bench.results import RESULTS
-from sidecar.api.server import create_server
-from sidecar.api.server_config import ServerConfig
-from sidecar.app import App
-from sidecar.injection.pipeline import Injector
-from sidecar.injection.types import InjectRequest
 
 AGENT = "coqa"
 MAX_TOTAL = 5  # items per block in the default run
@@ -273,10 +266,11 @@ def replay(data_dir: Path, conversations: Sequence[Conversation], prepend: int =
     resolve: dict[str, str] = json.loads((data_dir / "ids.json").read_text())
     tallies = {kind: Tally() for kind in KINDS}
     scenario = scenario or Scenario()
-    with (in_process(data_dir) if speakers else served(data_dir)) as client:
+    with served(data_dir) as client:
         if pairs:
             for n in range(0, len(conversations) - 1, 2):
-                talks = [(speaking(client, f"coqa-{n}", f"user-{k}"), conversations[n + k])
+                talks = [(speaking(client, f"coqa-{n}", f"user-{k}", speakers),
+                          conversations[n + k])
                          for k in range(2)]
                 interleave(client, talks, resolve, tallies, scenario)
             return tallies
@@ -287,46 +281,30 @@ def replay(data_dir: Path, conversations: Sequence[Conversation], prepend: int =
 
 class Speaking(AgentLoop):
     """One person of a channel: the channel's loop (``room``: its history and blocks, shared
-    by the people in it), with Inject naming the speaker when ``injector`` is given."""
+    by the people in it), with Inject naming the speaker (``user_id``) when ``named``."""
 
-    def __init__(self, room: AgentLoop, speaker: str, injector: Injector | None) -> None:
-        self.room, self.speaker, self.injector = room, speaker, injector
+    def __init__(self, room: AgentLoop, speaker: str, named: bool) -> None:
+        self.room, self.speaker, self.named = room, speaker, named
 
     def turn(self, question: str, answer: str,
              inject: Callable[[str], tuple[str, set[str]]] | None = None) -> Seen:
         return self.room.turn(question, answer, inject or self.inject)
 
     def inject(self, text: str) -> tuple[str, set[str]]:
-        if self.injector is None:
+        if not self.named:
             return self.room.inject(text)
-        got = self.injector.inject(InjectRequest(agent_id=AGENT, channel_id=self.room.channel,
-                                                 text=text, source="user",
-                                                 speaker=self.speaker))
-        return got.block, {i.memory.id for i in got.items}
+        reply = self.room.client.inject(text, channel_id=self.room.channel, agent_id=AGENT,
+                                        source="user", user_id=self.speaker)
+        return reply.block, {item.id for item in reply.items}
 
 
 ROOMS: dict[str, AgentLoop] = {}
 
 
-def speaking(client: Client, channel: str, speaker: str) -> Speaking:
+def speaking(client: Client, channel: str, speaker: str, named: bool) -> Speaking:
     """``speaker`` in ``channel`` (one history per channel)."""
     room = ROOMS.setdefault(channel, AgentLoop(client, channel, AGENT))
-    return Speaking(room, speaker, getattr(client, "injector", None))
-
-
-@contextlib.contextmanager
-def in_process(data_dir: Path) -> Iterator[Client]:
-    """A sidecar over ``data_dir`` in this process and a client of it; ``client.injector``
-    is its injector (for Inject with a speaker)."""
-    app = App.open(ServerConfig(data_dir=str(data_dir), listen="127.0.0.1:0"))
-    server = create_server(app)
-    server.start()
-    try:
-        with Client(f"127.0.0.1:{server.port}", timeout_s=5.0) as client:
-            client.injector = app.injector
-            yield client
-    finally:
-        server.stop(grace=1)
+    return Speaking(room, speaker, named)
 
 
 HEADER = ("| label | turn kind | turns | evidence in view (content-free: memories/turn) "
@@ -365,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="also ask each question on a fresh channel (the text alone) and "
                              "count how much of that block is in the turn's block or in view")
     parser.add_argument("--speakers", action="store_true",
-                        help="with --pairs: each turn names its speaker (in process)")
+                        help="with --pairs: each turn names its speaker (user_id)")
     parser.add_argument("--prepend-exchanges", type=int, default=0,
                         help="the client prepends this many earlier question/answer pairs to "
                              "Inject's text (the naive alternative; 0: the question alone)")

@@ -5,7 +5,8 @@ and ``seq_node`` back. Seeds: the distinct labels of the earlier lists by best r
 label, with importance >= a threshold, at most a limit. From the seeds, each walk step reaches
 every neighbour (not a seed) of the frontier with its best factor ``factor x weight x
 multiplier[relation]``; a reached node counts only if its label passes the visibility filter
-(in range, alive, shared or owned by ``code``, of a ``wanted`` type when any), and scores
+(in range, alive, shared or owned by ``code``, of a ``wanted`` type when any, not private
+or private under one of ``keys``), and scores
 ``importance x factor``. A node whose best score rose joins the next frontier. The result:
 labels and scores, score descending then label ascending, at most ``limit``.
 
@@ -81,12 +82,20 @@ def unlink(adj: Adjacency, a: int, b: int, relation: int) -> None:
 
 @kernel
 def _visible(seq: int, alive: np.ndarray, owner: np.ndarray, code: int, kind: np.ndarray,
-             wanted: np.ndarray) -> bool:
+             wanted: np.ndarray, private: np.ndarray, keys: np.ndarray) -> bool:
     idx = seq if 0 < seq < len(alive) else 0
     if not alive[idx]:
         return False
     if owner[idx] != 0 and owner[idx] != code:
         return False
+    whose = private[idx]
+    if whose != 0:
+        mine = False
+        for k in keys:
+            if whose == k:
+                mine = True
+        if not mine:
+            return False
     if len(wanted) == 0:
         return True
     for w in wanted:
@@ -139,6 +148,7 @@ def _walk(
     node_seq: np.ndarray, seq_node: np.ndarray, found: tuple[np.ndarray, ...],
     threshold: float, seed_limit: int, multipliers: np.ndarray,
     alive: np.ndarray, owner: np.ndarray, code: int, kind: np.ndarray, wanted: np.ndarray,
+    private: np.ndarray, keys: np.ndarray,
     importance: np.ndarray, max_depth: int, limit: int, stamp: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     reached, front, nxt, best_nodes = lists[0], lists[1], lists[2], lists[3]
@@ -176,7 +186,7 @@ def _walk(
         for i in range(n_reached):
             other = reached[i]
             seq = node_seq[other]
-            if seq < 0 or not _visible(seq, alive, owner, code, kind, wanted):
+            if seq < 0 or not _visible(seq, alive, owner, code, kind, wanted, private, keys):
                 continue
             f = values[other, 0]
             score = importance[seq] * f
@@ -209,7 +219,7 @@ def walk(
     adjacencies: tuple[Adjacency, Adjacency], space: Scratch, node_seq: np.ndarray,
     seq_node: np.ndarray, found: tuple[np.ndarray, ...], threshold: float, seed_limit: int,
     multipliers: np.ndarray, visibility: tuple[np.ndarray, np.ndarray, int, np.ndarray,
-                                               np.ndarray],
+                                               np.ndarray, np.ndarray, np.ndarray],
     importance: np.ndarray, max_depth: int, limit: int, stamp: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(labels, scores) reached from the seeds of ``found`` (as ``seeds``), best first, at
@@ -219,8 +229,8 @@ def walk(
     recent edges); ``space``: ``scratch(n)``, used by one walk at a time; ``found``: int64
     label arrays, each best first; ``node_seq``: (n,) int64, a label per node;
     ``multipliers`` (float64) indexed by relation; ``visibility``: (alive, owner, code,
-    kind, wanted) as ``LiveMemories.visibility``; ``stamp`` >= 1 and above every stamp used
-    on ``space`` before.
+    kind, wanted, private, keys) as ``LiveMemories.visibility``; ``stamp`` >= 1 and above
+    every stamp used on ``space`` before.
     """
     n = len(node_seq)
     if any(len(a.indptr) != n + 1 for a in adjacencies) or len(space.marks) != n:
@@ -229,10 +239,11 @@ def walk(
         raise ValueError(f"stamp must be >= 1 and max_depth in [0, {MAX_DEPTH}]")
     if not found:
         return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    alive, owner, code, kind, wanted = visibility
+    alive, owner, code, kind, wanted, private, keys = visibility
     return _walk(*adjacencies[0], *adjacencies[1], *space, node_seq, seq_node, found,
                  float(threshold), int(seed_limit), multipliers, alive, owner, int(code),
-                 kind, wanted, importance, int(max_depth), int(limit), int(stamp))
+                 kind, wanted, private, keys, importance, int(max_depth), int(limit),
+                 int(stamp))
 
 
 def seeds(found: tuple[np.ndarray, ...], importance: np.ndarray, threshold: float,
@@ -251,7 +262,7 @@ def warm_up() -> object:
     adj = adjacency(np.array([[0, 1]]), np.array([1]), np.array([0.5]), 2)
     none = adjacency(np.zeros((0, 2)), np.zeros(0), np.zeros(0), 2)
     vis = (np.ones(3, bool), np.zeros(3, np.int32), -1, np.zeros(3, np.int8),
-           np.zeros(0, np.int8))
+           np.zeros(0, np.int8), np.zeros(3, np.int32), np.zeros(0, np.int32))
     space = scratch(2)
     for lists in range(1, 4):
         found = (np.array([1]),) * lists

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.auth.tokens import TOKENS_FILENAME
 from sidecar.capture import Capture, Drain
 from sidecar.capture.repo import CaptureRepo
-from sidecar.capture.screen import Screen
+from sidecar.capture.retention import retention_once
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.disk import DiskFaults
 from sidecar.embedding import Embedder
@@ -32,7 +33,9 @@ from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.sweep import ChannelSweeper
 from sidecar.injection.trace import TraceRing
 from sidecar.live import Live
+from sidecar.memory.erasure import Eraser
 from sidecar.memory.reembed import ReEmbed
+from sidecar.memory.scrub import DiskScrub
 from sidecar.memory.service import MemoryService
 from sidecar.metrics.registry import Metrics, Sources
 from sidecar.retrieval.contract import Retriever
@@ -44,11 +47,13 @@ from sidecar.retrieval.vector.adaptive import AdaptiveVectorIndex, create_vector
 from sidecar.store.backend import open_store
 from sidecar.store.contract import SqlStore
 from sidecar.store.db import Database
+from sidecar.store.erasure import ErasureRepo
 from sidecar.store.lock import DataDirLock
 from sidecar.store.model_repo import MODEL_KEY
 from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault
+from sidecar.vault.screen import Screen
 
 if TYPE_CHECKING:
     from sidecar.store.postgres.feed import ChangeFeed
@@ -70,6 +75,7 @@ class App:
     sweeper: ChannelSweeper
     lock: DataDirLock
     metrics: Metrics
+    eraser: Eraser
     vectors: AdaptiveVectorIndex | None = None
     reembed: ReEmbed | None = None  # a switch to the configured model, in progress
     feed: ChangeFeed | None = None  # PostgreSQL: other sidecars' writes, followed
@@ -130,7 +136,9 @@ class App:
                                       embedder.dim)
         retriever = HybridRetriever(embedder, live.map(lambda c: c.retrieval), vectors,
                                     Path(config.data_dir) / POSTINGS_FILE)
-        feed = _feed(db, memories, settings.current.store.feed_retention_days)
+        eraser = Eraser(memories, ErasureRepo(db), DiskScrub(db, retriever))
+        feed = _feed(db, memories, settings.current.store.feed_retention_days, retriever,
+                     eraser.scrub)
         after = feed.watermark() if feed is not None else 0  # the load covers changes to here
         retriever.load(memories.memories, memories.edges)  # fills and starts `vectors`
         memories.listeners.add(retriever)
@@ -138,12 +146,12 @@ class App:
             feed.start(after)
         # Installs the write gate on `memories` (exact scans of the engine's vectors per scope);
         # reads [vault] on every write.
-        vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault))
+        vault = Vault(memories, retriever.scopes, live.map(lambda c: c.vault), eraser.make_room)
         state_writes = WriteBehind(db, name="injection-state")
         capture_repo = CaptureRepo(db)
         drain = Drain(capture_repo, memories, embedder)
-        capture = Capture(capture_repo, drain, Screen(live.map(lambda c: c.vault)),
-                          signer.is_block)
+        screen = Screen(live.map(lambda c: c.vault))
+        capture = Capture(capture_repo, drain, screen, signer.is_block)
         injector = Injector(
             embedder=embedder, retriever=retriever, memories=repos.memories,
             config=live,
@@ -152,12 +160,15 @@ class App:
             signer=signer,
             snapshot=lambda agent_id: vault.snapshot(agent_id).memories,
             trace=TraceRing(lambda: live.get().injection.trace_turns),
-            capture=capture,
+            capture=capture, holds_secret=screen.holds_secret,
         )
+        eraser.channels = injector
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)
-        sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection))
+        sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection),
+                                 partial(retention_once, eraser,
+                                         lambda agent: live.get().injection_for(agent)))
         sweeper.start()
         reembed = None
         if stored != target:
@@ -182,8 +193,8 @@ class App:
         return cls(
             config=config, db=db, embedder=embedder, memories=memories, retriever=retriever,
             settings=settings, vault=vault, injector=injector, owners=owners, sweeper=sweeper,
-            lock=lock, metrics=metrics, vectors=vectors, reembed=reembed, feed=feed,
-            faults=faults,
+            lock=lock, metrics=metrics, eraser=eraser, vectors=vectors, reembed=reembed,
+            feed=feed, faults=faults,
         )
 
     def warm_up(self) -> None:
@@ -206,6 +217,7 @@ class App:
         self.injector.close()  # the state and access writes queued behind replies
         if self.injector.capture is not None:
             self.injector.capture.drain.close()  # what is pending stays for the next start
+        self.eraser.scrub.close()  # an erasure's scrub still queued runs here
         self.settings.close()
         stop = getattr(self.retriever, "close", None)
         if stop is not None:
@@ -261,8 +273,10 @@ def _stored_model(repos: Repositories) -> ModelIdentity | None:
         return None  # unreadable: treated as another model (re-embedded)
 
 
-def _feed(db: SqlStore, memories: MemoryService, retention_days: float) -> ChangeFeed | None:
-    """PostgreSQL: the change feed that keeps this sidecar's indexes current with others'."""
+def _feed(db: SqlStore, memories: MemoryService, retention_days: float,
+          retriever: HybridRetriever, scrub: DiskScrub) -> ChangeFeed | None:
+    """PostgreSQL: the change feed that keeps this sidecar's indexes (and, after another
+    sidecar's erasure, their files) current with others'."""
     if db.dialect != "postgres":
         return None
     from sidecar.memory.remote import RemoteWrites
@@ -270,7 +284,8 @@ def _feed(db: SqlStore, memories: MemoryService, retention_days: float) -> Chang
     from sidecar.store.postgres.feed import ChangeFeed
 
     assert isinstance(db, PgDatabase)
-    feed = ChangeFeed(db, RemoteWrites(memories), retention_days * 86_400)
+    feed = ChangeFeed(db, RemoteWrites(memories, retriever.labels_of, scrub.later),
+                      retention_days * 86_400)
     memories.serialize = feed.exclusive
     return feed
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from sidecar.api.exposure import check_exposure, is_local
 from sidecar.api.server_config import ServerConfig
@@ -44,7 +45,9 @@ def _tls(server: ServerConfig, config: Config) -> str:
     if not server.tls.enabled:
         return "off"
     files = read_tls(server.tls)
-    return "mutual TLS" if files.client_ca is not None else "on"
+    until = files.validity.not_after.strftime("%Y-%m-%d %H:%M UTC")
+    mode = "mutual TLS" if files.client_ca is not None else "on"
+    return f"{mode}, certificate valid until {until}"
 
 
 def _http(server: ServerConfig, config: Config) -> str:
@@ -98,8 +101,9 @@ def not_run(server: ServerConfig, config: Config) -> list[str]:
     """What only a start checks: it needs the network or the data dir."""
     binds = " and ".join(a for a in (server.listen, server.http.listen) if a)
     left = [f"binding {binds} (free, allowed): needs the network",
-            f"the data dir ({server.data_dir}): one server per dir, permissions, the database's "
-            "version and integrity, the tokens file, the block-signing key"]
+            f"the data dir ({Path(server.data_dir).resolve()}): one server per dir, "
+            "permissions, the database's version and integrity, the tokens file, the "
+            "block-signing key"]
     if config.store.backend == "postgres":
         left.append("the PostgreSQL connection and schema: needs the network")
     return left

@@ -54,6 +54,9 @@ class Relation(IntEnum):
 
 
 DEFAULT_EDGE_WEIGHT = 0.5
+# Memory.source of every captured turn (sidecar.capture writes them; the vault and the
+# store's erasure treat them apart).
+CAPTURE_SOURCE = "capture"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,12 @@ class MemoryDraft:
     tier: Tier = Tier.CANON
     topic_id: str = ""
     restored: Restored | None = None
+    user_id: str = ""  # the end user it belongs to ('' = none)
+    channel_private: bool = False  # recalled only in ``channel_id``
+
+    @property
+    def private_key(self) -> str:
+        return private_key(self.agent_id, self.user_id, self.channel_private, self.channel_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +112,57 @@ class Memory:
     tier: Tier = Tier.CANON
     topic_id: str = ""
     seq: int = 0  # dense integer key (SQLite rowid); used as the vector index label
+    user_id: str = ""  # the end user it belongs to ('' = the agent's general knowledge)
+    channel_private: bool = False  # recalled only in ``channel_id``
 
     def visible_to(self, agent_id: str) -> bool:
+        """In ``agent_id``'s scope: shared or its own (its users' and channels' included).
+        What an agent may read, list, forget or link; what it is offered is ``offered_to``."""
         return not self.agent_id or self.agent_id == agent_id
+
+    @property
+    def private_key(self) -> str:
+        return private_key(self.agent_id, self.user_id, self.channel_private, self.channel_id)
+
+    def offered_to(self, viewer: Viewer) -> bool:
+        """Whether a search or an injection for ``viewer`` may offer this memory."""
+        if self.agent_id and self.agent_id != viewer.agent_id:
+            return False
+        key = self.private_key
+        return not key or key in viewer.private_keys
+
+
+def private_key(agent_id: str, user_id: str, channel_private: bool, channel_id: str) -> str:
+    """Who besides its agent a memory is private to: '' (nobody: general knowledge or
+    shared), its end user, or its channel. Agent, user and channel ids hold no control
+    characters, so the NUL separators make keys of different owners distinct."""
+    if user_id:
+        return f"u\0{agent_id}\0{user_id}"
+    if channel_private:
+        return f"c\0{agent_id}\0{channel_id}"
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who a search or an injection is for, which decides what it may be offered: shared
+    memories, the agent's general knowledge, the end user's own memories (not in a channel
+    several users spoke in) and the memories private to the channel."""
+
+    agent_id: str = ""
+    user_id: str = ""
+    channel_id: str = ""
+    shared_channel: bool = False  # several users spoke in the channel: no user's memories
+
+    @property
+    def private_keys(self) -> tuple[str, ...]:
+        """The ``private_key`` of the memories private to the viewer it may be offered."""
+        keys = []
+        if self.user_id and not self.shared_channel:
+            keys.append(private_key(self.agent_id, self.user_id, False, ""))
+        if self.channel_id:
+            keys.append(private_key(self.agent_id, "", True, self.channel_id))
+        return tuple(keys)
 
 
 @dataclass(frozen=True, slots=True)

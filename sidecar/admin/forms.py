@@ -26,4 +26,8 @@ def tier(value: str) -> Tier | None:
 
 
 def scope(memory: Memory) -> str:
-    return memory.agent_id or "(shared)"
+    """Whose memory it is: the agent (or "(shared)"), and its end user or channel."""
+    owner = memory.agent_id or "(shared)"
+    if memory.user_id:
+        return f"{owner} · user {memory.user_id}"
+    return f"{owner} · this channel only" if memory.channel_private else owner

@@ -21,6 +21,7 @@ CALLER_FIELDS = {
     "RemoveEdgeRequest", "SearchRequest", "InjectRequest", "PruneHistoryRequest",
     "ResetChannelRequest", "GetConfigRequest", "PromoteToCanonRequest",
     "GetMemoryHistoryRequest", "GetSnapshotRequest", "GetInjectionTraceRequest",
+    "ForgetUserRequest",
 }
 SCOPE_FIELDS = {"FindConsolidationCandidatesRequest": "scope", "ProposeDeletionsRequest": "scope"}
 OPERATOR_ONLY = {"VaultStatsRequest"}

@@ -66,6 +66,8 @@ def draft_from_pb(msg: memory_pb2.Memory, prefix: str = "memory") -> MemoryDraft
         agent_id=msg.agent_id,
         tier=tier(msg.tier, f"{prefix}.tier"),
         topic_id=msg.topic_id,
+        user_id=msg.user_id,
+        channel_private=msg.channel_private,
     )
 
 
@@ -111,6 +113,8 @@ def memory_to_pb(memory: Memory) -> memory_pb2.Memory:
         version=memory.version,
         tier=int(memory.tier),
         topic_id=memory.topic_id,
+        user_id=memory.user_id,
+        channel_private=memory.channel_private,
     )
 
 
@@ -145,5 +149,6 @@ def list_query_from_pb(req: store_pb2.ListMemoriesRequest) -> ListQuery:
         page_token=req.page_token,
         include_forgotten=req.include_forgotten,
         all_agents=req.all_agents,
+        user_id=req.user_id,
         source=req.source,
     )

@@ -33,7 +33,7 @@ def inject_request(msg: injection_pb2.InjectRequest) -> InjectRequest:
         raise InvalidArgument(f"text is {len(text)} characters; at most {MAX_INJECT_TEXT_CHARS}",
                               field="text", reason="TOO_LONG")
     return InjectRequest(agent_id=msg.agent_id, channel_id=msg.channel_id, text=text,
-                         source=msg.source, turn=msg.turn)
+                         source=msg.source, turn=msg.turn, user_id=msg.user_id)
 
 
 def inject_response(result: Injection) -> injection_pb2.InjectResponse:

@@ -42,6 +42,7 @@ def search_query_from_pb(req: store_pb2.SearchRequest, default_search_limit: int
     return SearchQuery(
         text=req.query,
         agent_id=req.agent_id,
+        user_id=req.user_id,
         limit=limit,
         types=tuple(dict.fromkeys(memory_type(t, "types") for t in req.types)),
         mode=mode,

@@ -111,7 +111,7 @@ class Server:
         store_pb2_grpc.add_MemoryStoreServicer_to_server(
             MemoryStoreServicer(
                 self.app.memories, self.app.retriever,
-                self.app.live.map(lambda c: c.retrieval.search_limit),
+                self.app.live.map(lambda c: c.retrieval.search_limit), self.app.eraser,
             ),
             self.grpc,
         )

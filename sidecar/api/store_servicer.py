@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import grpc
 from memsidecar.v1 import memory_pb2, store_pb2, store_pb2_grpc
@@ -13,8 +14,9 @@ from sidecar.api.import_stream import acknowledge, import_error
 from sidecar.api.search_convert import search_query_from_pb, search_response_to_pb
 from sidecar.api.status import grpc_errors
 from sidecar.api.validate import check_request
-from sidecar.errors import DomainError, InvalidArgument
+from sidecar.errors import DomainError, FailedPrecondition, InvalidArgument
 from sidecar.live import Live
+from sidecar.memory.erasure import Eraser
 from sidecar.memory.service import MemoryService
 from sidecar.records import MemoryDraft
 from sidecar.retrieval.config import RetrievalConfig
@@ -26,12 +28,14 @@ DEFAULT_SEARCH_LIMIT = Live.fixed(RetrievalConfig().search_limit)
 class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def __init__(
         self, memories: MemoryService, retriever: Retriever,
-        search_limit: Live[int] = DEFAULT_SEARCH_LIMIT,
+        search_limit: Live[int] = DEFAULT_SEARCH_LIMIT, eraser: Eraser | None = None,
     ) -> None:
-        """``search_limit``: a Search's default candidates per source, read per Search."""
+        """``search_limit``: a Search's default candidates per source, read per Search.
+        ``eraser``: ForgetUser and ForgetMemory's hard mode (None: refused)."""
         self.memories = memories
         self.retriever = retriever
         self._search_limit = search_limit
+        self.eraser = eraser
 
     @grpc_errors
     def UpsertMemory(
@@ -97,9 +101,26 @@ class MemoryStoreServicer(store_pb2_grpc.MemoryStoreServicer):
     def ForgetMemory(
         self, request: store_pb2.ForgetMemoryRequest, context: grpc.ServicerContext
     ) -> store_pb2.ForgetMemoryResponse:
+        if request.hard:
+            erased, _ = self._eraser().erase_memory(request.id, request.agent_id,
+                                                    may_write_shared())
+            return store_pb2.ForgetMemoryResponse(
+                memory=convert.memory_to_pb(replace(erased, forgotten=True)), changed=True)
         memory, changed = self.memories.forget(request.id, request.source, request.agent_id,
                                                may_write_shared())
         return store_pb2.ForgetMemoryResponse(memory=convert.memory_to_pb(memory), changed=changed)
+
+    @grpc_errors
+    def ForgetUser(
+        self, request: store_pb2.ForgetUserRequest, context: grpc.ServicerContext
+    ) -> store_pb2.ForgetUserResponse:
+        erased = self._eraser().forget_user(request.agent_id, request.user_id)
+        return store_pb2.ForgetUserResponse(**erased.counts())
+
+    def _eraser(self) -> Eraser:
+        if self.eraser is None:
+            raise FailedPrecondition("erasure is not available on this server")
+        return self.eraser
 
     @grpc_errors
     def ListMemories(

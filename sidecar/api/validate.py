@@ -30,6 +30,7 @@ MAX_MESSAGES = 10_000  # PruneHistory / RenderTranscript messages
 
 NAME_FIELDS = frozenset({
     "id", "agent_id", "channel_id", "source", "topic_id", "source_id", "target_id", "scope",
+    "user_id",
 })
 TEXT_CAPS = {"page_token": MAX_PAGE_TOKEN_CHARS, "query": MAX_QUERY_CHARS}
 REPEATED_CAPS = {"types": MAX_TYPE_FILTERS, "texts": MAX_INJECT_TEXTS, "messages": MAX_MESSAGES}

@@ -19,20 +19,25 @@ def token_command(args: argparse.Namespace) -> int:
     store = TokenStore(private_dir(args.data_dir) if adding else _existing(args.data_dir))
     if adding:
         token, entry = store.add(OPERATOR if args.operator else AGENT, args.agent or "")
-        who = "operator" if args.operator else f"agent {entry.agent_id}"
-        print(f"token {entry.id} for {who} (shown once; store it now):")
+        print(f"token {entry.id} for {_who(entry.role, entry.agent_id)} (shown once; store it "
+              "now):")
         print(token)
     elif args.token_command == "list":
         entries = store.entries()
         if not entries:
-            print(f"no tokens in {store.path}")
+            print(f"no tokens in {store.path.resolve()}")
         for e in entries:
             made = time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.created_at))
             print(f"{e.id}  {e.role:8}  {e.agent_id or '-':20}  {made} UTC")
     else:
         gone = store.revoke(args.id)
-        print(f"revoked {gone.id} ({gone.role} {gone.agent_id})".rstrip())
+        print(f"revoked {gone.id} (the token of {_who(gone.role, gone.agent_id)})")
     return 0
+
+
+def _who(role: str, agent_id: str) -> str:
+    """``operator`` or ``agent NAME``: whom a token acts for."""
+    return "the operator" if role == OPERATOR else f"agent {agent_id}"
 
 
 def _existing(data_dir: str) -> Path:

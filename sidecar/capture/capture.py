@@ -24,10 +24,10 @@ from sidecar.capture.modes import (
     user_key,
 )
 from sidecar.capture.repo import CaptureRepo, Pending
-from sidecar.capture.screen import Screen
 from sidecar.errors import Unavailable
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.timing import now_us
+from sidecar.vault.screen import Screen
 
 if TYPE_CHECKING:
     from sidecar.injection.config import MemoryInjectionConfig
@@ -74,21 +74,24 @@ class Capture:
     # --- Inject ---------------------------------------------------------------------------
 
     def on_turn(self, agent_id: str, channel_id: str, text: str, turn: int, at_us: int,
-                query: np.ndarray | None, mode: str) -> Callable[[], None] | None:
+                query: np.ndarray | None, mode: str,
+                user_id: str = "") -> Callable[[], None] | None:
         """What the turn's transaction writes to capture it (None: nothing). ``query``: the
-        turn's query embedding, if Inject computed one (reused as its vector when it serves)."""
+        turn's query embedding, if Inject computed one (reused as its vector when it serves).
+        The memory belongs to ``user_id``, or without one is private to the channel."""
         if mode == OFF:
             return None
         context = self._remember(channel_id, text, turn) if self.drain.index == "pair" else ""
         draft = MemoryDraft(content=text, type=MemoryType.OBSERVATION, source=CAPTURE_SOURCE,
-                            channel_id=channel_id, agent_id=agent_id)
+                            channel_id=channel_id, agent_id=agent_id, user_id=user_id,
+                            channel_private=not user_id)
         reason = QUEUE_FULL if self.drain.full() else self.screen.refusal(draft)
         if reason:
             self._refused(reason, channel_id, turn, USER_ROLE)
             return None
         key = user_key(turn, at_us)
         row = Pending(channel_id, key, agent_id, USER_ROLE, turn, text, context, at_us,
-                      capture_id(agent_id, channel_id, key), query)
+                      capture_id(agent_id, channel_id, key), query, user_id)
 
         def write() -> None:
             self._add([row])
@@ -119,25 +122,26 @@ class Capture:
     # --- PruneHistory ---------------------------------------------------------------------
 
     def observe(self, agent_id: str, channel_id: str, kept: Sequence[Message], turn: int,
-                mode: str) -> None:
+                mode: str, user_id: str = "") -> None:
         """A history of the channel: its captures no longer shown are released (except the
-        latest turn's), and with ``mode`` "all" the assistant replies not captured yet are.
+        latest turn's), and with ``mode`` "all" the assistant replies not captured yet are
+        (``user_id``'s: the one the channel's agent talks to; '' = private to the channel).
         A shared store away skips it (the next history says it again)."""
         try:
-            self._observe(agent_id, channel_id, kept, turn, mode)
+            self._observe(agent_id, channel_id, kept, turn, mode, user_id)
         except Unavailable as err:
             log.warning("store away: the history's captures are not updated",
                         extra={"channel": channel_id, "error": err.message})
 
     def _observe(self, agent_id: str, channel_id: str, kept: Sequence[Message], turn: int,
-                 mode: str) -> None:
+                 mode: str, user_id: str) -> None:
         texts = [(m.role.name.lower(), m.content) for m in kept if not self.is_block(m.content)]
         if texts:
             self._remember(channel_id, texts[-1][1], -1)
         shown = "\n".join(content.strip() for _, content in texts)
         gone = [h.key for h in self.repo.held(channel_id)
                 if h.turn < turn and h.content.strip() not in shown]
-        replies = self._replies(agent_id, channel_id, texts, turn) if mode == ALL else []
+        replies = self._replies(agent_id, channel_id, texts, turn, user_id) if mode == ALL else []
         if replies and self.drain.full():
             self._refused(QUEUE_FULL, channel_id, turn, ASSISTANT_ROLE)
             replies = []
@@ -147,7 +151,7 @@ class Capture:
                 self._add(replies)
 
     def _replies(self, agent_id: str, channel_id: str, texts: list[tuple[str, str]],
-                 turn: int) -> list[Pending]:
+                 turn: int, user_id: str) -> list[Pending]:
         replies = [(i, content) for i, (role, content) in enumerate(texts)
                    if role == ASSISTANT_ROLE and content.strip()]
         keys = [assistant_key(content) for _, content in replies]
@@ -160,16 +164,18 @@ class Capture:
             known.add(key)
             draft = MemoryDraft(content=content, type=MemoryType.OBSERVATION,
                                 source=CAPTURE_SOURCE, channel_id=channel_id,
-                                agent_id=agent_id)
+                                agent_id=agent_id, user_id=user_id,
+                                channel_private=not user_id)
             reason = self.screen.refusal(draft)
             if reason:  # recorded without its text, so it is judged once
                 self._refused(reason, channel_id, turn, ASSISTANT_ROLE)
                 rows.append(Pending(channel_id, key, agent_id, ASSISTANT_ROLE, turn, "", "",
-                                    at, "", None))
+                                    at, "", None, user_id))
                 continue
             context = texts[i - 1][1] if i and self.drain.index == "pair" else ""
             rows.append(Pending(channel_id, key, agent_id, ASSISTANT_ROLE, turn, content,
-                                context, at, capture_id(agent_id, channel_id, key), None))
+                                context, at, capture_id(agent_id, channel_id, key), None,
+                                user_id))
         return rows
 
     # --- ResetChannel ---------------------------------------------------------------------

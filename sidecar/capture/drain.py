@@ -125,7 +125,8 @@ class Drain:
         draft = MemoryDraft(
             content=row.content, type=MemoryType.OBSERVATION, id=row.memory_id,
             source=CAPTURE_SOURCE, channel_id=row.channel_id, agent_id=row.agent_id,
-            tier=Tier.CANON, restored=Restored(row.at_us, row.at_us, 1, False))
+            tier=Tier.CANON, restored=Restored(row.at_us, row.at_us, 1, False),
+            user_id=row.user_id, channel_private=not row.user_id)
 
         def claim() -> bool:
             return self.repo.settle(row, STORED, row.memory_id)

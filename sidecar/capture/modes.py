@@ -5,10 +5,9 @@ from __future__ import annotations
 import hashlib
 
 from sidecar.injection.config import CAPTURE_MODES
+from sidecar.records import CAPTURE_SOURCE as CAPTURE_SOURCE  # every captured memory's source
 
 OFF, USER, ALL = CAPTURE_MODES
-# Memory.source of every captured memory (ListMemories / the admin page filter on it).
-CAPTURE_SOURCE = "capture"
 USER_ROLE, ASSISTANT_ROLE = "user", "assistant"
 
 

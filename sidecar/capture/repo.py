@@ -28,6 +28,7 @@ class Pending:
     at_us: int
     memory_id: str
     embedding: np.ndarray | None  # the user turn's query embedding, when Inject had it
+    user_id: str = ""  # whose turn it is ('' = none known: private to the channel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class Held:
 
 
 _COLUMNS = ("channel_id, key, agent_id, role, turn, content, context, at_us, memory_id, "
-            "embedding")
+            "embedding, user_id")
 
 
 class CaptureRepo:
@@ -49,18 +50,19 @@ class CaptureRepo:
         """In the caller's transaction; False when the key is already captured."""
         blob = None if row.embedding is None else embedding_to_blob(row.embedding)
         self.db.execute(
-            f"INSERT INTO captures ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "
+            f"INSERT INTO captures ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT (channel_id, key) DO NOTHING",
             (row.channel_id, row.key, row.agent_id, row.role, row.turn, row.content,
-             row.context, row.at_us, row.memory_id, blob))
+             row.context, row.at_us, row.memory_id, blob, row.user_id))
         return self.db.changes() == 1
 
     def add_refused(self, row: Pending) -> None:
         """A reply the text gates refused: its key only, so it is judged once."""
         self.db.execute(
             f"INSERT INTO captures ({_COLUMNS}, outcome, held) VALUES (?,?,?,?,?,'','',?,'',"
-            "NULL,'refused',0) ON CONFLICT (channel_id, key) DO NOTHING",
-            (row.channel_id, row.key, row.agent_id, row.role, row.turn, row.at_us))
+            "NULL,?,'refused',0) ON CONFLICT (channel_id, key) DO NOTHING",
+            (row.channel_id, row.key, row.agent_id, row.role, row.turn, row.at_us,
+             row.user_id))
 
     def pending_count(self) -> int:
         row = self.db.query_one("SELECT count(*) FROM captures WHERE outcome = ?", (PENDING,))
@@ -72,7 +74,7 @@ class CaptureRepo:
             (PENDING, limit))
         return [Pending(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]), str(r[5]),
                         str(r[6]), int(r[7]), str(r[8]),
-                        None if r[9] is None else blob_to_embedding(r[9]).copy())
+                        None if r[9] is None else blob_to_embedding(r[9]).copy(), str(r[10]))
                 for r in rows]
 
     def settle(self, row: Pending, outcome: str, memory_id: str = "") -> bool:

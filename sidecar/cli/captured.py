@@ -1,7 +1,8 @@
-"""``memsidecar captured [--agent A] [--channel C] [--forget]``: the memories capture wrote
-(source "capture"), one JSON line each (id, agent, channel, created, content); with
-``--forget``, each is forgotten instead and only the count is printed. Without ``--agent``:
-every agent's (with [server.auth] on, the operator token)."""
+"""``memsidecar captured [--agent A] [--channel C] [--user U] [--forget]``: the memories
+capture wrote (source "capture"), one JSON line each (id, agent, channel, user, created,
+content); with ``--forget``, each is erased for good instead (ForgetMemory's hard mode: no
+text, version or edge of it stays on disk) and only the count is printed. Without
+``--agent``: every agent's (with [server.auth] on, the operator token)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import sys
 
 from sidecar.cli import remote
+from sidecar.story import plural
 
 SOURCE = "capture"
 PAGE = 500
@@ -19,8 +21,9 @@ def add(parser: argparse.ArgumentParser) -> None:
     remote.add_options(parser)
     parser.add_argument("--agent", default=None, help="only agent A's captured memories")
     parser.add_argument("--channel", default="", help="only those captured in channel C")
+    parser.add_argument("--user", default="", help="only those of end user U")
     parser.add_argument("--forget", action="store_true",
-                        help="forget them (they are no longer injected or searched)")
+                        help="erase them for good (their text leaves the disk)")
     parser.set_defaults(run=run)
 
 
@@ -28,17 +31,19 @@ def run(args: argparse.Namespace) -> int:
     with remote.connect(args) as client:
         found = list(client.iter_memories(
             agent_id=args.agent or "", all_agents=args.agent is None, channel_id=args.channel,
-            source=SOURCE, page_size=PAGE))
+            source=SOURCE, page_size=PAGE, user_id=args.user))
         found = [m for m in found if m.source == SOURCE and m.agent_id]
         if args.forget:
             for memory in found:
-                client.forget(memory.id, source="cli", agent_id=memory.agent_id)
-            print(f"{len(found)} captured memories forgotten", file=sys.stderr)
+                client.forget(memory.id, source="cli", agent_id=memory.agent_id, hard=True)
+            print(f"{plural(len(found), 'captured memory', 'captured memories')} erased",
+                  file=sys.stderr)
             return 0
         for memory in found:
             sys.stdout.write(json.dumps({
                 "id": memory.id, "agent_id": memory.agent_id, "channel_id": memory.channel_id,
-                "created_at": memory.created_at.ToJsonString(), "content": memory.content,
+                "user_id": memory.user_id, "created_at": memory.created_at.ToJsonString(),
+                "content": memory.content,
             }, ensure_ascii=False) + "\n")
-    print(f"{len(found)} captured memories", file=sys.stderr)
+    print(plural(len(found), "captured memory", "captured memories"), file=sys.stderr)
     return 0

@@ -17,6 +17,7 @@ def run(args: argparse.Namespace) -> int:
     from sidecar.config.report import render_effective
     from sidecar.config.startup import overridden
     from sidecar.preflight import not_run, run_all
+    from sidecar.story import plural
 
     config = load_file(Path(args.file))  # ConfigError: every bad key, exit 2
     server = overridden(config.server, args.listen, args.data_dir, args.http_listen)
@@ -30,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
               f"({failed} of {len(outcomes)} start-up checks failed):", file=sys.stderr)
         print("".join(f"  {line}\n" for line in lines), end="", file=sys.stderr)
         return 2
-    sys.stdout.write(f"# {args.file}: OK ({len(config.agents)} agents)\n"
+    sections = plural(len(config.agents), "[[agents]] section")
+    sys.stdout.write(f"# {args.file}: OK ({sections})\n"
                      + "".join(f"# {line}\n" for line in lines) + render_effective(config))
     return 0

@@ -1,6 +1,7 @@
-"""``memsidecar export [--agent A] > FILE.jsonl``: every memory, forgotten ones included, one
-JSON object per line in the order they were first stored; ``memsidecar import`` of the file
-into an empty store reproduces them."""
+"""``memsidecar export [--agent A] [--user U] > FILE.jsonl``: every memory, forgotten ones
+included, one JSON object per line in the order they were first stored (each with its
+``user_id``); ``memsidecar import`` of the file into an empty store reproduces them. With
+``--user``: only end user U's memories (what the sidecar keeps about them)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from sidecar.cli import remote
+from sidecar.story import plural
 
 if TYPE_CHECKING:
     from memsidecar_client import Client
@@ -23,6 +25,7 @@ def add(parser: argparse.ArgumentParser) -> None:
                         help="only what agent A sees (its own memories and the shared ones); "
                         "default every agent's and the shared ones (with [server.auth] on, "
                         "that needs the operator token)")
+    parser.add_argument("--user", default="", help="only end user U's memories")
     remote.add_progress_flag(parser)
     parser.set_defaults(run=run)
 
@@ -33,17 +36,19 @@ def run(args: argparse.Namespace) -> int:
 
     every = args.agent is None
     with remote.connect(args) as client:
-        with remote.progress(_total(client, args.agent), "mem", args.progress) as bar:
+        total = None if args.user else _total(client, args.agent)
+        with remote.progress(total, "mem", args.progress) as bar:
             written = forgotten = 0
             for memory in client.iter_memories(
                     agent_id=args.agent or "", all_agents=every, include_forgotten=True,
-                    sort=store_pb2.SORT_ORDER_STORED, page_size=PAGE):
+                    sort=store_pb2.SORT_ORDER_STORED, page_size=PAGE, user_id=args.user):
                 sys.stdout.write(json.dumps(memory_to_dict(memory), ensure_ascii=False) + "\n")
                 written += 1
                 forgotten += memory.forgotten
                 bar.update(1)
     sys.stdout.flush()
-    print(f"{written} memories exported ({forgotten} forgotten)", file=sys.stderr)
+    print(f"{plural(written, 'memory', 'memories')} exported ({forgotten} forgotten)",
+          file=sys.stderr)
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from sidecar.cli import remote
 from sidecar.cli.args import integer
+from sidecar.story import plural
 
 if TYPE_CHECKING:
     from memsidecar.v1 import store_pb2
@@ -107,7 +108,7 @@ def _count(summary: Summary, ack: store_pb2.ImportBatchAck, numbers: list[int],
 
 
 def report(summary: Summary, out: TextIO) -> None:
-    print(f"{summary.lines} lines: {summary.stored} stored, {summary.deduplicated} "
+    print(f"{plural(summary.lines, 'line')}: {summary.stored} stored, {summary.deduplicated} "
           f"deduplicated, {len(summary.rejected)} rejected", file=out)
     for number, reason in sorted(summary.rejected):
         print(f"  line {number}: {reason}", file=out)

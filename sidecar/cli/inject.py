@@ -1,7 +1,8 @@
-"""``memsidecar inject --channel C "text"``: a real Inject for the next turn of channel C (it
-records the turn like an agent's call); prints the block, then the turn's story: each memory
-injected (section, cosine, fused score, each source's rank), each one held back and why, then
-the best few cut by the relevance floor. Memories are named by a short excerpt and their id."""
+"""``memsidecar inject --channel C [--user U] "text"``: a real Inject for the next turn of
+channel C (it records the turn like an agent's call); prints the block, then the turn's story:
+each memory injected (section, cosine, fused score, each source's rank), each one held back and
+why, then the best few cut by the relevance floor. Memories are named by a short excerpt and
+their id."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text")
     parser.add_argument("--channel", required=True, help="the conversation's channel id")
     parser.add_argument("--agent", default="", help="the agent taking the turn")
+    parser.add_argument("--user", default="", help="the end user who wrote the turn (their "
+                        "private memories may be injected; default none)")
     parser.add_argument("--source", default="user", help="where the text came from")
     parser.add_argument("--turn", type=integer(0, UINT64_MAX), default=0,
                         help="the turn number (default 0: the channel's next)")
@@ -37,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     with remote.connect(args) as client:
         reply = client.inject(args.text, channel_id=args.channel, agent_id=args.agent,
-                              source=args.source, turn=args.turn)
+                              source=args.source, turn=args.turn, user_id=args.user)
         show(reply, sys.stdout)
         trace = client.get_injection_trace(args.channel, agent_id=args.agent, last_n=1)
         names = {item.id: item.content for item in reply.items}

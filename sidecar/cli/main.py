@@ -3,8 +3,9 @@
 On this machine: serve, health [--addr] [--timeout], config check|docs, token add|list|revoke,
 migrate --from sqlite:PATH|postgres:DSN --to ... [--append].
 Against a running sidecar (--addr HOST:PORT|unix:PATH, --token T after the command name):
-import FILE.jsonl|-, export [--agent A], search TEXT, inject --channel C TEXT, stats,
-captured [--agent A] [--channel C] [--forget].
+import FILE.jsonl|-, export [--agent A] [--user U], search TEXT [--user U],
+inject --channel C [--user U] TEXT, stats, captured [--agent A] [--channel C] [--user U]
+[--forget], forget-user --agent A --user U.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("sidecar.cli.stats:add", "the store's counts as plain numbers"),
     "captured": ("sidecar.cli.captured:add", "list or forget the captured turns (source "
                  "\"capture\")"),
+    "forget-user": ("sidecar.cli.forget_user:add", "erase an end user's memories and "
+                    "channels for good"),
 }
 SIGPIPE_STATUS = 141  # 128 + SIGPIPE: what a shell reports for `... | head`
 # Errors a command reports in one line (exit 2): (module, class), matched only when loaded.

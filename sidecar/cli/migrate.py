@@ -65,7 +65,7 @@ def _open(spec: str, stack: ExitStack, lock: bool) -> SqlStore:
             folder.mkdir(parents=True, exist_ok=True)
             stack.callback(DataDirLock(folder).release)
         elif not file.exists():
-            raise InvalidArgument(f"no SQLite store at {file}")
+            raise InvalidArgument(f"no SQLite store at {file.resolve()}")
         db = Database(file)
         stack.callback(db.close)
         return db

@@ -1,5 +1,5 @@
-"""``memsidecar search "text" [--agent A] [--mode hybrid|vector|lexical]``: the hits, best
-first, each with its fused score, cosine and rank in every retrieval source."""
+"""``memsidecar search "text" [--agent A] [--user U] [--mode hybrid|vector|lexical]``: the
+hits, best first, each with its fused score, cosine and rank in every retrieval source."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ def add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("text")
     parser.add_argument("--agent", default="", help="search as agent A (its own memories and "
                         "the shared ones; default shared only)")
+    parser.add_argument("--user", default="", help="search as end user U of the agent (their "
+                        "private memories too; default no user's)")
     parser.add_argument("--mode", choices=MODES, default="hybrid")
     parser.add_argument("--limit", type=integer(1, MAX_LIMIT), default=10,
                         help=f"hits to show, 1..{MAX_LIMIT} (default 10)")
@@ -33,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
 
     mode = store_pb2.SearchMode.Value(f"SEARCH_MODE_{args.mode.upper()}")
     with remote.connect(args) as client:
-        reply = client.search(args.text, agent_id=args.agent, limit=args.limit, mode=mode)
+        reply = client.search(args.text, agent_id=args.agent, limit=args.limit, mode=mode,
+                              user_id=args.user)
     show(reply, sys.stdout)
     return 0
 

@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import time
+from pathlib import Path
 
 from sidecar.cli.args import add_log_level
 from sidecar.cli.logs import FORMATS
@@ -56,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         raise
     received = _catch_stop_signals()
     server.start()
-    log.info("memsidecar listening on %s (data in %s)", config.listen, config.data_dir,
+    log.info("memsidecar listening on %s (data in %s)", config.listen,
+             Path(config.data_dir).resolve(),
              extra={"http": config.http.listen or "off"})
     notify(READY)  # systemd's Type=notify: started, warmed up, SERVING
     # A signal may be delivered to one of gRPC's threads; the main thread only runs the

@@ -7,7 +7,7 @@ acknowledgement word (``ACKNOWLEDGEMENTS``) and otherwise only stop words, and i
 question: no "?" and no question word ("what", "why", ...; real users often leave the "?"
 out). A question ("and?", "what else", "why") and a turn with any other word ("go on", "tell
 me more") may continue the conversation and are searched as usual.
-docs/decisions/0019-context-adds-never-takes.md has the measurement on CoQA questions and
+docs/decisions/0020-context-adds-never-takes.md has the measurement on CoQA questions and
 LongMemEval user turns (``bench/content_free.py``).
 """
 

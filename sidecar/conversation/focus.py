@@ -41,7 +41,8 @@ import numpy as np
 from sidecar.conversation.query_context import QueryContext, RecentTurn, gate
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.types import Candidate, Section
-from sidecar.retrieval.contract import Retriever
+from sidecar.records import Viewer
+from sidecar.retrieval.contract import Retriever, cosine_of
 
 # Votes: a turn's first search hits and the memory its reply drew on.
 HIT_VOTES, HIT_VOTE, REPLY_VOTE = 5, 0.5, 1.0
@@ -77,22 +78,22 @@ def hit_votes(ids: Sequence[str]) -> Votes:
     return tuple((m, HIT_VOTE / (rank + 1)) for rank, m in enumerate(ids[:HIT_VOTES]))
 
 
-def reply_vote(retriever: Retriever, agent_id: str, asked: str, in_view: Sequence[str],
+def reply_vote(retriever: Retriever, viewer: Viewer, asked: str, in_view: Sequence[str],
                reply: str) -> Votes:
-    """The vote of a turn's reply: of the memories ``in_view`` that ``agent_id`` sees and
+    """The vote of a turn's reply: of the memories ``in_view`` that ``viewer`` is offered and
     that the reply drew on (``drawn_on``), the one the turn's text and its reply (counting
     twice) match best; when none did, the same among the ``WIDE`` memories visible to
-    ``agent_id`` that match them best in the whole store (none when no memory holds enough
+    ``viewer`` that match them best in the whole store (none when no memory holds enough
     of the reply's terms: "yes", "three", a reply from the model's own knowledge)."""
     terms = set(retriever.query_terms(reply)) if reply else set()
     if not terms:
         return ()
     both = ((asked, 1.0), (reply, 2.0))
-    seen = retriever.live_memories(in_view, agent_id)
+    seen = retriever.live_memories(in_view, viewer)
     best = _best_drawn_on(retriever, [m.id for m in seen if m is not None],
                           [m.content for m in seen if m is not None], terms, both)
     if best is None:
-        wide = retriever.live_memories(retriever.term_search(both, WIDE, agent_id), agent_id)
+        wide = retriever.live_memories(retriever.term_search(both, WIDE, viewer), viewer)
         best = _best_drawn_on(retriever, [m.id for m in wide if m is not None],
                               [m.content for m in wide if m is not None], terms, both)
     return () if best is None else ((best, REPLY_VOTE),)
@@ -134,10 +135,10 @@ def tally(recent: Sequence[RecentTurn], turn: int) -> dict[str, float]:
     return total
 
 
-def anchors(votes: dict[str, float], retriever: Retriever, agent_id: str) -> list[str]:
+def anchors(votes: dict[str, float], retriever: Retriever, viewer: Viewer) -> list[str]:
     """The ``ANCHORS`` voted memories with the most votes within ``CLUSTER`` places of
     them in the same writer's sequence (ties: the heavier own vote, then the id)."""
-    placed = [(m, p) for m, p in zip(votes, retriever.places(list(votes), agent_id),
+    placed = [(m, p) for m, p in zip(votes, retriever.places(list(votes), viewer),
                                       strict=True) if p is not None]
     if not placed:
         return []
@@ -169,16 +170,16 @@ class Around:
 NOWHERE = Around()
 
 
-def around(recent: Sequence[RecentTurn], turn: int, retriever: Retriever, agent_id: str,
+def around(recent: Sequence[RecentTurn], turn: int, retriever: Retriever, viewer: Viewer,
            radius: int) -> Around:
     """What the focus of ``turn`` is taken around: the anchors of the ``recent`` turns'
-    votes and their neighbourhood (``radius`` places) as ``agent_id`` sees it now. Every
+    votes and their neighbourhood (``radius`` places) as ``viewer`` is offered it now. Every
     vote fades by the same factor per turn, so it is the same for any ``turn`` after the
     same recent turns."""
-    anchor_ids = anchors(tally(recent, turn), retriever, agent_id)
+    anchor_ids = anchors(tally(recent, turn), retriever, viewer)
     if not anchor_ids:
         return NOWHERE
-    near = retriever.neighbourhood(anchor_ids, radius, agent_id)  # each anchor included
+    near = retriever.neighbourhood(anchor_ids, radius, viewer)  # each anchor included
     seqs = np.array([m.seq for m in near], np.int64)
     rows = retriever.embeddings_at(seqs)
     known = ~np.isnan(rows[:, 0])
@@ -204,7 +205,7 @@ class Steered:
 
 
 def focus(config: MemoryInjectionConfig, taken: Around, steered: Steered, in_view: set[str],
-          retriever: Retriever, agent_id: str) -> Focused:
+          retriever: Retriever, viewer: Viewer) -> Focused:
     """The focus of a turn ``taken`` around its anchors: the anchors and, best first, the
     ``query_context_focus`` best memories of their neighbourhood not in view, less those
     whose cosine to the steered query is under ``contextual_min_score`` (when the turn's gate
@@ -234,10 +235,10 @@ def focus(config: MemoryInjectionConfig, taken: Around, steered: Steered, in_vie
                    & (taken.cohesion[at] >= config.query_context_focus_cohesion))
     order = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if passes[i]]
     ranks = {c.memory.id: c.ranks for c in steered.hits}
-    now = retriever.live_memories([ids[i] for i in order], agent_id)
+    now = retriever.live_memories([ids[i] for i in order], viewer)
     return Focused(taken.anchors, tuple(
         Candidate(memory=memory, section=Section.CONTEXTUAL, score=float(scores[i]),
-                  cosine=float(cosines[i]), embedding=vectors[i],
+                  cosine=cosine_of(cosines[i]), embedding=vectors[i],
                   ranks=ranks.get(memory.id, ()))
         for i, memory in zip(order, now, strict=True) if memory is not None))
 

@@ -21,7 +21,7 @@ measurements behind the weights and the gate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -53,8 +53,8 @@ class RecentTurn:
 
     @property
     def quiet(self) -> bool:
-        """A content-free turn ("ok thanks"): kept only so its reply attaches to it; it
-        steers nothing and votes for nothing."""
+        """A content-free turn ("ok thanks"), or one kept without its text (``kept_turn``):
+        kept only so its reply attaches to it; it steers nothing and votes for nothing."""
         return not self.text
 
 
@@ -71,6 +71,25 @@ class QueryContext:
 
 
 NONE = QueryContext(None)
+# Whether a text holds what the vault's PII gate refuses (``sidecar.vault.screen``).
+HoldsSecret = Callable[[str], bool]
+
+
+def kept_text(text: str, holds_secret: HoldsSecret) -> str:
+    """What a channel keeps of a turn's text or of a reply for its next turns (its end, in
+    memory and in the store): nothing of one that holds a secret or a personal identifier."""
+    text = text[-MAX_CONTEXT_CHARS:]
+    return "" if text and holds_secret(text) else text
+
+
+def kept_turn(turn: int, text: str, embedding: np.ndarray, holds_secret: HoldsSecret,
+              votes: tuple[tuple[str, float], ...] = (), speaker: str = "") -> RecentTurn:
+    """A user turn as its channel keeps it (``kept_text``); a turn kept without its text is kept
+    without its embedding too (zeros: an embedding can be turned back into much of its text),
+    so it steers no search, and the reply to it still finds it."""
+    text = kept_text(text, holds_secret)
+    return RecentTurn(turn, text, embedding if text else np.zeros_like(embedding), votes=votes,
+                      speaker=speaker)
 
 
 def spoken(recent: Sequence[RecentTurn], turn: int, speaker: str) -> list[RecentTurn]:

@@ -26,21 +26,23 @@ import numpy as np
 from sidecar.conversation import focus
 from sidecar.conversation.chatter import content_free
 from sidecar.conversation.focus import NOWHERE, Around, Focused, Steered, Votes
+from sidecar.conversation.query_context import NONE as NO_CONTEXT
 from sidecar.conversation.query_context import (
-    MAX_CONTEXT_CHARS,
+    HoldsSecret,
     QueryContext,
     RecentTurn,
+    kept_turn,
     query_context,
     spoken,
 )
-from sidecar.conversation.query_context import NONE as NO_CONTEXT
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.pools import ContextualPool
 from sidecar.injection.types import Candidate
+from sidecar.records import Viewer
 from sidecar.retrieval.contract import Retriever
 
-# A channel's focus worked out ahead: (after turn, agent, speaker, around).
-Ahead = tuple[int, str, str, Around]
+# A channel's focus worked out ahead: (after turn, viewer, around).
+Ahead = tuple[int, Viewer, Around]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,79 +74,90 @@ class Conversation:
         return content_free(text)
 
     def plan(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
-             ahead: Ahead | None, turn: int, agent_id: str, text: str, speaker: str,
+             ahead: Ahead | None, turn: int, viewer: Viewer, text: str,
              own: Sequence[Candidate]) -> Plan:
-        """The plan of ``turn`` (``text`` by ``speaker``, "" when not known) of a channel whose
-        recent turns are ``recent``, given the hits of its own search (``own``, best first,
-        captured turns left out) and the focus worked out ahead (``ahead``, if any)."""
+        """The plan of ``turn`` (``text`` for ``viewer``, whose ``user_id`` is the speaker, ""
+        when not known) of a channel whose recent turns are ``recent``, given the hits of its
+        own search (``own``, best first, captured turns left out) and the focus worked out
+        ahead (``ahead``, if any)."""
         if content_free(text):
             return QUIET
+        speaker = viewer.user_id
         if config.query_context_turns <= 0 or not spoken(recent, turn, speaker):
             return ALONE
         context = query_context(config, recent, turn, len(self.retriever.query_terms(text)),
                                 speaker)
         if context.gate <= 0:
             return ALONE
-        taken = self._around(config, recent, ahead, turn, agent_id, speaker)
+        taken = self._around(config, recent, ahead, turn, viewer)
         if own and own[0].cosine >= config.query_context_new_subject and focus.far_from(
                 taken, own[0], config.query_context_focus_cohesion):
             return Plan(new_subject=True)
         return Plan(context=context, around=taken)
 
     def _around(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
-                ahead: Ahead | None, turn: int, agent_id: str, speaker: str) -> Around:
+                ahead: Ahead | None, turn: int, viewer: Viewer) -> Around:
         if config.query_context_focus <= 0:
             return NOWHERE
-        if ahead is not None and ahead[:3] == (turn - 1, agent_id, speaker):
-            return ahead[3]
-        return self.around(config, recent, turn, agent_id, speaker)
+        if ahead is not None and ahead[:2] == (turn - 1, viewer):
+            return ahead[2]
+        return self.around(config, recent, turn, viewer)
 
     def around(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn], turn: int,
-               agent_id: str, speaker: str) -> Around:
-        """The focus of ``turn`` by ``speaker`` (worked out ahead by a PruneHistory)."""
-        return focus.around(spoken(recent, turn, speaker), turn, self.retriever, agent_id,
+               viewer: Viewer) -> Around:
+        """The focus of ``turn`` for ``viewer`` (its speaker's turns; worked out ahead by a
+        PruneHistory)."""
+        return focus.around(spoken(recent, turn, viewer.user_id), turn, self.retriever, viewer,
                             config.query_context_focus_radius)
 
     def offers(self, config: MemoryInjectionConfig, plan: Plan, steered: Steered,
-               in_view: set[str], agent_id: str) -> Focused:
+               in_view: set[str], viewer: Viewer) -> Focused:
         """What the focus offers a follow-up (nothing to a turn that is not one)."""
         if not plan.steered:
             return focus.NONE
-        return focus.focus(config, plan.around, steered, in_view, self.retriever, agent_id)
+        return focus.focus(config, plan.around, steered, in_view, self.retriever, viewer)
 
     def asked(self, config: MemoryInjectionConfig, plan: Plan, turn: int, text: str,
-              embedding: np.ndarray, hits: Sequence[Candidate],
-              speaker: str) -> RecentTurn | None:
+              embedding: np.ndarray, hits: Sequence[Candidate], speaker: str,
+              holds_secret: HoldsSecret) -> RecentTurn | None:
         """What the channel keeps of the turn for the next ones (None: the context is off):
-        its text, embedding, speaker and the votes of its hits (captured turns left out); a
-        content-free turn only waits for its reply (no text, no votes)."""
+        its text (``kept_turn``: none of one that holds a secret), embedding, speaker and the
+        votes of its hits (captured turns left out); a content-free turn only waits for its
+        reply (no text, no votes)."""
         if config.query_context_turns <= 0:
             return None
         if plan.quiet:
-            return RecentTurn(turn, "", embedding, speaker=speaker)
+            return RecentTurn(turn, "", np.zeros_like(embedding), speaker=speaker)
         votes = (focus.hit_votes([c.memory.id for c in hits])
                  if config.query_context_focus > 0 else ())
-        return RecentTurn(turn, text[-MAX_CONTEXT_CHARS:], embedding, votes=votes,
-                          speaker=speaker)
+        return kept_turn(turn, text, embedding, holds_secret, votes, speaker)
 
-    def reply_votes(self, config: MemoryInjectionConfig, agent_id: str, asked: RecentTurn,
+    def reply_votes(self, config: MemoryInjectionConfig, viewer: Viewer, asked: RecentTurn,
                     in_view: Sequence[str], reply: str) -> Votes:
         """The votes of the reply to ``asked`` (none to a content-free turn's)."""
         if asked.quiet or config.query_context_turns <= 0 or config.query_context_focus <= 0:
             return ()
-        return focus.reply_vote(self.retriever, agent_id, asked.text, in_view, reply)
+        return focus.reply_vote(self.retriever, viewer, asked.text, in_view, reply)
 
 
-def merged(own: ContextualPool, focused: Focused,
-           steered: ContextualPool | None) -> list[Candidate]:
-    """The turn's contextual candidates in priority order: its own search's hits, then the
-    focus's offers, then the steered search's hits, captured turns of both searches last
-    (evidence of what was said, not answers); each memory once (its first place)."""
+def merged(own: ContextualPool, focused: Focused, steered: ContextualPool | None,
+           kept: int = 0) -> list[Candidate]:
+    """The turn's contextual candidates in priority order: its own search's first ``kept``
+    hits (0: all), then the focus's offers, then its further own hits, then the steered
+    search's hits, captured turns of both searches last (evidence of what was said, not
+    answers); each memory once (its first place)."""
     out: list[Candidate] = []
     seen: set[str] = set()
     later = (steered.answers, steered.captured) if steered is not None else ((), ())
-    for c in (*own.answers, *focused.candidates, *later[0], *own.captured, *later[1]):
+    first = guaranteed(own.answers, kept)
+    rest = own.answers[len(first):]
+    for c in (*first, *focused.candidates, *rest, *later[0], *own.captured, *later[1]):
         if c.memory.id not in seen:
             seen.add(c.memory.id)
             out.append(c)
     return out
+
+
+def guaranteed(answers: Sequence[Candidate], kept: int) -> Sequence[Candidate]:
+    """The own hits nothing the conversation adds may displace: the first ``kept`` (0: all)."""
+    return answers[:kept] if kept > 0 else answers

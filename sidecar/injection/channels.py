@@ -252,7 +252,7 @@ def rows_of(state: ChannelState, entry: Committed, pruned: bool) -> Saved:
         block=(entry.turn, entry.digest) if entry.ids else None,
         reply=replies.to_json(entry.reply), keep=state.keep,
         held=frozenset(b.turn for b in state.blocks) if pruned else None,
-        asked=entry.asked,
+        asked=entry.asked, speaker=entry.speaker,
     )
 
 
@@ -262,6 +262,7 @@ def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> 
                       for r in saved.injected}
     state.blocks = [Block(turn, digest) for turn, digest in saved.blocks]
     state.recent = list(saved.recent)
+    state.speakers = saved.speakers
     if saved.reply is not None:
         state.last = replies.from_json(saved.reply, fetch)
     if saved.buffer:

@@ -88,7 +88,7 @@ class MemoryInjectionConfig:
         "its context may add to its block, within max_total and max_tokens, after what its "
         "own text finds (never instead of it); 0 = off.", ge=0, le=20))
     # The next three measured on CoQA and LongMemEval conversations
-    # (docs/decisions/0018-focus-from-the-whole-store.md, 0019-context-adds-never-takes.md).
+    # (docs/decisions/0018-focus-from-the-whole-store.md, 0020-context-adds-never-takes.md).
     query_context_focus_radius: int = field(default=12, metadata=knob(
         "Places on each side of a focus anchor, in its writer's own sequence of writes "
         "(owner, source, channel), whose memories the focus may offer.", ge=1, le=200))
@@ -101,15 +101,11 @@ class MemoryInjectionConfig:
         "Cosine from which a turn's own best hit, far from the conversation's focus, makes "
         "the turn a new subject: it is searched alone, neither steered nor focused; 1 = "
         "never."))
-    # The next two measured on CoQA conversations (decision 0019, "Terse turns").
-    terse_terms: int = field(default=0, metadata=knob(
-        "A turn whose text has at most this many BM25 terms is terse: a memory its text "
-        "alone finds is kept only if it matches one of those terms and its cosine reaches "
-        "terse_min_score (so a turn of no term finds nothing by itself and leans on its "
-        "context); 0 = off.", ge=0, le=20))
-    terse_min_score: float = field(default=0.4, metadata=unit(
-        "Cosine a terse turn's own hits must reach, besides the other floors (0 = only the "
-        "term match)."))
+    query_context_own_hits: int = field(default=3, metadata=knob(
+        "How many of a follow-up's own hits (what its text alone would inject, in its "
+        "search's ranking) come before everything the context and the focus add, so that "
+        "they are never displaced; its further own hits come after the focus's offers; 0 = "
+        "every own hit first.", ge=0, le=100))
     query_context_decay: float = field(default=0.5, metadata=unit(
         "Each earlier turn counts this x the turn after it (1 = all alike)."))
     item_age_date_days: int = field(default=90, metadata=knob(
@@ -120,6 +116,13 @@ class MemoryInjectionConfig:
         '"capture", through the vault\'s gates): "off"; "user": each user turn Inject '
         'receives; "all": also the assistant replies PruneHistory shows (docs/vault.md).',
         choices=CAPTURE_MODES))
+    capture_max_per_user: int = field(default=0, metadata=knob(
+        "Captured memories kept per end user (per channel for turns without user_id); the "
+        "sweep erases the oldest beyond it for good (docs/users.md); 0 = unlimited.",
+        ge=0, le=10_000_000))
+    capture_ttl_days: float = field(default=0.0, metadata=knob(
+        "Days a captured memory (and a capture record) is kept; the sweep erases older ones "
+        "for good (docs/users.md); 0 = forever.", ge=0.0, le=36_500.0))
 
 
 def pinned_budget(config: MemoryInjectionConfig) -> list[tuple[str, str]]:

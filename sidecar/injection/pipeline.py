@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,9 +12,9 @@ import numpy as np
 from sidecar import deadline
 from sidecar.conversation.focus import NONE as NO_FOCUS
 from sidecar.conversation.focus import Focused, Steered
-from sidecar.conversation.query_context import MAX_CONTEXT_CHARS, QueryContext, RecentTurn
 from sidecar.conversation.query_context import NONE as NO_CONTEXT
-from sidecar.conversation.room import ALONE, QUIET, Conversation, Plan, merged
+from sidecar.conversation.query_context import HoldsSecret, QueryContext, RecentTurn, kept_text
+from sidecar.conversation.room import ALONE, QUIET, Conversation, Plan, guaranteed, merged
 from sidecar.embedding import Embedder
 from sidecar.errors import Unavailable
 from sidecar.injection import blocks, supersede
@@ -43,10 +43,12 @@ from sidecar.injection.types import (
     Section,
 )
 from sidecar.live import Live
+from sidecar.records import Viewer
 from sidecar.redact import echo
 from sidecar.retrieval.contract import Hit, Retriever
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import now_ns, now_us, us_since
+from sidecar.vault.pii import find_pii
 
 if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
     from sidecar.capture import Capture
@@ -71,6 +73,9 @@ class Injector:
     snapshot: SnapshotSource | None = None
     trace: TraceRing = field(default_factory=lambda: TraceRing(lambda: 0))  # 0 turns: off
     capture: Capture | None = None  # turns written as memories (sidecar/capture)
+    # What the query context keeps no text of (the server: the vault's screen, which follows
+    # ``vault.pii_gate``).
+    holds_secret: HoldsSecret = field(default=lambda text: bool(find_pii(text)))
     tokens: TokenMemo = field(init=False)
     conversation: Conversation = field(init=False)
 
@@ -83,28 +88,41 @@ class Injector:
         self.states.close()
 
     def reset(self, channel_id: str) -> bool:
+        existed = self.erase(channel_id)
+        log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
+        return existed
+
+    def erase(self, channel_id: str) -> bool:
+        """The channel's whole state (turns, query context, focus votes, blocks, replies,
+        speakers, its trace and capture's last message), as ``reset`` drops it, unlogged;
+        whether it had one."""
         existed = self.states.reset(channel_id)
         self.trace.forget(channel_id)
         if self.capture is not None:
             self.capture.reset(channel_id)
-        log.info("injection state reset", extra={"channel": channel_id, "existed": existed})
         return existed
 
-    def observe(self, channel_id: str, kept: list[Message], keep: int,
+    def refresh(self, channel_id: str) -> None:
+        """The channel's memory copy is read again from the store on its next turn."""
+        self.states.drop(channel_id)
+
+    def observe(self, channel_id: str, history: list[Message], keep: int,
                 agent_id: str = "") -> list[int]:
         """A history pruned for the channel: only the blocks it still holds stay in view,
         and the assistant's reply it ends with joins the query context (with its focus
         votes). Returns the turns of the channel's blocks released."""
-        digests = {self.signer.mac_of(m.content) for m in kept}
-        reply = last_reply(kept, self.signer.is_block)[-MAX_CONTEXT_CHARS:]
+        digests = {self.signer.mac_of(m.content) for m in history}
+        reply = kept_text(last_reply(history, self.signer.is_block), self.holds_secret)
         config = self.config.get().injection_for(agent_id)
         state = self.states.get(channel_id)
+        viewer = state.viewer(agent_id)
         with state.lock:
             last = state.recent[-1] if state.recent else None
             in_view = sorted(state.injected)
         votes: tuple[tuple[str, float], ...] = ()
-        if last is not None and reply and last.reply != reply[-MAX_CONTEXT_CHARS:]:
-            votes = self.conversation.reply_votes(config, agent_id, last, in_view, reply)
+        if last is not None and reply and last.reply != reply:  # for whom it was asked
+            votes = self.conversation.reply_votes(
+                config, state.viewer(agent_id, last.speaker), last, in_view, reply)
         gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply, votes,
                                    last.turn if last is not None else 0)
         if reply:  # analysed here, off the next Inject's path (memoised)
@@ -112,18 +130,19 @@ class Injector:
         if config.query_context_turns > 0 and config.query_context_focus > 0:
             self._ahead(config, state, agent_id)
         if self.capture is not None:
-            self.capture.observe(agent_id, channel_id, kept, state.turn, config.capture)
+            self.capture.observe(agent_id, channel_id, history, state.turn, config.capture,
+                                 "" if viewer.shared_channel else viewer.user_id)
         return gone
 
     def _ahead(self, config: MemoryInjectionConfig, state: ChannelState, agent_id: str) -> None:
         """The next turn's focus, worked out off the Inject path for the last speaker."""
         with state.lock:
             turn, recent = state.turn, list(state.recent)
-        speaker = recent[-1].speaker if recent else ""
-        taken = self.conversation.around(config, recent, turn + 1, agent_id, speaker)
+            viewer = state.viewer(agent_id, recent[-1].speaker if recent else "")
+        taken = self.conversation.around(config, recent, turn + 1, viewer)
         with state.lock:
             if state.turn == turn:
-                state.around = (turn, agent_id, speaker, taken)
+                state.around = (turn, viewer, taken)
 
     def is_block(self, content: str) -> bool:
         """A block this data dir's server gave out (its marker matches its text)."""
@@ -159,24 +178,25 @@ class Injector:
                 self._record(request, result, start, [], [])
                 return result
             t = now_ns()
+            viewer = state.viewer(request.agent_id, request.user_id)
             quiet = self.conversation.quiet(request.text)  # nothing to search for
             own = (_nothing(self.embedder.dim) if quiet else contextual_pool(
-                config, request.agent_id, request.text, self.retriever, request.channel_id))
+                config, viewer, request.text, self.retriever))
             view = state.view(turn, _keep(config), config.context_window_depth)
             in_view = state.ids_in(view)
             plan = QUIET if quiet else self.conversation.plan(
-                config, state.recent, state.around, turn, request.agent_id, request.text,
-                request.speaker, own.answers)
-            if plan.steered and sum(c.memory.id not in in_view
-                                    for c in own.answers) >= config.max_total:
+                config, state.recent, state.around, turn, viewer, request.text, own.answers)
+            if plan.steered and sum(c.memory.id not in in_view for c in guaranteed(
+                    own.answers, config.query_context_own_hits)) >= config.max_total:
                 plan = ALONE  # its own hits fill the block: nothing to add, nothing searched
-            pool, steered, focused = self._steer(config, request, plan, own, in_view)
-            contextual = merged(own, focused, steered)
+            pool, steered, focused = self._steer(config, request.text, viewer, plan, own,
+                                                 in_view)
+            contextual = merged(own, focused, steered, config.query_context_own_hits)
             stats.below_min_score = own.below_min_score
             stats.stages_us["embed"] = own.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - own.embed_us)  # with the focus
             t = now_ns()
-            pinned = pinned_pool(config, request.agent_id, self.memories, self.retriever,
+            pinned = pinned_pool(config, viewer, self.memories, self.retriever,
                                  pool.query, self.snapshot)
             stats.stages_us["pinned"] = us_since(t)
             candidates = pinned + contextual
@@ -192,7 +212,7 @@ class Injector:
             t = now_ns()
             candidates = supersede.resolve(candidates, in_view,
                                            self.retriever.pointing_to, self._embedding_of,
-                                           request.agent_id, pool.query)
+                                           viewer, pool.query)
             deduped = dedup(candidates, state, view, config.semantic_threshold,
                             changed_since_injected)
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
@@ -231,7 +251,7 @@ class Injector:
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
             asked = self.conversation.asked(config, plan, turn, request.text, own.text,
-                                            pool.answers, request.speaker)
+                                            pool.answers, request.user_id, self.holds_secret)
             self._commit(state, config, result, chosen, alive, request, asked, own.text,
                          captured=not quiet)
             stats.stages_us["persist"] = us_since(t)
@@ -245,18 +265,17 @@ class Injector:
             self._trace(request, items, stats)
         return result
 
-    def _steer(self, config: MemoryInjectionConfig, request: InjectRequest, plan: Plan,
+    def _steer(self, config: MemoryInjectionConfig, text: str, viewer: Viewer, plan: Plan,
                own: ContextualPool, in_view: set[str],
                ) -> tuple[ContextualPool, ContextualPool | None, Focused]:
         """A follow-up's search steered by its context (the same embedding) and the focus's
         offers: (the pool the turn's votes come from, the steered pool, the offers)."""
         if not plan.steered:
             return own, None, NO_FOCUS
-        steered = contextual_pool(config, request.agent_id, request.text, self.retriever,
-                                  request.channel_id, plan.context, own.text)
+        steered = contextual_pool(config, viewer, text, self.retriever, plan.context, own.text)
         focused = self.conversation.offers(config, plan, Steered(
-            request.text, plan.context, steered.query, steered.candidates, steered.lexical),
-            in_view, request.agent_id)
+            text, plan.context, steered.query, steered.candidates, steered.lexical),
+            in_view, viewer)
         return steered, steered, focused
 
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
@@ -276,12 +295,12 @@ class Injector:
                           versions=[c.memory.version for c in chosen],
                           embeddings=_rows(chosen, self.embedder.dim),
                           digest=self.signer.mac_of(result.block) or "", reply=result,
-                          at_us=now, asked=asked)
+                          at_us=now, asked=asked, speaker=state.new_speaker(request.user_id))
         self.retriever.established(chosen_ids)  # the pinned order prefers these from now on
         # State rows, the reply and the access record: one transaction, before the reply.
         capture = None if self.capture is None or not captured else self.capture.on_turn(
             request.agent_id, request.channel_id, request.text, result.turn, now,
-            own, config.capture)  # the turn's own embedding, reused
+            own, config.capture, request.user_id)  # the turn's own embedding, reused
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
@@ -292,12 +311,14 @@ class Injector:
                 context: QueryContext = NO_CONTEXT,
                 focused: Focused = NO_FOCUS, own: frozenset[str] = frozenset()) -> None:
         """Trace a committed turn (after the commit point: a retry or an abandoned call
-        never gets here)."""
+        never gets here); a query the PII gate refuses is traced without its text."""
         if not self.trace.enabled:
             return
-        self.trace.record(request.channel_id, trace_turn(
-            request.agent_id, request.text, result.turn, result.skip_reason,
-            us_since(start), chosen, dropped, now_us(), context, focused, own))
+        traced = trace_turn(request.agent_id, request.text, result.turn, result.skip_reason,
+                            us_since(start), chosen, dropped, now_us(), context, focused, own)
+        if self.holds_secret(traced.query):
+            traced = replace(traced, query="")
+        self.trace.record(request.channel_id, traced)
 
     def _embedding_of(self, memory_id: str) -> np.ndarray | None:
         found = self.retriever.embedding_of(memory_id)

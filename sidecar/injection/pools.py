@@ -14,9 +14,9 @@ from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.floor import Floor, passes
 from sidecar.injection.pinned import pinned_of_type
 from sidecar.injection.types import Candidate, Section
-from sidecar.records import Memory
+from sidecar.records import Memory, Viewer
 from sidecar.retrieval import stages
-from sidecar.retrieval.contract import Hit, Retriever, SearchQuery, steered
+from sidecar.retrieval.contract import Hit, Retriever, SearchQuery, cosine_of, steered
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import timed
 
@@ -26,7 +26,7 @@ CAPTURE_WIDEN = 2
 SnapshotSource = Callable[[str], Sequence[Memory]]
 
 
-def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
+def pinned_pool(config: MemoryInjectionConfig, viewer: Viewer, repo: MemoryRepo,
                 retriever: Retriever, query: np.ndarray,
                 snapshot: SnapshotSource | None = None) -> list[Candidate]:
     """The pinned section (ambient only).
@@ -40,13 +40,13 @@ def pinned_pool(config: MemoryInjectionConfig, agent_id: str, repo: MemoryRepo,
     if config.pinned_source == "snapshot":
         if snapshot is None:
             return []
-        chosen = list(snapshot(agent_id))[: config.pinned_limit]
+        chosen = list(snapshot(viewer.agent_id))[: config.pinned_limit]
         return [_pinned(m, retriever, repo, query) for m in chosen]
     if not config.pinned_types:
         return []
     pool: list[Candidate] = []
     for memory_type in config.pinned_types:
-        chosen = pinned_of_type(retriever.members(agent_id, memory_type), config.pinned_sort,
+        chosen = pinned_of_type(retriever.members(viewer, memory_type), config.pinned_sort,
                                 config.pinned_limit)
         pool.extend(_pinned(m, retriever, repo, query) for m in chosen)
     return pool
@@ -59,7 +59,7 @@ def _pinned(memory: Memory, retriever: Retriever, repo: MemoryRepo,
         embedding = repo.embedding(memory.id)
     assert embedding is not None
     return Candidate(memory=memory, section=Section.PINNED, score=0.0,
-                     cosine=float(embedding @ query), embedding=embedding)
+                     cosine=cosine_of(embedding @ query), embedding=embedding)
 
 
 @dataclass(slots=True)
@@ -83,22 +83,16 @@ class ContextualPool:
         return self.candidates[len(self.candidates) - self.said:]
 
 
-def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
-                    retriever: Retriever, channel_id: str,
-                    context: QueryContext = NO_CONTEXT,
+def contextual_pool(config: MemoryInjectionConfig, viewer: Viewer, text: str,
+                    retriever: Retriever, context: QueryContext = NO_CONTEXT,
                     embedding: np.ndarray | None = None) -> ContextualPool:
     """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
-    of ``channel_id``; ``context`` steers the search with the conversation
+    for ``viewer`` (in its channel); ``context`` steers the search with the conversation
     (``sidecar.conversation.query_context``): the floors then measure cosines to the steered
     query. Captured turns (``CAPTURE_SOURCE``) are evidence of what was said, not answers:
     they are floored among themselves and come after every other hit (``said`` counts
     them); while capture is on the search looks ``CAPTURE_WIDEN`` x as deep, so that
     captured questions like the turn's do not crowd its answers out of the candidates.
-
-    Searched by its text alone (no context), a terse turn (at most ``terse_terms`` BM25
-    terms) keeps only the hits that match one of its terms and reach ``terse_min_score``:
-    a text that says almost nothing would otherwise inject whatever its embedding lands
-    near, and as own hits those would leave its follow-up's context no room.
 
     The search embeds the text itself (overlapping its lexical half with the model) unless
     given its ``embedding``; with the contextual pool off (``search_limit = 0``) the text is
@@ -109,8 +103,10 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
         return ContextualPool([], 0, steered(embedded, context.vector), embedded, embed_us)
     deep = config.search_limit * (CAPTURE_WIDEN if config.capture != OFF else 1)
     result = retriever.search(SearchQuery(
-        text=text, agent_id=agent_id, limit=deep, search_limit=deep,
+        text=text, agent_id=viewer.agent_id, limit=deep, search_limit=deep,
         context=context.vector, context_texts=context.texts, embedding=embedding,
+        user_id=viewer.user_id, channel_id=viewer.channel_id,
+        shared_channel=viewer.shared_channel,
     ))
     pool: list[Candidate] = []
     floored: list[Hit] = []
@@ -124,10 +120,7 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     answers = answers[:config.search_limit]
     kept = [keep for hits in (answers, captured) for keep in passes(
         hits, floor, background,
-        own_channel(hits, channel_id) if floor.own_channel > 0 else [])]
-    if context.gate <= 0 and terse(config, retriever, text):  # the text alone: see terse
-        kept = [keep and said_enough(config, hit) for hit, keep in
-                zip(answers + captured, kept, strict=True)]
+        own_channel(hits, viewer.channel_id) if floor.own_channel > 0 else [])]
     for hit, keep in zip(answers + captured, kept, strict=True):
         if not keep:
             floored.append(hit)
@@ -143,17 +136,6 @@ def contextual_pool(config: MemoryInjectionConfig, agent_id: str, text: str,
     embed_us = result.timings_us.get(stages.EMBED, 0)
     return ContextualPool(pool, len(floored), result.query_embedding, result.text_embedding,
                           embed_us, floored, result.lexical, said)
-
-
-def terse(config: MemoryInjectionConfig, retriever: Retriever, text: str) -> bool:
-    """``text`` says almost nothing to search for: at most ``terse_terms`` BM25 terms."""
-    return config.terse_terms > 0 and len(retriever.query_terms(text)) <= config.terse_terms
-
-
-def said_enough(config: MemoryInjectionConfig, hit: Hit) -> bool:
-    """A terse text's own hit is one it would inject: it matches one of the text's terms
-    and its cosine reaches ``terse_min_score``."""
-    return hit.rank(stages.LEXICAL) > 0 and hit.cosine >= config.terse_min_score
 
 
 def own_channel(hits: Sequence[Hit], channel_id: str) -> list[bool]:

@@ -16,12 +16,15 @@ import numpy as np
 
 from sidecar.conversation.query_context import RecentTurn, remember
 from sidecar.injection.types import Injection
+from sidecar.records import Viewer
 
 if TYPE_CHECKING:
     from sidecar.conversation.room import Ahead
 
 # The semantic buffer is bounded in rows whatever the number of blocks held.
 BUFFER_MAX = 512
+# Speakers a channel state holds: telling one from several needs two.
+SPEAKERS_KEPT = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,7 @@ class Committed:
     reply: Injection
     at_us: int
     asked: RecentTurn | None = None  # the turn's text and embedding (None: not searched)
+    speaker: str | None = None  # the user who spoke, to record (None: nothing new)
 
 
 def held_turns(blocks: list[Block], turn: int, keep: int | None, depth: int,
@@ -85,23 +89,43 @@ class ChannelState:
     buffer: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     recent: list[RecentTurn] = field(default_factory=list)  # the query context, oldest first
     # What the conversation focus of the turn after ``turn`` is taken around, as (turn,
-    # agent, speaker, around), worked out off the Inject path when a PruneHistory brings the
-    # reply (never stored).
+    # viewer, around), worked out off the Inject path when a PruneHistory brings the reply
+    # (never stored).
     around: Ahead | None = None
+    # Users who have spoken in the channel ('' = a turn without user_id), at most
+    # SPEAKERS_KEPT of them: two or more make it a channel several people read.
+    speakers: frozenset[str] = frozenset()
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def copy(self) -> ChannelState:
         """The committed fields as they are now (``restore`` puts them back)."""
         return ChannelState(self.channel_id, self.turn, dict(self.injected), list(self.blocks),
                             self.keep, self.last, list(self.buffer_ids),
-                            list(self.buffer_turns), self.buffer, list(self.recent))
+                            list(self.buffer_turns), self.buffer, list(self.recent),
+                            speakers=self.speakers)
 
     def restore(self, saved: ChannelState) -> None:
         """Undo a ``record`` whose write failed (the lock stays this state's)."""
         self.turn, self.injected, self.blocks = saved.turn, saved.injected, saved.blocks
         self.keep, self.last, self.buffer = saved.keep, saved.last, saved.buffer
         self.buffer_ids, self.buffer_turns = saved.buffer_ids, saved.buffer_turns
-        self.recent = saved.recent
+        self.recent, self.speakers = saved.recent, saved.speakers
+
+    def shared_with(self, user_id: str) -> bool:
+        """Whether a turn of ``user_id`` makes (or finds) the channel one where several
+        users have spoken."""
+        return len(self.speakers | {user_id}) > 1
+
+    def viewer(self, agent_id: str, user_id: str | None = None) -> Viewer:
+        """Who a turn of the channel is for: ``user_id``'s, or (None: the turn is not known,
+        as in PruneHistory) the channel's only speaker's."""
+        if user_id is None:
+            user_id = next(iter(self.speakers)) if len(self.speakers) == 1 else ""
+        return Viewer(agent_id, user_id, self.channel_id, self.shared_with(user_id))
+
+    def new_speaker(self, user_id: str) -> str | None:
+        """``user_id`` when the store may not know it spoke here yet, else None."""
+        return None if user_id in self.speakers else user_id
 
     def view(self, turn: int, keep: int | None, depth: int) -> frozenset[int]:
         """Turns of the earlier blocks still in view when the block of ``turn`` is built."""
@@ -134,6 +158,8 @@ class ChannelState:
 
         Returns whether rows were dropped (SQLite then needs the same prune)."""
         self.turn, self.last = entry.turn, entry.reply
+        if entry.speaker is not None and len(self.speakers) < SPEAKERS_KEPT:
+            self.speakers |= {entry.speaker}
         if entry.asked is not None:
             self.recent = remember(self.recent, entry.asked)
         for memory_id, version in zip(entry.ids, entry.versions, strict=True):

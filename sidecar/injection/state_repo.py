@@ -3,7 +3,8 @@
 ``injection_channels`` (the turn), ``injection_ids`` (the id cooldown), ``injection_buffer``
 (the semantic buffer), ``injection_blocks`` (the blocks a channel's agent holds) and
 ``injection_replies`` (the last committed reply, the keep a PruneHistory reported) and
-``injection_context`` (the last user turns' embeddings: the query context).
+``injection_context`` (the last user turns' embeddings: the query context) and
+``channel_speakers`` (the users who have spoken in a channel).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sidecar.conversation.query_context import MAX_TURNS, RecentTurn
-from sidecar.injection.state import BUFFER_MAX
+from sidecar.injection.state import BUFFER_MAX, SPEAKERS_KEPT
 from sidecar.store.contract import SqlStore
 from sidecar.store.memories import blob_to_embedding, embedding_to_blob
 
@@ -49,6 +50,7 @@ class SavedChannel:
     keep: int | None
     reply: dict[str, object] | None  # the last reply, as ``replies.to_json`` wrote it
     recent: list[RecentTurn] = field(default_factory=list)  # oldest first
+    speakers: frozenset[str] = frozenset()  # at most SPEAKERS_KEPT
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,7 @@ class Saved:
     keep: int | None
     held: frozenset[int] | None
     asked: RecentTurn | None = None  # the turn's text and embedding (the next turns' context)
+    speaker: str | None = None  # a user who spoke in the channel (None: none new)
 
 
 class StateRepo:
@@ -99,10 +102,13 @@ class StateRepo:
                   for r in self.db.execute(
                       "SELECT turn, text, embedding, reply, votes, reply_votes, speaker FROM "
                       "injection_context WHERE channel_id = ? ORDER BY turn", (channel_id,))]
+        speakers = frozenset(str(r[0]) for r in self.db.execute(
+            "SELECT user_id FROM channel_speakers WHERE channel_id = ? LIMIT ?",
+            (channel_id, SPEAKERS_KEPT)))
         return SavedChannel(turn=int(row[0]), injected=injected, buffer=buffer, blocks=blocks,
                             keep=None if reply is None or reply[0] is None else int(reply[0]),
                             reply=None if reply is None else json.loads(reply[1]),
-                            recent=recent)
+                            recent=recent, speakers=speakers)
 
     def save(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
         """Upsert the turn, the reply and the new rows in one transaction of writes (a
@@ -182,6 +188,10 @@ class StateRepo:
                 f"VALUES {_rows(4, len(saved.buffer))}",
                 tuple(v for r in saved.buffer
                       for v in (channel_id, r.memory_id, r.turn, embedding_to_blob(r.embedding))))
+        if saved.speaker is not None:
+            self.db.execute(
+                "INSERT INTO channel_speakers (channel_id, user_id) VALUES (?, ?) "
+                "ON CONFLICT (channel_id, user_id) DO NOTHING", (channel_id, saved.speaker))
         if saved.block is not None:
             self.db.execute(
                 "INSERT INTO injection_blocks (channel_id, turn, digest) VALUES (?, ?, ?) "
@@ -236,7 +246,8 @@ class StateRepo:
                 "SELECT 1 FROM injection_channels WHERE channel_id = ?", (channel_id,)
             ) is not None
             for table in ("injection_buffer", "injection_ids", "injection_blocks",
-                          "injection_replies", "injection_context", "injection_channels"):
+                          "injection_replies", "injection_context", "channel_speakers",
+                          "injection_channels"):
                 self.db.execute(f"DELETE FROM {table} WHERE channel_id = ?", (channel_id,))
             return existed
 

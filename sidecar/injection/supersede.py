@@ -16,7 +16,8 @@ from dataclasses import replace
 import numpy as np
 
 from sidecar.injection.types import Candidate
-from sidecar.records import Memory, Relation
+from sidecar.records import Memory, Relation, Viewer
+from sidecar.retrieval.contract import cosine_of
 
 SUPERSEDING = frozenset((Relation.UPDATES, Relation.CONTRADICTS))
 # Successor chains followed at most this many edges deep.
@@ -29,11 +30,11 @@ EmbeddingOf = Callable[[str], np.ndarray | None]
 
 
 def resolve(candidates: list[Candidate], in_view: set[str], pointing_to: PointingTo,
-            embedding_of: EmbeddingOf, agent_id: str, query: np.ndarray) -> list[Candidate]:
+            embedding_of: EmbeddingOf, viewer: Viewer, query: np.ndarray) -> list[Candidate]:
     """``candidates`` with superseded memories replaced and updates marked; ``in_view``: the
     ids the blocks in view carry."""
     newest = successors([*(c.memory.id for c in candidates), *sorted(in_view)], pointing_to,
-                        agent_id)
+                        viewer)
     if not newest:
         return candidates
     updates = {newest[mid].id for mid in in_view if mid in newest}
@@ -41,7 +42,7 @@ def resolve(candidates: list[Candidate], in_view: set[str], pointing_to: Pointin
 
 
 def successors(ids: Sequence[str], pointing_to: PointingTo,
-               agent_id: str) -> dict[str, Memory]:
+               viewer: Viewer) -> dict[str, Memory]:
     """For each of ``ids`` superseded by a live memory the agent may see: the newest memory at
     the end of its chain of successors (several successors: the most recently updated)."""
     direct: dict[str, list[Memory]] = {}
@@ -53,7 +54,7 @@ def successors(ids: Sequence[str], pointing_to: PointingTo,
         found = pointing_to(sorted(frontier), SUPERSEDING)
         frontier = set()
         for source, target_id in found:
-            if not source.visible_to(agent_id):  # live memories only: forgotten are gone
+            if not source.offered_to(viewer):  # live memories only: forgotten are gone
                 continue
             direct.setdefault(target_id, []).append(source)
             if source.id not in seen:
@@ -87,7 +88,7 @@ def apply(candidates: list[Candidate], in_view: set[str], newest: Mapping[str, M
             if embedding is None:
                 continue
             c = replace(c, memory=successor, embedding=embedding,
-                        cosine=float(embedding @ query))
+                        cosine=cosine_of(embedding @ query))
         if c.memory.id in superseded_in_view and c.memory.id not in in_view:
             c = replace(c, is_update=True)
         out.append(c)

@@ -1,4 +1,5 @@
-"""Drops the injection state of channels idle for longer than ``channel_state_ttl``."""
+"""Drops the injection state of channels idle for longer than ``channel_state_ttl`` (and runs
+what else is swept on the same cadence: capture retention)."""
 
 from __future__ import annotations
 
@@ -37,8 +38,10 @@ class ChannelSweeper:
     """A daemon thread running ``sweep_once`` every ``sweep_interval_s``."""
 
     def __init__(self, owners: ChannelOwners, reset: Callable[[str], bool],
-                 config: Live[ChannelStateConfig]) -> None:
-        self.owners, self.reset, self.config = owners, reset, config
+                 config: Live[ChannelStateConfig],
+                 also: Callable[[], object] | None = None) -> None:
+        """``also``: run after each sweep (capture retention)."""
+        self.owners, self.reset, self.config, self.also = owners, reset, config, also
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="channel-sweep", daemon=True)
 
@@ -49,6 +52,8 @@ class ChannelSweeper:
         while not self._stop.wait(self.config.get().sweep_interval_s):
             try:
                 sweep_once(self.owners, self.reset, self.config.get().channel_state_ttl)
+                if self.also is not None:
+                    self.also()
             except StorageFault:
                 pass  # the disk refuses writes (logged where refused): the next sweep retries
             except Exception:

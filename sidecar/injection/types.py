@@ -25,7 +25,7 @@ class InjectRequest:
     text: str
     source: str = ""
     turn: int = 0  # 0 = the server counts turns per channel
-    speaker: str = ""  # who speaks (the request's user); "" = not known
+    user_id: str = ""  # the end user who wrote the turn ('' = not known)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,21 +8,31 @@ graph, mirror), with local writes paused so the two never interleave.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 import numpy as np
 
 from sidecar.memory.service import MemoryService
-from sidecar.records import Edge, Memory, Relation
+from sidecar.records import Edge, Memory, MemoryType, Relation
 from sidecar.store.postgres.feed import Change
 
 log = logging.getLogger(__name__)
 
 
+# The index labels of live memories (-1: not live), and the scrub of erased labels' bytes.
+LabelsOf = Callable[[Sequence[str]], list[int]]
+Scrub = Callable[[list[int]], None]
+
+
 class RemoteWrites:
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: MemoryService, labels_of: LabelsOf | None = None,
+                 scrub: Scrub | None = None) -> None:
+        """``labels_of`` and ``scrub``: a memory another sidecar erased leaves this one's
+        index files too."""
         self.service = service
+        self.labels_of = labels_of
+        self.scrub = scrub
 
     def paused(self) -> AbstractContextManager[None]:
         return self.service.writes_paused()
@@ -32,7 +42,15 @@ class RemoteWrites:
         ids = list(dict.fromkeys(c.memory_id for c in changes if c.memory_id is not None))
         edges = list(dict.fromkeys(c.edge for c in changes if c.edge is not None))
         if ids:
-            self._memories(self.service.memories.with_embeddings(ids))
+            rows = self.service.memories.with_embeddings(ids)
+            found = {m.id for m, _ in rows}
+            self._memories(rows)
+            gone = [i for i in ids if i not in found]
+            if gone:  # deleted for good (an erasure): the indexes drop them by id
+                labels = self.labels_of(gone) if self.labels_of is not None else []
+                self.service.listeners.forgotten([_erased(i) for i in gone])
+                if self.scrub is not None and any(label >= 0 for label in labels):
+                    self.scrub([label for label in labels if label >= 0])
         if edges:
             self._edges(edges)
 
@@ -65,3 +83,10 @@ class RemoteWrites:
             else:
                 removed.append(Edge(source, target, Relation(relation)))
         self.service.listeners.edges(added, removed)
+
+
+def _erased(memory_id: str) -> Memory:
+    """A memory row erased since the change: only its id (what the listeners drop by)."""
+    return Memory(id=memory_id, content="", type=MemoryType.OBSERVATION, importance=0.0,
+                  created_at=0, updated_at=0, last_accessed_at=0, access_count=0, source="",
+                  channel_id="", agent_id="", forgotten=True, version=0)

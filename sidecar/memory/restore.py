@@ -16,9 +16,10 @@ def unchanged(stored: Memory, draft: MemoryDraft) -> bool:
     restored = draft.restored
     return (
         (stored.content, stored.type, stored.source, stored.channel_id, stored.agent_id,
-         stored.tier, stored.topic_id, stored.forgotten)
+         stored.tier, stored.topic_id, stored.forgotten, stored.user_id, stored.channel_private)
         == (draft.content, draft.type, draft.source, draft.channel_id, draft.agent_id,
-            draft.tier, draft.topic_id, restored is not None and restored.forgotten)
+            draft.tier, draft.topic_id, restored is not None and restored.forgotten,
+            draft.user_id, draft.channel_private)
         and np.float32(stored.importance) == np.float32(resolve_importance(draft))
         and (restored is None or (stored.version, stored.created_at, stored.updated_at)
              == (restored.version, restored.created_at, restored.updated_at))
@@ -36,5 +37,5 @@ def new_memory(draft: MemoryDraft, memory_id: str, importance: float, now_us: in
         source=draft.source, channel_id=draft.channel_id, agent_id=draft.agent_id,
         forgotten=restored is not None and restored.forgotten,
         version=1 if restored is None else restored.version, tier=draft.tier,
-        topic_id=draft.topic_id,
+        topic_id=draft.topic_id, user_id=draft.user_id, channel_private=draft.channel_private,
     )

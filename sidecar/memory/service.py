@@ -106,8 +106,35 @@ class MemoryService:
         # Called first in every write transaction: on a shared store, waits for the other
         # sidecars' writes in flight and applies them here, so the gates see every row.
         self.serialize: Callable[[], None] = lambda: None
+        # Index updates a gate asked for inside the write transaction (e.g. the captures the
+        # capacity gate erased to make room), run once it commits; dropped if it rolls back.
+        self._after: list[Callable[[], None]] = []
 
     # --- writes -------------------------------------------------------------------------
+
+    def after_commit(self, action: Callable[[], None]) -> None:
+        """Run ``action`` once the write transaction in progress commits (never if it rolls
+        back). Called inside a write (a gate, a resolver), with the write lock held."""
+        self._after.append(action)
+
+    @contextmanager
+    def committing(self) -> Iterator[None]:
+        """The write transaction: ``after_commit`` actions run after its commit. Hold the
+        write lock."""
+        try:
+            with self.db.transaction():
+                yield
+        except BaseException:
+            self._after.clear()
+            raise
+        done, self._after = self._after, []
+        for action in done:
+            action()
+
+    @property
+    def write_lock(self) -> threading.RLock:
+        """Held by every write (the erasure takes it for each of its transactions)."""
+        return self._write_lock
 
     @contextmanager
     def writes_paused(self) -> Iterator[None]:
@@ -122,7 +149,7 @@ class MemoryService:
         with self._write_lock:
             if self.embedder.generation != generation:  # the model switched meanwhile
                 embedding = self.embedder.embed_one(draft.content)
-            with self.db.transaction():
+            with self.committing():
                 self.serialize()
                 result = self._write_one(draft, embedding, "memory")
                 ensure_alive()  # right before the commit: an expired call writes nothing
@@ -138,7 +165,7 @@ class MemoryService:
         as for any write: a DomainError rolls all of it back."""
         check_draft(draft, self.max_content_chars, prefix="capture")
         with self._write_lock:
-            with self.db.transaction():
+            with self.committing():
                 self.serialize()
                 if not claim():
                     return None
@@ -218,15 +245,17 @@ class MemoryService:
             if self.embedder.generation != generation:  # the model switched meanwhile
                 vectors = self.embedder.embed([d.content for _, d in valid],
                                               self.embed_batch_size)
-            with self.db.transaction():
+            with self.committing():
                 self.serialize()
                 for row, (index, draft) in enumerate(valid):
+                    mark = len(self._after)
                     try:
                         with self.db.transaction():  # savepoint: one bad item rolls back alone
                             result = self._write_one(draft, vectors[row], f"items[{index}]")
                     except StorageFault:
                         raise  # the disk refused the batch, not the item
                     except DomainError as err:
+                        del self._after[mark:]  # what its gates asked for rolled back too
                         summary.errors.append((index, draft.id, err))
                         continue
                     summary.ids.append(result.memory.id)
@@ -261,6 +290,11 @@ class MemoryService:
                 raise PermissionDenied(
                     f"{field}.id names a memory of another scope; a memory keeps its agent_id "
                     "(choose another id, or write as its owner)", field=f"{field}.id")
+            if existing is not None and existing.private_key != draft.private_key:
+                raise PermissionDenied(
+                    f"{field}.id names a memory private to another user or channel; a memory "
+                    "keeps its user_id, channel_private and (when channel_private) channel_id",
+                    field=f"{field}.id")
             if existing is None:
                 memory = new_memory(draft, draft.id or str(uuid.uuid4()), importance, ts)
                 return UpsertResult(self.memories.insert(memory, embedding), created=True)
@@ -269,6 +303,7 @@ class MemoryService:
                 updated_at=max(ts, existing.updated_at + 1), source=draft.source,
                 channel_id=draft.channel_id, agent_id=draft.agent_id, forgotten=False,
                 version=existing.version + 1, tier=draft.tier, topic_id=draft.topic_id,
+                user_id=draft.user_id, channel_private=draft.channel_private,
             )
             stored = self.memories.update(updated, embedding, event=_update_event(existing, draft))
             return UpsertResult(stored, created=False)

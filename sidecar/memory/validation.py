@@ -56,6 +56,15 @@ def resolve_importance(draft: MemoryDraft, field: str = "memory.importance") -> 
 
 def check_draft(draft: MemoryDraft, max_content_chars: int, prefix: str = "memory") -> None:
     check_id(draft.id, f"{prefix}.id", required=False)
+    if draft.channel_private and draft.user_id:
+        raise InvalidArgument(
+            f"{prefix}.channel_private and {prefix}.user_id exclude each other: a memory is "
+            "private to one end user or to one channel", field=f"{prefix}.channel_private",
+            reason="BAD_PRIVACY")
+    if draft.channel_private and not draft.channel_id:
+        raise InvalidArgument(
+            f"{prefix}.channel_private needs {prefix}.channel_id (the channel it is recalled "
+            "in)", field=f"{prefix}.channel_id", reason="BAD_PRIVACY")
     if is_blank(draft.content):
         raise InvalidArgument(
             f"{prefix}.content is empty or invisible; a memory needs some visible text",

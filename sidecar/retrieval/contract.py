@@ -9,7 +9,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from sidecar.records import Memory, MemoryType, Relation
+from sidecar.records import Memory, MemoryType, Relation, Viewer
 
 # Vectorised filter: takes an int64 array of labels, returns a bool mask of accepted ones.
 Accept = Callable[[np.ndarray], np.ndarray]
@@ -40,7 +40,7 @@ class Mode(Enum):
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
     text: str
-    agent_id: str = ""  # sees shared memories + its own
+    agent_id: str = ""  # sees shared memories + its own general knowledge
     limit: int = 10
     types: tuple[MemoryType, ...] = ()
     mode: Mode = Mode.HYBRID
@@ -52,6 +52,14 @@ class SearchQuery:
     # (``BM25Index.with_context``).
     context: np.ndarray | None = None
     context_texts: tuple[tuple[str, float], ...] = ()
+    # Private memories it may see too (``Memory.offered_to``): the end user's, the channel's.
+    user_id: str = ""
+    channel_id: str = ""
+    shared_channel: bool = False  # several users spoke in the channel: no user's memories
+
+    @property
+    def viewer(self) -> Viewer:
+        return Viewer(self.agent_id, self.user_id, self.channel_id, self.shared_channel)
 
 
 class SourceRank(NamedTuple):
@@ -88,6 +96,16 @@ class SearchResult:
     lexical: tuple[np.ndarray, np.ndarray] | None = None
 
 
+def cosine_of(dot: float) -> float:
+    """A cosine as reported (hits, injected items, logs): the dot product of two unit
+    vectors, kept in [-1, 1]. Rounding in float32 puts a text's cosine to itself (and to a
+    near twin) a few units of the last place above 1 (1.0000001). NaN (no row) stays NaN."""
+    value = float(dot)
+    if value > 1.0:
+        return 1.0
+    return -1.0 if value < -1.0 else value
+
+
 def steered(text: np.ndarray, context: np.ndarray | None) -> np.ndarray:
     """The unit vector of ``text + context`` (``text`` itself without a context)."""
     if context is None:
@@ -113,17 +131,17 @@ class Retriever(Protocol):
         """The stored embedding of a live memory (for semantic dedup)."""
         ...
 
-    def live_memories(self, memory_ids: Sequence[str], agent_id: str) -> list[Memory | None]:
-        """Each memory as it is now (None: not live or not visible to ``agent_id``)."""
+    def live_memories(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Memory | None]:
+        """Each memory as it is now (None: not live or not offered to ``viewer``)."""
         ...
 
-    def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
-        """Where each memory was written (None: not live or not visible to ``agent_id``)."""
+    def places(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Place | None]:
+        """Where each memory was written (None: not live or not offered to ``viewer``)."""
         ...
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
-                      agent_id: str) -> list[Memory]:
-        """The live memories visible to ``agent_id`` written within ``radius`` places
+                      viewer: Viewer) -> list[Memory]:
+        """The live memories offered to ``viewer`` written within ``radius`` places
         (``Place``: positions in the writer's own sequence, counting live memories only) of
         one of ``memory_ids`` by its writer, those of them live and visible included, each
         once, in store order."""
@@ -139,8 +157,8 @@ class Retriever(Protocol):
         its largest weight."""
         ...
 
-    def term_search(self, texts: Weighted, k: int, agent_id: str) -> list[str]:
-        """The ``k`` live memories visible to ``agent_id`` that BM25 scores best for the
+    def term_search(self, texts: Weighted, k: int, viewer: Viewer) -> list[str]:
+        """The ``k`` live memories offered to ``viewer`` that BM25 scores best for the
         terms of ``texts`` (as ``term_scores``), best first."""
         ...
 
@@ -149,8 +167,8 @@ class Retriever(Protocol):
         their number."""
         ...
 
-    def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
-        """Every live memory of ``memory_type`` visible to ``agent_id`` (from memory, not the
+    def members(self, viewer: Viewer, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
+        """Every live memory of ``memory_type`` offered to ``viewer`` (from memory, not the
         store), with whether it is established (given to an agent, read, or edited)."""
         ...
 

@@ -32,6 +32,7 @@ search; BM25 parameters are fixed at construction.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +43,7 @@ import numpy as np
 
 from sidecar.embedding import Embedder
 from sidecar.live import Live
-from sidecar.records import Edge, Memory, MemoryType, Relation
+from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
 from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RRF, RetrievalConfig
 from sidecar.retrieval.contract import (
@@ -52,6 +53,7 @@ from sidecar.retrieval.contract import (
     SearchResult,
     SourceRank,
     Weighted,
+    cosine_of,
     steered,
 )
 from sidecar.retrieval.fusion.contract import (
@@ -111,6 +113,7 @@ class HybridRetriever:
                                  analyzer=Analyzer(c.bm25_stemming))
         self.lexical_path = lexical_path
         self._lexical_saved = -1  # the BM25 version on disk
+        self._lexical_file = threading.Lock()  # the postings file: a save, or an erasure
         self.graph = EdgeGraph(self.live)
         self.writers = WriterSequences()  # what each writer wrote, in order (``Place``)
         self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
@@ -202,19 +205,36 @@ class HybridRetriever:
             except OSError as exc:  # a full or read-only disk: tokenised again next start
                 log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
-    def _save_lexical(self, checksum: str = "") -> None:
-        """Save the BM25 postings (``checksum``: of the live rows, computed here if empty)."""
+    def _save_lexical(self, checksum: str = "") -> bool:
+        """Save the BM25 postings (``checksum``: of the live rows, computed here if empty);
+        False when the mirror and BM25 disagreed (a write in flight): not saved."""
         assert self.lexical_path is not None
-        version = self.lexical.version
-        postings = self.lexical.export()
-        if not checksum:
-            texts = [m.content for m in map(self.live.get, postings.labels.tolist())
-                     if m is not None]
-            if len(texts) != len(postings.labels):
-                return  # the mirror and BM25 disagree (a write in flight): the next start
-            checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
-        lexical_persist.save(self.lexical_path, postings, checksum)
-        self._lexical_saved = version
+        with self._lexical_file:
+            version = self.lexical.version
+            postings = self.lexical.export()
+            if not checksum:
+                texts = [m.content for m in map(self.live.get, postings.labels.tolist())
+                         if m is not None]
+                if len(texts) != len(postings.labels):
+                    return False
+                checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
+            lexical_persist.save(self.lexical_path, postings, checksum)
+            self._lexical_saved = version
+            return True
+
+    def rewrite_without(self, labels: Sequence[int]) -> None:
+        """``labels`` were erased (the listeners removed them): the saved BM25 postings and
+        vector index, which hold their terms and vectors, are deleted at once (a save in
+        progress finishes first). The postings are saved again at close, as after any write
+        (``export`` leaves the erased terms out); the vector index at its next save."""
+        if self.lexical_path is not None:
+            with self._lexical_file:
+                for path in (self.lexical_path, lexical_persist.meta_path(self.lexical_path)):
+                    path.unlink(missing_ok=True)
+                self._lexical_saved = -1
+        rewrite = getattr(self.vectors, "rewrite_without", None)
+        if rewrite is not None:
+            rewrite(labels)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -275,25 +295,25 @@ class HybridRetriever:
         seq = self.live.seq_of(memory_id)
         return None if seq is None else self.vectors.vector(seq)
 
-    def live_memories(self, memory_ids: Sequence[str], agent_id: str) -> list[Memory | None]:
+    def live_memories(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Memory | None]:
         live = self.live
         out: list[Memory | None] = []
         for memory_id in memory_ids:
             seq = live.seq_of(memory_id)
             memory = None if seq is None else live.get(seq)
-            out.append(memory if memory is not None and memory.visible_to(agent_id) else None)
+            out.append(memory if memory is not None and memory.offered_to(viewer) else None)
         return out
 
-    def places(self, memory_ids: Sequence[str], agent_id: str) -> list[Place | None]:
+    def places(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Place | None]:
         return [None if m is None else Place(writer_of(m),
                                              self.writers.position(writer_of(m), m.seq))
-                for m in self.live_memories(memory_ids, agent_id)]
+                for m in self.live_memories(memory_ids, viewer)]
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
-                      agent_id: str) -> list[Memory]:
+                      viewer: Viewer) -> list[Memory]:
         live = self.live
         seqs: set[int] = set()
-        for m in self.live_memories(memory_ids, agent_id):
+        for m in self.live_memories(memory_ids, viewer):
             if m is None:
                 continue
             writer = writer_of(m)
@@ -301,7 +321,7 @@ class HybridRetriever:
             def written(seq: int, writer: tuple[str, str, str] = writer) -> bool:
                 found = live.get(seq)
                 return (found is not None and writer_of(found) == writer
-                        and found.visible_to(agent_id))
+                        and found.offered_to(viewer))
 
             seqs.update(self.writers.near(writer, m.seq, radius, written))
         near = [m for m in map(live.get, sorted(seqs)) if m is not None]
@@ -311,16 +331,16 @@ class HybridRetriever:
         return self.vectors.rows_of(seqs)
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
-        return self.lexical.score_documents(self._labels(memory_ids),
+        return self.lexical.score_documents(self.labels_of(memory_ids),
                                             term_weights(self.lexical.analyzer, texts))
 
-    def term_search(self, texts: Weighted, k: int, agent_id: str) -> list[str]:
+    def term_search(self, texts: Weighted, k: int, viewer: Viewer) -> list[str]:
         labels, _ = self.lexical.search_weighted(term_weights(self.lexical.analyzer, texts), k,
-                                                 self.live.accept(agent_id))
+                                                 self.live.accept(viewer))
         found = map(self.live.get, labels.tolist())
-        return [m.id for m in found if m is not None and m.visible_to(agent_id)]
+        return [m.id for m in found if m is not None and m.offered_to(viewer)]
 
-    def _labels(self, memory_ids: Sequence[str]) -> list[int]:
+    def labels_of(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""
         seqs = [self.live.seq_of(m) for m in memory_ids]
         return [-1 if s is None else s for s in seqs]
@@ -328,8 +348,8 @@ class HybridRetriever:
     def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:
         return self.background.of(query)
 
-    def members(self, agent_id: str, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
-        return self.live.members(self.live.filter(agent_id, (memory_type,)))
+    def members(self, viewer: Viewer, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
+        return self.live.members(self.live.filter(viewer, (memory_type,)))
 
     def established(self, memory_ids: Sequence[str]) -> None:
         self.live.mark_established(memory_ids)
@@ -352,7 +372,7 @@ class HybridRetriever:
     def _search(self, query: SearchQuery) -> SearchResult:
         clock = self.clock()
         c = self.config  # one config for the whole query
-        ctx = SourceContext(c, query, self.live, self.live.accept(query.agent_id, query.types))
+        ctx = SourceContext(c, query, self.live, self.live.accept(query.viewer, query.types))
         ctx, found, text = self._first_stage(ctx, clock)
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
@@ -402,14 +422,15 @@ class HybridRetriever:
         weights = [fusion_weight(s, c) for s in sources]
         get = self.live.get
         known = (rows[:, 0] == rows[:, 0]).tolist()  # nan: the row changed meanwhile
+        viewer = query.viewer
         hits = []
         for i, label, ranks, score, cosine in zip(
                 range(len(known)), fused.labels.tolist(), fused.ranks.tolist(),
                 fused.scores.tolist(), cosines.tolist(), strict=True):
             memory = get(label)
-            if memory is None or not _in_scope(memory, query):  # forgotten/changed meanwhile
+            if memory is None or not _in_scope(memory, viewer, query.types):  # changed meanwhile
                 continue
-            hits.append(Hit(memory, score, cosine,
+            hits.append(Hit(memory, score, cosine_of(cosine),
                             tuple(map(SourceRank, names, ranks, weights)),
                             rows[i] if known[i] else None))
         return hits
@@ -469,8 +490,8 @@ class HybridRetriever:
         return ctx, {VECTOR: vec, LEXICAL: lex}, text
 
 
-def _in_scope(memory: Memory, query: SearchQuery) -> bool:
+def _in_scope(memory: Memory, viewer: Viewer, types: Sequence[MemoryType]) -> bool:
     """The last word on scope, on the record actually returned: the filters above read the
     mirror columns earlier, and an upsert may since have changed the memory's agent or type
     (or, with no private memory in the store then, the query ran unfiltered)."""
-    return memory.visible_to(query.agent_id) and (not query.types or memory.type in query.types)
+    return memory.offered_to(viewer) and (not types or memory.type in types)

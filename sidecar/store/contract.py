@@ -51,6 +51,12 @@ class SqlStore(Protocol):
 
     def size_bytes(self) -> int: ...
 
+    def purge_wal(self) -> bool:
+        """After an erasure: no earlier copy of a deleted row left in a write-ahead log the
+        sidecar owns (SQLite: its WAL truncated; PostgreSQL: nothing to do here, the server
+        owns its WAL and VACUUM its dead rows). False when it could not be done now."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -30,11 +30,13 @@ class Table:
 
 MEMORY_COLUMNS = ("id", "content", "type", "importance", "created_at", "updated_at",
                   "last_accessed_at", "access_count", "source", "channel_id", "agent_id",
-                  "forgotten", "version", "tier", "topic_id", "embedding")
+                  "forgotten", "version", "tier", "topic_id", "user_id", "channel_private",
+                  "embedding")
 MEMORIES = Table("memories", ("seq", *MEMORY_COLUMNS), "seq", "id")
 VERSIONS = Table("memory_versions", (
     "seq", "memory_id", "version", "event", "recorded_at", "actor", "content", "type",
-    "importance", "source", "channel_id", "agent_id", "forgotten", "tier", "topic_id"),
+    "importance", "source", "channel_id", "agent_id", "forgotten", "tier", "topic_id",
+    "user_id", "channel_private"),
     "seq", "memory_id")
 EDGES = Table("edges", ("source_id", "target_id", "relation", "weight", "created_at"),
               "", "source_id")
@@ -51,8 +53,10 @@ CHANNEL_TABLES = (
                                 "reply_votes", "speaker"), "", "channel_id"),
     Table("channel_owners", ("channel_id", "agent_id", "last_used_us"), "channel_id",
           "channel_id"),
+    Table("channel_speakers", ("channel_id", "user_id"), "", "channel_id"),
     Table("captures", ("channel_id", "key", "agent_id", "role", "turn", "content", "context",
-                       "at_us", "memory_id", "embedding", "outcome", "held"), "", "channel_id"),
+                       "at_us", "memory_id", "embedding", "outcome", "held", "user_id"), "",
+          "channel_id"),
 )
 DISMISSED = Table("admin_dismissed", ("key", "dismissed_us"), "key", "key")
 SEQUENCED = ("memories", "memory_versions", "injection_buffer")

@@ -27,6 +27,9 @@ CHECKPOINT_PAGES = 1000
 # If writes outrun the thread and the WAL reaches this, the committing call checkpoints itself
 # (as SQLite would), so the WAL stays bounded under sustained writes.
 CHECKPOINT_INLINE_PAGES = 8 * CHECKPOINT_PAGES
+# ``purge_wal``: truncating checkpoints tried, each waiting at most this long for readers.
+PURGE_ATTEMPTS = 5
+PURGE_BUSY_MS = 1000
 
 
 class _Checkpointer:
@@ -158,6 +161,10 @@ def _configure(conn: apsw.Connection) -> None:
         "PRAGMA synchronous=NORMAL",
         "PRAGMA foreign_keys=ON",
         "PRAGMA temp_store=MEMORY",
+        # Deleted content is overwritten with zeros (freed cells and pages), so an erased
+        # text leaves the file once the WAL is checkpointed (``purge_wal``). Measured cost:
+        # bench/results/forget_user.md.
+        "PRAGMA secure_delete=ON",
     ):
         conn.execute(pragma).fetchall()
 
@@ -230,13 +237,28 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Re-entrant (savepoints)."""
+        """BEGIN IMMEDIATE ... COMMIT; rolls back on any exception. Re-entrant (savepoints).
+
+        IMMEDIATE: the write lock is taken (waiting out the busy timeout) before the first
+        read. A deferred transaction that read first would fail its first write at once
+        (SQLITE_BUSY_SNAPSHOT) had another connection, such as the WAL purge, changed the
+        WAL since its snapshot."""
         with self._lock:
             self._check_open()
             changes = self._conn.total_changes()
+            outer = not self._conn.in_transaction and not self._conn.readonly("main")
             try:
-                with self._conn:
-                    yield
+                if outer:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    with self._conn:  # a savepoint inside it
+                        yield
+                    if outer:
+                        self._conn.execute("COMMIT")
+                except BaseException:
+                    if outer and self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
             except apsw.Error as err:
                 self._raise(err)
             if not self._conn.in_transaction:
@@ -291,6 +313,28 @@ class Database:
 
     def batched(self) -> AbstractContextManager[None]:
         return self.transaction()  # in-process: nothing to batch
+
+    def purge_wal(self) -> bool:
+        """Copy every WAL frame into the database file and truncate the WAL to zero bytes,
+        so no earlier version of a page (an erased text) stays in it. Runs on a connection of
+        its own: this one keeps serving; SQLite holds its writers only while the frames are
+        copied (a PASSIVE pass first leaves little to copy). False when readers kept the WAL
+        busy through every attempt (the checkpointer empties it later)."""
+        self._check_open()
+        conn = apsw.Connection(str(self.path))
+        try:
+            conn.set_busy_timeout(PURGE_BUSY_MS)
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            for _ in range(PURGE_ATTEMPTS):
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0][0]
+                if not busy:
+                    return True
+            log.warning("wal not truncated: readers kept it busy")
+            return False
+        except apsw.Error as err:
+            self._raise(err)
+        finally:
+            conn.close()
 
     def guard(self, sql: str, params: tuple[Any, ...] | dict[str, Any],
               error: Exception) -> None:

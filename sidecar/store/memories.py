@@ -17,7 +17,8 @@ from sidecar.store.versions import CREATE, UPDATE, VersionRepo
 TOUCH_CHUNK = 500  # ids per access-record statement (SQLite binds at most 32,766)
 COLUMNS = (
     "seq, id, content, type, importance, created_at, updated_at, last_accessed_at, "
-    "access_count, source, channel_id, agent_id, forgotten, version, tier, topic_id"
+    "access_count, source, channel_id, agent_id, forgotten, version, tier, topic_id, user_id, "
+    "channel_private"
 )
 
 
@@ -39,6 +40,8 @@ def row_to_memory(row: Row) -> Memory:
         version=row[13],
         tier=Tier(row[14]),
         topic_id=row[15],
+        user_id=row[16],
+        channel_private=bool(row[17]),
     )
 
 
@@ -62,6 +65,7 @@ class ListQuery:
     tiers: tuple[Tier, ...] = ()
     all_agents: bool = False  # every scope; agent_id must then be ''
     source: str = ""  # only memories written with this source ('' = any)
+    user_id: str = ""  # only memories of this end user ('' = any)
 
 
 class MemoryRepo:
@@ -119,13 +123,14 @@ class MemoryRepo:
         self.db.execute(
             "INSERT INTO memories (id, content, type, importance, created_at, updated_at, "
             "last_accessed_at, access_count, source, channel_id, agent_id, forgotten, version, "
-            "tier, topic_id, embedding) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "tier, topic_id, user_id, channel_private, embedding) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 memory.id, memory.content, int(memory.type), memory.importance,
                 memory.created_at, memory.updated_at, memory.last_accessed_at,
                 memory.access_count, memory.source, memory.channel_id, memory.agent_id,
                 int(memory.forgotten), memory.version, int(memory.tier), memory.topic_id,
-                embedding_to_blob(embedding),
+                memory.user_id, int(memory.channel_private), embedding_to_blob(embedding),
             ),
         )
         stored = self.get(memory.id)
@@ -150,7 +155,8 @@ class MemoryRepo:
         params: list[Any] = [
             memory.content, int(memory.type), memory.importance, memory.updated_at,
             memory.source, memory.channel_id, memory.agent_id, int(memory.forgotten),
-            memory.version, int(memory.tier), memory.topic_id,
+            memory.version, int(memory.tier), memory.topic_id, memory.user_id,
+            int(memory.channel_private),
         ]
         set_embedding = ""
         if embedding is not None:
@@ -160,7 +166,7 @@ class MemoryRepo:
         self.db.execute(
             "UPDATE memories SET content = ?, type = ?, importance = ?, updated_at = ?, "
             "source = ?, channel_id = ?, agent_id = ?, forgotten = ?, version = ?, tier = ?, "
-            f"topic_id = ?{set_embedding} WHERE id = ?",
+            f"topic_id = ?, user_id = ?, channel_private = ?{set_embedding} WHERE id = ?",
             tuple(params),
         )
         stored = self.get(memory.id)
@@ -272,6 +278,9 @@ def _filters(query: ListQuery) -> tuple[list[str], list[Any]]:
     if query.source:
         where.append("source = ?")
         params.append(query.source)
+    if query.user_id:
+        where.append("user_id = ?")
+        params.append(query.user_id)
     if not query.all_agents:
         where.append("agent_id IN ('', ?)")  # shared + the agent's own; '' = shared only
         params.append(query.agent_id)

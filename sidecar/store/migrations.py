@@ -179,7 +179,26 @@ MIGRATIONS: list[str] = [
     ALTER TABLE injection_context ADD COLUMN votes TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE injection_context ADD COLUMN reply_votes TEXT NOT NULL DEFAULT '[]';
     """,
-    # 10: who said each recent turn (the request's user; '' when not known): a turn's
+    # 10: memories of one end user (user_id) or private to their channel (channel_private);
+    # the turns captured so far become private to their channel, and a capture record keeps
+    # the user it belongs to; the users who have spoken in each channel ('' = a turn
+    # without user_id).
+    """
+    ALTER TABLE memories ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE memories ADD COLUMN channel_private INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE memory_versions ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE memory_versions ADD COLUMN channel_private INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX memories_user ON memories (agent_id, user_id) WHERE user_id != '';
+    ALTER TABLE captures ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+    UPDATE memories SET channel_private = 1 WHERE source = 'capture' AND channel_id != '';
+    CREATE TABLE channel_speakers (
+        channel_id TEXT NOT NULL,
+        user_id    TEXT NOT NULL,
+        PRIMARY KEY (channel_id, user_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX channel_speakers_user ON channel_speakers (user_id);
+    """,
+    # 11: who said each recent turn (the request's user; '' when not known): a turn's
     # context is its own speaker's recent turns (sidecar/conversation/query_context.py).
     """
     ALTER TABLE injection_context ADD COLUMN speaker TEXT NOT NULL DEFAULT '';

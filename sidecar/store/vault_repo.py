@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sidecar.records import Memory, Tier
+from sidecar.records import Memory, MemoryDraft, Tier
 from sidecar.store.contract import SqlStore, unhinted
 from sidecar.store.memories import COLUMNS, blob_to_embedding, row_to_memory
 from sidecar.store.page_tokens import SCOPE, PageTokens
@@ -17,12 +17,16 @@ class VaultRepo:
         self.db = db
         self.page_tokens = page_tokens or PageTokens()
 
-    def live_register(self, agent_id: str, topic_id: str) -> Memory | None:
-        """The newest live REGISTER memory with this topic in exactly this scope."""
+    def live_register(self, draft: MemoryDraft) -> Memory | None:
+        """The newest live REGISTER memory with the draft's topic in exactly its scope (its
+        agent, and its end user or channel when private)."""
         row = self.db.query_one(
             f"SELECT {COLUMNS} FROM memories WHERE agent_id = ? AND topic_id = ? AND tier = ? "
-            "AND forgotten = 0 ORDER BY updated_at DESC, seq DESC LIMIT 1",
-            (agent_id, topic_id, int(Tier.REGISTER)),
+            "AND forgotten = 0 AND user_id = ? AND channel_private = ? "
+            "AND (channel_private = 0 OR channel_id = ?) "
+            "ORDER BY updated_at DESC, seq DESC LIMIT 1",
+            (draft.agent_id, draft.topic_id, int(Tier.REGISTER), draft.user_id,
+             int(draft.channel_private), draft.channel_id),
         )
         return row_to_memory(row) if row else None
 
@@ -54,14 +58,15 @@ class VaultRepo:
         return found
 
     def visible_tier(self, agent_id: str, tier: Tier, order: str, limit: int) -> list[Memory]:
-        """Live memories of a tier visible to an agent (shared + its own), REGISTERs only
-        with a topic, captured turns (source "capture") never. ``order``: 'importance' or
-        'recent'."""
+        """Live memories of a tier visible to an agent (shared + its own general knowledge:
+        never a user's or a channel's private ones), REGISTERs only with a topic, captured
+        turns (source "capture") never. ``order``: 'importance' or 'recent'."""
         keys = "importance DESC, updated_at DESC" if order == "importance" else "updated_at DESC"
         topic = " AND topic_id != ''" if tier == Tier.REGISTER else ""
         rows = self.db.execute(
             f"SELECT {COLUMNS} FROM memories WHERE forgotten = 0 AND tier = ? "
-            f"AND agent_id IN ('', ?) AND source != 'capture'{topic} "
+            f"AND agent_id IN ('', ?) AND source != 'capture' AND user_id = '' "
+            f"AND channel_private = 0{topic} "
             f"ORDER BY {keys}, seq DESC LIMIT ?",
             (int(tier), agent_id, limit),
         )
@@ -100,7 +105,7 @@ class VaultRepo:
             "WHERE successor IS NOT NULL ORDER BY seq LIMIT ?",
             (agent_id, limit),
         )
-        return [(row_to_memory(r), str(r[16])) for r in rows]
+        return [(row_to_memory(r), str(r[-1])) for r in rows]
 
     def stale_in_scope(self, agent_id: str, max_importance: float, before_us: int,
                        limit: int) -> list[Memory]:
@@ -126,8 +131,9 @@ class VaultRepo:
         return [(r[0], int(r[1]), int(r[2]), bool(r[3]), int(r[4])) for r in rows]
 
     def scope_counts(self, after: str | None, before: str | None, limit: int
-                     ) -> list[tuple[str, int, int, int, int]]:
-        """(agent_id, live, forgotten, live CANON, live REGISTER) of at most ``limit`` scopes
+                     ) -> list[tuple[str, int, int, int, int, int, int]]:
+        """(agent_id, live, forgotten, live CANON, live REGISTER, end users with a live
+        memory, live memories of end users) of at most ``limit`` scopes
         in agent_id order: the first ones, the ones after ``after`` or the last ones before
         ``before`` (a page of scopes; the index on agent_id stops the scan at the page)."""
         where, order = "", ""
@@ -140,12 +146,24 @@ class VaultRepo:
             "SELECT agent_id, sum(CASE WHEN forgotten = 0 THEN 1 ELSE 0 END), "
             "sum(CASE WHEN forgotten = 0 THEN 0 ELSE 1 END), "
             "sum(CASE WHEN forgotten = 0 AND tier = ? THEN 1 ELSE 0 END), "
-            "sum(CASE WHEN forgotten = 0 AND tier = ? THEN 1 ELSE 0 END) "
+            "sum(CASE WHEN forgotten = 0 AND tier = ? THEN 1 ELSE 0 END), "
+            "count(DISTINCT CASE WHEN forgotten = 0 AND user_id != '' THEN user_id END), "
+            "sum(CASE WHEN forgotten = 0 AND user_id != '' THEN 1 ELSE 0 END) "
             f"FROM memories {where} GROUP BY agent_id ORDER BY agent_id{order} LIMIT ?",
             (int(Tier.CANON), int(Tier.REGISTER), *bound, limit),
         )
-        found = [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+        found = [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]),
+                  int(r[6] or 0)) for r in rows]
         return found[::-1] if before is not None else found
+
+    def user_counts(self, agent_id: str, limit: int) -> list[tuple[str, int, int]]:
+        """(user_id, live memories, of which captured) of the ``limit`` end users of
+        ``agent_id`` with the most live memories."""
+        rows = self.db.execute(
+            "SELECT user_id, count(*), sum(CASE WHEN source = 'capture' THEN 1 ELSE 0 END) "
+            "FROM memories WHERE agent_id = ? AND user_id != '' AND forgotten = 0 "
+            "GROUP BY user_id ORDER BY count(*) DESC, user_id LIMIT ?", (agent_id, limit))
+        return [(str(r[0]), int(r[1]), int(r[2] or 0)) for r in rows]
 
     def scope_after(self, page_token: str) -> str | None:
         """The agent id a VaultStats page token continues after (None: the first page)."""

@@ -18,7 +18,7 @@ CREATE, UPDATE, FORGET, PROMOTE, RESTORE, BASELINE = (
 
 COLUMNS = (
     "memory_id, version, event, recorded_at, actor, content, type, importance, source, "
-    "channel_id, agent_id, forgotten, tier, topic_id"
+    "channel_id, agent_id, forgotten, tier, topic_id, user_id, channel_private"
 )
 
 
@@ -40,6 +40,8 @@ class MemoryVersion:
     forgotten: bool
     tier: Tier
     topic_id: str
+    user_id: str = ""
+    channel_private: bool = False
 
 
 def row_to_version(row: Row) -> MemoryVersion:
@@ -47,7 +49,7 @@ def row_to_version(row: Row) -> MemoryVersion:
         memory_id=row[0], version=row[1], event=row[2], recorded_at=row[3], actor=row[4],
         content=row[5], type=MemoryType(row[6]), importance=float(row[7]), source=row[8],
         channel_id=row[9], agent_id=row[10], forgotten=bool(row[11]), tier=Tier(row[12]),
-        topic_id=row[13],
+        topic_id=row[13], user_id=row[14], channel_private=bool(row[15]),
     )
 
 
@@ -57,11 +59,12 @@ class VersionRepo:
 
     def append(self, memory: Memory, event: str, actor: str, recorded_at: int) -> None:
         self.db.execute(
-            f"INSERT INTO memory_versions ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT INTO memory_versions ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 memory.id, memory.version, event, recorded_at, actor, memory.content,
                 int(memory.type), memory.importance, memory.source, memory.channel_id,
                 memory.agent_id, int(memory.forgotten), int(memory.tier), memory.topic_id,
+                memory.user_id, int(memory.channel_private),
             ),
         )
 

@@ -34,7 +34,8 @@ class VaultConfig:
     max_chars: int = field(default=1200, metadata=knob(
         "Longest content the vault accepts (compress or split first).", ge=1))
     pii_gate: bool = field(default=True, metadata=knob(
-        "Reject SSNs, Luhn-valid card numbers, passwords, API keys and tokens."))
+        "Reject SSNs, Luhn-valid card numbers, passwords and credentials (also said in "
+        "words), API keys and tokens; a channel's query context keeps no text it rejects."))
     duplicate_gate: bool = field(default=True, metadata=knob(
         "Do not store a near-duplicate of a live memory of the same scope."))
     duplicate_threshold: float = field(default=0.95, metadata=unit(

@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from sidecar.records import Memory, MemoryDraft
+from sidecar.retrieval.contract import cosine_of
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.vault_repo import VaultRepo
@@ -62,12 +63,13 @@ class DuplicateGate:
             if memory_id == draft.id:
                 continue
             match = self.memories.get(memory_id)
-            if match is None or match.forgotten or match.agent_id != draft.agent_id:
-                continue
+            if (match is None or match.forgotten or match.agent_id != draft.agent_id
+                    or match.private_key not in ("", draft.private_key)):
+                continue  # another user's or channel's own words, never resolved to
             if self.numbers_must_match and numbers_of(match.content) != numbers_of(draft.content):
                 continue
             log.info("write deduplicated", extra={"field": field, "memory_id": memory_id,
-                                                  "cosine": round(cosine, 4)})
+                                                  "cosine": round(cosine_of(cosine), 4)})
             return match
         return None
 

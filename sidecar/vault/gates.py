@@ -18,7 +18,7 @@ from sidecar.records import Memory, MemoryDraft, Tier
 from sidecar.retrieval.lexical.tokenize import STOP_WORDS, tokenize
 from sidecar.vault import reasons
 from sidecar.vault.config import VaultConfig
-from sidecar.vault.pii import find_pii
+from sidecar.vault.pii import find_pii, find_pii_in_name
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +98,16 @@ class LengthGate:
 
 class PiiGate:
     """Rejects secrets and personal identifiers in every stored free-text field, naming the
-    field and the kind found, never the value."""
+    field and the kind found, never the value. The names (source, topic, channel, agent) are
+    read as names are at the API's edge (``find_pii_in_name``): a random-looking id is no
+    secret there."""
 
-    FIELDS = ("content", "source", "topic_id", "channel_id", "agent_id")
+    NAMES = ("source", "topic_id", "channel_id", "agent_id")
 
     def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
-        for name in self.FIELDS:
-            kinds = find_pii(getattr(draft, name))
+        for name in ("content", *self.NAMES):
+            value = getattr(draft, name)
+            kinds = find_pii(value) if name == "content" else find_pii_in_name(value)
             if kinds:
                 raise _reject(
                     reasons.PII, f"{field}.{name}",

@@ -10,6 +10,7 @@ import numpy as np
 from kernels.pairs import top_pairs
 from sidecar.deadline import ensure_waited_for
 from sidecar.records import Memory
+from sidecar.retrieval.contract import cosine_of
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.vault_repo import VaultRepo
@@ -59,8 +60,10 @@ def consolidation_candidates(
         a, b = memories.get(ids[i]), memories.get(ids[j])
         if a is None or b is None or a.forgotten or b.forgotten:
             continue
+        if a.private_key != b.private_key:  # two users' (or channels') own words: both stay
+            continue
         first, second = (a, b) if a.seq < b.seq else (b, a)
-        result.append(SimilarPair(first, second, cosine))
+        result.append(SimilarPair(first, second, cosine_of(cosine)))
     return result
 
 

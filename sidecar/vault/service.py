@@ -20,7 +20,7 @@ from sidecar.store.vault_repo import VaultRepo
 from sidecar.store.versions import MemoryVersion
 from sidecar.timing import now_us
 from sidecar.vault import reasons
-from sidecar.vault.capacity import CapacityGate
+from sidecar.vault.capacity import CapacityGate, MakeRoom
 from sidecar.vault.config import VaultConfig
 from sidecar.vault.duplicates import DuplicateGate
 from sidecar.vault.gates import text_gates
@@ -50,14 +50,16 @@ MAX_PAGE = 1000
 
 
 def build_gates(service: MemoryService, repo: VaultRepo, index: ScopeScan,
-                config: VaultConfig) -> list[WriteGate]:
-    """The enabled gate steps in order: noise, length, PII, duplicate, capacity."""
+                config: VaultConfig, room: MakeRoom | None = None) -> list[WriteGate]:
+    """The enabled gate steps in order: noise, length, PII, duplicate, capacity (``room``:
+    erases a full scope's oldest captures for an explicit write)."""
     gates = text_gates(config)
     if config.duplicate_gate:
         gates.append(DuplicateGate(index, service.memories, repo, config.duplicate_threshold,
                                    config.duplicate_numbers_must_match))
     if config.max_memories_per_scope:
-        gates.append(CapacityGate(service.memories, repo, config.max_memories_per_scope))
+        gates.append(CapacityGate(service.memories, repo, config.max_memories_per_scope,
+                                  room))
     return gates
 
 
@@ -70,8 +72,9 @@ class Vault:
     """
 
     def __init__(self, service: MemoryService, scopes: ScopeScan,
-                 config: Live[VaultConfig]) -> None:
+                 config: Live[VaultConfig], room: MakeRoom | None = None) -> None:
         self._config = config
+        self._room = room
         self.service = service
         self.repo = service.repos.vault
         self.index = scopes
@@ -92,7 +95,8 @@ class Vault:
         with self._lock:
             if config is not self._built_for and config != self._built_for:
                 check_ranges(config, "vault")
-                self._gates = build_gates(self.service, self.repo, self.index, config)
+                self._gates = build_gates(self.service, self.repo, self.index, config,
+                                          self._room)
                 self._built_for = config
                 log.info("vault gates built", extra={"steps": len(self._gates)})
             return self._gates
@@ -167,6 +171,11 @@ class Vault:
     def scope_page(self, size: int, after: str | None = None,
                    before: str | None = None) -> ScopePage:
         return scope_page(self.service.repos, size, after, before)
+
+    def user_counts(self, agent_id: str, limit: int) -> list[tuple[str, int, int]]:
+        """(user_id, live memories, of which captured) of the agent's ``limit`` end users
+        with the most live memories."""
+        return self.service.repos.vault.user_counts(agent_id, limit)
 
 
 def _page_size(value: int, field: str) -> int:

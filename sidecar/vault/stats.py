@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sidecar.records import MemoryType, Tier
+from sidecar.records import CAPTURE_SOURCE, MemoryType, Tier
 from sidecar.store.repos import Repositories
 
 
@@ -25,6 +25,8 @@ class ScopeCount:
     forgotten: int
     canon: int  # live CANON memories
     registers: int  # live REGISTER memories
+    users: int = 0  # end users with a live memory in the scope
+    user_memories: int = 0  # live memories of end users, also in live
     captured: int = 0  # live captured memories (source "capture"), also in live and canon
 
 
@@ -42,7 +44,6 @@ class VaultStatistics:
     captured: int = 0  # live captured memories in all scopes, also in live
 
 
-CAPTURE_SOURCE = "capture"  # sidecar.capture's (a lower layer does not import it)
 
 
 @dataclass(frozen=True, slots=True)

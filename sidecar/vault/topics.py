@@ -21,7 +21,7 @@ class TopicResolver:
     def resolve(self, draft: MemoryDraft, field: str) -> MemoryDraft:
         if draft.id or draft.tier != Tier.REGISTER or not draft.topic_id:
             return draft
-        register = self.vault.live_register(draft.agent_id, draft.topic_id)
+        register = self.vault.live_register(draft)
         if register is None:
             return draft
         log.debug("topic upsert", extra={"field": field, "memory_id": register.id})

@@ -25,18 +25,22 @@ from sidecar.embedding import Embedder
 from sidecar.metrics.config import HttpConfig
 
 Key = ec.EllipticCurvePrivateKey
+VALID = (-datetime.timedelta(minutes=5), datetime.timedelta(days=1))  # from now
+EXPIRED = (-datetime.timedelta(days=30), -datetime.timedelta(days=1))
+NOT_YET_VALID = (datetime.timedelta(days=1), datetime.timedelta(days=30))
 
 
 def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _cert(subject: str, key: Key, issuer: str, issuer_key: Key, ca: bool) -> x509.Certificate:
+def _cert(subject: str, key: Key, issuer: str, issuer_key: Key, ca: bool,
+          valid: tuple[datetime.timedelta, datetime.timedelta] = VALID) -> x509.Certificate:
+    """``valid``: notBefore and notAfter, from now."""
     now = datetime.datetime.now(datetime.UTC)
     builder = (x509.CertificateBuilder().subject_name(_name(subject)).issuer_name(_name(issuer))
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - datetime.timedelta(minutes=5))
-               .not_valid_after(now + datetime.timedelta(days=1))
+               .not_valid_before(now + valid[0]).not_valid_after(now + valid[1])
                .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
     if not ca:
         builder = builder.add_extension(
@@ -54,16 +58,23 @@ def _key_pem(key: Key) -> bytes:
 
 
 class Pki:
-    """A CA, a server certificate for localhost and a client certificate, as PEM files."""
+    """A CA, a server certificate for localhost and a client certificate, as PEM files; and
+    what a server must refuse: a key of no certificate (other.key), the server's key
+    certified in the past (expired.pem) and from tomorrow (future.pem)."""
 
     def __init__(self, root: Path) -> None:
-        ca_key, server_key, client_key = (ec.generate_private_key(ec.SECP256R1())
-                                          for _ in range(3))
+        ca_key, server_key, client_key, other_key = (ec.generate_private_key(ec.SECP256R1())
+                                                     for _ in range(4))
         self.ca = _pem(_cert("test-ca", ca_key, "test-ca", ca_key, ca=True))
         self.client_cert = _pem(_cert("agent", client_key, "test-ca", ca_key, ca=False))
         self.client_key = _key_pem(client_key)
+        self.server_cert = _cert("localhost", server_key, "test-ca", ca_key, False)
         files = {"ca.pem": self.ca, "server.key": _key_pem(server_key),
-                 "server.pem": _pem(_cert("localhost", server_key, "test-ca", ca_key, False))}
+                 "server.pem": _pem(self.server_cert), "other.key": _key_pem(other_key),
+                 "expired.pem": _pem(_cert("localhost", server_key, "test-ca", ca_key, False,
+                                           EXPIRED)),
+                 "future.pem": _pem(_cert("localhost", server_key, "test-ca", ca_key, False,
+                                          NOT_YET_VALID))}
         for name, data in files.items():
             (root / name).write_bytes(data)
         self.root = root

@@ -107,13 +107,18 @@ def test_capture_off_writes_nothing(serve: Serve) -> None:
 
 
 def test_a_duplicate_turn_resolves_to_the_memory_it_repeats(serve: Serve) -> None:
-    """The near-duplicate gate decides as for any write: the same text in another turn (or
-    another channel) is not stored twice."""
+    """The near-duplicate gate decides as for any write: the same text of the same user in
+    another turn (or another channel) is not stored twice. Without a user, each channel's
+    turn is that channel's own memory."""
     live = serve(capture="user")
-    inject(live, turn=1)
-    inject(live, channel="c2", turn=1)
+    inject(live, turn=1, user_id="u1")
+    inject(live, channel="c2", turn=1, user_id="u1")
     assert len(captured(live)) == 1
     assert sorted(str(r[4]) for r in rows(live)) == ["deduplicated", "stored"]
+    inject(live, channel="c3", turn=1)
+    inject(live, channel="c4", turn=1)
+    assert sorted((x.channel_id, x.channel_private) for x in captured(live)
+                  if not x.user_id) == [("c3", True), ("c4", True)]
 
 
 def test_a_capture_left_pending_is_written_at_the_next_start(serve: Serve) -> None:

@@ -38,7 +38,7 @@ def test_counted_listed_and_forgotten_apart(serve: Serve,
     assert sorted(x["content"] for x in lines) == sorted(TURNS)
     assert {x["channel_id"] for x in lines} == {"c1"}
     assert main(["captured", "--addr", live.target, "--forget"]) == 0
-    assert "2 captured memories forgotten" in capsys.readouterr().err
+    assert "2 captured memories erased" in capsys.readouterr().err
     stats = live.vault.VaultStats(v.VaultStatsRequest())
     assert stats.captured == 0 and stats.live == 1
     assert live.store.ListMemories(s.ListMemoriesRequest(agent_id=AGENT, source="capture")

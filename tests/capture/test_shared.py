@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from time import time_ns
 
 import pytest
 
@@ -117,3 +118,28 @@ def _answers(app: App) -> bool:
     except Unavailable:
         return False
     return True
+
+
+def test_two_sidecars_keep_each_users_memories_to_that_user(pair: tuple[App, App]) -> None:
+    """Each user captured on one sidecar is offered their own memory on the other, never
+    another user's, and a channel both spoke in (across the sidecars) gets neither."""
+    a, b = pair
+    said = {"ana": "My locker code at the gym is on a blue sticky note in my wallet",
+            "ben": "My locker at the gym is the one next to the broken water fountain"}
+    a.injector.inject(InjectRequest("ops", "ana-1", said["ana"], user_id="ana"))
+    b.injector.inject(InjectRequest("ops", "ben-1", said["ben"], user_id="ben"))
+    for app in pair:
+        app.injector.capture.drain.flush()  # type: ignore[union-attr]
+
+    def offered(app: App, user: str, channel: str) -> set[str]:
+        got = app.injector.inject(InjectRequest("ops", channel, "Where is my gym locker?",
+                                                user_id=user))
+        return {i.memory.content for i in got.items}
+
+    wait_for(lambda: said["ana"] in offered(b, "ana", f"ana-b-{time_ns()}"))
+    wait_for(lambda: said["ben"] in offered(a, "ben", f"ben-a-{time_ns()}"))
+    assert said["ben"] not in offered(b, "ana", "ana-2")
+    assert said["ana"] not in offered(a, "ben", "ben-2")
+    a.injector.inject(InjectRequest("ops", "gym", "Hello from the front desk", user_id="ana"))
+    b.injector.inject(InjectRequest("ops", "gym", "Hi, I am new here", user_id="ben"))
+    assert not set(said.values()) & offered(a, "ana", "gym")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sidecar.cli import FieldsFormatter, JsonFormatter
 from sidecar.redact import LOG_CHARS
-from tests.test_cli import ROOT, free_port
+from tests.test_cli import free_port
 
 
 def record(message: str, **fields: object) -> logging.LogRecord:
@@ -47,13 +47,14 @@ def test_an_exception_is_one_json_line() -> None:
 
 
 def test_serve_with_json_logs_writes_only_json_lines(tmp_path: Path) -> None:
+    """(A relative --data-dir is named in full in the start line.)"""
     data = tmp_path / "data"
     data.mkdir()
     (data / "memsidecar.toml").write_text('[server.http]\nlisten = ""\n')
     proc = subprocess.Popen(
         [sys.executable, "-m", "sidecar", "serve", "--listen", f"127.0.0.1:{free_port()}",
-         "--data-dir", str(data), "--log-format", "json"],
-        cwd=ROOT, stderr=subprocess.PIPE, text=True)
+         "--data-dir", "data", "--log-format", "json"],
+        cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     entries = []
     try:
@@ -69,3 +70,5 @@ def test_serve_with_json_logs_writes_only_json_lines(tmp_path: Path) -> None:
     serving = next(e for e in entries if e["message"] == "serving")
     assert serving["logger"] == "sidecar.api.server" and isinstance(serving["port"], int)
     assert entries[-1]["message"] == "stopped"
+    started = next(e for e in entries if e["message"].startswith("memsidecar listening on "))
+    assert started["message"].endswith(f" (data in {data.resolve()})")

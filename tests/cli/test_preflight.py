@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cryptography import x509
 
 from sidecar.cli import main
 from tests.api.test_tls import Pki
@@ -27,6 +28,12 @@ REFUSED = {
                          "cert: cannot read"),
     "tls not pem": ('[server.tls]\ncert = "{tmp}/server.key"\nkey = "{tmp}/server.key"\n',
                     "holds no PEM certificate"),
+    "tls key of no certificate": ('[server.tls]\ncert = "{tmp}/server.pem"\n'
+                                  'key = "{tmp}/other.key"\n', "is not the private key of"),
+    "tls certificate expired": ('[server.tls]\ncert = "{tmp}/expired.pem"\n'
+                                'key = "{tmp}/server.key"\n', "/expired.pem expired on "),
+    "tls certificate not yet valid": ('[server.tls]\ncert = "{tmp}/future.pem"\n'
+                                      'key = "{tmp}/server.key"\n', "is not valid before"),
     "postgres without dsn": ('[store]\nbackend = "postgres"\n', "needs a DSN"),
     "postgres bad dsn": ('[store]\nbackend = "postgres"\ndsn = "host=a port"\n',
                          "DSN is not valid"),
@@ -35,7 +42,7 @@ REFUSED = {
 
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    Pki(tmp_path)  # server.pem, server.key, ca.pem
+    Pki(tmp_path)  # server.pem, server.key, ca.pem; other.key, expired.pem, future.pem
     monkeypatch.delenv("MEMSIDECAR_STORE_DSN", raising=False)
     return tmp_path
 
@@ -85,11 +92,13 @@ def test_a_file_serve_accepts_lists_each_check(folder: Path,
     code, out, err = check(capsys, str(path), "--data-dir", str(data))
     assert (code, err) == (0, "")
     head = [line for line in out.splitlines() if line.startswith("# ")]
+    cert = x509.load_pem_x509_certificate((folder / "server.pem").read_bytes())
+    until = cert.not_valid_after_utc.strftime("%Y-%m-%d %H:%M UTC")
     assert head[:7] == [
-        f"# {path}: OK (0 agents)",
+        f"# {path}: OK (0 [[agents]] sections)",
         "# ok      listen address: 0.0.0.0:50051",
         "# ok      authentication for that address: remote, allow_insecure_remote",
-        "# ok      TLS files: mutual TLS",
+        f"# ok      TLS files: mutual TLS, certificate valid until {until}",
         "# ok      HTTP address: 127.0.0.1:9464",
         "# ok      embedding model files: minilm-int8",
         "# ok      store: sqlite"]
@@ -118,3 +127,12 @@ def test_postgres_names_the_connection_it_cannot_check(
     assert code == 0 and "s3cret" not in out
     assert "# ok      store: postgres at postgresql://memsidecar@db.internal:5433/memories" in out
     assert "# not run the PostgreSQL connection and schema: needs the network" in out
+
+
+def test_a_relative_data_dir_is_named_in_full(folder: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = config_file(folder, "")
+    monkeypatch.chdir(folder)
+    code, out, _ = check(capsys, str(path), "--data-dir", "data")
+    assert code == 0 and f"# not run the data dir ({folder / 'data'}): " in out
+    assert f"# {path}: OK (0 [[agents]] sections)\n" in out

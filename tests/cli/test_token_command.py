@@ -49,3 +49,22 @@ def test_add_creates_the_data_dir_owner_only_then_list_and_revoke(
     assert code == 0 and "ada" in out and "no tokens" not in out and secret not in out
     assert token(capsys, "revoke", secret.split("_")[1], "--data-dir", str(data))[0] == 0
     assert token(capsys, "list", "--data-dir", str(data))[1].startswith("no tokens in ")
+
+
+def test_revoke_names_whom_the_token_acted_for(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    for who, args in (("the operator", ["--operator"]), ("agent ada", ["--agent", "ada"])):
+        code, out, _ = token(capsys, "add", *args, "--data-dir", str(tmp_path))
+        first = out.splitlines()[0]
+        assert code == 0 and first.endswith(f" for {who} (shown once; store it now):")
+        ident = first.split()[1]
+        code, out, _ = token(capsys, "revoke", ident, "--data-dir", str(tmp_path))
+        assert (code, out) == (0, f"revoked {ident} (the token of {who})\n")
+
+
+def test_a_relative_data_dir_is_named_in_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = token(capsys, "list", "--data-dir", "data")
+    assert (code, out) == (0, f"no tokens in {tmp_path / 'data' / 'tokens.json'}\n")

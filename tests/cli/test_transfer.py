@@ -32,13 +32,14 @@ RECORDS: list[dict[str, object]] = [
      "agent_id": "ada", "channel_id": "ops", "source": "chat", "importance": 0.95},
     {"content": "The staging database runs PostgreSQL 16", "type": "FACT"},
     {"content": "Bob prefers short answers with Go examples", "type": "MEMORY_TYPE_PREFERENCE",
-     "agent_id": "bob"},
+     "agent_id": "bob", "user_id": "bob-customer-7"},
     {"content": "Current sprint goal: ship the export command", "type": "goal",
      "tier": "register", "topic_id": "sprint", "agent_id": "ada"},
     {"content": "The office cat is called Pixel", "type": "observation", "id": "m-cat"},
 ]
 FIELDS = ("id", "content", "type", "importance", "tier", "agent_id", "channel_id", "source",
-          "topic_id", "version", "created_at", "updated_at", "forgotten")
+          "topic_id", "version", "created_at", "updated_at", "forgotten", "user_id",
+          "channel_private")
 
 
 def cli(capsys: pytest.CaptureFixture[str], live: Running, *args: str) -> tuple[int, str, str]:
@@ -73,6 +74,7 @@ def test_export_then_import_into_a_fresh_store_reproduces_every_field(
     assert [line["id"] for line in lines[:1]] == ["m-ada-1"] and len(lines) == 5
     assert lines[0]["type"] == "decision" and lines[0]["version"] == 2
     assert lines[0]["importance"] == 0.95 and lines[3]["tier"] == "register"
+    assert (lines[2]["user_id"], lines[0]["user_id"]) == ("bob-customer-7", "")
     assert set(lines[0]) == set(FIELDS)
     dump = tmp_path / "export.jsonl"
     dump.write_text(exported)
@@ -223,3 +225,12 @@ def test_progress_bars_only_on_a_terminal(running: Running, tmp_path: Path) -> N
         assert "100%" in drawn and "mem/s" in drawn, drawn
         plain = stderr_of([*argv, "--no-progress"], tty=True)
         assert "100%" not in plain and "\r" not in plain.replace("\r\n", "\n"), plain
+
+
+def test_one_line_and_one_memory_are_counted_in_the_singular(
+        running: Running, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dump = write(tmp_path / "one.jsonl", [RECORDS[1]])
+    code, _, err = cli(capsys, running, "import", str(dump))
+    assert (code, err) == (0, "1 line: 1 stored, 0 deduplicated, 0 rejected\n")
+    code, _, err = cli(capsys, running, "export")
+    assert (code, err) == (0, "1 memory exported (0 forgotten)\n")

@@ -13,6 +13,7 @@ from tests.clients.agent_loops import (
     ROOT,
     check_loop,
     check_unreachable,
+    live_count,
     loop_command,
     run,
 )
@@ -33,6 +34,27 @@ def test_agent_loop_injects_each_turn_and_seeds_once(template: tuple[str, list[s
                                                      running: Running) -> None:
     language, command = template
     check_loop(command, running, f"{language}-loop")
+
+
+def test_agent_loop_seeds_any_agent_and_says_why_a_seed_is_refused(
+        template: tuple[str, list[str]], running: Running) -> None:
+    """A memory id names one memory of one agent: each agent seeds its own six (AGENT:NAME),
+    and a seed the sidecar refuses is printed with its reason."""
+    language, command = template
+    for agent in ("agent-loop-example", "billing-bot"):
+        out = run(command, running.target, "--agent", agent, "--channel", f"{language}-{agent}")
+        assert out.code == 0, out.stderr
+        assert out.stderr.startswith("seeded 6 memories: 6 stored"), out.stderr
+        assert "PostgreSQL" in out.turns()[0].block
+    assert live_count(running) == 12
+    long = "a" * 250  # a valid agent id, but AGENT:NAME is over the id limit
+    out = run(command, running.target, "--agent", long, "--channel", f"{language}-long", stdin="")
+    assert out.code == 0, out.stderr
+    lines = out.stderr.splitlines()
+    assert lines[0] == "seeded 6 memories: 0 stored, 0 already there, 6 rejected", out.stderr
+    assert lines[1] == ("seed example-db rejected: INVALID_ARGUMENT: items[0].id has 261 "
+                        "characters; at most 256")
+    assert len(lines) == 7 and all(" rejected: INVALID_ARGUMENT: " in x for x in lines[1:])
 
 
 def test_agent_loop_over_a_unix_socket(template: tuple[str, list[str]],

@@ -110,6 +110,7 @@ def test_unavailable_reads_retry_until_the_policy_gives_up() -> None:
     lambda c: c.inject("hello", channel_id="c1"),
     lambda c: c.import_memories([memory_pb2.Memory(content="x", type=memory_type("fact"))]),
     lambda c: c.forget("some-id"),
+    lambda c: c.forget_user("support", "alice"),
     lambda c: c.reset_channel("c1"),
 ])
 def test_non_idempotent_calls_are_never_retried(call: object) -> None:

@@ -43,7 +43,7 @@ def test_check_valid_file_prints_effective_config_per_agent(tmp_path: Path) -> N
     done = run("config", "check", str(path))
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "OK (1 agents)" in out
+    assert "OK (1 [[agents]] section)" in out
     assert "[defaults.memory_injection]\nenabled = true\nsearch_limit = 12\n" in out
     assert out.count(LEGEND) == 1
     agent = out[out.index('[[agents]]\nid = "assistant"\n[agents.memory_injection]\n'):]

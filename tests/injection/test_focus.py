@@ -18,6 +18,7 @@ from sidecar.conversation.focus import (
 )
 from sidecar.conversation.query_context import RecentTurn
 from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.records import Viewer
 from tests.conftest import Running
 from tests.injection.conftest import Serve
 from tests.injection.helpers import inject, put
@@ -187,10 +188,10 @@ def test_a_reply_votes_for_the_memory_in_view_it_holds_words_of(serve: Serve) ->
     ids = {n: i for i, n in names.items() if n != "team"}
     retriever = live.server.app.injector.retriever
     asked, reply = "When does she bake?", "Every morning at four."
-    assert reply_vote(retriever, "", asked, [ids["M0"], ids["M1"], ids["J1"]], reply) == (
+    assert reply_vote(retriever, Viewer(), asked, [ids["M0"], ids["M1"], ids["J1"]], reply) == (
         (ids["M1"], REPLY_VOTE),)
     # a reply holding none of their words: no vote, however well the question matches
-    assert reply_vote(retriever, "", asked, [ids["M0"], ids["M1"]], "Yes.") == ()
+    assert reply_vote(retriever, Viewer(), asked, [ids["M0"], ids["M1"]], "Yes.") == ()
 
 
 def test_a_reply_drawing_on_a_memory_out_of_view_votes_for_the_stores_best(
@@ -201,16 +202,16 @@ def test_a_reply_drawing_on_a_memory_out_of_view_votes_for_the_stores_best(
     retriever = live.server.app.injector.retriever
     asked, reply = "When does she bake?", "Every morning at four."
     # none in view holds "morning" or "four": the store's memory that does
-    assert reply_vote(retriever, "", asked, [ids["M0"], ids["J1"]], reply) == (
+    assert reply_vote(retriever, Viewer(), asked, [ids["M0"], ids["J1"]], reply) == (
         (ids["M1"], REPLY_VOTE),)
-    assert reply_vote(retriever, "", asked, [], reply) == ((ids["M1"], REPLY_VOTE),)
-    assert reply_vote(retriever, "", asked, [], "Yes.") == ()
+    assert reply_vote(retriever, Viewer(), asked, [], reply) == ((ids["M1"], REPLY_VOTE),)
+    assert reply_vote(retriever, Viewer(), asked, [], "Yes.") == ()
     # another agent's own memory is not this agent's to vote for
     secret = put(live, "Every morning at four the night guard locks the cellar.",
                  agent_id="other").id
-    assert reply_vote(retriever, "other", "When is the cellar locked?", [], reply) == (
+    assert reply_vote(retriever, Viewer("other"), "When is the cellar locked?", [], reply) == (
         (secret, REPLY_VOTE),)
-    assert reply_vote(retriever, "a", "When is the cellar locked?", [], reply) == (
+    assert reply_vote(retriever, Viewer("a"), "When is the cellar locked?", [], reply) == (
         (ids["M1"], REPLY_VOTE),)
-    assert reply_vote(retriever, "a", "When is the cellar locked?", [secret], reply) == (
+    assert reply_vote(retriever, Viewer("a"), "When is the cellar locked?", [secret], reply) == (
         (ids["M1"], REPLY_VOTE),)  # in view of the channel, but not this agent's to see

@@ -9,7 +9,7 @@ from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 
 from sidecar.injection.pinned import pinned_of_type
-from sidecar.records import Memory, MemoryType, Tier
+from sidecar.records import Memory, MemoryType, Tier, Viewer
 from sidecar.retrieval.mirror import LiveMemories
 from tests.injection.conftest import Serve
 from tests.injection.helpers import inject, put
@@ -34,7 +34,7 @@ def test_pinned_order_from_the_mirror() -> None:
     live.mark_established(marked)
     for sort in ("recent", "importance"):
         for agent in ("", "a"):
-            members = live.members(live.filter(agent, (MemoryType.TODO,)))
+            members = live.members(live.filter(Viewer(agent), (MemoryType.TODO,)))
             expected = [x for x in memories
                         if x.type is MemoryType.TODO and x.visible_to(agent)]
             expected.sort(key=lambda x: -x.seq)

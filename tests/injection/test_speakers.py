@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from memsidecar.v1 import injection_pb2 as inj
 
-from sidecar.injection.types import Injection, InjectRequest
 from tests.conftest import Running
 from tests.injection.conftest import Serve
 from tests.injection.test_focus import stored
 
 
-def say(live: Running, text: str, speaker: str) -> Injection:
-    return live.server.app.injector.inject(InjectRequest(
-        agent_id="", channel_id="c", text=text, speaker=speaker))
+def say(live: Running, text: str, speaker: str) -> inj.InjectResponse:
+    return live.injection.Inject(inj.InjectRequest(
+        agent_id="", channel_id="c", text=text, source="user", user_id=speaker))
 
 
 def context_of(live: Running) -> list[int]:
@@ -29,7 +28,7 @@ def test_two_speakers_on_one_channel_keep_their_threads(serve: Serve) -> None:
     say(live, "Who runs the bakery on Harbour Road?", "bob")  # 2
     ann = say(live, "When does she bake?", "ann")  # 3
     assert context_of(live) == [1]
-    assert "M1" in {names[i.memory.id] for i in ann.items}  # Maria's, not Jonas's notes
+    assert "M1" in {names[i.id] for i in ann.items}  # Maria's, not Jonas's notes
     say(live, "How did he pay for the repair?", "bob")  # 4
     assert context_of(live) == [2]
     live.close()

@@ -6,20 +6,35 @@ import numpy as np
 import pytest
 
 from kernels import graph_walk
-from sidecar.records import Edge, Memory, MemoryType, Relation
+from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
+from sidecar.retrieval.contract import Accept
 from sidecar.retrieval.graph.expansion import EdgeGraph, relation_factors
 from sidecar.retrieval.mirror import LiveMemories
 from tests import naive
 
 AGENTS = ("", "", "bob", "eve")
+USERS = ("", "", "", "u1", "u2")  # a memory of one end user of its agent
+VIEWERS = (Viewer(""), Viewer("bob"), Viewer("bob", "u1"), Viewer("eve", "u2", "c1"),
+           Viewer("bob", "u1", "c1", shared_channel=True), Viewer("", "u2", "c1"))
 TYPES = list(MemoryType)
 
 
 def mem(seq: int, importance: float, agent: str = "",
-        kind: MemoryType = MemoryType.FACT) -> Memory:
+        kind: MemoryType = MemoryType.FACT, user: str = "", channel: str = "") -> Memory:
     return Memory(id=f"m{seq}", content=f"memory {seq}", type=kind, importance=importance,
                   created_at=0, updated_at=0, last_accessed_at=0, access_count=0, source="",
-                  channel_id="", agent_id=agent, forgotten=False, version=1, seq=seq)
+                  channel_id=channel, agent_id=agent, forgotten=False, version=1, seq=seq,
+                  user_id=user, channel_private=bool(channel))
+
+
+def offered(live: LiveMemories, viewer: Viewer,
+            types: list[MemoryType]) -> Accept:
+    """The reference filter: each record's own ``offered_to`` and type."""
+    def accept(labels: np.ndarray) -> np.ndarray:
+        found = [live.get(int(label)) for label in labels]
+        return np.array([m is not None and m.offered_to(viewer) and (not types or m.type in types)
+                         for m in found], bool)
+    return accept
 
 
 class World:
@@ -42,14 +57,14 @@ class World:
         self.fast.changed(added, removed)
         self.ref.changed(added, removed)
 
-    def check(self, found: list[list[int]], threshold: float, seed_limit: int, agent: str,
+    def check(self, found: list[list[int]], threshold: float, seed_limit: int, agent: Viewer,
               types: list[MemoryType], multipliers: dict[Relation, float], depth: int,
               limit: int) -> int:
         seqs, scores = self.fast.expand(
             tuple(np.array(f, np.int64) for f in found), threshold, seed_limit,
             self.live.visibility(agent, types), relation_factors(multipliers), depth, limit)
         seeds = naive.graph_seeds(found, self.live.importance, threshold, seed_limit)
-        ref_seqs, ref_scores = self.ref.expand(seeds, self.live, self.live.filter(agent, types),
+        ref_seqs, ref_scores = self.ref.expand(seeds, self.live, offered(self.live, agent, types),
                                                multipliers, depth, limit)
         assert seqs.tolist() == ref_seqs
         assert scores.tolist() == ref_scores  # the same products in the same order: exact
@@ -57,8 +72,14 @@ class World:
 
 
 def random_memories(rng: np.random.Generator, seqs: range) -> list[Memory]:
-    return [mem(s, float(rng.choice([0.0, 0.3, 0.5, 0.5, 0.8, 1.0])), str(rng.choice(AGENTS)),
-                TYPES[int(rng.integers(len(TYPES)))]) for s in seqs]
+    out = []
+    for s in seqs:
+        user = str(rng.choice(USERS))
+        channel = "c1" if not user and rng.random() < 0.15 else ""
+        out.append(mem(s, float(rng.choice([0.0, 0.3, 0.5, 0.5, 0.8, 1.0])),
+                       str(rng.choice(AGENTS)), TYPES[int(rng.integers(len(TYPES)))], user,
+                       channel))
+    return out
 
 
 def random_edges(rng: np.random.Generator, ids: list[str], n: int) -> list[Edge]:
@@ -71,14 +92,14 @@ def random_edges(rng: np.random.Generator, ids: list[str], n: int) -> list[Edge]
 
 
 def random_query(rng: np.random.Generator, n: int) -> tuple[
-        list[list[int]], float, int, str, list[MemoryType], dict[Relation, float], int, int]:
+        list[list[int]], float, int, Viewer, list[MemoryType], dict[Relation, float], int, int]:
     found = [rng.integers(0, n + 3, int(rng.integers(0, 6))).tolist()  # some not stored
              for _ in range(int(rng.integers(1, 4)))]
     types = [] if rng.random() < 0.6 else list(rng.choice(TYPES, 2))  # type: ignore[arg-type]
     multipliers = {r: float(rng.choice([0.0, 0.5, 1.0, 1.5, 2.0]))
                    for r in Relation if rng.random() < 0.8}
     return (found, float(rng.choice([0.0, 0.5, 0.8])), int(rng.choice([1, 3, 20])),
-            str(rng.choice(["", "bob", "zed"])), types, multipliers, int(rng.integers(1, 4)),
+            VIEWERS[int(rng.integers(len(VIEWERS)))], types, multipliers, int(rng.integers(1, 4)),
             int(rng.integers(1, 30)))
 
 
@@ -111,8 +132,8 @@ def test_ties_break_by_seq_and_limit_cuts_after_ordering() -> None:
     world = World()
     world.put([mem(s, 0.5) for s in range(1, 8)])
     world.edges([Edge("m1", f"m{s}", Relation.RELATED_TO, 0.5) for s in (6, 3, 5, 2, 7)], [])
-    assert world.check([[1]], 0.0, 1, "", [], {}, 1, 3) == 3
-    seqs, scores = world.fast.expand((np.array([1]),), 0.0, 1, world.live.visibility(""),
+    assert world.check([[1]], 0.0, 1, Viewer(), [], {}, 1, 3) == 3
+    seqs, scores = world.fast.expand((np.array([1]),), 0.0, 1, world.live.visibility(Viewer()),
                                      relation_factors({}), 1, 3)
     assert seqs.tolist() == [2, 3, 5] and scores.tolist() == [0.25] * 3
 
@@ -123,11 +144,11 @@ def test_reverse_edge_is_one_link_of_the_last_weight() -> None:
     world.edges([Edge("m1", "m2", Relation.UPDATES, 0.25),
                  Edge("m2", "m1", Relation.UPDATES, 1.0)], [])
     assert len(world.fast) == 1
-    got = world.fast.expand((np.array([1]),), 0.0, 1, world.live.visibility(""),
+    got = world.fast.expand((np.array([1]),), 0.0, 1, world.live.visibility(Viewer()),
                             relation_factors({}), 1, 5)
     assert got[1].tolist() == [1.0]
     world.edges([], [Edge("m1", "m2", Relation.UPDATES)])  # removes the link both ways
-    assert len(world.fast) == 0 and world.check([[1]], 0.0, 1, "", [], {}, 2, 5) == 0
+    assert len(world.fast) == 0 and world.check([[1]], 0.0, 1, Viewer(), [], {}, 2, 5) == 0
 
 
 def test_seed_with_best_rank_first_then_label() -> None:
@@ -182,7 +203,7 @@ def test_walk_checks_its_inputs() -> None:
     adj = graph_walk.adjacency(np.array([[0, 1]]), np.array([1]), np.array([0.5]), 2)
     none = graph_walk.adjacency(np.zeros((0, 2)), np.zeros(0), np.zeros(0), 2)
     vis = (np.ones(3, bool), np.zeros(3, np.int32), -1, np.zeros(3, np.int8),
-           np.zeros(0, np.int8))
+           np.zeros(0, np.int8), np.zeros(3, np.int32), np.zeros(0, np.int32))
     space = graph_walk.scratch(2)
     found = (np.array([1]),)
     args = (np.array([1, 2]), np.array([-1, 0, 1]), found, 0.0, 5, np.ones(7), vis, np.ones(3))

@@ -10,7 +10,7 @@ import pytest
 
 from sidecar.embedding import Embedder
 from sidecar.live import Live
-from sidecar.records import Memory, MemoryType
+from sidecar.records import Memory, MemoryType, Viewer
 from sidecar.retrieval.config import FUSIONS, RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.hybrid import HybridRetriever
@@ -60,7 +60,7 @@ def test_fused_score_is_the_documented_formula(
     retriever, current = engine
     current[0] = replace(NO_BOOST, lexical_share=share, score_normalisation=normalisation)
     hits = search(retriever, limit=10)
-    labels, bm25 = retriever.lexical.search(QUERY, 20, retriever.live.accept("", ()))
+    labels, bm25 = retriever.lexical.search(QUERY, 20, retriever.live.accept(Viewer(), ()))
     lexical = dict(zip((f"m{s}" for s in labels.tolist()), bm25.tolist(), strict=True))
     assert {i for i, _, _ in hits} >= set(lexical)  # the pool holds every source's list
     cosines = [c for _, _, c in hits]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sidecar.app import App
-from sidecar.records import Edge, Memory, MemoryDraft, MemoryType, Relation
+from sidecar.records import Edge, Memory, MemoryDraft, MemoryType, Relation, Viewer
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.graph.expansion import EdgeGraph, relation_factors
 from sidecar.retrieval.hybrid import HybridRetriever
@@ -25,7 +25,7 @@ def seeded(seeds: list[int]) -> tuple[np.ndarray, ...]:
 def reach(world: tuple[LiveMemories, EdgeGraph], seeds: list[int], agent: str, max_depth: int,
           limit: int) -> tuple[np.ndarray, np.ndarray]:
     live, graph = world
-    return graph.expand(seeded(seeds), 0.0, 100, live.visibility(agent), FACTORS, max_depth,
+    return graph.expand(seeded(seeds), 0.0, 100, live.visibility(Viewer(agent)), FACTORS, max_depth,
                         limit)
 
 
@@ -130,10 +130,10 @@ def test_real_store_matches_reference(app: App) -> None:
     for agent in ("", "bob", "eve"):
         for depth in (1, 2, 3):
             seeds = [int(s) for s in rng.choice(seqs, 6, replace=False)]
-            want = ref.expand(seeds, live, live.filter(agent), MULT, depth, 20)
+            want = ref.expand(seeds, live, live.filter(Viewer(agent)), MULT, depth, 20)
             for graph in (app.retriever.graph, fresh.graph):
-                got = graph.expand(seeded(seeds), 0.0, 6, graph.live.visibility(agent), FACTORS,
-                                   depth, 20)
+                got = graph.expand(seeded(seeds), 0.0, 6, graph.live.visibility(Viewer(agent)),
+                                   FACTORS, depth, 20)
                 assert (got[0].tolist(), got[1].tolist()) == want
             found += len(want[0])
     assert found > 0
@@ -188,7 +188,7 @@ def test_walks_racing_edge_and_memory_changes() -> None:
     run_together(writer, reader, (2, 3))
     assert not errors, errors[0]
     for seeds in ([5, 60], [150, 250], list(range(100, 120)), list(range(300, 600, 7))):
-        want = edges.expand(seeds, live, live.filter(""), MULT, 3, 50)
+        want = edges.expand(seeds, live, live.filter(Viewer()), MULT, 3, 50)
         got = reach((live, graph), seeds, "", 3, 50)
         assert (got[0].tolist(), got[1].tolist()) == want
         assert want[0] or seeds == [5, 60]  # m1..m100 are forgotten

@@ -9,7 +9,7 @@ import pytest
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.live import Live
-from sidecar.records import MemoryDraft, MemoryType, Relation
+from sidecar.records import MemoryDraft, MemoryType, Relation, Viewer
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.contract import Mode, SearchQuery
 from sidecar.retrieval.hybrid import HybridRetriever
@@ -259,22 +259,22 @@ def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_b
     own = put("A private note of agent x.", source="book", agent_id="x")
     app.memories.forget(a[2])
     engine = app.retriever
-    near = [m.id for m in engine.neighbourhood([a[3], a[4]], 2, "")]
+    near = [m.id for m in engine.neighbourhood([a[3], a[4]], 2, Viewer())]
     assert near == [a[0], a[1], a[3], a[4], a[5], b[0]]  # a[2] forgotten takes no place
     # the team fact, another writer's, written between a[5] and b[0] takes no place either
-    assert [m.id for m in engine.neighbourhood([b[0]], 2, "")] == [a[4], a[5], *b]
-    places = engine.places([a[5], b[0], other], "")
+    assert [m.id for m in engine.neighbourhood([b[0]], 2, Viewer())] == [a[4], a[5], *b]
+    places = engine.places([a[5], b[0], other], Viewer())
     assert places[0] is not None and places[1] is not None and places[2] is not None
     assert places[1].position - places[0].position == 1 and places[2].position == 0
-    assert [m.id for m in engine.neighbourhood([other], 3, "")] == [other]
-    assert engine.neighbourhood([own], 2, "") == []  # not visible to the agent
-    assert [m.id for m in engine.neighbourhood([own], 1, "x")] == [own]
-    assert engine.neighbourhood([a[2], "no-such-id"], 2, "") == []
+    assert [m.id for m in engine.neighbourhood([other], 3, Viewer())] == [other]
+    assert engine.neighbourhood([own], 2, Viewer()) == []  # not visible to the agent
+    assert [m.id for m in engine.neighbourhood([own], 1, Viewer("x"))] == [own]
+    assert engine.neighbourhood([a[2], "no-such-id"], 2, Viewer()) == []
     # the same memories as they are now, and their rows by place
-    now = engine.live_memories([a[1], a[2], own, "no-such-id"], "")
+    now = engine.live_memories([a[1], a[2], own, "no-such-id"], Viewer())
     assert [m.id if m else None for m in now] == [a[1], None, None, None]
-    assert engine.live_memories([own], "x")[0] is not None
-    places = np.array([m.seq for m in engine.neighbourhood([a[3]], 3, "")], np.int64)
+    assert engine.live_memories([own], Viewer("x"))[0] is not None
+    places = np.array([m.seq for m in engine.neighbourhood([a[3]], 3, Viewer())], np.int64)
     np.testing.assert_array_equal(engine.embeddings_at(places), np.stack(
         [engine.embedding_of(m) for m in (a[0], a[1], a[3], a[4], a[5], b[0])]))
     gone = app.memories.get(a[2])
@@ -294,7 +294,7 @@ def test_a_term_search_ranks_the_visible_memories_by_weighted_bm25(app: App) -> 
     scores = engine.term_scores(put, texts)
     seen = [m for m, s in sorted(zip(put[:3], scores[:3], strict=True),
                                  key=lambda p: -p[1]) if s > 0]
-    assert engine.term_search(texts, 5, "") == seen
-    assert engine.term_search(texts, 1, "") == seen[:1]
-    assert put[3] in engine.term_search(texts, 5, "x")
-    assert engine.term_search((("nothing matches this", 1.0),), 5, "") == []
+    assert engine.term_search(texts, 5, Viewer()) == seen
+    assert engine.term_search(texts, 1, Viewer()) == seen[:1]
+    assert put[3] in engine.term_search(texts, 5, Viewer("x"))
+    assert engine.term_search((("nothing matches this", 1.0),), 5, Viewer()) == []

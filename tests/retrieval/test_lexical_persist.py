@@ -147,3 +147,24 @@ def test_turning_stemming_on_rebuilds_the_saved_postings(
     checksum = persist.content_checksum(
         [1, 2], ["we booked two flights to Lisbon", "the garden needs water"])
     assert persist.load(path, checksum, "snowball-english")[0] is not None  # saved stemmed
+
+
+def test_saved_postings_hold_no_term_of_a_removed_text(tmp_path: Path) -> None:
+    docs = dict(enumerate(corpus(200), start=1))
+    index = built({**docs, 999: "Giruruka the unusual dog"})
+    assert "giruruka" in index.export().terms
+    index.remove([999])
+    postings = index.export()
+    assert "giruruka" not in postings.terms
+    path = tmp_path / persist.POSTINGS_FILE
+    live = {label: text for label, text in docs.items()}
+    persist.save(path, postings, persist.content_checksum(list(live), list(live.values())))
+    assert b"giruruka" not in path.read_bytes().lower()
+    fresh = built(docs)  # the saved vocabulary is a fresh build's: the same scores
+    restored = BM25Index(background_merge=False)
+    restored.restore(postings)
+    for query in QUERIES:
+        got, want = restored.scores(query), fresh.scores(query)
+        order_got, order_want = np.argsort(got[0]), np.argsort(want[0])
+        np.testing.assert_array_equal(got[0][order_got], want[0][order_want])
+        np.testing.assert_allclose(got[1][order_got], want[1][order_want], rtol=0, atol=1e-12)

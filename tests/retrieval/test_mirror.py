@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from sidecar.records import Memory, MemoryType
+from sidecar.records import Memory, MemoryType, Viewer
 from sidecar.retrieval.mirror import LiveMemories
 
 TYPES = (MemoryType.FACT, MemoryType.DECISION)
@@ -33,7 +33,7 @@ def test_members_match_a_direct_filter() -> None:
     live.mark_established([*marked, "not-a-memory"])
     for agent in ("", "a"):
         for kind in TYPES:
-            got = {m.id: flag for m, flag in live.members(live.filter(agent, (kind,)))}
+            got = {m.id: flag for m, flag in live.members(live.filter(Viewer(agent), (kind,)))}
             pool = [m for m in alive if m.type == kind and m.visible_to(agent)]
             assert got == {m.id: m.access_count > 0 or m.version > 1 or m.id in marked
                            for m in pool}
@@ -46,4 +46,4 @@ def test_a_forgotten_and_restored_memory_starts_unestablished() -> None:
     live.mark_established([first.id])
     live.drop([first])
     live.put([first])
-    assert live.members(live.filter("", (first.type,))) == [(first, False)]
+    assert live.members(live.filter(Viewer(), (first.type,))) == [(first, False)]

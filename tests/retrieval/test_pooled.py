@@ -45,7 +45,7 @@ def source_lists(engine: HybridRetriever, query: SearchQuery
     """The query embedding and each source's list, as the engine runs them."""
     embedding = engine.embed_query(query.text)
     ctx = SourceContext(engine.config, query, engine.live,
-                        engine.live.accept(query.agent_id, query.types), embedding=embedding)
+                        engine.live.accept(query.viewer, query.types), embedding=embedding)
     found: dict[str, Found] = {}
     for source in engine.sources:
         ctx = replace(ctx, found={name: f.labels for name, f in found.items()})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sidecar.errors import InvalidArgument
-from sidecar.records import Edge, Relation, Tier
+from sidecar.records import Edge, MemoryDraft, MemoryType, Relation, Tier
 from sidecar.store.contract import SqlStore
 from sidecar.store.model_repo import MODEL_KEY, TARGET_KEY
 from sidecar.store.repos import Repositories
@@ -26,9 +26,14 @@ def test_registers_scopes_and_counts(store_db: SqlStore) -> None:
                                  updated_at=2), vector(2))
     repos.memories.insert(memory("r3", agent_id="", tier=Tier.REGISTER, topic_id="t"), vector(3))
     repos.memories.insert(memory("c1", agent_id="y", importance=0.9), vector(4))
-    live = repos.vault.live_register("x", "t")
+    def register(agent: str, topic: str = "t", user: str = "") -> MemoryDraft:
+        return MemoryDraft("x", MemoryType.FACT, agent_id=agent, tier=Tier.REGISTER,
+                           topic_id=topic, user_id=user)
+
+    live = repos.vault.live_register(register("x"))
     assert live is not None and live.id == "r2"
-    assert repos.vault.live_register("y", "t") is None
+    assert repos.vault.live_register(register("y")) is None
+    assert repos.vault.live_register(register("x", user="u1")) is None  # a user's own topics
     assert repos.vault.count_live("x") == 2 and repos.vault.count_live("") == 1
     assert repos.vault.register_topics() == 2  # (x, t) and ('', t)
     assert [s for s, _ in repos.vault.live_after(old.seq, "x")] == [old.seq + 1]
@@ -81,16 +86,23 @@ def test_scope_pages_and_totals(store_db: SqlStore) -> None:
     for n, agent in enumerate(["", "b", "a", "c", "b", "d"]):
         repos.memories.insert(memory(f"m{n}", agent_id=agent,
                                      tier=Tier.REGISTER if n == 4 else Tier.CANON), vector(n))
+    for n, user in enumerate(["u2", "u1", "u1"], start=6):  # end users of agent c
+        repos.memories.insert(replace(memory(f"m{n}", agent_id="c"), user_id=user), vector(n))
     gone = repos.memories.get("m1")
     assert gone is not None
     repos.memories.update(replace(gone, forgotten=True, version=2), None)
-    assert repos.vault.scope_counts(None, None, 2) == [("", 1, 0, 1, 0), ("a", 1, 0, 1, 0)]
-    assert repos.vault.scope_counts("a", None, 2) == [("b", 1, 1, 0, 1), ("c", 1, 0, 1, 0)]
-    assert repos.vault.scope_counts("", None, 1) == [("a", 1, 0, 1, 0)]
-    assert repos.vault.scope_counts(None, "c", 2) == [("a", 1, 0, 1, 0), ("b", 1, 1, 0, 1)]
-    assert repos.vault.scope_counts(None, "a", 5) == [("", 1, 0, 1, 0)]
+    a, b, c = ("a", 1, 0, 1, 0, 0, 0), ("b", 1, 1, 0, 1, 0, 0), ("c", 4, 0, 4, 0, 2, 3)
+    shared = ("", 1, 0, 1, 0, 0, 0)
+    assert repos.vault.scope_counts(None, None, 2) == [shared, a]
+    assert repos.vault.scope_counts("a", None, 2) == [b, c]
+    assert repos.vault.scope_counts("", None, 1) == [a]
+    assert repos.vault.scope_counts(None, "c", 2) == [a, b]
+    assert repos.vault.scope_counts(None, "a", 5) == [shared]
     assert repos.vault.scope_counts("d", None, 5) == []
-    assert repos.vault.totals() == (5, 1, 5)
+    assert repos.vault.totals() == (8, 1, 5)
+    assert repos.vault.user_counts("c", 5) == [("u1", 2, 0), ("u2", 1, 0)]
+    assert repos.vault.user_counts("c", 1) == [("u1", 2, 0)]
+    assert repos.vault.user_counts("a", 5) == []
 
 
 def test_superseded_and_stale_in_scope_are_limited(store_db: SqlStore) -> None:

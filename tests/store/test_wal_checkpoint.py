@@ -49,3 +49,33 @@ def test_wal_bounded_when_writes_outrun_the_thread(
     assert wal <= 100 + 2 * 10 + 10, wal
     assert db.query_one("SELECT count(*) FROM t") == (600,)
     db.close()
+
+
+def test_a_transaction_that_reads_first_still_writes_after_a_wal_purge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The purge's TRUNCATE checkpoint (another connection) restarts the WAL; a transaction
+    that began by reading must neither lose its write nor fail it as 'database is locked'."""
+    monkeypatch.setattr(db_module, "PURGE_BUSY_MS", 50)
+    db = Database(tmp_path / "p.sqlite3")
+    db.execute("CREATE TABLE t (x INTEGER)")
+    db.execute("INSERT INTO t (x) VALUES (1)")
+    assert db.purge_wal()  # the WAL is fully backfilled: a new reader reads the file
+    with db.transaction():
+        assert db.query_one("SELECT count(*) FROM t") == (1,)
+        db.purge_wal()  # a purge from the scrub thread, mid-transaction
+        db.execute("INSERT INTO t (x) VALUES (2)")
+    assert db.query_one("SELECT count(*) FROM t") == (2,)
+    db.close()
+
+
+def test_a_failed_transaction_leaves_nothing_and_the_next_one_commits(tmp_path: Path) -> None:
+    db = Database(tmp_path / "r.sqlite3")
+    db.execute("CREATE TABLE t (x INTEGER)")
+    with pytest.raises(RuntimeError), db.transaction():
+        db.execute("INSERT INTO t (x) VALUES (1)")
+        raise RuntimeError("boom")
+    with db.transaction():
+        with db.transaction():  # nested: a savepoint
+            db.execute("INSERT INTO t (x) VALUES (2)")
+    assert db.query_one("SELECT x FROM t") == (2,)
+    db.close()

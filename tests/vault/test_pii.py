@@ -148,8 +148,9 @@ def test_identifiers_are_not_numbers(unlucky: str) -> None:
     """A UUID's or a hex digest's digits are no number, even when they make a Luhn-valid card
     with a network prefix (as about one random UUID or digest in 1,000 does)."""
     for text in (unlucky, f"chat-{unlucky}", f"git:{unlucky} merged", unlucky.upper()):
-        assert find_pii(text) == () and find_pii_in_name(text) == ()
-    assert find_pii(f"{unlucky} 123-45-6789") == ("ssn",)
+        assert not {"ssn", "payment_card"} & set(find_pii(text))
+        assert find_pii_in_name(text) == ()
+    assert "ssn" in find_pii(f"{unlucky} 123-45-6789")
 
 
 def test_identifier_shapes_do_not_hide_ordinary_numbers() -> None:

@@ -40,6 +40,11 @@ type MemoryStoreClient interface {
 	RemoveEdge(ctx context.Context, in *RemoveEdgeRequest, opts ...grpc.CallOption) (*RemoveEdgeResponse, error)
 	// Hybrid search (vector + lexical + graph, fused).
 	Search(ctx context.Context, in *SearchRequest, opts ...grpc.CallOption) (*SearchResponse, error)
+	// Erase an end user for good: every memory with this `user_id` of the agent (and their
+	// versions and edges), their pending captures, and the query context, focus votes, traces
+	// and state of the channels they spoke in. The bytes leave the disk (secure delete, a
+	// truncating WAL checkpoint, index files written again). A second call erases nothing.
+	ForgetUser(ctx context.Context, in *ForgetUserRequest, opts ...grpc.CallOption) (*ForgetUserResponse, error)
 }
 
 type memoryStoreClient struct {
@@ -178,6 +183,15 @@ func (c *memoryStoreClient) Search(ctx context.Context, in *SearchRequest, opts 
 	return out, nil
 }
 
+func (c *memoryStoreClient) ForgetUser(ctx context.Context, in *ForgetUserRequest, opts ...grpc.CallOption) (*ForgetUserResponse, error) {
+	out := new(ForgetUserResponse)
+	err := c.cc.Invoke(ctx, "/memsidecar.v1.MemoryStore/ForgetUser", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MemoryStoreServer is the server API for MemoryStore service.
 // All implementations must embed UnimplementedMemoryStoreServer
 // for forward compatibility
@@ -205,6 +219,11 @@ type MemoryStoreServer interface {
 	RemoveEdge(context.Context, *RemoveEdgeRequest) (*RemoveEdgeResponse, error)
 	// Hybrid search (vector + lexical + graph, fused).
 	Search(context.Context, *SearchRequest) (*SearchResponse, error)
+	// Erase an end user for good: every memory with this `user_id` of the agent (and their
+	// versions and edges), their pending captures, and the query context, focus votes, traces
+	// and state of the channels they spoke in. The bytes leave the disk (secure delete, a
+	// truncating WAL checkpoint, index files written again). A second call erases nothing.
+	ForgetUser(context.Context, *ForgetUserRequest) (*ForgetUserResponse, error)
 	mustEmbedUnimplementedMemoryStoreServer()
 }
 
@@ -238,6 +257,9 @@ func (UnimplementedMemoryStoreServer) RemoveEdge(context.Context, *RemoveEdgeReq
 }
 func (UnimplementedMemoryStoreServer) Search(context.Context, *SearchRequest) (*SearchResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Search not implemented")
+}
+func (UnimplementedMemoryStoreServer) ForgetUser(context.Context, *ForgetUserRequest) (*ForgetUserResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ForgetUser not implemented")
 }
 func (UnimplementedMemoryStoreServer) mustEmbedUnimplementedMemoryStoreServer() {}
 
@@ -430,6 +452,24 @@ func _MemoryStore_Search_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MemoryStore_ForgetUser_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ForgetUserRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MemoryStoreServer).ForgetUser(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/memsidecar.v1.MemoryStore/ForgetUser",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MemoryStoreServer).ForgetUser(ctx, req.(*ForgetUserRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _MemoryStore_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "memsidecar.v1.MemoryStore",
 	HandlerType: (*MemoryStoreServer)(nil),
@@ -461,6 +501,10 @@ var _MemoryStore_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Search",
 			Handler:    _MemoryStore_Search_Handler,
+		},
+		{
+			MethodName: "ForgetUser",
+			Handler:    _MemoryStore_ForgetUser_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -41,6 +41,20 @@ func (c *Client) Forget(ctx context.Context, id, source string) (*pb.ForgetMemor
 	return unary(c, ctx, &pb.ForgetMemoryRequest{Id: id, Source: source, AgentId: c.Agent}, c.Store.ForgetMemory)
 }
 
+// ForgetHard erases a memory for good (ForgetMemory's hard mode): its versions and edges
+// too, and the bytes leave the disk.
+func (c *Client) ForgetHard(ctx context.Context, id, source string) (*pb.ForgetMemoryResponse, error) {
+	return unary(c, ctx, &pb.ForgetMemoryRequest{Id: id, Source: source, AgentId: c.Agent, Hard: true},
+		c.Store.ForgetMemory)
+}
+
+// ForgetUser erases end user `user` of agent `agent` for good: their memories with every
+// version and edge, their captures, and the state of the channels they spoke in. It returns
+// what went, counted; a second call erases nothing.
+func (c *Client) ForgetUser(ctx context.Context, agent, user string) (*pb.ForgetUserResponse, error) {
+	return unary(c, ctx, &pb.ForgetUserRequest{AgentId: agent, UserId: user}, c.Store.ForgetUser)
+}
+
 // List returns one page of memories.
 func (c *Client) List(ctx context.Context, req *pb.ListMemoriesRequest) (*pb.ListMemoriesResponse, error) {
 	return unary(c, ctx, req, c.Store.ListMemories)

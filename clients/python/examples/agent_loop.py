@@ -5,7 +5,11 @@ oldest memory blocks and tells the sidecar which memories the model no longer se
 returns the block for this turn; the block goes into the history before the user's message;
 llm(history) answers; the answer is appended. Each turn's block is printed.
 
-    python clients/python/examples/agent_loop.py --addr 127.0.0.1:50051 --channel demo < q.txt
+    python clients/python/examples/agent_loop.py --addr 127.0.0.1:50051 --channel demo \
+        --user alice < q.txt
+
+Every Inject names the end user (``--user``): the block may hold that user's private memories
+and never another user's, and a turn the sidecar captures belongs to that user.
 """
 
 from __future__ import annotations
@@ -20,21 +24,21 @@ from memsidecar.v1 import injection_pb2, memory_pb2, store_pb2
 from memsidecar_client import Client, MemsidecarError, memory_type, message
 
 MAX_BLOCKS = 3  # memory blocks the history keeps, the incoming one included
-# The example memories (id, type, content), the same as the Go and Rust templates' seeds.tsv.
-# Fixed ids: seeding twice stores nothing new. Replace them with your agent's own, or drop
-# the seeding.
+# The example memories (name, type, content), the same as the Go and Rust templates' seeds.tsv.
+# A memory id names one memory of one agent, so each seed's id is the agent's: AGENT:NAME.
+# Seeding twice stores nothing new. Replace them with your agent's own, or drop the seeding.
 SEEDS = (
-    ("agent-loop-example-db", "decision",
+    ("example-db", "decision",
      "We chose PostgreSQL 16 as the primary database for the billing service."),
-    ("agent-loop-example-deploy", "fact",
+    ("example-deploy", "fact",
      "The deploy pipeline ships to the Kubernetes cluster every Friday."),
-    ("agent-loop-example-style", "preference",
+    ("example-style", "preference",
      "The user prefers short answers with Go code examples."),
-    ("agent-loop-example-oncall", "fact",
+    ("example-oncall", "fact",
      "The on-call rotation changes every Monday at 09:00 UTC and pages go to PagerDuty."),
-    ("agent-loop-example-cache", "decision",
+    ("example-cache", "decision",
      "Session data is cached in Redis and expires after 15 minutes."),
-    ("agent-loop-example-api", "decision",
+    ("example-api", "decision",
      "Public API versions stay frozen for 12 months; a breaking change needs a new /v2 prefix."),
 )
 
@@ -46,27 +50,32 @@ def llm(history: list[injection_pb2.Message]) -> str:
 
 
 def seeds(agent: str) -> Iterator[store_pb2.ImportItem]:
-    """The example memories of SEEDS, owned by ``agent``."""
-    for id, type, content in SEEDS:
+    """The example memories of SEEDS, owned by ``agent`` (ids AGENT:NAME)."""
+    for name, type, content in SEEDS:
         yield store_pb2.ImportItem(memory=memory_pb2.Memory(
-            id=id, type=memory_type(type), content=content, agent_id=agent))
+            id=f"{agent}:{name}", type=memory_type(type), content=content, agent_id=agent))
 
 
 def seed(client: Client, agent: str) -> None:
     """Imports the example memories over a streaming import: those already stored with the
-    same fields count as deduplicated, so a second run stores nothing."""
+    same fields count as deduplicated, so a second run stores nothing. Each rejected one is
+    printed with the sidecar's reason."""
     summary = client.import_items(seeds(agent))
     print(f"seeded {summary.received} memories: {summary.stored} stored, "
           f"{summary.deduplicated} already there, {summary.rejected} rejected", file=sys.stderr)
+    for error in summary.errors:
+        name = SEEDS[error.index][0]
+        print(f"seed {name} rejected: {error.code}: {error.message}", file=sys.stderr)
 
 
 def step(client: Client, agent: str, channel: str, history: list[injection_pb2.Message],
-         text: str, turn: int) -> list[injection_pb2.Message]:
+         text: str, turn: int, user: str = "") -> list[injection_pb2.Message]:
     """Runs one turn and returns the grown history."""
     pruned = client.prune_history(history, max_keep=MAX_BLOCKS, channel_id=channel,
                                   agent_id=agent)
     history = list(pruned.messages)
-    injected = client.inject(text, channel_id=channel, agent_id=agent, source="user")
+    injected = client.inject(text, channel_id=channel, agent_id=agent, source="user",
+                             user_id=user)
     print(f"--- turn {turn}")
     print("released turns:", ",".join(map(str, pruned.released_turns)) or "-")
     if injected.block:
@@ -94,7 +103,8 @@ def run(args: argparse.Namespace) -> None:
         client.reset_channel(args.channel, agent_id=args.agent)
         history = [message("system", "You are a helpful engineering agent.")]
         for turn, line in enumerate(sys.stdin, start=1):
-            history = step(client, args.agent, args.channel, history, line.rstrip("\n"), turn)
+            history = step(client, args.agent, args.channel, history, line.rstrip("\n"), turn,
+                           args.user)
 
 
 def _read(path: str) -> bytes:
@@ -112,6 +122,9 @@ def main() -> None:
     parser.add_argument("--channel", default="agent-loop", help="conversation (channel) id")
     parser.add_argument("--agent", default="agent-loop-example",
                         help="agent id owning the seeded memories")
+    parser.add_argument("--user", default="",
+                        help="end user id sent with every Inject (empty: not known; the "
+                        "turns captured then stay private to the channel)")
     parser.add_argument("--token", default="", help="bearer token sent with every call")
     parser.add_argument("--wait", type=float, default=30.0,
                         help="seconds to wait for the sidecar to be ready")

@@ -12,11 +12,13 @@ from memsidecar_client.transport import Transport
 
 class InjectionCalls(Transport):
     def inject(self, text: str | Sequence[str], *, channel_id: str, agent_id: str = "",
-               source: str = "user", turn: int = 0) -> injection_pb2.InjectResponse:
+               source: str = "user", turn: int = 0,
+               user_id: str = "") -> injection_pb2.InjectResponse:
         """The ``[Context from memory]`` block for the coming turn (``block`` empty when none).
-        A list of texts is a coalesced batch."""
+        A list of texts is a coalesced batch. ``user_id``: the end user who wrote the turn
+        (the block may then hold that user's private memories; a captured turn is theirs)."""
         request = injection_pb2.InjectRequest(agent_id=agent_id, channel_id=channel_id,
-                                              source=source, turn=turn)
+                                              source=source, turn=turn, user_id=user_id)
         if isinstance(text, str):
             request.text = text
         else:

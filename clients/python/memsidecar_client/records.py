@@ -12,10 +12,11 @@ from memsidecar.v1 import memory_pb2, store_pb2
 
 from memsidecar_client.messages import memory_type
 
-STRING_KEYS = ("id", "content", "agent_id", "channel_id", "source", "topic_id")
+STRING_KEYS = ("id", "content", "agent_id", "channel_id", "source", "topic_id", "user_id")
 # The server-owned fields an exported line carries; a line with any of them restores them.
 RESTORE_KEYS = ("version", "created_at", "updated_at", "forgotten")
-KEYS = frozenset((*STRING_KEYS, "type", "importance", "tier", *RESTORE_KEYS))
+KEYS = frozenset((*STRING_KEYS, "type", "importance", "tier", "channel_private",
+                  *RESTORE_KEYS))
 
 
 def tier(value: str | int) -> memory_pb2.Tier.ValueType:
@@ -45,11 +46,17 @@ def memory_from_dict(record: Mapping[str, Any]) -> memory_pb2.Memory:
     for key in ("created_at", "updated_at"):
         if record.get(key):
             getattr(memory, key).FromJsonString(str(record[key]))
-    if record.get("forgotten") is not None:
-        if not isinstance(record["forgotten"], bool):
-            raise ValueError(f"forgotten must be true or false, got {record['forgotten']!r}")
-        memory.forgotten = record["forgotten"]
+    memory.forgotten = flag(record, "forgotten")
+    memory.channel_private = flag(record, "channel_private")
     return memory
+
+
+def flag(record: Mapping[str, Any], key: str) -> bool:
+    """``record[key]`` when it is true or false; False when absent or null."""
+    value = record.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{key} must be true or false, got {value!r}")
+    return bool(value)
 
 
 def item_from_dict(record: Mapping[str, Any]) -> store_pb2.ImportItem:
@@ -71,6 +78,7 @@ def memory_to_dict(memory: memory_pb2.Memory) -> dict[str, Any]:
     record["created_at"] = memory.created_at.ToJsonString()
     record["updated_at"] = memory.updated_at.ToJsonString()
     record["forgotten"] = memory.forgotten
+    record["channel_private"] = memory.channel_private
     return record
 
 

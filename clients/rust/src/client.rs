@@ -125,10 +125,29 @@ impl<T: Transport> Client<T> {
         self.call(&format!("{STORE}GetMemory"), &[request]).await
     }
 
+    /// Marks a memory forgotten (idempotent); `forget_hard` erases it instead.
     pub async fn forget(&self, id: &str, source: &str) -> Result<pb::ForgetMemoryResponse, Error> {
+        self.forget_memory(id, source, false).await
+    }
+
+    /// Erases a memory for good (ForgetMemory's hard mode): its versions and edges too, and
+    /// the bytes leave the disk.
+    pub async fn forget_hard(&self, id: &str, source: &str) -> Result<pb::ForgetMemoryResponse, Error> {
+        self.forget_memory(id, source, true).await
+    }
+
+    async fn forget_memory(&self, id: &str, source: &str, hard: bool) -> Result<pb::ForgetMemoryResponse, Error> {
         let request = pb::ForgetMemoryRequest { id: id.to_string(), source: source.to_string(),
-                                                agent_id: self.agent.clone() };
+                                                agent_id: self.agent.clone(), hard };
         self.call(&format!("{STORE}ForgetMemory"), &[request]).await
+    }
+
+    /// Erases end user `user_id` of agent `agent_id` for good: their memories with every
+    /// version and edge, their captures, and the state of the channels they spoke in; returns
+    /// what went, counted. A second call erases nothing.
+    pub async fn forget_user(&self, agent_id: &str, user_id: &str) -> Result<pb::ForgetUserResponse, Error> {
+        let request = pb::ForgetUserRequest { agent_id: agent_id.to_string(), user_id: user_id.to_string() };
+        self.call(&format!("{STORE}ForgetUser"), &[request]).await
     }
 
     unary!(list, STORE, "ListMemories", pb::ListMemoriesRequest => pb::ListMemoriesResponse);

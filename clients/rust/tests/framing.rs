@@ -12,6 +12,10 @@ const INJECT_RESPONSE: [u8; 37] = [
     0, 0, 0, 0, 32, 10, 23, 91, 67, 111, 110, 116, 101, 120, 116, 32, 102, 114, 111, 109, 32,
     109, 101, 109, 111, 114, 121, 93, 10, 120, 26, 3, 56, 220, 11, 40, 3,
 ];
+// The end user's fields: InjectRequest.user_id, ForgetUserRequest, ForgetMemoryRequest.hard.
+const INJECT_REQUEST_OF_A_USER: [u8; 18] = [0, 0, 0, 0, 13, 10, 1, 97, 18, 1, 99, 26, 2, 104, 105, 58, 1, 117];
+const FORGET_USER_REQUEST: [u8; 11] = [0, 0, 0, 0, 6, 10, 1, 97, 18, 1, 117];
+const HARD_FORGET_REQUEST: [u8; 10] = [0, 0, 0, 0, 5, 10, 1, 109, 32, 1];
 const TWO_UPSERTS: [u8; 24] = [
     0, 0, 0, 0, 7, 10, 5, 18, 3, 111, 110, 101, 0, 0, 0, 0, 7, 10, 5, 18, 3, 116, 119, 111,
 ];
@@ -32,6 +36,17 @@ fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
 fn encodes_a_unary_request() {
     let request = pb::InjectRequest { agent_id: "a".into(), channel_id: "c".into(), text: "hi".into(), ..Default::default() };
     assert_eq!(&encode(&[request])[..], &INJECT_REQUEST[..]);
+}
+
+#[test]
+fn encodes_the_end_user_fields() {
+    let request = pb::InjectRequest { agent_id: "a".into(), channel_id: "c".into(), text: "hi".into(),
+                                      user_id: "u".into(), ..Default::default() };
+    assert_eq!(&encode(&[request])[..], &INJECT_REQUEST_OF_A_USER[..]);
+    let forget_user = pb::ForgetUserRequest { agent_id: "a".into(), user_id: "u".into() };
+    assert_eq!(&encode(&[forget_user])[..], &FORGET_USER_REQUEST[..]);
+    let hard = pb::ForgetMemoryRequest { id: "m".into(), hard: true, ..Default::default() };
+    assert_eq!(&encode(&[hard])[..], &HARD_FORGET_REQUEST[..]);
 }
 
 #[test]

@@ -12,6 +12,7 @@ from sidecar.admin.html import e, link, page, table, when
 from sidecar.admin.web import Response, url
 from sidecar.injection.trace import DropReason, TracedDrop, TracedItem, TraceTurn
 from sidecar.records import Memory
+from sidecar.retrieval.contract import cosine_of
 from sidecar.story import FLOOR_SHOWN, best_first, plural, split_drops
 
 COSINE = "Cosine to query"
@@ -171,4 +172,4 @@ def _pair_cosine(memory_id: str, other_id: str, services: Services) -> str:
     a, b = services.retriever.embedding_of(memory_id), services.retriever.embedding_of(other_id)
     if a is None or b is None:
         return ""
-    return f" (cosine {float(a @ b):.3f} to it, compared with semantic_threshold)"
+    return f" (cosine {cosine_of(a @ b):.3f} to it, compared with semantic_threshold)"

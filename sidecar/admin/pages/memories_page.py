@@ -16,14 +16,15 @@ PAGE_SIZE = 50
 def show(ctx: Ctx) -> Response:
     arg = ctx.request.arg
     agent, channel, forgotten = arg("agent"), arg("channel"), arg("forgotten") == "1"
-    source = arg("source")
+    source, user = arg("source"), arg("user")
     kind, level = memory_type(arg("type")), tier(arg("tier"))
     query = ListQuery(types=(kind,) if kind else (), tiers=(level,) if level else (),
                       channel_id=channel, agent_id=agent, page_size=PAGE_SIZE,
-                      page_token=arg("page"), include_forgotten=forgotten, source=source)
+                      page_token=arg("page"), include_forgotten=forgotten, source=source,
+                      user_id=user)
     found, token = ctx.services.memories.list(query)
     params = {"agent": agent, "type": arg("type"), "tier": arg("tier"), "channel": channel,
-              "source": source, "forgotten": "1" if forgotten else ""}
+              "source": source, "user": user, "forgotten": "1" if forgotten else ""}
     more = link(url("/memories", **params, page=token), "Next page") if token else ""
     body = (_filters(ctx, params) + table(("Memory", "Type", "Tier", "Scope", "Channel",
                                            "Importance", "Updated"),
@@ -45,10 +46,12 @@ def _filters(ctx: Ctx, params: dict[str, str]) -> str:
         f"Tier {select('tier', TIERS, params['tier'])} "
         f'Channel <input type="text" name="channel" value="{e(params["channel"])}" size=14> '
         f'Source <input type="text" name="source" value="{e(params["source"])}" size=10> '
+        f'User <input type="text" name="user" value="{e(params["user"])}" size=10> '
         f'<label><input type="checkbox" name="forgotten" value="1"{checked}> forgotten too'
         f"</label> <button>Filter</button></p></form>"
-        f'<p class="muted">An agent sees its own memories and the shared ones; empty = shared '
-        f"only. Source \"capture\": the turns the sidecar captured. Agents: "
+        f'<p class="muted">An agent sees its own memories (its end users\' included) and the '
+        f"shared ones; empty = shared only. User: one end user's memories. Source "
+        f"\"capture\": the turns the sidecar captured. Agents: "
         f"{agents or 'none yet'}</p>")
 
 

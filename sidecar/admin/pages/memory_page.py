@@ -55,7 +55,8 @@ def restore(ctx: Ctx) -> Response:
     draft = MemoryDraft(id=memory.id, content=memory.content, type=memory.type,
                         importance=memory.importance, source=ADMIN_SOURCE,
                         channel_id=memory.channel_id, agent_id=memory.agent_id,
-                        tier=memory.tier, topic_id=memory.topic_id)
+                        tier=memory.tier, topic_id=memory.topic_id, user_id=memory.user_id,
+                        channel_private=memory.channel_private)
     stored = ctx.services.memories.upsert(draft).memory
     return redirect(url("/memory", id=stored.id, done="Restored."))
 

@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from sidecar.admin.context import Ctx
-from sidecar.admin.html import button_form, e, hidden, link, notice, page, table
+from sidecar.admin.html import button_form, e, hidden, link, notice, page, select, table
 from sidecar.admin.scopes import name_window, pager, position
 from sidecar.admin.web import Response, redirect, url
 from sidecar.api.validate import check_name
@@ -120,10 +120,17 @@ def _editor(ctx: Ctx, agent: str) -> str:
 
 def _row(key: str, value: Any, rule: Rule, overridden: bool, marker: str) -> list[str]:
     mark = f' <span class="over" title="{e(marker)}">●</span>' if overridden else ""
-    if TYPES[key] is bool:
-        options = "".join(f'<option{" selected" if shown(value) == v else ""}>{v}</option>'
-                          for v in ("true", "false"))
-        field = f'<select name="{e(key)}">{options}</select>'
+    menu = menu_of(key, rule)
+    if menu:
+        field = select(key, menu, shown(value), blank=None)
     else:
         field = f'<input type="text" name="{e(key)}" value="{e(shown(value))}" size=24>'
     return [f"<code>{e(key)}</code>{mark}", field, e(rule.allowed()), e(rule.doc)]
+
+
+def menu_of(key: str, rule: Rule) -> tuple[str, ...]:
+    """The values a key is chosen from (a boolean's two, a string's allowed ones from its
+    rule); empty for a key typed in (numbers, lists). What is posted is still validated."""
+    if TYPES[key] is bool:
+        return ("true", "false")
+    return rule.choices if TYPES[key] is str else ()

@@ -17,6 +17,7 @@ from sidecar.redact import echo
 from sidecar.vault.hygiene import DeletionCandidate, SimilarPair, weaker
 
 PROPOSALS_SHOWN = 100
+USERS_SHOWN = 20
 
 
 def show(ctx: Ctx) -> Response:
@@ -26,9 +27,11 @@ def show(ctx: Ctx) -> Response:
     position = ctx.request.arg(PARAM)
     scopes = " · ".join(link(url("/vault", scope=s.agent_id, scopes=position),
                              s.agent_id or "(shared)") for s in shown.scopes)
-    counts = table(("Scope", "Live", "Forgotten", "Canon", "Registers"),
+    counts = table(("Scope", "Live", "Forgotten", "Canon", "Registers", "End users",
+                    "Their memories"),
                    ([e(s.agent_id or "(shared)"), str(s.live), str(s.forgotten), str(s.canon),
-                     str(s.registers)] for s in shown.scopes),
+                     str(s.registers), str(s.users), str(s.user_memories)]
+                    for s in shown.scopes),
                    "The store is empty." if not stats.scopes else "No scopes on this page.")
     counts += scope_nav("/vault", shown, scope=scope)
     summary = (f"<p>{stats.live} live, {stats.forgotten} forgotten, {stats.scopes} scopes, "
@@ -42,6 +45,7 @@ def show(ctx: Ctx) -> Response:
     age = time.monotonic() - found.computed
     body = (notice(ctx.request.arg("done")) + summary + counts
             + f"<h2>Scope: {e(scope or '(shared)')}</h2><p>Scopes: {scopes or 'none'}</p>"
+            + _users(ctx, scope)
             + f'<p class="muted">Suggestions computed {age:.0f} s ago. '
             + link(url("/vault", scope=scope, fresh=1), "Recompute") + "</p>"
             + '<section id="pairs"><h3>Consolidation candidates</h3>'
@@ -55,6 +59,17 @@ def show(ctx: Ctx) -> Response:
                "on these, then recompute.</p>" if len(proposals) > PROPOSALS_SHOWN else "")
             + "</section>")
     return page("Vault", body, here="/vault")
+
+
+def _users(ctx: Ctx, scope: str) -> str:
+    """The scope's end users with the most live memories (at most USERS_SHOWN)."""
+    if not scope:
+        return ""
+    users = ctx.services.vault.user_counts(scope, USERS_SHOWN)
+    return ('<section id="users"><h3>End users with the most memories</h3>'
+            + table(("User", "Live memories", "Captured"),
+                    ([e(user), str(live), str(captured)] for user, live, captured in users),
+                    "No memory of this agent belongs to an end user.") + "</section>")
 
 
 def accept(ctx: Ctx) -> Response:

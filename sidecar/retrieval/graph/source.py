@@ -35,7 +35,7 @@ class GraphSource:
         factors = self._factors
         if factors[0] is not c:  # a new config: its multipliers as an array, once
             self._factors = factors = (c, relation_factors(c.multipliers))
-        visibility = ctx.live.visibility(ctx.query.agent_id, ctx.query.types)
+        visibility = ctx.live.visibility(ctx.query.viewer, ctx.query.types)
         return Found(*self.graph.expand(tuple(ctx.found.values()), c.graph_seed_threshold,
                                         c.graph_seed_limit, visibility, factors[1],
                                         c.max_graph_depth, ctx.query.search_limit))

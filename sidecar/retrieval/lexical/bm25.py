@@ -221,11 +221,13 @@ class BM25Index:
         offsets = np.zeros(len(entries) + 1, np.int64)
         np.cumsum(sizes, out=offsets[1:])
         flat = [e for e in entries if e is not None]
+        ids = np.concatenate([e[0] for e in flat]) if flat else np.zeros(0, np.int64)
+        # Only the terms a live document holds: a removed (erased) text's words stay out.
+        used = np.unique(ids)
         return Postings(
-            terms=terms, analyser=self.analyzer.name, labels=labels, lengths=lengths,
-            offsets=offsets,
-            term_ids=(np.concatenate([e[0] for e in flat]).astype(np.int32)
-                      if flat else np.zeros(0, np.int32)),
+            terms=[terms[t] for t in used.tolist()], analyser=self.analyzer.name,
+            labels=labels, lengths=lengths, offsets=offsets,
+            term_ids=np.searchsorted(used, ids).astype(np.int32),
             tfs=np.concatenate([e[1] for e in flat]) if flat else np.zeros(0, np.float32))
 
     def restore(self, postings: Postings) -> None:

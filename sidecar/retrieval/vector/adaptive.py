@@ -25,6 +25,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -33,7 +34,7 @@ import numpy as np
 from sidecar.disk import os_refusal
 from sidecar.knobs import check_ranges, keep_restart_keys
 from sidecar.retrieval.contract import Accept
-from sidecar.retrieval.vector import persist
+from sidecar.retrieval.vector import hnsw_file, persist
 from sidecar.retrieval.vector.bulk import BulkDenseVectors
 from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.retrieval.vector.hnsw import HnswVectors
@@ -73,6 +74,10 @@ class AdaptiveVectorIndex:
         self._build_failed = False
         self._unsaved = 0
         self._last_save = time.monotonic()
+        # Erased labels: hnswlib keeps a deleted element's vector, so every save zeroes
+        # theirs in the file it writes (a label added again leaves the set).
+        self._erased: set[int] = set()
+        self._file = threading.Lock()  # the index file: a save, or an erasure zeroing in it
 
     def __len__(self) -> int:
         return len(self._dense)
@@ -89,6 +94,7 @@ class AdaptiveVectorIndex:
         labels = np.asarray(labels, dtype=np.int64).ravel()
         vectors = np.asarray(vectors, dtype=np.float32).reshape(len(labels), self.dim)
         with self._write:
+            self._erased.difference_update(labels.tolist())
             self._dense.add(labels, vectors)
             if self._hnsw is not None:
                 self._hnsw.add(labels, vectors)
@@ -124,6 +130,21 @@ class AdaptiveVectorIndex:
                 self._journal.append((labels.copy(), None))
             self._changed(len(labels))
         self._maybe_save()
+
+    def rewrite_without(self, labels: Sequence[int]) -> None:
+        """``labels`` were erased (already removed): the saved index file, which holds their
+        vectors, is deleted at once (a save in progress finishes first); every later save
+        (the usual cadence, or ``close``) zeroes their vectors in the file it writes. Not
+        saved here: hnswlib holds the GIL while it writes the file (0.8 s at 100k vectors),
+        which would stall every call. Until the next save a restart rebuilds the index, as
+        after any change not saved yet."""
+        with self._write:
+            self._erased.update(int(label) for label in labels)
+        if self.path is None:
+            return
+        with self._file:
+            for path in (self.path, persist.meta_path(self.path)):
+                path.unlink(missing_ok=True)
 
     def _changed(self, rows: int) -> None:
         self._unsaved += rows
@@ -283,18 +304,25 @@ class AdaptiveVectorIndex:
         if path is None:
             return False
         begin = time.perf_counter()
-        with self._write:
-            hnsw = self._hnsw
-            if hnsw is None:
-                return False
-            tmp = persist.write_file(hnsw, path)
-            labels, matrix = self._dense.copy_rows()
-            self._unsaved = 0
-            self._last_save = time.monotonic()
-        meta = persist.commit(
-            tmp, path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
-            ef_construction=cfg.hnsw_ef_construction,
-        )
+        with self._file:
+            with self._write:
+                hnsw = self._hnsw
+                if hnsw is None:
+                    return False
+                tmp = persist.write_file(hnsw, path)
+                labels, matrix = self._dense.copy_rows()
+                erased = set(self._erased)
+                self._unsaved = 0
+                self._last_save = time.monotonic()
+            try:
+                hnsw_file.scrub(tmp, erased, self.dim)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            meta = persist.commit(
+                tmp, path, labels, matrix, dim=self.dim, m=cfg.hnsw_m,
+                ef_construction=cfg.hnsw_ef_construction,
+            )
         log.info("vector index saved", extra={
             "live": meta.count, "bytes": meta.file_bytes, "path": str(path),
             "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})

@@ -204,6 +204,10 @@ class PgDatabase:
         row = self.query_one("SELECT pg_database_size(current_database())")
         return int(row[0]) if row else 0
 
+    def purge_wal(self) -> bool:
+        """The server owns its WAL and reclaims dead rows by VACUUM (docs/users.md)."""
+        return True
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

@@ -193,7 +193,29 @@ MIGRATIONS: list[str] = [
     ALTER TABLE injection_context ADD COLUMN votes TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE injection_context ADD COLUMN reply_votes TEXT NOT NULL DEFAULT '[]';
     """,
-    # 7: who said each recent turn (as SQLite's migration 10).
+    # 7: end users' memories and channel-private ones (as SQLite's migration 10); the change
+    # trigger fires on the new columns too.
+    """
+    ALTER TABLE memories ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE memories ADD COLUMN channel_private INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE memory_versions ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE memory_versions ADD COLUMN channel_private INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX memories_user ON memories (agent_id, user_id) WHERE user_id != '';
+    ALTER TABLE captures ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+    UPDATE memories SET channel_private = 1 WHERE source = 'capture' AND channel_id != '';
+    DROP TRIGGER memories_change ON memories;
+    CREATE TRIGGER memories_change AFTER INSERT OR UPDATE OF content, type, importance,
+        updated_at, source, channel_id, agent_id, forgotten, version, tier, topic_id,
+        embedding, user_id, channel_private ON memories
+        FOR EACH ROW EXECUTE FUNCTION memsidecar_change();
+    CREATE TABLE channel_speakers (
+        channel_id TEXT NOT NULL,
+        user_id    TEXT NOT NULL,
+        PRIMARY KEY (channel_id, user_id)
+    );
+    CREATE INDEX channel_speakers_user ON channel_speakers (user_id);
+    """,
+    # 8: who said each recent turn (as SQLite's migration 11).
     """
     ALTER TABLE injection_context ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
     """,

@@ -6,7 +6,10 @@
 // the user's message; llm(history) answers; the answer is appended. Each turn's block is
 // printed.
 //
-//	agent-loop --addr 127.0.0.1:50051 --channel demo < questions.txt
+//	agent-loop --addr 127.0.0.1:50051 --channel demo --user alice < questions.txt
+//
+// Every Inject names the end user (--user): the block may hold that user's private memories
+// and never another user's, and a turn the sidecar captures belongs to that user.
 package main
 
 import (
@@ -32,13 +35,14 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:50051", "sidecar address HOST:PORT, unix:PATH or unix:///PATH")
 	channel := flag.String("channel", "agent-loop", "conversation (channel) id")
 	agent := flag.String("agent", "agent-loop-example", "agent id owning the seeded memories")
+	user := flag.String("user", "", "end user id sent with every Inject (empty: not known; the turns captured then stay private to the channel)")
 	token := flag.String("token", "", "bearer token sent with every call")
 	wait := flag.Float64("wait", 30, "seconds to wait for the sidecar to be ready")
 	ca := flag.String("ca", "", "CA certificate (PEM) of a TLS sidecar; plaintext without it")
 	flag.Parse()
 	options, err := dialOptions(*agent, *token, *ca)
 	if err == nil {
-		err = run(*addr, *channel, *agent, options, time.Duration(*wait*float64(time.Second)))
+		err = run(*addr, *channel, *agent, *user, options, time.Duration(*wait*float64(time.Second)))
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "agent-loop: %v\n", err)
@@ -65,7 +69,7 @@ func dialOptions(agent, token, ca string) ([]msclient.Option, error) {
 	return append(options, msclient.WithTLS(&tls.Config{RootCAs: roots})), nil
 }
 
-func run(addr, channel, agent string, options []msclient.Option, wait time.Duration) error {
+func run(addr, channel, agent, user string, options []msclient.Option, wait time.Duration) error {
 	client, err := msclient.Dial(addr, options...)
 	if err != nil {
 		return fmt.Errorf("cannot reach the sidecar at %s: %v", addr, err)
@@ -85,7 +89,7 @@ func run(addr, channel, agent string, options []msclient.Option, wait time.Durat
 	history := []*pb.Message{{Role: pb.Role_ROLE_SYSTEM, Content: "You are a helpful engineering agent."}}
 	lines := bufio.NewScanner(os.Stdin)
 	for turn := 1; lines.Scan(); turn++ {
-		if history, err = step(ctx, client, agent, channel, history, lines.Text(), turn); err != nil {
+		if history, err = step(ctx, client, agent, channel, user, history, lines.Text(), turn); err != nil {
 			return err
 		}
 	}
@@ -93,14 +97,15 @@ func run(addr, channel, agent string, options []msclient.Option, wait time.Durat
 }
 
 // step runs one turn and returns the grown history.
-func step(ctx context.Context, c *msclient.Client, agent, channel string, history []*pb.Message,
+func step(ctx context.Context, c *msclient.Client, agent, channel, user string, history []*pb.Message,
 	text string, turn int) ([]*pb.Message, error) {
 	pruned, err := c.PruneHistory(ctx, channel, history, maxBlocks)
 	if err != nil {
 		return nil, err
 	}
 	history = pruned.Messages
-	injected, err := c.Inject(ctx, &pb.InjectRequest{AgentId: agent, ChannelId: channel, Text: text, Source: "user"})
+	injected, err := c.Inject(ctx, &pb.InjectRequest{AgentId: agent, ChannelId: channel, UserId: user, Text: text,
+		Source: "user"})
 	if err != nil {
 		return nil, err
 	}

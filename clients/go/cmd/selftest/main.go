@@ -33,6 +33,7 @@ func main() {
 	s.runTurns()
 	s.runSettings()
 	s.runVault()
+	s.runUsers()
 	s.cleanUp()
 	code := s.finish()
 	client.Close()

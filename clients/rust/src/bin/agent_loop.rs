@@ -6,7 +6,10 @@
 //! user's message; llm(history) answers; the answer is appended. Each turn's block is
 //! printed.
 //!
-//!     agent-loop --addr 127.0.0.1:50051 --channel demo < questions.txt
+//!     agent-loop --addr 127.0.0.1:50051 --channel demo --user alice < questions.txt
+//!
+//! Every Inject names the end user (`--user`): the block may hold that user's private
+//! memories and never another user's, and a turn the sidecar captures belongs to that user.
 #[path = "common/flags.rs"]
 mod flags;
 
@@ -22,14 +25,16 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 const MAX_BLOCKS: u32 = 3;
 
 /// The example memories, shared with the Go and Python templates: one
-/// "id<TAB>type<TAB>content" line each. Fixed ids: seeding twice stores nothing new.
+/// "name<TAB>type<TAB>content" line each. A memory id names one memory of one agent, so each
+/// seed's id is AGENT:NAME; seeding twice stores nothing new.
 const SEEDS: &str = include_str!("../../../go/cmd/agent-loop/seeds.tsv");
 
 const ABOUT: &str = "agent-loop: a memsidecar agent loop; one user turn per stdin line, each turn's block printed.";
-const FLAGS: [(&str, &str); 6] = [
+const FLAGS: [(&str, &str); 7] = [
     ("addr", "sidecar address HOST:PORT, unix:PATH or unix:///PATH (default 127.0.0.1:50051)"),
     ("channel", "conversation (channel) id (default agent-loop)"),
     ("agent", "agent id owning the seeded memories (default agent-loop-example)"),
+    ("user", "end user id sent with every Inject (empty: not known; the turns captured then stay private to the channel)"),
     ("token", "bearer token sent with every call"),
     ("wait", "seconds to wait for the sidecar to be ready (default 30)"),
     ("ca", "CA certificate (PEM) of a TLS sidecar; plaintext without it"),
@@ -45,29 +50,35 @@ fn message(role: pb::Role, content: &str) -> pb::Message {
     pb::Message { role: role as i32, content: content.to_string(), ..Default::default() }
 }
 
-/// The memories of `SEEDS` ('#' lines are comments).
+/// The memories of `SEEDS` ('#' lines are comments), owned by `agent`.
 fn seeds(agent: &str) -> Result<Vec<pb::Memory>, String> {
     let lines = SEEDS.lines().filter(|l| !l.is_empty() && !l.starts_with('#'));
     lines.map(|line| {
         let mut fields = line.splitn(3, '\t');
-        let (Some(id), Some(kind), Some(content)) = (fields.next(), fields.next(), fields.next()) else {
-            return Err(format!("seeds.tsv: expected id, type and content in {line:?}"));
+        let (Some(name), Some(kind), Some(content)) = (fields.next(), fields.next(), fields.next()) else {
+            return Err(format!("seeds.tsv: expected name, type and content in {line:?}"));
         };
         let kind = pb::MemoryType::from_str_name(&format!("MEMORY_TYPE_{}", kind.to_uppercase()))
             .ok_or(format!("seeds.tsv: unknown memory type {kind:?}"))?;
-        Ok(pb::Memory { id: id.into(), r#type: kind as i32, content: content.into(),
+        Ok(pb::Memory { id: format!("{agent}:{name}"), r#type: kind as i32, content: content.into(),
                         agent_id: agent.into(), ..Default::default() })
     }).collect()
 }
 
 /// Imports the example memories over a streaming import: those already stored with the
-/// same fields count as deduplicated, so a second run stores nothing.
+/// same fields count as deduplicated, so a second run stores nothing. Each rejected one is
+/// printed with the sidecar's reason.
 async fn seed(client: &Client, agent: &str) -> Result<(), String> {
-    let items = seeds(agent)?.into_iter().map(|m| pb::ImportItem { memory: Some(m), ..Default::default() });
+    let memories = seeds(agent)?;
+    let names: Vec<String> = memories.iter().map(|m| m.id[agent.len() + 1..].to_string()).collect();
+    let items = memories.into_iter().map(|m| pb::ImportItem { memory: Some(m), ..Default::default() });
     let summary = client.import_stream(Items(items), MAX_IMPORT_BATCH, |_, _| {}).await
         .map_err(|e| e.to_string())?;
     eprintln!("seeded {} memories: {} stored, {} already there, {} rejected", summary.received,
               summary.stored, summary.deduplicated, summary.rejected);
+    for e in &summary.errors {
+        eprintln!("seed {} rejected: {}: {}", names[e.index as usize], e.code, e.message);
+    }
     Ok(())
 }
 
@@ -82,11 +93,11 @@ impl<I: Iterator + Unpin> Stream for Items<I> {
 }
 
 /// Runs one turn and returns the grown history.
-async fn step(client: &Client, agent: &str, channel: &str, history: Vec<pb::Message>,
+async fn step(client: &Client, agent: &str, channel: &str, user: &str, history: Vec<pb::Message>,
               text: &str, turn: usize) -> Result<Vec<pb::Message>, Error> {
     let pruned = client.prune_history(channel, history, Some(MAX_BLOCKS)).await?;
     let mut history = pruned.messages;
-    let request = pb::InjectRequest { agent_id: agent.into(), channel_id: channel.into(),
+    let request = pb::InjectRequest { agent_id: agent.into(), channel_id: channel.into(), user_id: user.into(),
                                       text: text.into(), source: "user".into(), ..Default::default() };
     let injected = client.inject(&request).await?;
     println!("--- turn {turn}");
@@ -110,6 +121,7 @@ async fn run() -> Result<(), String> {
     let flag = |name: &str, default: &str| flags.get(name).cloned().unwrap_or_else(|| default.to_string());
     let (addr, channel, agent) = (flag("addr", "127.0.0.1:50051"), flag("channel", "agent-loop"),
                                   flag("agent", "agent-loop-example"));
+    let user = flag("user", "");
     let wait: f64 = flag("wait", "30").parse().map_err(|e| format!("--wait: {e}"))?;
     let tls = match flags.get("ca") {
         Some(path) => Some(Tls { ca_pem: std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?,
@@ -129,7 +141,7 @@ async fn run() -> Result<(), String> {
     let mut turn = 0;
     while let Some(line) = lines.next_line().await.map_err(|e| e.to_string())? {
         turn += 1;
-        history = step(&client, &agent, &channel, history, &line, turn).await.map_err(|e| e.to_string())?;
+        history = step(&client, &agent, &channel, &user, history, &line, turn).await.map_err(|e| e.to_string())?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_core::Stream;
-use memsidecar_client::{is_block, pb, Client, Error, Options, Tls};
+use memsidecar_client::{is_block, pb, Client, Code, Error, Options, Tls};
 
 const ABOUT: &str = "selftest: checks every call of the Rust client against a running sidecar.";
 const CANON: &str = "Mission: keep the billing service on PostgreSQL and ship the v2 API by June.";
@@ -145,6 +145,60 @@ impl Session {
         let detail = format!("{trace:?}");
         self.check("get_injection_trace shows the turn", trace.map(|t| t.turns.len() == 1 && t.turns[0].turn == 1), || detail);
     }
+    /// user_id on a memory, search, inject and the list filter; forget_user, forget_hard.
+    async fn users(&mut self) {
+        const TEXT: &str = "Alice's dog is called Giruruka and sleeps under her desk.";
+        let memory = pb::Memory { user_id: "alice".into(), ..self.memory(pb::MemoryType::Fact, TEXT) };
+        let id = match self.client.upsert(memory).await {
+            Ok(reply) => reply.memory.map(|m| (m.id, m.user_id)).unwrap_or_default(),
+            Err(e) => return self.check("upsert with a user", Err(e), String::new),
+        };
+        self.check("upsert keeps the user", Ok(id.1 == "alice"), || format!("{id:?}"));
+        let id = id.0;
+        let list = pb::ListMemoriesRequest { agent_id: self.agent.clone(), user_id: "alice".into(), page_size: 100,
+                                             ..Default::default() };
+        let listed = self.client.list(&list).await;
+        let detail = format!("{listed:?}");
+        self.check("list filters by user", listed.map(|l| l.memories.len() == 1 && l.memories[0].id == id), || detail);
+        for (user, expected) in [("alice", true), ("bob", false), ("", false)] {
+            let found = self.search_finds(user, &id).await;
+            self.check(&format!("search as {user:?} finds alice's memory: {expected}"), found.map(|f| f == expected),
+                       || "it did not".into());
+        }
+        for (user, expected) in [("alice", true), ("bob", false)] {
+            let request = pb::InjectRequest { agent_id: self.agent.clone(), channel_id: format!("{}-{user}", self.agent),
+                                              user_id: user.into(), text: "What is the name of Alice's dog?".into(),
+                                              ..Default::default() };
+            let shown = self.client.inject(&request).await.map(|r| r.block.contains("Giruruka"));
+            self.check(&format!("inject as {user:?} offers alice's memory: {expected}"), shown.map(|s| s == expected),
+                       || "it did not".into());
+        }
+        let first = self.client.forget_user(&self.agent, "alice").await;
+        let detail = format!("{first:?}");
+        self.check("forget_user erases the user's memory", first.map(|r| r.memories == 1 && r.versions >= 1), || detail);
+        let again = self.client.forget_user(&self.agent, "alice").await;
+        let detail = format!("{again:?}");
+        self.check("forget_user a second time erases nothing", again.map(|r| r == pb::ForgetUserResponse::default()),
+                   || detail);
+        let plant = self.memory(pb::MemoryType::Fact, "The lobby plant is a ficus watered on Mondays.");
+        let erased = match self.client.upsert(plant).await {
+            Ok(reply) => reply.memory.map(|m| m.id).unwrap_or_default(),
+            Err(e) => return self.check("upsert", Err(e), String::new),
+        };
+        let forgot = self.client.forget_hard(&erased, "rust-selftest").await;
+        self.check("forget_hard answers", forgot.map(|_| true), String::new);
+        let got = self.client.get(&erased).await;
+        let detail = format!("{got:?}");
+        self.check("get of a hard-forgotten memory is NOT_FOUND",
+                   Ok(got.as_ref().err().map(Error::code) == Some(Code::NotFound)), || detail);
+    }
+
+    /// Does a search as `user` ("" = none) return memory `id`?
+    async fn search_finds(&self, user: &str, id: &str) -> Result<bool, Error> {
+        let request = pb::SearchRequest { query: "What is the name of Alice's dog?".into(), agent_id: self.agent.clone(),
+                                          user_id: user.into(), limit: 10, ..Default::default() };
+        Ok(self.client.search(&request).await?.hits.iter().any(|h| h.memory.as_ref().is_some_and(|m| m.id == id)))
+    }
 }
 
 /// TLS from the --ca, --cert, --key and --server-name flags (none without --ca).
@@ -182,6 +236,7 @@ async fn run() -> Result<bool, String> {
     session.import().await;
     session.vault().await;
     session.turns().await;
+    session.users().await;
     println!("{} ok, {} failed", session.passed, session.failed);
     Ok(session.failed == 0)
 }
