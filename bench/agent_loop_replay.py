@@ -15,7 +15,7 @@ import re
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,7 +95,9 @@ class AgentLoop:
         self.blocks: list[tuple[int, set[str]]] = []  # (history index, item ids) per block
         self.exchanges: list[str] = []  # "question\nanswer" per earlier turn
 
-    def turn(self, question: str, answer: str) -> Seen:
+    def turn(self, question: str, answer: str,
+             inject: Callable[[str], tuple[str, set[str]]] | None = None) -> Seen:
+        """One turn; ``inject``: how its block is asked for (default: ``Inject`` over gRPC)."""
         start = time.perf_counter()
         pruned = self.client.prune_history(self.history, max_keep=MAX_KEEP,
                                            channel_id=self.channel, agent_id=self.agent)
@@ -106,18 +108,22 @@ class AgentLoop:
         self.history = list(pruned.messages)
         start = time.perf_counter()
         earlier = self.exchanges[-self.prepend:] if self.prepend else []
-        reply = self.client.inject("\n".join([*earlier, question]), channel_id=self.channel,
-                                   agent_id=self.agent, source="user")
+        block, own = (inject or self.inject)("\n".join([*earlier, question]))
         spent = (time.perf_counter() - start) * 1000
-        own = {item.id for item in reply.items}
         held = set().union(*(ids for _, ids in self.blocks))
-        if reply.block:
+        if block:
             self.blocks.append((len(self.history), own))
-            self.history.append(message("user", reply.block))
+            self.history.append(message("user", block))
         self.history.append(message("user", question))
         self.history.append(message("assistant", answer))
         self.exchanges.append(f"{question}\n{answer}")
-        return Seen(own, held, block_words(reply.block), spent, prune_ms)
+        return Seen(own, held, block_words(block), spent, prune_ms)
+
+    def inject(self, text: str) -> tuple[str, set[str]]:
+        """The block of ``text`` and its memories (``Inject`` over gRPC)."""
+        reply = self.client.inject(text, channel_id=self.channel, agent_id=self.agent,
+                                   source="user")
+        return reply.block, {item.id for item in reply.items}
 
 
 @contextlib.contextmanager

@@ -11,6 +11,15 @@ those memories is in the turn's block or in a block the pruned history still hol
 
     .venv/bin/python -m bench.conversation_followups --data ../shared/data/coqa_dev.json
         [--config extra.toml] [--limit 50] [--label "context on"] [--out FILE]
+        [--shuffle SEED] [--chatter 0.3] [--pairs]
+
+Scenarios: ``--shuffle SEED``: the store written in a random order (all sentences of all
+stories shuffled; cached apart); ``--chatter P``: after a turn, with probability P (seeded),
+a content-free turn ("ok thanks", "lol", ...; reply "You're welcome.") is asked: its
+memories are counted ("content-free turn" rows) and the follow-up after it is its own kind;
+``--pairs``: two conversations alternate turn by turn on one channel, as two people asking
+in one channel (each turn's kind as usual); ``--speakers`` names each turn's speaker
+(``InjectRequest.user_id``).
 
 The sidecar runs as a ``memsidecar serve`` process with ``[defaults.memory_injection]
 max_total = 5`` and the ``--config`` file merged over it (its keys win).
@@ -22,10 +31,11 @@ import argparse
 import hashlib
 import json
 import os
+import random
 import re
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +45,7 @@ from memsidecar_client import Client
 
 from bench.agent_loop_replay import (
     AgentLoop,
+    Seen,
     config_text,
     label_of,
     report,
@@ -57,7 +68,10 @@ BACK_REFERENCES = frozenset({
     "one", "ones",
 })
 ELLIPTIC_WORDS = 4
-KINDS = ("first turn", "follow-up", "elliptical follow-up")
+KINDS = ("first turn", "follow-up", "elliptical follow-up", "follow-up after chatter",
+         "content-free turn")
+CHATTER = ("ok thanks", "lol", "cool", "I see.", "\N{THUMBS UP SIGN}", "ok", "great, thanks",
+           "haha")
 _BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|\n")
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "mt", "vs",
                             "no", "gen", "col", "capt", "lt", "sgt", "rev", "gov", "sen"})
@@ -136,12 +150,12 @@ def load(path: Path) -> list[Conversation]:
     return out
 
 
-def store_dir(path: Path) -> Path:
+def store_dir(path: Path, shuffle: int = 0) -> Path:
     digest = hashlib.sha256(path.read_bytes() + SPLITTER_VERSION.encode()).hexdigest()[:12]
-    return CACHE / f"coqa_store_{digest}"
+    return CACHE / (f"coqa_store_{digest}" + (f"_shuffled{shuffle}" if shuffle else ""))
 
 
-def build_store(conversations: Sequence[Conversation], done: Path) -> Path:
+def build_store(conversations: Sequence[Conversation], done: Path, shuffle: int = 0) -> Path:
     """The cached store of every sentence (imported through a ``serve`` process with the
     default config), its saved hnsw index, and ``ids.json``: the memory each sentence
     resolved to (the duplicate gate may map a sentence to an identical earlier one)."""
@@ -153,6 +167,8 @@ def build_store(conversations: Sequence[Conversation], done: Path) -> Path:
         id=mid, content=text, agent_id=AGENT, type=memory_pb2.MEMORY_TYPE_FACT,
         source="coqa")) for c in conversations for mid, text in zip(c.sentences, c.texts,
                                                                    strict=True)]
+    if shuffle:  # every story's sentences written in a random order among all the others
+        random.Random(shuffle).shuffle(items)
     resolved: dict[str, str] = {}
     rejected = 0
     start = time.perf_counter()
@@ -179,37 +195,120 @@ class Tally:
     own: list[bool] = field(default_factory=list)
     words: list[int] = field(default_factory=list)
     inject_ms: list[float] = field(default_factory=list)
+    items: list[int] = field(default_factory=list)  # content-free turns: memories injected
+
+
+@dataclass
+class Scenario:
+    """What a replay adds to its conversations: content-free turns (``chatter``: their
+    probability after a turn) and the own-hit check (``retained``, None: off: per turn, the
+    memories the text alone injects on a fresh channel, and how many of them the turn has in
+    its block or in view)."""
+
+    chatter: float = 0.0
+    rng: random.Random = field(default_factory=lambda: random.Random(39))
+    retained: list[tuple[int, int]] | None = None
 
 
 def converse(client: Client, conv: Conversation, channel: str, resolve: dict[str, str],
-             tallies: dict[str, Tally], prepend: int = 0) -> None:
+             tallies: dict[str, Tally], prepend: int = 0,
+             scenario: Scenario | None = None) -> None:
     """One conversation through the agent loop; adds each turn to its kind's tally (an
     elliptical follow-up counts as a follow-up too)."""
-    loop = AgentLoop(client, channel, AGENT, prepend)
-    for turn in conv.turns:
-        seen = loop.turn(turn.question, turn.answer)
-        evidence = {resolve.get(e, e) for e in turn.evidence}
-        kinds = [turn.kind] + (["follow-up"] if turn.kind == KINDS[2] else [])
-        for kind in kinds:
-            tally = tallies[kind]
-            tally.in_view.append(bool(evidence & (seen.own | seen.held)))
-            tally.own.append(bool(evidence & seen.own))
-            tally.words.append(seen.words)
-            tally.inject_ms.append(seen.inject_ms)
+    interleave(client, [(AgentLoop(client, channel, AGENT, prepend), conv)], resolve, tallies,
+               scenario or Scenario())
 
 
-def replay(data_dir: Path, conversations: Sequence[Conversation],
-           prepend: int = 0) -> dict[str, Tally]:
+def interleave(client: Client, talks: Sequence[tuple[AgentLoop, Conversation]],
+               resolve: dict[str, str], tallies: dict[str, Tally], scenario: Scenario) -> None:
+    """The conversations' turns, one of each in turn, each through its loop (loops may share
+    a channel), with the ``scenario``'s content-free turns and own-hit check."""
+    after = [False] * len(talks)
+    retained, rng = scenario.retained, scenario.rng
+    for step in range(max(len(c.turns) for _, c in talks)):
+        for k, (loop, conv) in enumerate(talks):
+            if step >= len(conv.turns):
+                continue
+            turn = conv.turns[step]
+            alone: set[str] = set()
+            if retained is not None:  # what the text alone injects: a fresh channel's first turn
+                alone = {i.id for i in client.inject(
+                    turn.question, channel_id=f"alone-{len(retained)}", agent_id=AGENT,
+                    source="user").items}
+            seen = loop.turn(turn.question, turn.answer)
+            if retained is not None:
+                retained.append((len(alone), len(alone & (seen.own | seen.held))))
+            evidence = {resolve.get(e, e) for e in turn.evidence}
+            kinds = [turn.kind] + (["follow-up"] if turn.kind == KINDS[2] else [])
+            if after[k] and turn.kind != KINDS[0]:
+                kinds.append(KINDS[3])
+            for kind in kinds:
+                add(tallies[kind], bool(evidence & (seen.own | seen.held)),
+                    bool(evidence & seen.own), seen)
+            after[k] = bool(scenario.chatter and rng.random() < scenario.chatter)
+            if after[k]:
+                quiet = loop.turn(rng.choice(CHATTER), "You're welcome.")
+                add(tallies[KINDS[4]], False, False, quiet, items=len(quiet.own))
+
+
+def add(tally: Tally, in_view: bool, own: bool, seen: Seen, items: int = -1) -> None:
+    tally.in_view.append(in_view)
+    tally.own.append(own)
+    tally.words.append(seen.words)
+    tally.inject_ms.append(seen.inject_ms)
+    if items >= 0:
+        tally.items.append(items)
+
+
+def replay(data_dir: Path, conversations: Sequence[Conversation], prepend: int = 0,
+           scenario: Scenario | None = None, pairs: bool = False, speakers: bool = False,
+           ) -> dict[str, Tally]:
     resolve: dict[str, str] = json.loads((data_dir / "ids.json").read_text())
     tallies = {kind: Tally() for kind in KINDS}
+    scenario = scenario or Scenario()
     with served(data_dir) as client:
+        if pairs:
+            for n in range(0, len(conversations) - 1, 2):
+                talks = [(speaking(client, f"coqa-{n}", f"user-{k}", speakers),
+                          conversations[n + k])
+                         for k in range(2)]
+                interleave(client, talks, resolve, tallies, scenario)
+            return tallies
         for n, conv in enumerate(conversations):
-            converse(client, conv, f"coqa-{n}", resolve, tallies, prepend)
+            converse(client, conv, f"coqa-{n}", resolve, tallies, prepend, scenario)
     return tallies
 
 
-HEADER = ("| label | turn kind | turns | evidence in view | in own block | words/turn "
-          "| Inject p50 / p99 ms |\n|---|---|---|---|---|---|---|")
+class Speaking(AgentLoop):
+    """One person of a channel: the channel's loop (``room``: its history and blocks, shared
+    by the people in it), with Inject naming the speaker (``user_id``) when ``named``."""
+
+    def __init__(self, room: AgentLoop, speaker: str, named: bool) -> None:
+        self.room, self.speaker, self.named = room, speaker, named
+
+    def turn(self, question: str, answer: str,
+             inject: Callable[[str], tuple[str, set[str]]] | None = None) -> Seen:
+        return self.room.turn(question, answer, inject or self.inject)
+
+    def inject(self, text: str) -> tuple[str, set[str]]:
+        if not self.named:
+            return self.room.inject(text)
+        reply = self.room.client.inject(text, channel_id=self.room.channel, agent_id=AGENT,
+                                        source="user", user_id=self.speaker)
+        return reply.block, {item.id for item in reply.items}
+
+
+ROOMS: dict[str, AgentLoop] = {}
+
+
+def speaking(client: Client, channel: str, speaker: str, named: bool) -> Speaking:
+    """``speaker`` in ``channel`` (one history per channel)."""
+    room = ROOMS.setdefault(channel, AgentLoop(client, channel, AGENT))
+    return Speaking(room, speaker, named)
+
+
+HEADER = ("| label | turn kind | turns | evidence in view (content-free: memories/turn) "
+          "| in own block | words/turn | Inject p50 / p99 ms |\n|---|---|---|---|---|---|---|")
 
 
 def rows(label: str, tallies: dict[str, Tally]) -> list[str]:
@@ -219,7 +318,8 @@ def rows(label: str, tallies: dict[str, Tally]) -> list[str]:
         if not t.in_view:
             continue
         p50, p99 = np.percentile(t.inject_ms, [50, 99])
-        out.append(f"| {label} | {kind} | {len(t.in_view)} | {np.mean(t.in_view):.3f} "
+        share = np.mean(t.items) if kind == KINDS[4] else np.mean(t.in_view)
+        out.append(f"| {label} | {kind} | {len(t.in_view)} | {share:.3f} "
                    f"| {np.mean(t.own):.3f} | {np.mean(t.words):.1f} | {p50:.1f} / {p99:.1f} |")
     return out
 
@@ -233,20 +333,39 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=0, help="first N conversations (0: all)")
     parser.add_argument("--label", default="", help="the results rows' label")
     parser.add_argument("--out", type=Path, default=RESULTS / "conversation_followups.md")
+    parser.add_argument("--shuffle", type=int, default=0,
+                        help="the store written in a random order with this seed (0: in order)")
+    parser.add_argument("--chatter", type=float, default=0.0,
+                        help="probability of a content-free turn after each turn")
+    parser.add_argument("--pairs", action="store_true",
+                        help="two conversations alternate on one channel")
+    parser.add_argument("--own-check", action="store_true",
+                        help="also ask each question on a fresh channel (the text alone) and "
+                             "count how much of that block is in the turn's block or in view")
+    parser.add_argument("--speakers", action="store_true",
+                        help="with --pairs: each turn names its speaker (user_id)")
     parser.add_argument("--prepend-exchanges", type=int, default=0,
                         help="the client prepends this many earlier question/answer pairs to "
                              "Inject's text (the naive alternative; 0: the question alone)")
     args = parser.parse_args(argv)
     conversations = load(args.data)
-    data_dir = build_store(conversations, store_dir(args.data))
+    data_dir = build_store(conversations, store_dir(args.data, args.shuffle), args.shuffle)
     chosen = conversations[: args.limit] if args.limit else conversations
     toml = config_text(args.config, MAX_TOTAL)
     label = label_of(args.config, args.label, args.prepend_exchanges)
     start = time.perf_counter()
+    scenario = Scenario(args.chatter, retained=[] if args.own_check else None)
     with working_copy(data_dir, toml) as copy:
-        tallies = replay(copy, chosen, args.prepend_exchanges)
+        tallies = replay(copy, chosen, args.prepend_exchanges, scenario, args.pairs,
+                         args.speakers)
     report(args.out, "conversation_followups", HEADER, rows(label, tallies), toml,
            f"{len(chosen)} conversations", start)
+    if scenario.retained:
+        retained = scenario.retained
+        total, kept = (sum(x) for x in zip(*retained, strict=True))
+        print(f"own-hit retention: {kept} of {total} memories the text alone injects are in "
+              f"the turn's block or in view ({kept / max(total, 1):.4f}); turns with a miss: "
+              f"{sum(k < t for t, k in retained)} of {len(retained)}")
 
 
 if __name__ == "__main__":

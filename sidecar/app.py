@@ -25,10 +25,10 @@ from sidecar.embedding import Embedder
 from sidecar.embedding.models import ModelIdentity, identity, model_files, serving_files
 from sidecar.errors import StorageFault
 from sidecar.files import private_dir, remove_stale_temps
-from sidecar.injection import Injector
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.marker import BlockSigner
 from sidecar.injection.owners import ChannelOwners
+from sidecar.injection.pipeline import Injector
 from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.sweep import ChannelSweeper
 from sidecar.injection.trace import TraceRing

@@ -19,6 +19,7 @@ _REASONS = {
     DropReason.DUPLICATE: injection_pb2.DROP_REASON_DUPLICATE,
     DropReason.SEMANTIC: injection_pb2.DROP_REASON_SEMANTIC_DUPLICATE,
     DropReason.BUDGET: injection_pb2.DROP_REASON_BUDGET,
+    DropReason.CAPTURE_IN_VIEW: injection_pb2.DROP_REASON_CAPTURE_IN_VIEW,
 }
 
 

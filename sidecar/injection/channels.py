@@ -23,16 +23,13 @@ from itertools import islice
 
 import numpy as np
 
+from sidecar.conversation.query_context import replied
 from sidecar.errors import Unavailable
 from sidecar.injection import replies
-from sidecar.injection.query_context import replied
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
 from sidecar.store.catch_up import CatchUp
 from sidecar.store.write_behind import Writer, WriteThrough
-
-# A reply's focus votes from the turn's text, the memories in view and the reply.
-Vote = Callable[[str, list[str], str], tuple[tuple[str, float], ...]]
 
 log = logging.getLogger(__name__)
 
@@ -237,20 +234,19 @@ class ChannelStates:
                         extra={"channel": channel_id, "turns": len(dropped)})
 
     def observe(self, channel_id: str, digests: set[str], keep: int, reply: str = "",
-                vote: Vote | None = None) -> list[int]:
+                votes: tuple[tuple[str, float], ...] = (), voted: int = 0) -> list[int]:
         """A PruneHistory of the channel's history: the agent keeps ``keep`` blocks and holds
         exactly the known blocks whose digest is in ``digests``; ``reply``: the assistant's
-        answer to the last turn, as the history ends with it ("" : none); ``vote``: the
-        reply's focus votes from (the turn's text, the memories still in view, the reply).
-        Returns the turns of the blocks no longer held."""
+        answer to the last turn, as the history ends with it ("" : none); ``votes``: the
+        reply's focus votes, worked out for the recent turn ``voted`` (dropped when that is
+        no longer the last). Returns the turns of the blocks no longer held."""
         state = self.get(channel_id)
         with state.lock:
             gone = [b.turn for b in state.blocks if b.digest not in digests]
             state.keep = keep
             state.retain(frozenset(b.turn for b in state.blocks if b.digest in digests))
-            votes: tuple[tuple[str, float], ...] = ()
-            if vote is not None and reply and state.recent and state.recent[-1].reply != reply:
-                votes = vote(state.recent[-1].text, sorted(state.injected), reply)
+            if not state.recent or state.recent[-1].turn != voted:
+                votes = ()
             state.recent, answered = replied(state.recent, reply, votes)
             if state.turn:
                 held = frozenset(b.turn for b in state.blocks)

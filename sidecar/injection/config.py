@@ -85,8 +85,27 @@ class MemoryInjectionConfig:
         ge=0.0, le=4.0))
     query_context_focus: int = field(default=3, metadata=knob(
         "Memories written next to what the conversation drew on that a follow-up leaning on "
-        "its context gets first (its block then holds at most this many contextual "
-        "memories); 0 = off.", ge=0, le=20))
+        "its context may add to its block, within max_total and max_tokens, after what its "
+        "own text finds (never instead of it); 0 = off.", ge=0, le=20))
+    # The next three measured on CoQA and LongMemEval conversations
+    # (docs/decisions/0018-focus-from-the-whole-store.md, 0020-context-adds-never-takes.md).
+    query_context_focus_radius: int = field(default=12, metadata=knob(
+        "Places on each side of a focus anchor, in its writer's own sequence of writes "
+        "(owner, source, channel), whose memories the focus may offer.", ge=1, le=200))
+    query_context_focus_cohesion: float = field(default=0.2, metadata=unit(
+        "Cosine to an anchor (other than itself) from which a neighbour reads like the "
+        "conversation's memories: a terse follow-up takes it from 0.6 x "
+        "contextual_min_score; a turn's own best hit under it for every anchor is far from "
+        "the focus."))
+    query_context_new_subject: float = field(default=0.5, metadata=unit(
+        "Cosine from which a turn's own best hit, far from the conversation's focus, makes "
+        "the turn a new subject: it is searched alone, neither steered nor focused; 1 = "
+        "never."))
+    query_context_own_hits: int = field(default=3, metadata=knob(
+        "How many of a follow-up's own hits (what its text alone would inject, in its "
+        "search's ranking) come before everything the context and the focus add, so that "
+        "they are never displaced; its further own hits come after the focus's offers; 0 = "
+        "every own hit first.", ge=0, le=100))
     query_context_decay: float = field(default=0.5, metadata=unit(
         "Each earlier turn counts this x the turn after it (1 = all alike)."))
     item_age_date_days: int = field(default=90, metadata=knob(

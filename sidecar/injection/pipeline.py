@@ -5,15 +5,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sidecar import deadline
+from sidecar.conversation.focus import NONE as NO_FOCUS
+from sidecar.conversation.focus import Focused, Steered
+from sidecar.conversation.query_context import NONE as NO_CONTEXT
+from sidecar.conversation.query_context import HoldsSecret, QueryContext, RecentTurn, kept_text
+from sidecar.conversation.room import ALONE, QUIET, Conversation, Plan, guaranteed, merged
 from sidecar.embedding import Embedder
 from sidecar.errors import Unavailable
-from sidecar.injection import blocks, focus, supersede
+from sidecar.injection import blocks, supersede
 from sidecar.injection.age import age_note
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.channels import ChannelStates
@@ -22,16 +26,7 @@ from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
-from sidecar.injection.pools import SnapshotSource, contextual_pool, pinned_pool
-from sidecar.injection.query_context import NONE as NO_CONTEXT
-from sidecar.injection.query_context import (
-    HoldsSecret,
-    QueryContext,
-    RecentTurn,
-    kept_text,
-    kept_turn,
-    query_context,
-)
+from sidecar.injection.pools import ContextualPool, SnapshotSource, contextual_pool, pinned_pool
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import ChannelMoved
 from sidecar.injection.tokens import TokenMemo
@@ -82,9 +77,11 @@ class Injector:
     # ``vault.pii_gate``).
     holds_secret: HoldsSecret = field(default=lambda text: bool(find_pii(text)))
     tokens: TokenMemo = field(init=False)
+    conversation: Conversation = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = TokenMemo(self.embedder.count_tokens)
+        self.conversation = Conversation(self.retriever)
 
     def close(self) -> None:
         """Write the state and access records still queued (the server calls it on stop)."""
@@ -112,27 +109,40 @@ class Injector:
     def observe(self, channel_id: str, history: list[Message], keep: int,
                 agent_id: str = "") -> list[int]:
         """A history pruned for the channel: only the blocks it still holds stay in view,
-        and the assistant's reply it ends with joins the query context. Returns the turns of
-        the channel's blocks released."""
+        and the assistant's reply it ends with joins the query context (with its focus
+        votes). Returns the turns of the channel's blocks released."""
         digests = {self.signer.mac_of(m.content) for m in history}
         reply = kept_text(last_reply(history, self.signer.is_block), self.holds_secret)
         config = self.config.get().injection_for(agent_id)
-        viewer = self.states.get(channel_id).viewer(agent_id)
-        vote = (partial(focus.reply_vote, self.retriever, viewer)
-                if config.query_context_turns > 0 and config.query_context_focus > 0 else None)
-        gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply, vote)
+        state = self.states.get(channel_id)
+        viewer = state.viewer(agent_id)
+        with state.lock:
+            last = state.recent[-1] if state.recent else None
+            in_view = sorted(state.injected)
+        votes: tuple[tuple[str, float], ...] = ()
+        if last is not None and reply and last.reply != reply:  # for whom it was asked
+            votes = self.conversation.reply_votes(
+                config, state.viewer(agent_id, last.speaker), last, in_view, reply)
+        gone = self.states.observe(channel_id, {d for d in digests if d}, keep, reply, votes,
+                                   last.turn if last is not None else 0)
         if reply:  # analysed here, off the next Inject's path (memoised)
             self.retriever.query_terms(reply)
-        if vote is not None:  # the next turn's focus, worked out here too
-            state = self.states.get(channel_id)
-            with state.lock:
-                state.around = (state.turn, viewer, focus.around(
-                    state.recent, state.turn + 1, self.retriever, viewer))
+        if config.query_context_turns > 0 and config.query_context_focus > 0:
+            self._ahead(config, state, agent_id)
         if self.capture is not None:
-            self.capture.observe(agent_id, channel_id, history,
-                                 self.states.get(channel_id).turn, config.capture,
+            self.capture.observe(agent_id, channel_id, history, state.turn, config.capture,
                                  "" if viewer.shared_channel else viewer.user_id)
         return gone
+
+    def _ahead(self, config: MemoryInjectionConfig, state: ChannelState, agent_id: str) -> None:
+        """The next turn's focus, worked out off the Inject path for the last speaker."""
+        with state.lock:
+            turn, recent = state.turn, list(state.recent)
+            viewer = state.viewer(agent_id, recent[-1].speaker if recent else "")
+        taken = self.conversation.around(config, recent, turn + 1, viewer)
+        with state.lock:
+            if state.turn == turn:
+                state.around = (turn, viewer, taken)
 
     def is_block(self, content: str) -> bool:
         """A block this data dir's server gave out (its marker matches its text)."""
@@ -169,37 +179,44 @@ class Injector:
                 return result
             t = now_ns()
             viewer = state.viewer(request.agent_id, request.user_id)
-            context = self._context(config, state, turn, request.text)
-            pool = contextual_pool(config, viewer, request.text, self.retriever, context)
+            quiet = self.conversation.quiet(request.text)  # nothing to search for
+            own = (_nothing(self.embedder.dim) if quiet else contextual_pool(
+                config, viewer, request.text, self.retriever))
             view = state.view(turn, _keep(config), config.context_window_depth)
-            focused = focus.focus(config.query_context_focus, config.contextual_min_score,
-                                  self.retriever, self._around(config, state, turn, viewer,
-                                                               context),
-                                  viewer, request.text, context, pool.query,
-                                  pool.candidates, state.ids_in(view), pool.lexical)
-            first = {c.memory.id for c in focused.candidates}  # the focus's, then the search's
-            contextual = [*focused.candidates,
-                          *(c for c in pool.candidates if c.memory.id not in first)]
-            stats.below_min_score = pool.below_min_score
-            stats.stages_us["embed"] = pool.embed_us
-            stats.stages_us["search"] = max(0, us_since(t) - pool.embed_us)  # with the focus
+            in_view = state.ids_in(view)
+            plan = QUIET if quiet else self.conversation.plan(
+                config, state.recent, state.around, turn, viewer, request.text, own.answers)
+            if plan.steered and sum(c.memory.id not in in_view for c in guaranteed(
+                    own.answers, config.query_context_own_hits)) >= config.max_total:
+                plan = ALONE  # its own hits fill the block: nothing to add, nothing searched
+            pool, steered, focused = self._steer(config, request.text, viewer, plan, own,
+                                                 in_view)
+            contextual = merged(own, focused, steered, config.query_context_own_hits)
+            stats.below_min_score = own.below_min_score
+            stats.stages_us["embed"] = own.embed_us
+            stats.stages_us["search"] = max(0, us_since(t) - own.embed_us)  # with the focus
             t = now_ns()
             pinned = pinned_pool(config, viewer, self.memories, self.retriever,
                                  pool.query, self.snapshot)
             stats.stages_us["pinned"] = us_since(t)
             candidates = pinned + contextual
+            held: list[TracedDrop] = []
             if self.capture is not None:  # the channel's captures its agent still sees
-                candidates = self.capture.visible(candidates, request.channel_id, turn, config)
+                shown = self.capture.visible(candidates, request.channel_id, turn, config)
+                if len(shown) < len(candidates):
+                    visible = {id(c) for c in shown}
+                    held = [traced_drop(c, DropReason.CAPTURE_IN_VIEW) for c in candidates
+                            if id(c) not in visible]
+                candidates = shown
             stats.candidates = len(candidates)
             t = now_ns()
-            candidates = supersede.resolve(candidates, state.ids_in(view),
+            candidates = supersede.resolve(candidates, in_view,
                                            self.retriever.pointing_to, self._embedding_of,
                                            viewer, pool.query)
             deduped = dedup(candidates, state, view, config.semantic_threshold,
                             changed_since_injected)
             stats.deduped_by_id, stats.deduped_semantic = deduped.by_id, deduped.semantic
-            kept = (focus.capped(deduped.kept, config.query_context_focus)
-                    if focused.candidates else deduped.kept)
+            kept = deduped.kept
             stats.stages_us["dedup"] = us_since(t)
             t = now_ns()
             # Cleaned once: the block line and the item carry the same content (ids are
@@ -228,43 +245,43 @@ class Injector:
                 result = Injection(block=block, items=items, stats=stats, skip_reason="",
                                    turn=turn)
             else:
-                result = self._skip(request, start, _why_empty(stats), turn, stats)
+                result = self._skip(request, start, "content_free" if quiet
+                                    else "capture_in_view" if held and not stats.candidates
+                                    else _why_empty(stats), turn, stats)
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
-            recent = (kept_turn(turn, request.text, pool.text, self.holds_secret,
-                                focus.hit_votes([c.memory.id for c in pool.candidates])
-                                if config.query_context_focus > 0 else ())
-                      if config.query_context_turns > 0 else None)  # off: nothing kept
-            self._commit(state, config, result, chosen, alive, request, recent, pool.text)
+            asked = self.conversation.asked(config, plan, turn, request.text, own.text,
+                                            pool.answers, request.user_id, self.holds_secret)
+            self._commit(state, config, result, chosen, alive, request, asked, own.text,
+                         captured=not quiet)
             stats.stages_us["persist"] = us_since(t)
             if self.trace.enabled:
-                dropped = _drops(pool.floored, deduped.dropped, deduped.kept, chosen)
-                self._record(request, result, start, chosen, dropped, context, focused)
+                floored = own.floored + (steered.floored if steered else [])
+                dropped = _drops(floored, held + deduped.dropped, deduped.kept, chosen)
+                self._record(request, result, start, chosen, dropped, plan.context, focused,
+                             frozenset(c.memory.id for c in own.candidates))
         stats.elapsed_us = us_since(start)
         if items:
             self._trace(request, items, stats)
         return result
 
-    def _context(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
-                 text: str) -> QueryContext:
-        """The turn's query context (none for a channel's first turn or with it off)."""
-        if config.query_context_turns <= 0 or not state.recent:
-            return NO_CONTEXT
-        return query_context(config, state.recent, turn, len(self.retriever.query_terms(text)))
-
-    def _around(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
-                viewer: Viewer, context: QueryContext) -> focus.Around:
-        """What the focus of ``turn`` is taken around: what PruneHistory worked out since the
-        last commit, else worked out now (nowhere when the turn is not focused)."""
-        if config.query_context_focus <= 0 or context.gate <= 0:
-            return focus.NOWHERE
-        if state.around is not None and state.around[:2] == (state.turn, viewer):
-            return state.around[2]
-        return focus.around(state.recent, turn, self.retriever, viewer)
+    def _steer(self, config: MemoryInjectionConfig, text: str, viewer: Viewer, plan: Plan,
+               own: ContextualPool, in_view: set[str],
+               ) -> tuple[ContextualPool, ContextualPool | None, Focused]:
+        """A follow-up's search steered by its context (the same embedding) and the focus's
+        offers: (the pool the turn's votes come from, the steered pool, the offers)."""
+        if not plan.steered:
+            return own, None, NO_FOCUS
+        steered = contextual_pool(config, viewer, text, self.retriever, plan.context, own.text)
+        focused = self.conversation.offers(config, plan, Steered(
+            text, plan.context, steered.query, steered.candidates, steered.lexical),
+            in_view, viewer)
+        return steered, steered, focused
 
     def _commit(self, state: ChannelState, config: MemoryInjectionConfig, result: Injection,
                 chosen: list[Candidate], alive: Alive, request: InjectRequest,
-                asked: RecentTurn | None = None, own: np.ndarray | None = None) -> None:
+                asked: RecentTurn | None = None, own: np.ndarray | None = None,
+                captured: bool = True) -> None:
         """The commit point: the turn, the block's ids and the access records are recorded
         only if the caller is still waiting for the reply."""
         if not alive():
@@ -281,24 +298,24 @@ class Injector:
                           at_us=now, asked=asked, speaker=state.new_speaker(request.user_id))
         self.retriever.established(chosen_ids)  # the pinned order prefers these from now on
         # State rows, the reply and the access record: one transaction, before the reply.
-        captured = None if self.capture is None else self.capture.on_turn(
+        capture = None if self.capture is None or not captured else self.capture.on_turn(
             request.agent_id, request.channel_id, request.text, result.turn, now,
             own, config.capture, request.user_id)  # the turn's own embedding, reused
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
-                           else None, durable=captured)
+                           else None, durable=capture)
 
     def _record(self, request: InjectRequest, result: Injection, start: int,
                 chosen: list[Candidate], dropped: list[TracedDrop],
                 context: QueryContext = NO_CONTEXT,
-                focused: focus.Focused = focus.NONE) -> None:
+                focused: Focused = NO_FOCUS, own: frozenset[str] = frozenset()) -> None:
         """Trace a committed turn (after the commit point: a retry or an abandoned call
         never gets here); a query the PII gate refuses is traced without its text."""
         if not self.trace.enabled:
             return
         traced = trace_turn(request.agent_id, request.text, result.turn, result.skip_reason,
-                            us_since(start), chosen, dropped, now_us(), context, focused)
+                            us_since(start), chosen, dropped, now_us(), context, focused, own)
         if self.holds_secret(traced.query):
             traced = replace(traced, query="")
         self.trace.record(request.channel_id, traced)
@@ -368,15 +385,29 @@ def _item(candidate: Candidate, content: str) -> InjectedItem:
                         is_update=candidate.is_update)
 
 
-def _drops(floored: list[Hit], deduped: list[TracedDrop],
-           kept: list[Candidate], chosen: list[Candidate]) -> list[TracedDrop]:
-    """What the turn left out: what dedup and the budget held back, then the floor's cuts
-    best first (the trace keeps the first MAX_DROPPED: the ones that explain the turn)."""
+def _drops(floored: list[Hit], held: list[TracedDrop], kept: list[Candidate],
+           chosen: list[Candidate]) -> list[TracedDrop]:
+    """What the turn left out, each memory once and never one it injected: what capture,
+    dedup and the budget held back, then the floor's cuts best first (the trace keeps the
+    first MAX_DROPPED: the ones that explain the turn). A memory the turn's own search and
+    its steered search both cut is listed at its better score."""
     selected = {id(c) for c in chosen}
-    out = deduped + [traced_drop(c, DropReason.BUDGET) for c in kept if id(c) not in selected]
+    out = held + [traced_drop(c, DropReason.BUDGET) for c in kept if id(c) not in selected]
+    seen = {c.memory.id for c in chosen}
     cut = sorted(floored, key=lambda h: -h.score)
     out.extend(TracedDrop(h.memory.id, DropReason.FLOOR, h.cosine, h.score) for h in cut)
-    return out
+    once: list[TracedDrop] = []
+    for drop in out:
+        if drop.memory_id not in seen:
+            seen.add(drop.memory_id)
+            once.append(drop)
+    return once
+
+
+def _nothing(dim: int) -> ContextualPool:
+    """The contextual pool of a content-free turn: not searched (not embedded either)."""
+    zero = np.zeros(dim, np.float32)
+    return ContextualPool([], 0, zero, zero, 0)
 
 
 def _rows(chosen: list[Candidate], dim: int) -> np.ndarray:

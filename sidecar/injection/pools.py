@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sidecar.capture.modes import CAPTURE_SOURCE, OFF
+from sidecar.conversation.query_context import NONE as NO_CONTEXT
+from sidecar.conversation.query_context import QueryContext
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.floor import Floor, passes
 from sidecar.injection.pinned import pinned_of_type
-from sidecar.injection.query_context import NONE as NO_CONTEXT
-from sidecar.injection.query_context import QueryContext
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory, Viewer
 from sidecar.retrieval import stages
@@ -19,6 +20,8 @@ from sidecar.retrieval.contract import Hit, Retriever, SearchQuery, cosine_of, s
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import timed
 
+# How much deeper a turn is searched while capture is on (captured hits: see contextual_pool).
+CAPTURE_WIDEN = 2
 # The vault's always-injected memories of an agent (canon, then active registers).
 SnapshotSource = Callable[[str], Sequence[Memory]]
 
@@ -68,35 +71,57 @@ class ContextualPool:
     embed_us: int  # of which the embedding
     floored: list[Hit] = field(default_factory=list)  # the hits under the floor
     lexical: tuple[np.ndarray, np.ndarray] | None = None  # SearchResult.lexical
+    said: int = 0  # of the candidates, the captured turns (the last ones)
+
+    @property
+    def answers(self) -> list[Candidate]:
+        """The candidates that are not captured turns."""
+        return self.candidates[:len(self.candidates) - self.said]
+
+    @property
+    def captured(self) -> list[Candidate]:
+        return self.candidates[len(self.candidates) - self.said:]
 
 
 def contextual_pool(config: MemoryInjectionConfig, viewer: Viewer, text: str,
-                    retriever: Retriever, context: QueryContext = NO_CONTEXT) -> ContextualPool:
+                    retriever: Retriever, context: QueryContext = NO_CONTEXT,
+                    embedding: np.ndarray | None = None) -> ContextualPool:
     """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
     for ``viewer`` (in its channel); ``context`` steers the search with the conversation
-    (``sidecar.injection.query_context``): the floors then measure cosines to the steered
-    query.
+    (``sidecar.conversation.query_context``): the floors then measure cosines to the steered
+    query. Captured turns (``CAPTURE_SOURCE``) are evidence of what was said, not answers:
+    they are floored among themselves and come after every other hit (``said`` counts
+    them); while capture is on the search looks ``CAPTURE_WIDEN`` x as deep, so that
+    captured questions like the turn's do not crowd its answers out of the candidates.
 
-    The search embeds the text itself (overlapping its lexical half with the model); with
-    the contextual pool off (``search_limit = 0``) the text is only embedded, the same way.
+    The search embeds the text itself (overlapping its lexical half with the model) unless
+    given its ``embedding``; with the contextual pool off (``search_limit = 0``) the text is
+    only embedded, the same way.
     """
     if config.search_limit <= 0:
         embedded, embed_us = timed(retriever.embed_query, text)
         return ContextualPool([], 0, steered(embedded, context.vector), embedded, embed_us)
+    deep = config.search_limit * (CAPTURE_WIDEN if config.capture != OFF else 1)
     result = retriever.search(SearchQuery(
-        text=text, agent_id=viewer.agent_id, limit=config.search_limit,
-        search_limit=config.search_limit, context=context.vector,
-        context_texts=context.texts, user_id=viewer.user_id, channel_id=viewer.channel_id,
+        text=text, agent_id=viewer.agent_id, limit=deep, search_limit=deep,
+        context=context.vector, context_texts=context.texts, embedding=embedding,
+        user_id=viewer.user_id, channel_id=viewer.channel_id,
         shared_channel=viewer.shared_channel,
     ))
     pool: list[Candidate] = []
     floored: list[Hit] = []
+    said = 0
     floor = Floor(config.contextual_min_score, config.relative_floor, config.score_floor,
                   config.background_floor, config.own_channel_boost)
     background = (retriever.similarity_background(result.query_embedding)
                   if floor.background > 0 else (0.0, 0.0, 0))
-    own = own_channel(result.hits, viewer.channel_id) if floor.own_channel > 0 else []
-    for hit, keep in zip(result.hits, passes(result.hits, floor, background, own), strict=True):
+    answers = [h for h in result.hits if h.memory.source != CAPTURE_SOURCE]
+    captured = [h for h in result.hits if h.memory.source == CAPTURE_SOURCE]
+    answers = answers[:config.search_limit]
+    kept = [keep for hits in (answers, captured) for keep in passes(
+        hits, floor, background,
+        own_channel(hits, viewer.channel_id) if floor.own_channel > 0 else [])]
+    for hit, keep in zip(answers + captured, kept, strict=True):
         if not keep:
             floored.append(hit)
             continue
@@ -107,9 +132,10 @@ def contextual_pool(config: MemoryInjectionConfig, viewer: Viewer, text: str,
             continue
         pool.append(Candidate(memory=hit.memory, section=Section.CONTEXTUAL, score=hit.score,
                               cosine=hit.cosine, embedding=embedding, ranks=hit.ranks))
+        said += hit.memory.source == CAPTURE_SOURCE
     embed_us = result.timings_us.get(stages.EMBED, 0)
     return ContextualPool(pool, len(floored), result.query_embedding, result.text_embedding,
-                          embed_us, floored, result.lexical)
+                          embed_us, floored, result.lexical, said)
 
 
 def own_channel(hits: Sequence[Hit], channel_id: str) -> list[bool]:

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sidecar.injection.query_context import RecentTurn, remember
+from sidecar.conversation.query_context import RecentTurn, remember
 from sidecar.injection.types import Injection
 from sidecar.records import Viewer
 
 if TYPE_CHECKING:
-    from sidecar.injection.focus import Around
+    from sidecar.conversation.room import Ahead
 
 # The semantic buffer is bounded in rows whatever the number of blocks held.
 BUFFER_MAX = 512
@@ -91,7 +91,7 @@ class ChannelState:
     # What the conversation focus of the turn after ``turn`` is taken around, as (turn,
     # viewer, around), worked out off the Inject path when a PruneHistory brings the reply
     # (never stored).
-    around: tuple[int, Viewer, Around] | None = None
+    around: Ahead | None = None
     # Users who have spoken in the channel ('' = a turn without user_id), at most
     # SPEAKERS_KEPT of them: two or more make it a channel several people read.
     speakers: frozenset[str] = frozenset()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sidecar.injection.query_context import MAX_TURNS, RecentTurn
+from sidecar.conversation.query_context import MAX_TURNS, RecentTurn
 from sidecar.injection.state import BUFFER_MAX, SPEAKERS_KEPT
 from sidecar.store.contract import SqlStore
 from sidecar.store.memories import blob_to_embedding, embedding_to_blob
@@ -98,9 +98,9 @@ class StateRepo:
         reply = self.db.query_one(
             "SELECT keep, reply FROM injection_replies WHERE channel_id = ?", (channel_id,))
         recent = [RecentTurn(int(r[0]), str(r[1]), blob_to_embedding(r[2]).copy(), str(r[3]),
-                             votes_from_json(r[4]), votes_from_json(r[5]))
+                             votes_from_json(r[4]), votes_from_json(r[5]), str(r[6]))
                   for r in self.db.execute(
-                      "SELECT turn, text, embedding, reply, votes, reply_votes FROM "
+                      "SELECT turn, text, embedding, reply, votes, reply_votes, speaker FROM "
                       "injection_context WHERE channel_id = ? ORDER BY turn", (channel_id,))]
         speakers = frozenset(str(r[0]) for r in self.db.execute(
             "SELECT user_id FROM channel_speakers WHERE channel_id = ? LIMIT ?",
@@ -201,12 +201,17 @@ class StateRepo:
             asked = saved.asked
             self.db.execute(
                 "INSERT INTO injection_context (channel_id, turn, text, embedding, reply, "
-                "votes, reply_votes) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, turn) "
+                "votes, reply_votes, speaker) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (channel_id, turn) "
                 "DO UPDATE SET text = excluded.text, embedding = excluded.embedding, "
                 "reply = excluded.reply, votes = excluded.votes, "
-                "reply_votes = excluded.reply_votes",
+                "reply_votes = excluded.reply_votes, speaker = excluded.speaker",
                 (channel_id, asked.turn, asked.text, embedding_to_blob(asked.embedding),
-                 asked.reply, votes_to_json(asked.votes), votes_to_json(asked.reply_votes)))
+                 asked.reply, votes_to_json(asked.votes), votes_to_json(asked.reply_votes),
+                 asked.speaker))
+            if asked.quiet:  # of content-free turns only the latest is kept (``remember``)
+                self.db.execute("DELETE FROM injection_context WHERE channel_id = ? AND "
+                                "text = '' AND turn <> ?", (channel_id, asked.turn))
             self.db.execute(
                 "DELETE FROM injection_context WHERE channel_id = ? AND turn NOT IN (SELECT turn "
                 "FROM injection_context WHERE channel_id = ? ORDER BY turn DESC LIMIT ?)",

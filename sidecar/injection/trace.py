@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from sidecar.injection.focus import NONE as NO_FOCUS
-from sidecar.injection.focus import Focused
-from sidecar.injection.query_context import NONE as NO_CONTEXT
-from sidecar.injection.query_context import QueryContext
+from sidecar.conversation.focus import NONE as NO_FOCUS
+from sidecar.conversation.focus import Focused
+from sidecar.conversation.query_context import NONE as NO_CONTEXT
+from sidecar.conversation.query_context import QueryContext
 from sidecar.injection.types import Candidate, Section
 from sidecar.retrieval.contract import SourceRank
 
@@ -31,7 +31,8 @@ class DropReason(Enum):
     COOLDOWN = "cooldown"  # carried by a block the agent still holds
     DUPLICATE = "duplicate"  # the same memory twice in this turn (pinned and contextual)
     SEMANTIC = "semantic_duplicate"  # too close to a memory in view or kept before it
-    BUDGET = "budget"  # max_total, max_tokens, or a focused turn's cap (injection/focus.py)
+    BUDGET = "budget"  # max_total or max_tokens
+    CAPTURE_IN_VIEW = "capture_in_view"  # a turn captured in the channel, still in view
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +67,8 @@ class TraceTurn:
     dropped_omitted: int  # drops beyond MAX_DROPPED
     elapsed_us: int
     context: QueryContext = NO_CONTEXT  # what steered the search (texts left out)
-    focus_anchors: tuple[str, ...] = ()  # the conversation's focus (injection/focus.py)
-    focus_offered: tuple[str, ...] = ()  # the memories it put first
+    focus_anchors: tuple[str, ...] = ()  # the conversation's focus (conversation/focus.py)
+    focus_offered: tuple[str, ...] = ()  # what it offered beyond the turn's own hits
 
 
 def traced_item(c: Candidate) -> TracedItem:
@@ -123,8 +124,10 @@ class TraceRing:
 
 def trace_turn(agent_id: str, text: str, turn: int, skip_reason: str, elapsed_us: int,
                injected: list[Candidate], dropped: list[TracedDrop], at_us: int,
-               context: QueryContext = NO_CONTEXT, focused: Focused = NO_FOCUS) -> TraceTurn:
-    """One committed turn, bounded: the query's head and at most MAX_DROPPED drops."""
+               context: QueryContext = NO_CONTEXT, focused: Focused = NO_FOCUS,
+               own: frozenset[str] = frozenset()) -> TraceTurn:
+    """One committed turn, bounded: the query's head and at most MAX_DROPPED drops;
+    ``own``: the turn's own search hits (what the focus offered beyond them is listed)."""
     return TraceTurn(
         turn=turn, at_us=at_us, agent_id=agent_id, query=text[:MAX_QUERY_CHARS],
         query_chars=len(text), skip_reason=skip_reason,
@@ -133,5 +136,6 @@ def trace_turn(agent_id: str, text: str, turn: int, skip_reason: str, elapsed_us
         elapsed_us=elapsed_us,
         context=QueryContext(None, (), context.turns, context.gate),
         focus_anchors=focused.anchors,
-        focus_offered=tuple(c.memory.id for c in focused.candidates),
+        focus_offered=tuple(c.memory.id for c in focused.candidates
+                            if c.memory.id not in own),
     )

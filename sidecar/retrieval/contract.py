@@ -19,11 +19,12 @@ Weighted = Sequence[tuple[str, float]]
 
 class Place(NamedTuple):
     """Where a memory was written: its writer (owner, source, channel) and its position in
-    the store's order of writes (``Memory.seq``). Memories of one writer at near positions
-    were written together: the parts of one document, the turns of one session."""
+    that writer's sequence of writes (``sidecar.retrieval.writers``: what other writers
+    wrote in between does not count). Memories of one writer at near positions were written
+    together: the parts of one document, the turns of one session."""
 
     writer: tuple[str, str, str]
-    seq: int
+    position: int
 
 
 class Mode(Enum):
@@ -45,7 +46,7 @@ class SearchQuery:
     mode: Mode = Mode.HYBRID
     search_limit: int = 20  # candidates per source before fusion
     embedding: np.ndarray | None = None  # precomputed query embedding, if the caller has it
-    # A conversation's recent turns steering a follow-up (``sidecar.injection.query_context``;
+    # A conversation's recent turns steering a follow-up (``sidecar.conversation.query_context``;
     # Search never sets them): ``context`` is added to the text's unit embedding before the
     # vector search (then normalised), ``context_texts`` are BM25 terms at their weights
     # (``BM25Index.with_context``).
@@ -141,8 +142,9 @@ class Retriever(Protocol):
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
                       viewer: Viewer) -> list[Memory]:
         """The live memories offered to ``viewer`` written within ``radius`` places
-        (``Place``) of one of ``memory_ids`` by its writer, those of them live and visible
-        included, each once, in store order."""
+        (``Place``: positions in the writer's own sequence, counting live memories only) of
+        one of ``memory_ids`` by its writer, those of them live and visible included, each
+        once, in store order."""
         ...
 
     def embeddings_at(self, seqs: np.ndarray) -> np.ndarray:

@@ -93,6 +93,7 @@ from sidecar.retrieval.vector.contract import VectorIndex
 from sidecar.retrieval.vector.exact import DenseVectors
 from sidecar.retrieval.vector.rwlock import RWLock
 from sidecar.retrieval.vector.source import VectorSource
+from sidecar.retrieval.writers import WriterSequences, writer_of
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import Clock, timed
@@ -127,6 +128,7 @@ class HybridRetriever:
                                        lambda: self.pinned)
         self.pinned: tuple[ScopeKey, ...] = (SHARED, *((a, "") for a in c.resident_agents))
         self._memories: MemoryRepo | None = None  # where a cold scope is read from
+        self.writers = WriterSequences()  # what each writer wrote, in order (``Place``)
         self.scopes = ScopeScan(self.vectors, self.live, self.resident)  # the vault's scans
         self.background = SimilarityBackground(self._background_sample)
         self._vector_source = VectorSource(self.vectors)
@@ -194,6 +196,7 @@ class HybridRetriever:
             batch_labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
             self.scope_rows.put(batch)
+            self.writers.add(batch)
             self._add_vectors(batch_labels, vectors)
             labels += batch_labels.tolist()
             texts += [m.content for m in batch]
@@ -312,6 +315,7 @@ class HybridRetriever:
     def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray) -> None:
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
+        self.writers.add(memories)
         self.scope_rows.put(memories)
         self.graph.memories_stored(memories)
         self._add_vectors(labels, embeddings)
@@ -320,6 +324,7 @@ class HybridRetriever:
 
     def _drop(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
+        self.writers.forgot(len(gone), lambda seq: self.live.get(seq) is not None)
         self.graph.memories_forgotten(memories)
         if len(gone):
             self.scope_rows.drop(gone.tolist())
@@ -399,7 +404,8 @@ class HybridRetriever:
         return out
 
     def places(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Place | None]:
-        return [None if m is None else Place((m.agent_id, m.source, m.channel_id), m.seq)
+        return [None if m is None else Place(writer_of(m),
+                                             self.writers.position(writer_of(m), m.seq))
                 for m in self.live_memories(memory_ids, viewer)]
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
@@ -410,20 +416,19 @@ class HybridRetriever:
     def _neighbourhood(self, memory_ids: Sequence[str], radius: int,
                        viewer: Viewer) -> list[Memory]:
         live = self.live
-        spans: dict[tuple[str, str, str], set[int]] = {}
+        seqs: set[int] = set()
         for m in self._live_memories(memory_ids, viewer):
-            place = None if m is None else Place((m.agent_id, m.source, m.channel_id), m.seq)
-            if place is not None:
-                spans.setdefault(place.writer, set()).update(
-                    range(max(1, place.seq - radius), place.seq + radius + 1))
-        near: list[Memory] = []
-        for writer, seqs in spans.items():
-            for seq in seqs:
-                m = live.get(seq)
-                if (m is not None and (m.agent_id, m.source, m.channel_id) == writer
-                        and m.offered_to(viewer)):
-                    near.append(m)
-        near.sort(key=lambda m: m.seq)
+            if m is None:
+                continue
+            writer = writer_of(m)
+
+            def written(seq: int, writer: tuple[str, str, str] = writer) -> bool:
+                found = live.get(seq)
+                return (found is not None and writer_of(found) == writer
+                        and found.offered_to(viewer))
+
+            seqs.update(self.writers.near(writer, m.seq, radius, written))
+        near = [m for m in map(live.get, sorted(seqs)) if m is not None]
         return near
 
     def embeddings_at(self, seqs: np.ndarray) -> np.ndarray:

@@ -50,7 +50,7 @@ CHANNEL_TABLES = (
     Table("injection_blocks", ("channel_id", "turn", "digest"), "", "channel_id"),
     Table("injection_replies", ("channel_id", "keep", "reply"), "channel_id", "channel_id"),
     Table("injection_context", ("channel_id", "turn", "text", "embedding", "reply", "votes",
-                                "reply_votes"), "", "channel_id"),
+                                "reply_votes", "speaker"), "", "channel_id"),
     Table("channel_owners", ("channel_id", "agent_id", "last_used_us"), "channel_id",
           "channel_id"),
     Table("channel_speakers", ("channel_id", "user_id"), "", "channel_id"),

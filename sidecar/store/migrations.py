@@ -173,7 +173,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX IF NOT EXISTS captures_pending ON captures (outcome, at_us);
     CREATE INDEX IF NOT EXISTS captures_memory ON captures (channel_id, memory_id);
     """,
-    # 9: each recent turn's votes for the conversation's focus (sidecar/injection/focus.py):
+    # 9: each recent turn's votes for the conversation's focus (sidecar/conversation/focus.py):
     # its search's and its reply's, as JSON [[memory id, weight], ...].
     """
     ALTER TABLE injection_context ADD COLUMN votes TEXT NOT NULL DEFAULT '[]';
@@ -197,6 +197,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (channel_id, user_id)
     ) WITHOUT ROWID;
     CREATE INDEX channel_speakers_user ON channel_speakers (user_id);
+    """,
+    # 11: who said each recent turn (the request's user; '' when not known): a turn's
+    # context is its own speaker's recent turns (sidecar/conversation/query_context.py).
+    """
+    ALTER TABLE injection_context ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
     """,
 ]
 

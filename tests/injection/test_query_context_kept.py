@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sidecar.injection.query_context import MAX_CONTEXT_CHARS, kept_text, kept_turn
+from sidecar.conversation.query_context import MAX_CONTEXT_CHARS, kept_text, kept_turn
 from sidecar.vault.pii import find_pii
 
 SECRET = "the wifi password is sunshine"

@@ -247,8 +247,9 @@ def test_a_search_with_a_context_returns_every_bm25_score(filled: App) -> None:
 
 def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_by(
         app: App) -> None:
-    """``neighbourhood``: each memory within ``radius`` writes of one asked for, by its
-    writer (owner, source, channel), live and visible to the agent, once, in store order."""
+    """``neighbourhood``: each memory within ``radius`` places of one asked for in its
+    writer's (owner, source, channel) own sequence, live and visible to the agent, once, in
+    store order: another writer's memories in between and forgotten ones take no place."""
     def put(text: str, **fields: str) -> str:
         return app.memories.upsert(MemoryDraft(text, MemoryType.FACT, **fields)).memory.id
 
@@ -259,8 +260,12 @@ def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_b
     app.memories.forget(a[2])
     engine = app.retriever
     near = [m.id for m in engine.neighbourhood([a[3], a[4]], 2, Viewer())]
-    assert near == [a[1], a[3], a[4], a[5]]  # a[2] forgotten, the team fact another writer
-    assert [m.id for m in engine.neighbourhood([b[0]], 2, Viewer())] == [a[5], *b]
+    assert near == [a[0], a[1], a[3], a[4], a[5], b[0]]  # a[2] forgotten takes no place
+    # the team fact, another writer's, written between a[5] and b[0] takes no place either
+    assert [m.id for m in engine.neighbourhood([b[0]], 2, Viewer())] == [a[4], a[5], *b]
+    places = engine.places([a[5], b[0], other], Viewer())
+    assert places[0] is not None and places[1] is not None and places[2] is not None
+    assert places[1].position - places[0].position == 1 and places[2].position == 0
     assert [m.id for m in engine.neighbourhood([other], 3, Viewer())] == [other]
     assert engine.neighbourhood([own], 2, Viewer()) == []  # not visible to the agent
     assert [m.id for m in engine.neighbourhood([own], 1, Viewer("x"))] == [own]
@@ -271,7 +276,7 @@ def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_b
     assert engine.live_memories([own], Viewer("x"))[0] is not None
     places = np.array([m.seq for m in engine.neighbourhood([a[3]], 3, Viewer())], np.int64)
     np.testing.assert_array_equal(engine.embeddings_at(places), np.stack(
-        [engine.embedding_of(m) for m in (a[0], a[1], a[3], a[4], a[5])]))
+        [engine.embedding_of(m) for m in (a[0], a[1], a[3], a[4], a[5], b[0])]))
     gone = app.memories.get(a[2])
     assert gone is not None and np.isnan(engine.embeddings_at(np.array([gone.seq]))).all()
 

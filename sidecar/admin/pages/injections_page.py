@@ -161,6 +161,8 @@ def _why(drop: TracedDrop, memories: dict[str, Memory], services: Services) -> s
                 f"{_pair_cosine(drop.memory_id, drop.duplicate_of, services)}</span>")
     if drop.reason is DropReason.BUDGET:
         return ' <span class="why">over max_total or max_tokens</span>'
+    if drop.reason is DropReason.CAPTURE_IN_VIEW:
+        return ' <span class="why">captured in this channel, still in view</span>'
     return ""
 
 

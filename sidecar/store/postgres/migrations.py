@@ -215,6 +215,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX channel_speakers_user ON channel_speakers (user_id);
     """,
+    # 8: who said each recent turn (as SQLite's migration 11).
+    """
+    ALTER TABLE injection_context ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -41,7 +41,7 @@ GATE_TERMS_FULL, GATE_TERMS_OFF = 1, 5
 class RecentTurn:
     """An earlier user turn of the channel: its number, text, its text's unit embedding,
     the assistant's reply to it ("" until a PruneHistory shows one), and its votes for the
-    conversation's focus (``sidecar.injection.focus``): its search's and its reply's."""
+    conversation's focus (``sidecar.conversation.focus``): its search's and its reply's."""
 
     turn: int
     text: str
@@ -49,6 +49,13 @@ class RecentTurn:
     reply: str = ""
     votes: tuple[tuple[str, float], ...] = ()
     reply_votes: tuple[tuple[str, float], ...] = ()
+    speaker: str = ""  # who said it ("": not known)
+
+    @property
+    def quiet(self) -> bool:
+        """A content-free turn ("ok thanks"), or one kept without its text (``kept_turn``):
+        kept only so its reply attaches to it; it steers nothing and votes for nothing."""
+        return not self.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,21 +83,31 @@ def kept_text(text: str, holds_secret: HoldsSecret) -> str:
 
 
 def kept_turn(turn: int, text: str, embedding: np.ndarray, holds_secret: HoldsSecret,
-              votes: tuple[tuple[str, float], ...] = ()) -> RecentTurn:
+              votes: tuple[tuple[str, float], ...] = (), speaker: str = "") -> RecentTurn:
     """A user turn as its channel keeps it (``kept_text``); a turn kept without its text is kept
     without its embedding too (zeros: an embedding can be turned back into much of its text),
     so it steers no search, and the reply to it still finds it."""
     text = kept_text(text, holds_secret)
-    return RecentTurn(turn, text, embedding if text else np.zeros_like(embedding), votes=votes)
+    return RecentTurn(turn, text, embedding if text else np.zeros_like(embedding), votes=votes,
+                      speaker=speaker)
+
+
+def spoken(recent: Sequence[RecentTurn], turn: int, speaker: str) -> list[RecentTurn]:
+    """The turns before ``turn`` that a turn of ``speaker`` follows on from: its speaker's
+    own (with the replies to them) when ``speaker`` is known, else every speaker's; never a
+    content-free one."""
+    return [r for r in recent
+            if r.turn < turn and not r.quiet and (not speaker or r.speaker == speaker)]
 
 
 def query_context(config: MemoryInjectionConfig, recent: Sequence[RecentTurn], turn: int,
-                  own_terms: int) -> QueryContext:
+                  own_terms: int, speaker: str = "") -> QueryContext:
     """The context of ``turn`` (whose text has ``own_terms`` distinct BM25 terms) from the
     channel's ``recent`` turns (oldest first): the last ``query_context_turns`` before
-    ``turn``, each weighted ``decay`` x the one after it, all times the turn's ``gate``."""
+    ``turn`` that it follows on from (``spoken``), each weighted ``decay`` x the one after
+    it, all times the turn's ``gate``."""
     terms, weight = config.query_context_terms, config.query_context_weight
-    earlier = [r for r in recent if r.turn < turn][-config.query_context_turns:]
+    earlier = spoken(recent, turn, speaker)[-config.query_context_turns:]
     if not earlier or config.query_context_turns <= 0 or (terms <= 0 and weight <= 0):
         return NONE
     g = gate(own_terms)
@@ -123,8 +140,9 @@ def gate(own_terms: int) -> float:
 
 
 def remember(recent: list[RecentTurn], asked: RecentTurn) -> list[RecentTurn]:
-    """``recent`` with ``asked`` added (the last MAX_TURNS kept)."""
-    kept = [r for r in recent if r.turn != asked.turn] + [asked]
+    """``recent`` with ``asked`` added (the last MAX_TURNS kept; of content-free turns only
+    the latest, which waits for its reply)."""
+    kept = [r for r in recent if r.turn != asked.turn and not r.quiet] + [asked]
     return kept[-MAX_TURNS:]
 
 

@@ -1,0 +1,163 @@
+"""The conversation's part in one Inject, behind one small interface (``Conversation``).
+
+A turn is first searched by its own text, as Search would (the pipeline's pool). Then:
+
+- a content-free turn ("ok thanks", "lol", an emoji: ``chatter``) gets nothing: ``Plan.quiet``;
+- a turn that says enough to stand alone (``query_context.gate`` 0), a channel's first turn,
+  and a turn whose own best hit is confident (cosine at least ``query_context_new_subject``)
+  and far from the conversation's focus (a new subject) keep their own search alone;
+- any other turn is a follow-up: the pipeline searches again steered by its context (the
+  same embedding, no second model call), and the focus offers what was written next to what
+  the conversation drew on. ``merged`` puts the turn's own hits first, then the focus's
+  offers, then the steered search's: the context adds and reorders within ``max_total`` and
+  ``max_tokens``, and never displaces what the turn's own text would inject.
+
+A turn's context is its own speaker's recent turns (and the replies to them) when the
+request names the speaker, else every recent turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from sidecar.conversation import focus
+from sidecar.conversation.chatter import content_free
+from sidecar.conversation.focus import NOWHERE, Around, Focused, Steered, Votes
+from sidecar.conversation.query_context import NONE as NO_CONTEXT
+from sidecar.conversation.query_context import (
+    HoldsSecret,
+    QueryContext,
+    RecentTurn,
+    kept_turn,
+    query_context,
+    spoken,
+)
+from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.injection.pools import ContextualPool
+from sidecar.injection.types import Candidate
+from sidecar.records import Viewer
+from sidecar.retrieval.contract import Retriever
+
+# A channel's focus worked out ahead: (after turn, viewer, around).
+Ahead = tuple[int, Viewer, Around]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the conversation does for one turn: nothing (``quiet``: content-free), or steer
+    its search with ``context`` and focus it ``around`` (NO_CONTEXT: its own search alone;
+    ``new_subject``: because its own best hit is confident and far from the focus)."""
+
+    quiet: bool = False
+    context: QueryContext = NO_CONTEXT
+    around: Around = NOWHERE
+    new_subject: bool = False
+
+    @property
+    def steered(self) -> bool:
+        return self.context.gate > 0
+
+
+QUIET = Plan(quiet=True)
+ALONE = Plan()
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    retriever: Retriever
+
+    def quiet(self, text: str) -> bool:
+        """``text`` is content-free (``chatter``): the turn gets nothing and moves nothing."""
+        return content_free(text)
+
+    def plan(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
+             ahead: Ahead | None, turn: int, viewer: Viewer, text: str,
+             own: Sequence[Candidate]) -> Plan:
+        """The plan of ``turn`` (``text`` for ``viewer``, whose ``user_id`` is the speaker, ""
+        when not known) of a channel whose recent turns are ``recent``, given the hits of its
+        own search (``own``, best first, captured turns left out) and the focus worked out
+        ahead (``ahead``, if any)."""
+        if content_free(text):
+            return QUIET
+        speaker = viewer.user_id
+        if config.query_context_turns <= 0 or not spoken(recent, turn, speaker):
+            return ALONE
+        context = query_context(config, recent, turn, len(self.retriever.query_terms(text)),
+                                speaker)
+        if context.gate <= 0:
+            return ALONE
+        taken = self._around(config, recent, ahead, turn, viewer)
+        if own and own[0].cosine >= config.query_context_new_subject and focus.far_from(
+                taken, own[0], config.query_context_focus_cohesion):
+            return Plan(new_subject=True)
+        return Plan(context=context, around=taken)
+
+    def _around(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
+                ahead: Ahead | None, turn: int, viewer: Viewer) -> Around:
+        if config.query_context_focus <= 0:
+            return NOWHERE
+        if ahead is not None and ahead[:2] == (turn - 1, viewer):
+            return ahead[2]
+        return self.around(config, recent, turn, viewer)
+
+    def around(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn], turn: int,
+               viewer: Viewer) -> Around:
+        """The focus of ``turn`` for ``viewer`` (its speaker's turns; worked out ahead by a
+        PruneHistory)."""
+        return focus.around(spoken(recent, turn, viewer.user_id), turn, self.retriever, viewer,
+                            config.query_context_focus_radius)
+
+    def offers(self, config: MemoryInjectionConfig, plan: Plan, steered: Steered,
+               in_view: set[str], viewer: Viewer) -> Focused:
+        """What the focus offers a follow-up (nothing to a turn that is not one)."""
+        if not plan.steered:
+            return focus.NONE
+        return focus.focus(config, plan.around, steered, in_view, self.retriever, viewer)
+
+    def asked(self, config: MemoryInjectionConfig, plan: Plan, turn: int, text: str,
+              embedding: np.ndarray, hits: Sequence[Candidate], speaker: str,
+              holds_secret: HoldsSecret) -> RecentTurn | None:
+        """What the channel keeps of the turn for the next ones (None: the context is off):
+        its text (``kept_turn``: none of one that holds a secret), embedding, speaker and the
+        votes of its hits (captured turns left out); a content-free turn only waits for its
+        reply (no text, no votes)."""
+        if config.query_context_turns <= 0:
+            return None
+        if plan.quiet:
+            return RecentTurn(turn, "", np.zeros_like(embedding), speaker=speaker)
+        votes = (focus.hit_votes([c.memory.id for c in hits])
+                 if config.query_context_focus > 0 else ())
+        return kept_turn(turn, text, embedding, holds_secret, votes, speaker)
+
+    def reply_votes(self, config: MemoryInjectionConfig, viewer: Viewer, asked: RecentTurn,
+                    in_view: Sequence[str], reply: str) -> Votes:
+        """The votes of the reply to ``asked`` (none to a content-free turn's)."""
+        if asked.quiet or config.query_context_turns <= 0 or config.query_context_focus <= 0:
+            return ()
+        return focus.reply_vote(self.retriever, viewer, asked.text, in_view, reply)
+
+
+def merged(own: ContextualPool, focused: Focused, steered: ContextualPool | None,
+           kept: int = 0) -> list[Candidate]:
+    """The turn's contextual candidates in priority order: its own search's first ``kept``
+    hits (0: all), then the focus's offers, then its further own hits, then the steered
+    search's hits, captured turns of both searches last (evidence of what was said, not
+    answers); each memory once (its first place)."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    later = (steered.answers, steered.captured) if steered is not None else ((), ())
+    first = guaranteed(own.answers, kept)
+    rest = own.answers[len(first):]
+    for c in (*first, *focused.candidates, *rest, *later[0], *own.captured, *later[1]):
+        if c.memory.id not in seen:
+            seen.add(c.memory.id)
+            out.append(c)
+    return out
+
+
+def guaranteed(answers: Sequence[Candidate], kept: int) -> Sequence[Candidate]:
+    """The own hits nothing the conversation adds may displace: the first ``kept`` (0: all)."""
+    return answers[:kept] if kept > 0 else answers

@@ -1,0 +1,106 @@
+"""The conversation adds and never takes away: over a seeded random conversation, every memory
+a turn's text alone would inject is in its block or already in view (real server, model and
+SQLite file)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from memsidecar.v1 import injection_pb2 as inj
+
+from tests.conftest import Running
+from tests.injection.conftest import Serve
+from tests.injection.helpers import ids, inject
+from tests.injection.test_focus import stored
+from tests.injection.test_query_context import configure
+
+# Questions on the stored subjects (the bakeries, the team facts, the creators), terse
+# follow-ups, repeats and chit-chat, drawn at random.
+ASKED = [
+    "Who opened the bakery on Elm Street?", "When does she bake?", "What broke last winter?",
+    "Who paid for the new one?", "Who runs the bakery on Harbour Road?", "How was it paid?",
+    "What does his bakery sell?", "Who delivers the bread?", "Why?", "And then?",
+    "What else?", "Where is the staging cluster?", "When does the VPN certificate expire?",
+    "Which database stores the invoices?", "When is team lunch?", "Where do the coffee beans "
+    "come from?", "When is the mobile app released?", "Who created Batman?",
+    "Who created him?", "Where does the office cat sleep?", "What about the deploy pipeline?",
+    "ok thanks", "lol", "cool", "I see.",
+]
+REPLIES = ["Maria, in 2019.", "Every morning at four.", "The oven.", "A neighbour.",
+           "Jonas.", "With a loan.", "Rye bread and pretzels.", "Her brother Tomas.", "",
+           "Frankfurt.", "At the end of March.", "PostgreSQL 16.", "You're welcome!"]
+TURNS = 60
+
+
+class Loop:
+    """The README's agent loop on one channel (PruneHistory keeping the configured blocks ->
+    Inject -> block, text, reply), knowing which memories the model has in view."""
+
+    def __init__(self, live: Running, channel: str) -> None:
+        self.live, self.channel = live, channel
+        self.history: list[inj.Message] = []
+        self.blocks: dict[str, set[str]] = {}  # block text -> its memories
+
+    def turn(self, text: str, reply: str) -> tuple[inj.InjectResponse, set[str]]:
+        """The turn's reply and the memories in view before it (the blocks the pruned
+        history still holds)."""
+        pruned = self.live.injection.PruneHistory(inj.PruneHistoryRequest(
+            messages=self.history, channel_id=self.channel))
+        self.history = list(pruned.messages)
+        held = set().union(*(self.blocks.get(m.content, set()) for m in self.history))
+        got = inject(self.live, text, channel=self.channel)
+        if got.block:
+            self.blocks[got.block] = set(ids(got))
+            self.history.append(inj.Message(role=inj.ROLE_USER, content=got.block))
+        self.history += [inj.Message(role=inj.ROLE_USER, content=text),
+                         inj.Message(role=inj.ROLE_ASSISTANT, content=reply)]
+        return got, held
+
+
+@pytest.mark.parametrize(("max_total", "own_hits"), [(3, 0), (5, 0), (5, 3), (5, 1)])
+def test_what_the_text_alone_injects_first_is_in_the_block_or_in_view(
+        serve: Serve, max_total: int, own_hits: int) -> None:
+    """The first ``own_hits`` (0: every one) memories the text alone injects."""
+    live = serve(max_total=max_total)
+    stored(live)
+    rng = random.Random(39 + max_total + own_hits)
+    loop = Loop(live, "talk")
+    checked = tested = 0
+    for n in range(TURNS):
+        text, reply = rng.choice(ASKED), rng.choice(REPLIES)
+        configure(live, max_total=max_total, query_context_turns=0)
+        alone = ids(inject(live, text, channel=f"alone-{n}"))  # in the search's ranking
+        guaranteed = set(alone[:own_hits] if own_hits else alone)
+        configure(live, max_total=max_total, query_context_own_hits=own_hits)
+        got, held = loop.turn(text, reply)
+        assert guaranteed <= set(ids(got)) | held, (n, text)
+        checked += len(guaranteed)
+        tested += bool(guaranteed)
+    # the property was put to the test on most turns, not met by empty blocks
+    assert tested > TURNS // 2 and checked >= tested
+    traced = live.injection.GetInjectionTrace(inj.GetInjectionTraceRequest(channel_id="talk"))
+    for turn in traced.turns:  # each memory once a turn, in the place that decided it
+        named = [i.id for i in turn.injected] + [d.id for d in turn.dropped]
+        assert len(named) == len(set(named)), turn.turn
+        assert set(turn.focus_offered) <= set(named)
+
+
+def test_a_content_free_turn_gets_nothing_and_moves_no_vote(serve: Serve) -> None:
+    live = serve()
+    stored(live)
+    loop = Loop(live, "c")
+    loop.turn("Who opened the bakery on Elm Street?", "Maria, in 2019.")
+    state = live.server.app.injector.states.get("c")
+    for chatter in ("ok thanks", "lol", "cool", "I see.", "\N{THUMBS UP SIGN}"):
+        got, _ = loop.turn(chatter, "You're welcome!")
+        assert not got.items and got.skip_reason == "content_free"
+        first = state.recent[0]
+        assert first.turn == 1 and first.reply == "Maria, in 2019." and first.reply_votes
+        votes = {v for r in state.recent for v in (*r.votes, *r.reply_votes)}
+        assert votes == {*first.votes, *first.reply_votes}  # the chatter cast none
+    assert [r.turn for r in state.recent] == [1, 6]  # of the chatter, the latest waits
+    loop.turn("and?", "")
+    # a continuation asks for more of the thread: searched with its context
+    turns = live.injection.GetInjectionTrace(inj.GetInjectionTraceRequest(channel_id="c")).turns
+    assert turns[-1].context_gate == 1 and [c.turn for c in turns[-1].context] == [1]
