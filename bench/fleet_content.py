@@ -61,6 +61,7 @@ class Fleet:
     edges_per_memory: float = 1.5
     days: int = 180
     seed: int = 7
+    stories: int = 0  # texts from the first this many CoQA stories (0: all)
 
     def check(self) -> None:
         if min(self.users, self.agents) < 1:
@@ -97,8 +98,8 @@ class Pool:
 
 
 def load_pool(data: Path, embedder: Embedder, cache: Path, stories: int = 0) -> Pool:
-    """The sentences and questions of the first ``stories`` CoQA stories (0: all), their
-    vectors by ``embedder`` cached in ``cache``."""
+    """The sentences and questions of the first ``stories`` CoQA stories of ``data`` (0: all),
+    their vectors by ``embedder`` cached in ``cache``."""
     conversations = load(data)[:stories or None]
     texts = [c.texts for c in conversations if c.texts]
     sentences = [t for story in texts for t in story]
@@ -135,6 +136,35 @@ def scope_stories(fleet: Fleet, pool: Pool, owner_of: np.ndarray) -> list[np.nda
     return [rng.choice(pool.stories, int(k), replace=False) for k in wanted]
 
 
+@dataclass(frozen=True)
+class Draws:
+    """The random choices of a batch of ``n`` memories, drawn at once (row i: memory i)."""
+
+    captured: np.ndarray  # a captured turn (users' memories only)
+    kind: np.ndarray  # index into WRITTEN_TYPES
+    length: np.ndarray  # sentences in the text (1 for a captured turn)
+    story: np.ndarray  # [0, 1): which of the scope's stories
+    first: np.ndarray  # [0, 1): where in the story the text starts
+    channel: np.ndarray  # which of the user's channels a turn was captured in
+    id_bits: np.ndarray  # the random half of the memory's id
+    links: np.ndarray  # edges to earlier memories
+    order: np.ndarray  # (n, LINK_WINDOW): the earlier memories in the order they are linked
+    relation: np.ndarray  # (n, LINK_WINDOW): index into RELATIONS per edge
+    weight: np.ndarray  # (n, LINK_WINDOW)
+
+    @classmethod
+    def of(cls, fleet: Fleet, rng: np.random.Generator, owner: np.ndarray) -> Draws:
+        n, wide = len(owner), (len(owner), LINK_WINDOW)
+        captured = (owner < fleet.users) & (rng.random(n) < CAPTURED)
+        return cls(captured, rng.choice(len(WRITTEN_TYPES), n, p=WRITTEN_P),
+                   np.where(captured, 1, rng.choice(3, n, p=WINDOW_P) + 1), rng.random(n),
+                   rng.random(n), rng.integers(0, CHANNELS_PER_USER, n),
+                   rng.integers(0, 2**63, n), rng.poisson(fleet.edges_per_memory, n),
+                   rng.random(wide).argsort(axis=1), rng.choice(len(RELATIONS), wide,
+                                                                p=RELATIONS_P),
+                   np.round(rng.uniform(0.3, 0.9, wide), 2))
+
+
 def generate(fleet: Fleet, pool: Pool) -> Iterator[tuple[list[Memory], np.ndarray, list[Edge]]]:
     """The store's memories in time order, in batches: (memories, their unit vectors, the
     edges from them to earlier memories)."""
@@ -143,41 +173,36 @@ def generate(fleet: Fleet, pool: Pool) -> Iterator[tuple[list[Memory], np.ndarra
     stories = scope_stories(fleet, pool, owner_of)
     rng = np.random.default_rng([fleet.seed, 3])
     start_us = END_US - fleet.days * DAY_US
-    times = np.sort(rng.integers(start_us, END_US, fleet.memories))
+    times = np.sort(rng.integers(start_us, END_US, fleet.memories)).tolist()
     used: list[set[tuple[int, int]]] = [set() for _ in stories]  # (first sentence, length)
     recent: dict[tuple[int, int], list[str]] = {}
     for at in range(0, fleet.memories, BATCH):
         owner = owner_of[at:at + BATCH]
-        n = len(owner)
-        captured = (owner < fleet.users) & (rng.random(n) < CAPTURED)
-        kinds = rng.choice(len(WRITTEN_TYPES), n, p=WRITTEN_P)
+        draws = Draws.of(fleet, rng, owner)
         memories, edges = [], []
-        windows = np.zeros((n, 2), np.int64)
-        for i in range(n):
-            scope = int(owner[i])
-            story, windows[i] = _window(pool, rng, stories[scope], used[scope],
-                                        bool(captured[i]))
-            memory = _memory(fleet, pool, rng, scope, bool(captured[i]),
-                             WRITTEN_TYPES[kinds[i]], windows[i], int(times[at + i]))
+        windows = np.zeros((len(owner), 2), np.int64)
+        for i, scope in enumerate(owner.tolist()):
+            story, windows[i] = _window(pool, rng, stories[scope], used[scope], draws, i)
+            memory = _memory(fleet, pool, scope, draws, i, windows[i], times[at + i])
             memories.append(memory)
             if scope < fleet.users:
-                edges += _links(fleet, rng, memory, recent.setdefault((scope, story), []))
+                edges += _links(memory, recent.setdefault((scope, story), []), draws, i)
         yield memories, _vectors(pool, rng, windows), edges
 
 
 def _window(pool: Pool, rng: np.random.Generator, stories: np.ndarray,
-            used: set[tuple[int, int]], captured: bool) -> tuple[int, np.ndarray]:
+            used: set[tuple[int, int]], draws: Draws, i: int) -> tuple[int, np.ndarray]:
     """A story of the scope and a window of it (first sentence, length) the scope has no
-    memory of yet, when one is found in ``TRIES`` draws: a captured turn is one sentence,
-    another memory one to three."""
+    memory of yet, when one is found in ``TRIES`` draws (the batch's first, then more)."""
+    pick, place = float(draws.story[i]), float(draws.first[i])
     for _ in range(TRIES):
-        story = int(stories[rng.integers(len(stories))])
+        story = int(stories[int(pick * len(stories))])
         size = int(pool.starts[story + 1] - pool.starts[story])
-        first = int(rng.integers(size))
-        length = 1 if captured else int(rng.choice(3, p=WINDOW_P)) + 1
-        window = (int(pool.starts[story]) + first, min(length, size - first))
+        first = int(place * size)
+        window = (int(pool.starts[story]) + first, min(int(draws.length[i]), size - first))
         if window not in used:
             break
+        pick, place = rng.random(2).tolist()
     used.add(window)
     return story, np.array(window)
 
@@ -193,21 +218,22 @@ def _vectors(pool: Pool, rng: np.random.Generator, windows: np.ndarray) -> np.nd
     return unit.astype(np.float32)
 
 
-def _memory(fleet: Fleet, pool: Pool, rng: np.random.Generator, owner: int, captured: bool,
-            written: MemoryType, window: np.ndarray, at_us: int) -> Memory:
+def _memory(fleet: Fleet, pool: Pool, owner: int, draws: Draws, i: int, window: np.ndarray,
+            at_us: int) -> Memory:
     begin, length = int(window[0]), int(window[1])
     content = " ".join(pool.sentences[begin:begin + length])
     agent, user, channel, source = "", "", "", "import"
     kind = MemoryType.FACT
+    captured = bool(draws.captured[i])
     if owner < fleet.users:
         agent, user = fleet.agent_of(owner), f"user-{owner}"
-        kind, source = written, "agent"
+        kind, source = WRITTEN_TYPES[draws.kind[i]], "agent"
         if captured:
-            channel = f"{user}-chat-{rng.integers(CHANNELS_PER_USER)}"
+            channel = f"{user}-chat-{draws.channel[i]}"
             kind, source = MemoryType.OBSERVATION, CAPTURE_SOURCE
     elif owner < fleet.users + fleet.agents:
         agent = f"agent-{owner - fleet.users}"
-    memory_id = str(uuid.UUID(int=int(rng.integers(0, 2**63)) << 64 | at_us, version=4))
+    memory_id = str(uuid.UUID(int=int(draws.id_bits[i]) << 64 | at_us, version=4))
     if captured:
         memory_id = capture_id(agent, channel, memory_id)
     return Memory(id=memory_id, content=content, type=kind, importance=DEFAULT_IMPORTANCE[kind],
@@ -216,15 +242,13 @@ def _memory(fleet: Fleet, pool: Pool, rng: np.random.Generator, owner: int, capt
                   version=1, user_id=user)
 
 
-def _links(fleet: Fleet, rng: np.random.Generator, memory: Memory, earlier: list[str]
-           ) -> list[Edge]:
+def _links(memory: Memory, earlier: list[str], draws: Draws, i: int) -> list[Edge]:
     """A few edges from ``memory`` to the last memories of its scope's story (``earlier``,
     which it then joins)."""
-    count = min(int(rng.poisson(fleet.edges_per_memory)), len(earlier))
-    targets = rng.choice(len(earlier), count, replace=False) if count else []
-    relations = rng.choice(len(RELATIONS), count, p=RELATIONS_P)
-    edges = [Edge(memory.id, earlier[t], RELATIONS[r], round(float(rng.uniform(0.3, 0.9)), 2),
-                  memory.created_at) for t, r in zip(targets, relations, strict=True)]
+    targets = [int(t) for t in draws.order[i] if t < len(earlier)][:int(draws.links[i])]
+    edges = [Edge(memory.id, earlier[t], RELATIONS[draws.relation[i, k]],
+                  float(draws.weight[i, k]), memory.created_at)
+             for k, t in enumerate(targets)]
     earlier.append(memory.id)
     del earlier[:-LINK_WINDOW]
     return edges

@@ -102,7 +102,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=defaults.seed)
     p.add_argument("--model", default=EmbeddingConfig().model, choices=MODEL_NAMES)
     p.add_argument("--data", type=Path, default=COQA, help="CoQA json (coqa_dev.json)")
-    p.add_argument("--stories", type=int, default=0, help="use the first N stories (0: all)")
+    p.add_argument("--stories", type=int, default=defaults.stories,
+                   help="use the first N stories (0: all)")
     p.add_argument("--cache", type=Path, default=CACHE, help="where the pool's vectors are kept")
     return p
 
@@ -110,10 +111,10 @@ def parser() -> argparse.ArgumentParser:
 def build(args: argparse.Namespace) -> dict[str, object]:
     """Make the store ``args`` ask for; what was written and how fast."""
     fleet = Fleet(args.memories, args.users, args.agents, args.shared, args.per_agent,
-                  args.stories_per_user, args.edges, args.days, args.seed)
+                  args.stories_per_user, args.edges, args.days, args.seed, args.stories)
     fleet.check()
     begin = time.perf_counter()
-    pool = pool_for(args.data, args.model, args.cache, args.stories)
+    pool = pool_for(args.data, args.model, args.cache, fleet.stories)
     pooled = time.perf_counter() - begin
     db = open_target(args.data_dir, args.dsn or "")
     start = time.perf_counter()

@@ -30,7 +30,7 @@ from tests.conftest import Running, on_postgres, start_server
 
 COQA = Path(os.environ.get("MEMSIDECAR_COQA", str(fleet_store.COQA)))
 STORIES = 30  # of CoQA's 350: ~600 sentences to embed
-FLEET = Fleet(2000, 40, 4, shared=100, per_agent=25)
+FLEET = Fleet(2000, 40, 4, shared=100, per_agent=25, stories=STORIES)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def pool(embedder: Embedder, cache: Path) -> Pool:
     assert COQA.exists(), f"CoQA's dev set not found at {COQA} (set MEMSIDECAR_COQA)"
-    return load_pool(COQA, embedder, cache, STORIES)
+    return load_pool(COQA, embedder, cache, FLEET.stories)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,231 @@
+"""A fleet's store served by a real ``memsidecar serve``: start-up, RSS, cold and warm Injects.
+
+Over a store made by ``bench.fleet_store`` (its spec is read from the store):
+1. A first start, which builds the index files the store lacks (BM25 postings, the hnsw
+   index in the background: waited for through ``memsidecar_vector_index_building``), then
+   ``--starts`` restarts: seconds from the process's launch to health SERVING, and its RSS
+   then (``VmRSS``).
+2. On the last start, ``--active`` users (drawn by the seed, over every agent) each talk in
+   a channel of their own, ``--turns`` Injects each, round robin; a turn's text is the next
+   CoQA question of the user's stories, sent with its ``user_id``. A user's first Inject is
+   its scope's first use since the start (cold), the later ones warm: p50/p99 of each at the
+   client, the process's RSS after them, and the server's metrics on resident scopes, their
+   loads and evictions where it exposes them (names holding ``resident``, ``evict`` or
+   ``scope_load``; else "n/a").
+The server's RSS is watched throughout: above ``--rss-limit-mb`` it is stopped and the run
+reports so (a shared machine is not pushed into swapping).
+
+Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--active 500] [--turns 5]
+      [--starts 2] [--config FILE] [--root DIR] [--rss-limit-mb 8000]
+``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget); ``--root``: serve
+the code of another checkout. Writes bench/results/fleet_serve_<memories>.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import numpy as np
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from memsidecar.v1 import injection_pb2, injection_pb2_grpc
+
+from bench.agent_loop_replay import cpu_flags
+from bench.fleet_content import Fleet, owners, scope_stories
+from bench.fleet_store import COQA, pool_for, recorded_fleet
+from bench.replay_longmemeval import free_port
+from bench.results import ROOT, write_results
+from sidecar.embedding.config import EmbeddingConfig
+from sidecar.store.db import Database
+
+SCOPE_METRIC = re.compile(r"^(memsidecar_\w*(?:resident|evict|scope_load)\w*)(\{[^}]*\})? (\S+)$")
+POLL_S = 0.05
+
+
+@dataclass
+class Sidecar:
+    """A ``memsidecar serve`` process over a data dir, its RSS watched."""
+
+    data_dir: Path
+    root: Path
+    config: Path | None
+    rss_limit_mb: float
+    port: int = field(default_factory=free_port)
+    http_port: int = field(default_factory=free_port)
+    over_limit: bool = False
+    peak_mb: float = 0.0
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[float]:
+        """Start it; yields the seconds to SERVING; stops it on exit."""
+        log = open(tempfile.mktemp(prefix="fleet_serve", suffix=".log"), "wb")  # noqa: SIM115
+        command = [sys.executable, "-m", "sidecar", "serve", "--listen", f"127.0.0.1:{self.port}",
+                   "--http-listen", f"127.0.0.1:{self.http_port}", "--data-dir",
+                   str(self.data_dir), "--log-level", "WARNING"]
+        begin = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [*command, *(["--config", str(self.config)] if self.config else [])], cwd=self.root,
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+        stop = threading.Event()
+        watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True)
+        watcher.start()
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        try:
+            yield self._serving(begin, log.name)
+        finally:
+            stop.set()
+            self.channel.close()
+            self.proc.terminate()
+            self.proc.wait(timeout=600)
+            log.close()
+
+    def _serving(self, begin: float, log: str) -> float:
+        health = health_pb2_grpc.HealthStub(self.channel)
+        while self.proc.poll() is None and not self.over_limit:
+            with contextlib.suppress(grpc.RpcError):
+                if health.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                    return time.perf_counter() - begin
+            time.sleep(POLL_S)
+        raise RuntimeError(f"the sidecar stopped before SERVING (RSS over the limit: "
+                           f"{self.over_limit}); its log: {log}")
+
+    def _watch(self, stop: threading.Event) -> None:
+        while not stop.wait(0.2):
+            rss = self.rss_mb()
+            self.peak_mb = max(self.peak_mb, rss)
+            if rss > self.rss_limit_mb:
+                self.over_limit = True
+                self.proc.kill()
+                return
+
+    def rss_mb(self) -> float:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def metrics(self) -> dict[str, float]:
+        """Every sample of ``/metrics`` by name and labels."""
+        url = f"http://127.0.0.1:{self.http_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=30).read().decode()
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                samples[name] = float(value)
+        return samples
+
+    def settle(self, timeout_s: float) -> float:
+        """Seconds until the background index build is over (its gauge 0 or absent)."""
+        begin = time.perf_counter()
+        while self.metrics().get("memsidecar_vector_index_building", 0.0) > 0:
+            if time.perf_counter() - begin > timeout_s or self.over_limit:
+                raise TimeoutError("the vector index was still building")
+            time.sleep(1.0)
+        return time.perf_counter() - begin
+
+
+def scope_metrics(samples: dict[str, float]) -> dict[str, float]:
+    return {name: value for name, value in samples.items()
+            if SCOPE_METRIC.match(f"{name} {value}")}
+
+
+def conversations(fleet: Fleet, active: int, seed: int) -> list[tuple[str, str, list[str]]]:
+    """(agent, user, questions) of ``active`` users drawn by ``seed``: the CoQA questions of
+    the stories the user's memories come from, in turn order, story after story."""
+    pool = pool_for(COQA, EmbeddingConfig().model, ROOT / "bench" / ".cache", fleet.stories)
+    stories = scope_stories(fleet, pool, owners(fleet))
+    chosen = np.random.default_rng([seed, 9]).choice(fleet.users, active, replace=False)
+    out = []
+    for user in sorted(int(u) for u in chosen):
+        questions = [q for story in stories[user] for q in pool.questions[story]]
+        out.append((fleet.agent_of(user), f"user-{user}", questions))
+    return out
+
+
+def talk(sidecar: Sidecar, users: list[tuple[str, str, list[str]]], turns: int
+         ) -> tuple[list[float], list[float]]:
+    """Round robin over the users, one Inject each per round: ms of first and later ones."""
+    inject = injection_pb2_grpc.MemoryInjectionStub(sidecar.channel).Inject
+    cold: list[float] = []
+    warm: list[float] = []
+    for turn in range(turns):
+        for agent, user, questions in users:
+            request = injection_pb2.InjectRequest(
+                agent_id=agent, user_id=user, channel_id=f"{user}-bench", source="user",
+                text=questions[turn % len(questions)])
+            start = time.perf_counter()
+            inject(request, timeout=60)
+            (warm if turn else cold).append((time.perf_counter() - start) * 1000)
+    return cold, warm
+
+
+def pct(values: list[float], q: float) -> str:
+    return f"{np.percentile(values, q):.1f}" if values else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--active", type=int, default=500, help="users served")
+    parser.add_argument("--turns", type=int, default=5, help="Injects per user")
+    parser.add_argument("--starts", type=int, default=2, help="restarts measured")
+    parser.add_argument("--config", type=Path, help="the sidecar's config file")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout served")
+    parser.add_argument("--rss-limit-mb", type=float, default=8000)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    db = Database(args.data_dir / "memsidecar.sqlite3")
+    fleet = recorded_fleet(db)
+    db.close()
+    users = conversations(fleet, min(args.active, fleet.users), args.seed)
+    sidecar = Sidecar(args.data_dir, args.root, args.config, args.rss_limit_mb)
+    lines = [f"store: {fleet}", f"served: {args.root}; config: {args.config or 'defaults'}; "
+             f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
+             "| start | SERVING s | RSS MB | index build s |", "|---|---|---|---|"]
+    report = ""
+    try:
+        for start in range(args.starts + 1):
+            with sidecar.running() as serving_s:
+                rss = sidecar.rss_mb()
+                built = sidecar.settle(7200) if start == 0 else 0.0
+                name = "first (builds indexes)" if start == 0 else f"restart {start}"
+                lines.append(f"| {name} | {serving_s:.2f} | {rss:.0f} | {built:.0f} |")
+                print(lines[-1], flush=True)
+                if start < args.starts:
+                    continue
+                before = sidecar.metrics()
+                cold, warm = talk(sidecar, users, args.turns)
+                after = sidecar.metrics()
+                report = "\n".join([
+                    "", f"{len(users)} users, {args.turns} Injects each (round robin); RSS "
+                    f"after: {sidecar.rss_mb():.0f} MB (peak {sidecar.peak_mb:.0f} MB); "
+                    f"re-embed rows: {after.get('memsidecar_reembed_total_rows', 0):.0f}", "",
+                    "| Inject | calls | p50 ms | p99 ms |", "|---|---|---|---|",
+                    f"| cold (a user's first) | {len(cold)} | {pct(cold, 50)} | {pct(cold, 99)} |",
+                    f"| warm (later) | {len(warm)} | {pct(warm, 50)} | {pct(warm, 99)} |", "",
+                    "scope metrics (before -> after): " + (", ".join(
+                        f"{k} {before.get(k, 0):g} -> {v:g}"
+                        for k, v in scope_metrics(after).items()) or "n/a")])
+    except RuntimeError as err:
+        report = f"\nstopped: {err} (peak RSS {sidecar.peak_mb:.0f} MB)"
+    lines.append(report)
+    print(report)
+    print(f"results: {write_results(f'fleet_serve_{fleet.memories}', chr(10).join(lines))}")
+
+
+if __name__ == "__main__":
+    main()
