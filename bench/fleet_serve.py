@@ -2,23 +2,25 @@
 
 Over a store made by ``bench.fleet_store`` (its spec is read from the store):
 1. A first start, which builds the index files the store lacks (BM25 postings, the hnsw
-   index in the background: waited for through ``memsidecar_vector_index_building``), then
-   ``--starts`` restarts: seconds from the process's launch to health SERVING, and its RSS
-   then (``VmRSS``).
-2. On the last start, ``--active`` users (drawn by the seed, over every agent) each talk in
-   a channel of their own, ``--turns`` Injects each, round robin; a turn's text is the next
-   CoQA question of the user's stories, sent with its ``user_id``. A user's first Inject is
-   its scope's first use since the start (cold), the later ones warm: p50/p99 of each at the
-   client, the process's RSS after them, and the server's metrics on resident scopes, their
-   loads and evictions where it exposes them (names holding ``resident``, ``evict`` or
-   ``scope_load``; else "n/a").
+   index in the background: waited for through ``memsidecar_vector_index_building``, unless
+   ``--no-settle``), then ``--starts`` restarts: seconds from the process's launch to health
+   SERVING, and its RSS then (``VmRSS``).
+2. On the last start, ``--active`` users (drawn by the seed, over every agent; 0: none)
+   each talk in a channel of their own, ``--turns`` Injects each, round robin; a turn's
+   text is the next CoQA question of the user's stories, sent with its ``user_id``. A user's
+   first Inject is its scope's first use since the start (cold), the later ones warm:
+   p50/p99 of each at the client, the process's RSS after them, and the server's metrics on
+   resident scopes, their loads and evictions where it exposes them (names holding
+   ``resident``, ``evict`` or ``scope_load``; else "n/a").
 The server's RSS is watched throughout: above ``--rss-limit-mb`` it is stopped and the run
 reports so (a shared machine is not pushed into swapping).
 
-Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--active 500] [--turns 5]
-      [--starts 2] [--config FILE] [--root DIR] [--rss-limit-mb 8000]
-``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget); ``--root``: serve
-the code of another checkout. Writes bench/results/fleet_serve_<memories>.md.
+Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://...]
+      [--active 500] [--turns 5] [--starts 2] [--no-settle] [--config FILE] [--root DIR]
+      [--rss-limit-mb 8000]
+``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
+own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
+``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,16 +42,16 @@ from pathlib import Path
 
 import grpc
 import numpy as np
+import tomlkit
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 
 from bench.agent_loop_replay import cpu_flags
-from bench.fleet_content import Fleet, owners, scope_stories
-from bench.fleet_store import COQA, pool_for, recorded_fleet
+from bench.fleet_content import Fleet, Pool, owners, scope_stories
+from bench.fleet_store import CACHE, COQA, open_target, pool_for, recorded_fleet
 from bench.replay_longmemeval import free_port
 from bench.results import ROOT, write_results
 from sidecar.embedding.config import EmbeddingConfig
-from sidecar.store.db import Database
 
 SCOPE_METRIC = re.compile(r"^(memsidecar_\w*(?:resident|evict|scope_load)\w*)(\{[^}]*\})? (\S+)$")
 POLL_S = 0.05
@@ -70,7 +73,7 @@ class Sidecar:
     @contextlib.contextmanager
     def running(self) -> Iterator[float]:
         """Start it; yields the seconds to SERVING; stops it on exit."""
-        log = open(tempfile.mktemp(prefix="fleet_serve", suffix=".log"), "wb")  # noqa: SIM115
+        log = tempfile.NamedTemporaryFile(prefix="fleet_serve", suffix=".log", delete=False)
         command = [sys.executable, "-m", "sidecar", "serve", "--listen", f"127.0.0.1:{self.port}",
                    "--http-listen", f"127.0.0.1:{self.http_port}", "--data-dir",
                    str(self.data_dir), "--log-level", "WARNING"]
@@ -143,10 +146,10 @@ def scope_metrics(samples: dict[str, float]) -> dict[str, float]:
             if SCOPE_METRIC.match(f"{name} {value}")}
 
 
-def conversations(fleet: Fleet, active: int, seed: int) -> list[tuple[str, str, list[str]]]:
+def conversations(fleet: Fleet, pool: Pool, active: int, seed: int
+                  ) -> list[tuple[str, str, list[str]]]:
     """(agent, user, questions) of ``active`` users drawn by ``seed``: the CoQA questions of
     the stories the user's memories come from, in turn order, story after story."""
-    pool = pool_for(COQA, EmbeddingConfig().model, ROOT / "bench" / ".cache", fleet.stories)
     stories = scope_stories(fleet, pool, owners(fleet))
     chosen = np.random.default_rng([seed, 9]).choice(fleet.users, active, replace=False)
     out = []
@@ -177,54 +180,86 @@ def pct(values: list[float], q: float) -> str:
     return f"{np.percentile(values, q):.1f}" if values else "-"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True)
-    parser.add_argument("--active", type=int, default=500, help="users served")
-    parser.add_argument("--turns", type=int, default=5, help="Injects per user")
-    parser.add_argument("--starts", type=int, default=2, help="restarts measured")
-    parser.add_argument("--config", type=Path, help="the sidecar's config file")
-    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout served")
-    parser.add_argument("--rss-limit-mb", type=float, default=8000)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    db = Database(args.data_dir / "memsidecar.sqlite3")
-    fleet = recorded_fleet(db)
-    db.close()
-    users = conversations(fleet, min(args.active, fleet.users), args.seed)
-    sidecar = Sidecar(args.data_dir, args.root, args.config, args.rss_limit_mb)
-    lines = [f"store: {fleet}", f"served: {args.root}; config: {args.config or 'defaults'}; "
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data-dir", type=Path, required=True, help="the sidecar's data dir")
+    p.add_argument("--dsn", default="", help="the store is this PostgreSQL database")
+    p.add_argument("--active", type=int, default=500, help="users served")
+    p.add_argument("--turns", type=int, default=5, help="Injects per user")
+    p.add_argument("--starts", type=int, default=2, help="restarts measured")
+    p.add_argument("--config", type=Path, help="the sidecar's config file")
+    p.add_argument("--root", type=Path, default=ROOT, help="the checkout served")
+    p.add_argument("--rss-limit-mb", type=float, default=8000)
+    p.add_argument("--settle", action=argparse.BooleanOptionalAction, default=True,
+                   help="after the first start, wait for the background index build (its "
+                   "files then serve the restarts)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data", type=Path, default=COQA, help="CoQA json the store was made from")
+    p.add_argument("--cache", type=Path, default=CACHE, help="where the pool's vectors are kept")
+    return p
+
+
+def sidecar_config(config: Path | None, dsn: str, folder: Path) -> Path | None:
+    """``config``, with the PostgreSQL store ``dsn`` when given (a file in ``folder``)."""
+    if not dsn:
+        return config
+    data = tomllib.loads(config.read_text(encoding="utf-8")) if config else {}
+    data.setdefault("store", {}).update(backend="postgres", dsn=dsn)
+    path = folder / "fleet_serve.toml"
+    path.write_text(tomlkit.dumps(data), encoding="utf-8")
+    return path
+
+
+def run(args: argparse.Namespace) -> tuple[Fleet, str]:
+    """Measure; the store's spec and the report (markdown)."""
+    db = open_target(args.data_dir, args.dsn)
+    try:
+        fleet = recorded_fleet(db)
+    finally:
+        db.close()
+    pool = pool_for(args.data, EmbeddingConfig().model, args.cache, fleet.stories)
+    users = conversations(fleet, pool, min(args.active, fleet.users), args.seed)
+    config = sidecar_config(args.config, args.dsn, Path(tempfile.mkdtemp(prefix="fleet")))
+    sidecar = Sidecar(args.data_dir, args.root, config, args.rss_limit_mb)
+    lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
+             f"served: {args.root}; config: {args.config or 'defaults'}; "
              f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
              "| start | SERVING s | RSS MB | index build s |", "|---|---|---|---|"]
-    report = ""
     try:
         for start in range(args.starts + 1):
             with sidecar.running() as serving_s:
                 rss = sidecar.rss_mb()
-                built = sidecar.settle(7200) if start == 0 else 0.0
+                built = sidecar.settle(7200) if start == 0 and args.settle else 0.0
                 name = "first (builds indexes)" if start == 0 else f"restart {start}"
                 lines.append(f"| {name} | {serving_s:.2f} | {rss:.0f} | {built:.0f} |")
                 print(lines[-1], flush=True)
-                if start < args.starts:
-                    continue
-                before = sidecar.metrics()
-                cold, warm = talk(sidecar, users, args.turns)
-                after = sidecar.metrics()
-                report = "\n".join([
-                    "", f"{len(users)} users, {args.turns} Injects each (round robin); RSS "
-                    f"after: {sidecar.rss_mb():.0f} MB (peak {sidecar.peak_mb:.0f} MB); "
-                    f"re-embed rows: {after.get('memsidecar_reembed_total_rows', 0):.0f}", "",
-                    "| Inject | calls | p50 ms | p99 ms |", "|---|---|---|---|",
-                    f"| cold (a user's first) | {len(cold)} | {pct(cold, 50)} | {pct(cold, 99)} |",
-                    f"| warm (later) | {len(warm)} | {pct(warm, 50)} | {pct(warm, 99)} |", "",
-                    "scope metrics (before -> after): " + (", ".join(
-                        f"{k} {before.get(k, 0):g} -> {v:g}"
-                        for k, v in scope_metrics(after).items()) or "n/a")])
+                if start == args.starts and users:
+                    lines.append(serve_users(sidecar, users, args.turns))
     except RuntimeError as err:
-        report = f"\nstopped: {err} (peak RSS {sidecar.peak_mb:.0f} MB)"
-    lines.append(report)
+        lines.append(f"\nstopped: {err} (peak RSS {sidecar.peak_mb:.0f} MB)")
+    return fleet, "\n".join(lines)
+
+
+def serve_users(sidecar: Sidecar, users: list[tuple[str, str, list[str]]], turns: int) -> str:
+    before = sidecar.metrics()
+    cold, warm = talk(sidecar, users, turns)
+    after = sidecar.metrics()
+    scopes = ", ".join(f"{k} {before.get(k, 0):g} -> {v:g}"
+                       for k, v in scope_metrics(after).items())
+    return "\n".join([
+        "", f"{len(users)} users, {turns} Injects each (round robin); RSS after: "
+        f"{sidecar.rss_mb():.0f} MB (peak {sidecar.peak_mb:.0f} MB); re-embed rows: "
+        f"{after.get('memsidecar_reembed_total_rows', 0):.0f}", "",
+        "| Inject | calls | p50 ms | p99 ms |", "|---|---|---|---|",
+        f"| cold (a user's first) | {len(cold)} | {pct(cold, 50)} | {pct(cold, 99)} |",
+        f"| warm (later) | {len(warm)} | {pct(warm, 50)} | {pct(warm, 99)} |", "",
+        f"scope metrics (before -> after): {scopes or 'n/a'}"])
+
+
+def main() -> None:
+    fleet, report = run(parser().parse_args())
     print(report)
-    print(f"results: {write_results(f'fleet_serve_{fleet.memories}', chr(10).join(lines))}")
+    print(f"results: {write_results(f'fleet_serve_{fleet.memories}', report)}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from sidecar.store.repos import Repositories
 
 FLEET_KEY = "bench.fleet"  # meta: the Fleet spec (JSON) the store was made from
 CACHE = ROOT / "bench" / ".cache"
+BUILD_CACHE_KB = 512 * 1024  # SQLite's page cache while building (random id index inserts)
 COQA = ROOT.parent / "shared" / "data" / "coqa_dev.json"
 
 
@@ -74,7 +75,9 @@ def open_target(data_dir: Path | None, dsn: str) -> SqlStore:
 
         return PgDatabase(dsn)
     assert data_dir is not None
-    return Database(ServerConfig(data_dir=str(data_dir)).db_path)
+    db = Database(ServerConfig(data_dir=str(data_dir)).db_path)
+    db.execute(f"PRAGMA cache_size = -{BUILD_CACHE_KB}")  # this connection's: the indexes' pages
+    return db
 
 
 def pool_for(data: Path, model: str, cache: Path, stories: int = 0) -> Pool:

@@ -5,6 +5,7 @@ what was written; the same spec makes the same store on SQLite and PostgreSQL.""
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from memsidecar.v1 import store_pb2 as s
 
-from bench import fleet_store
+from bench import fleet_serve, fleet_store
 from bench.fleet_content import Fleet, Pool, generate, load_pool
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
@@ -190,3 +191,20 @@ def test_the_seed_decides_the_store(pool: Pool) -> None:
     assert [m.id for m in other[0]] != [m.id for m in first[0]]
     with pytest.raises(ValueError, match="too few"):
         Fleet(30, 10, 2, shared=20, per_agent=5).check()
+
+
+def test_the_bench_serves_it_and_stops_a_server_over_its_rss_limit(
+        store: Path, cache: Path) -> None:
+    def report(*extra: str) -> str:
+        return fleet_serve.run(fleet_serve.parser().parse_args([
+            "--data-dir", str(store), "--active", "4", "--turns", "2", "--data", str(COQA),
+            "--cache", str(cache), *extra]))[1]
+
+    served = report("--starts", "1")
+    assert "| first (builds indexes) |" in served and "| restart 1 |" in served
+    assert "re-embed rows: 0" in served
+    assert re.search(r"\| cold \(a user's first\) \| 4 \| \d", served)
+    assert re.search(r"\| warm \(later\) \| 4 \| \d", served)
+    assert "stopped" not in served
+    stopped = report("--starts", "0", "--rss-limit-mb", "40")
+    assert "stopped: the sidecar stopped before SERVING (RSS over the limit: True)" in stopped
