@@ -57,6 +57,16 @@ def store(pool: Pool, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
+@pytest.fixture(scope="module")
+def memories(store: Path) -> list[Memory]:
+    """Every memory written, in seq order."""
+    db = Database(store / "memsidecar.sqlite3")
+    try:
+        return everything(db)
+    finally:
+        db.close()
+
+
 @pytest.fixture
 def served(store: Path, embedder: Embedder) -> Iterator[Running]:
     live = start_server(ServerConfig(data_dir=str(store), http=HttpConfig(listen="")), embedder)
@@ -103,12 +113,8 @@ def test_a_server_opens_it_without_re_embedding(served: Running, store: Path) ->
     assert ModelRepo(served.server.app.db).get(TARGET_KEY) is None
 
 
-def test_search_finds_a_users_memories_by_text_and_meaning(served: Running, store: Path) -> None:
-    db = Database(store / "memsidecar.sqlite3")
-    try:
-        memories = everything(db)
-    finally:
-        db.close()
+def test_search_finds_a_users_memories_by_text_and_meaning(served: Running,
+                                                          memories: list[Memory]) -> None:
     for user in ("user-3", "user-17"):
         agent = FLEET.agent_of(int(user[5:]))
         own = [m for m in memories if m.user_id == user]
@@ -136,12 +142,8 @@ def list_all(served: Running, **fields: object) -> int:
             return count
 
 
-def test_list_memories_counts_what_was_written(served: Running, store: Path) -> None:
-    db = Database(store / "memsidecar.sqlite3")
-    try:
-        memories = everything(db)
-    finally:
-        db.close()
+def test_list_memories_counts_what_was_written(served: Running,
+                                               memories: list[Memory]) -> None:
     assert list_all(served, all_agents=True) == FLEET.memories
     assert list_all(served) == FLEET.shared
     agent_memories = Counter(m.agent_id for m in memories)
