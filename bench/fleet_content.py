@@ -5,8 +5,8 @@ and sentence shapes for BM25); its vector is the sum of the model's embeddings o
 sentences (embedded once per pool and cached), plus a little noise, made unit-norm. Each
 user, each agent's general knowledge and the shared scope draw their texts from a few
 stories of their own (more for a larger scope: each text once in its scope), so a scope's
-vectors cluster and a question about one of its stories
-finds its memories. The bench asks the users the CoQA questions of their stories.
+vectors cluster and a question about one of its stories finds its memories. The bench
+(``bench/fleet_serve.py``) asks the users the CoQA questions of their stories.
 
 Memories are generated in time order (``created_at`` spread over ``days`` before a fixed
 end), each owned by a user (most: captured turns, or memories the agent wrote), an agent's
