@@ -20,7 +20,8 @@ Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://.
       [--rss-limit-mb 8000]
 ``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
 own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
-``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md.
+``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md
+(``_postgres`` after N with ``--dsn``).
 """
 
 from __future__ import annotations
@@ -257,9 +258,11 @@ def serve_users(sidecar: Sidecar, users: list[tuple[str, str, list[str]]], turns
 
 
 def main() -> None:
-    fleet, report = run(parser().parse_args())
+    args = parser().parse_args()
+    fleet, report = run(args)
     print(report)
-    print(f"results: {write_results(f'fleet_serve_{fleet.memories}', report)}")
+    name = f"fleet_serve_{fleet.memories}{'_postgres' if args.dsn else ''}"
+    print(f"results: {write_results(name, report)}")
 
 
 if __name__ == "__main__":

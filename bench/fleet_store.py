@@ -13,7 +13,8 @@ model recorded as the vectors' (``--model``, default the configured default), so
 Run:  .venv/bin/python -m bench.fleet_store --memories 1000000 --users 10000 --agents 10
       --data-dir DIR | --dsn postgresql://... [--shared 300] [--per-agent 50] [--seed 7]
       [--data ../shared/data/coqa_dev.json]
-Writes bench/results/fleet_store_build.json (the build's rate).
+Writes bench/results/fleet_store_build_<N>.json (the build's rate; ``_postgres`` after N
+with ``--dsn``).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     result = build(args)
     print(json.dumps(result))
-    write_results(f"fleet_store_build_{args.memories}", result)
+    write_results(f"fleet_store_build_{args.memories}{'_postgres' if args.dsn else ''}", result)
 
 
 if __name__ == "__main__":
