@@ -102,7 +102,8 @@ def test_the_rows_are_a_fleet_of_scopes(store: Path) -> None:
         edges = repos.edges.all()
         assert len(edges) > FLEET.memories // 2
         assert all(e.source_id in ids and e.target_id in ids for e in edges)
-        vectors = np.stack([repos.memories.embedding(m.id) for m in memories[::50]])
+        vectors = np.stack([np.asarray(repos.memories.embedding(m.id))
+                            for m in memories[::50]])
         np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     finally:
         db.close()
@@ -135,7 +136,7 @@ def list_all(served: Running, **fields: object) -> int:
     count, token = 0, ""
     while True:
         page = served.store.ListMemories(s.ListMemoriesRequest(
-            page_size=1000, page_token=token, **fields))  # type: ignore[arg-type]
+            page_size=1000, page_token=token, **fields))
         count += len(page.memories)
         token = page.next_page_token
         if not token:

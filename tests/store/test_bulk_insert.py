@@ -7,16 +7,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from sidecar.records import Edge, Relation
+from sidecar.records import Edge, Memory, Relation
 from sidecar.store.contract import SqlStore
 from sidecar.store.repos import Repositories
-from sidecar.store.versions import CREATE
+from sidecar.store.versions import CREATE, MemoryVersion
 from tests.store.contract_data import memory, vector
 
+Rows = list[tuple[Memory, list[float], list[MemoryVersion]]]
 
-def rows(repos: Repositories, ids: list[str]) -> list[tuple[object, ...]]:
+
+def rows(repos: Repositories, ids: list[str]) -> Rows:
     """Each memory (seq aside), its embedding and its versions."""
-    out: list[tuple[object, ...]] = []
+    out: Rows = []
     for memory_id in ids:
         stored = repos.memories.get(memory_id)
         assert stored is not None
@@ -40,7 +42,7 @@ def test_insert_many_writes_what_insert_writes(store_db: SqlStore) -> None:
     one = [(replace(m, id=m.id[3:]), e, [replace(v, memory_id=v.memory_id[3:]) for v in h])
            for m, e, h in rows(repos, [f"one{m.id}" for m in batch])]
     assert bulk == one
-    assert [v.event for _, _, h in bulk for v in h] == [CREATE] * 5  # type: ignore[attr-defined]
+    assert [v.event for _, _, h in bulk for v in h] == [CREATE] * 5
     seqs = [repos.memories.get(m.id).seq for m in batch]  # type: ignore[union-attr]
     assert seqs == sorted(seqs)  # in the order given
 
