@@ -11,7 +11,7 @@ Over a store made by ``bench.fleet_store`` (its spec is read from the store):
    first Inject is its scope's first use since the start (cold), the later ones warm:
    p50/p99 of each at the client, the process's RSS after them, and the server's metrics on
    resident scopes, their loads and evictions where it exposes them (names holding
-   ``resident``, ``evict`` or ``scope_load``; else "n/a").
+   ``resident``, ``evict`` or ``scope``; else "n/a").
 The server's RSS is watched throughout: above ``--rss-limit-mb`` it is stopped and the run
 reports so (a shared machine is not pushed into swapping).
 
@@ -54,7 +54,7 @@ from bench.replay_longmemeval import free_port
 from bench.results import ROOT, write_results
 from sidecar.embedding.config import EmbeddingConfig
 
-SCOPE_METRIC = re.compile(r"^(memsidecar_\w*(?:resident|evict|scope_load)\w*)(\{[^}]*\})? (\S+)$")
+SCOPE_METRIC = re.compile(r"^memsidecar_\w*(?:resident|evict|scope)\w*(?:\{[^}]*\})? \S+$")
 POLL_S = 0.05
 
 

@@ -211,3 +211,13 @@ def test_the_bench_serves_it_and_stops_a_server_over_its_rss_limit(
     assert "stopped" not in served
     stopped = report("--starts", "0", "--rss-limit-mb", "40")
     assert "stopped: the sidecar stopped before SERVING (RSS over the limit: True)" in stopped
+
+
+def test_the_scope_metrics_are_picked_from_the_others() -> None:
+    samples = {"memsidecar_resident_scopes": 2.0, "memsidecar_scope_loads_total": 7.0,
+               'memsidecar_scope_evictions_total{reason="budget"}': 1.0,
+               'memsidecar_rpc_duration_seconds_bucket{method="Inject",le="0.1"}': 9.0,
+               "memsidecar_memories": 5.0, "process_resident_memory_bytes": 1e9}
+    assert fleet_serve.scope_metrics(samples) == {
+        "memsidecar_resident_scopes": 2.0, "memsidecar_scope_loads_total": 7.0,
+        'memsidecar_scope_evictions_total{reason="budget"}': 1.0}
