@@ -45,10 +45,13 @@ COQA = ROOT.parent / "shared" / "data" / "coqa_dev.json"
 
 def write(db: SqlStore, fleet: Fleet, pool: Pool, model: str,
           progress: Callable[[int], None] = lambda _: None) -> dict[str, int]:
-    """Fill the empty store ``db``; the memories and edges written."""
+    """Fill the empty store ``db``; the memories and edges written. The spec is recorded
+    last: a store without it was not finished."""
     repos = Repositories.open(db)
     if repos.memories.count(include_forgotten=True):
         raise SystemExit("the store already holds memories: give an empty data dir or database")
+    models = ModelRepo(db)
+    models.set(MODEL_KEY, identity(model).to_json())  # first: no row of another model's
     written = {"memories": 0, "edges": 0}
     for memories, vectors, edges in generate(fleet, pool):
         repos.memories.insert_many(memories, vectors)
@@ -56,9 +59,7 @@ def write(db: SqlStore, fleet: Fleet, pool: Pool, model: str,
         written["memories"] += len(memories)
         written["edges"] += len(edges)
         progress(written["memories"])
-    models = ModelRepo(db)
-    models.set(MODEL_KEY, identity(model).to_json())
-    models.set(FLEET_KEY, json.dumps(dataclasses.asdict(fleet)))
+    models.set(FLEET_KEY, json.dumps(dataclasses.asdict(fleet)))  # last: the store is whole
     return written
 
 
@@ -66,7 +67,8 @@ def recorded_fleet(db: SqlStore) -> Fleet:
     """The spec a store was made from (``write``)."""
     text = ModelRepo(db).get(FLEET_KEY)
     if text is None:
-        raise SystemExit("not a store made by bench.fleet_store (no meta 'bench.fleet')")
+        raise SystemExit("not a store made by bench.fleet_store, or one it did not finish "
+                         "(no meta 'bench.fleet')")
     return Fleet(**json.loads(text))
 
 
