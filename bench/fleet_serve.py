@@ -230,9 +230,11 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
         for start in range(args.starts + 1):
             with sidecar.running() as serving_s:
                 rss = sidecar.rss_mb()
-                built = sidecar.settle(7200) if start == 0 and args.settle else 0.0
+                built = "-"  # not waited for
+                if start == 0 and args.settle:
+                    built = f"{sidecar.settle(7200):.0f}"
                 name = "first (builds indexes)" if start == 0 else f"restart {start}"
-                lines.append(f"| {name} | {serving_s:.2f} | {rss:.0f} | {built:.0f} |")
+                lines.append(f"| {name} | {serving_s:.2f} | {rss:.0f} | {built} |")
                 print(lines[-1], flush=True)
                 if start == args.starts and users:
                     lines.append(serve_users(sidecar, users, args.turns))
