@@ -147,30 +147,36 @@ def scope_metrics(samples: dict[str, float]) -> dict[str, float]:
             if SCOPE_METRIC.match(f"{name} {value}")}
 
 
-def conversations(fleet: Fleet, pool: Pool, active: int, seed: int
-                  ) -> list[tuple[str, str, list[str]]]:
-    """(agent, user, questions) of ``active`` users drawn by ``seed``: the CoQA questions of
-    the stories the user's memories come from, in turn order, story after story."""
-    stories = scope_stories(fleet, pool, owners(fleet))
+@dataclass(frozen=True)
+class User:
+    agent: str
+    user: str
+    questions: list[str]  # the CoQA questions of the stories its memories come from
+    memories: int  # in its scope
+
+
+def conversations(fleet: Fleet, pool: Pool, active: int, seed: int) -> list[User]:
+    """``active`` users drawn by ``seed``, with their questions in turn order, story after
+    story."""
+    owner_of = owners(fleet)
+    stories = scope_stories(fleet, pool, owner_of)
+    counts = np.bincount(owner_of, minlength=fleet.users)
     chosen = np.random.default_rng([seed, 9]).choice(fleet.users, active, replace=False)
-    out = []
-    for user in sorted(int(u) for u in chosen):
-        questions = [q for story in stories[user] for q in pool.questions[story]]
-        out.append((fleet.agent_of(user), f"user-{user}", questions))
-    return out
+    return [User(fleet.agent_of(u), f"user-{u}",
+                 [q for story in stories[u] for q in pool.questions[story]], int(counts[u]))
+            for u in sorted(chosen.tolist())]
 
 
-def talk(sidecar: Sidecar, users: list[tuple[str, str, list[str]]], turns: int
-         ) -> tuple[list[float], list[float]]:
+def talk(sidecar: Sidecar, users: list[User], turns: int) -> tuple[list[float], list[float]]:
     """Round robin over the users, one Inject each per round: ms of first and later ones."""
     inject = injection_pb2_grpc.MemoryInjectionStub(sidecar.channel).Inject
     cold: list[float] = []
     warm: list[float] = []
     for turn in range(turns):
-        for agent, user, questions in users:
+        for user in users:
             request = injection_pb2.InjectRequest(
-                agent_id=agent, user_id=user, channel_id=f"{user}-bench", source="user",
-                text=questions[turn % len(questions)])
+                agent_id=user.agent, user_id=user.user, channel_id=f"{user.user}-bench",
+                source="user", text=user.questions[turn % len(user.questions)])
             start = time.perf_counter()
             inject(request, timeout=60)
             (warm if turn else cold).append((time.perf_counter() - start) * 1000)
@@ -243,14 +249,16 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
     return fleet, "\n".join(lines)
 
 
-def serve_users(sidecar: Sidecar, users: list[tuple[str, str, list[str]]], turns: int) -> str:
+def serve_users(sidecar: Sidecar, users: list[User], turns: int) -> str:
     before = sidecar.metrics()
     cold, warm = talk(sidecar, users, turns)
     after = sidecar.metrics()
     scopes = ", ".join(f"{k} {before.get(k, 0):g} -> {v:g}"
                        for k, v in scope_metrics(after).items())
     return "\n".join([
-        "", f"{len(users)} users, {turns} Injects each (round robin); RSS after: "
+        "", f"{len(users)} users (memories in their scopes: median "
+        f"{np.median([u.memories for u in users]):.0f}, {min(u.memories for u in users)}-"
+        f"{max(u.memories for u in users)}), {turns} Injects each (round robin); RSS after: "
         f"{sidecar.rss_mb():.0f} MB (peak {sidecar.peak_mb:.0f} MB); re-embed rows: "
         f"{after.get('memsidecar_reembed_total_rows', 0):.0f}", "",
         "| Inject | calls | p50 ms | p99 ms |", "|---|---|---|---|",

@@ -221,3 +221,18 @@ def test_the_scope_metrics_are_picked_from_the_others() -> None:
     assert fleet_serve.scope_metrics(samples) == {
         "memsidecar_resident_scopes": 2.0, "memsidecar_scope_loads_total": 7.0,
         'memsidecar_scope_evictions_total{reason="budget"}': 1.0}
+
+
+def test_the_bench_asks_each_user_about_the_stories_of_its_memories(
+        pool: Pool, memories: list[Memory]) -> None:
+    users = fleet_serve.conversations(FLEET, pool, 6, seed=1)
+    assert len({u.user for u in users}) == 6
+    by_user = Counter(m.user_id for m in memories)
+    for user in users:
+        assert user.memories == by_user[user.user]
+        assert user.agent == FLEET.agent_of(int(user.user[5:]))
+        stories = {s for s, qs in enumerate(pool.questions) if set(user.questions) & set(qs)}
+        texts = {t for s in stories
+                 for t in pool.sentences[pool.starts[s]:pool.starts[s + 1]]}
+        own = [m.content for m in memories if m.user_id == user.user]
+        assert all(any(c.startswith(t) for t in texts) for c in own)  # its stories' text
