@@ -231,7 +231,8 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
     lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
              f"served: {args.root}; config: {args.config or 'defaults'}; "
              f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
-             "| start | SERVING s | RSS MB | index build s |", "|---|---|---|---|"]
+             "| start | SERVING s | RSS MB | index build s | load average |",
+             "|---|---|---|---|---|"]
     try:
         for start in range(args.starts + 1):
             with sidecar.running() as serving_s:
@@ -240,7 +241,8 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
                 if start == 0 and args.settle:
                     built = f"{sidecar.settle(7200):.0f}"
                 name = "first (builds indexes)" if start == 0 else f"restart {start}"
-                lines.append(f"| {name} | {serving_s:.2f} | {rss:.0f} | {built} |")
+                lines.append(f"| {name} | {serving_s:.2f} | {rss:.0f} | {built} | "
+                             f"{os.getloadavg()[0]:.1f} |")
                 print(lines[-1], flush=True)
                 if start == args.starts and users:
                     lines.append(serve_users(sidecar, users, args.turns))
@@ -260,7 +262,8 @@ def serve_users(sidecar: Sidecar, users: list[User], turns: int) -> str:
         f"{np.median([u.memories for u in users]):.0f}, {min(u.memories for u in users)}-"
         f"{max(u.memories for u in users)}), {turns} Injects each (round robin); RSS after: "
         f"{sidecar.rss_mb():.0f} MB (peak {sidecar.peak_mb:.0f} MB); re-embed rows: "
-        f"{after.get('memsidecar_reembed_total_rows', 0):.0f}", "",
+        f"{after.get('memsidecar_reembed_total_rows', 0):.0f}; load average "
+        f"{os.getloadavg()[0]:.1f}", "",
         "| Inject | calls | p50 ms | p99 ms |", "|---|---|---|---|",
         f"| cold (a user's first) | {len(cold)} | {pct(cold, 50)} | {pct(cold, 99)} |",
         f"| warm (later) | {len(warm)} | {pct(warm, 50)} | {pct(warm, 99)} |", "",
