@@ -89,6 +89,11 @@ class Sidecar:
         self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
         try:
             yield self._serving(begin, log.name)
+        except (grpc.RpcError, OSError) as err:  # a call or /metrics, e.g. over the RSS limit
+            raise RuntimeError(f"the sidecar failed a call ({type(err).__name__}; RSS over the "
+                               f"limit: {self.over_limit}); its log: {log.name}") from err
+        else:
+            Path(log.name).unlink()  # kept when something failed
         finally:
             stop.set()
             self.channel.close()
@@ -137,8 +142,8 @@ class Sidecar:
         """Seconds until the background index build is over (its gauge 0 or absent)."""
         begin = time.perf_counter()
         while self.metrics().get("memsidecar_vector_index_building", 0.0) > 0:
-            if time.perf_counter() - begin > timeout_s or self.over_limit:
-                raise TimeoutError("the vector index was still building")
+            if time.perf_counter() - begin > timeout_s:
+                raise RuntimeError(f"the vector index was still building after {timeout_s} s")
             time.sleep(1.0)
         return time.perf_counter() - begin
 
