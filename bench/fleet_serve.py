@@ -149,8 +149,9 @@ class Sidecar:
 
 
 def scope_metrics(samples: dict[str, float]) -> dict[str, float]:
+    """The samples about resident scopes (a counter's creation time left out)."""
     return {name: value for name, value in samples.items()
-            if SCOPE_METRIC.match(f"{name} {value}")}
+            if SCOPE_METRIC.match(f"{name} {value}") and not name.endswith("_created")}
 
 
 @dataclass(frozen=True)

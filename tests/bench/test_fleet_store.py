@@ -217,7 +217,8 @@ def test_the_scope_metrics_are_picked_from_the_others() -> None:
     samples = {"memsidecar_resident_scopes": 2.0, "memsidecar_scope_loads_total": 7.0,
                'memsidecar_scope_evictions_total{reason="budget"}': 1.0,
                'memsidecar_rpc_duration_seconds_bucket{method="Inject",le="0.1"}': 9.0,
-               "memsidecar_memories": 5.0, "process_resident_memory_bytes": 1e9}
+               "memsidecar_memories": 5.0, "process_resident_memory_bytes": 1e9,
+               "memsidecar_scope_loads_created": 1.7e9}
     assert fleet_serve.scope_metrics(samples) == {
         "memsidecar_resident_scopes": 2.0, "memsidecar_scope_loads_total": 7.0,
         'memsidecar_scope_evictions_total{reason="budget"}': 1.0}
