@@ -17,11 +17,11 @@ reports so (a shared machine is not pushed into swapping).
 
 Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://...]
       [--active 500] [--turns 5] [--starts 2] [--no-settle] [--config FILE] [--root DIR]
-      [--rss-limit-mb 8000]
+      [--rss-limit-mb 8000] [--label NAME]
 ``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
 own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
 ``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md
-(``_postgres`` after N with ``--dsn``).
+(``_postgres`` after N with ``--dsn``, then ``_<label>`` with ``--label``).
 """
 
 from __future__ import annotations
@@ -208,6 +208,7 @@ def parser() -> argparse.ArgumentParser:
                    help="after the first start, wait for the background index build (its "
                    "files then serve the restarts)")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--label", default="", help="appended to the results file's name")
     p.add_argument("--data", type=Path, default=COQA, help="CoQA json the store was made from")
     p.add_argument("--cache", type=Path, default=CACHE, help="where the pool's vectors are kept")
     return p
@@ -284,6 +285,7 @@ def main() -> None:
     fleet, report = run(args)
     print(report)
     name = f"fleet_serve_{fleet.memories}{'_postgres' if args.dsn else ''}"
+    name += f"_{args.label}" if args.label else ""
     print(f"results: {write_results(name, report)}")
 
 
