@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 
 from sidecar.injection.config import CAPTURE_MODES
 from sidecar.records import CAPTURE_SOURCE as CAPTURE_SOURCE  # every captured memory's source
@@ -16,8 +17,10 @@ def _digest(*parts: str) -> str:
 
 
 def user_key(turn: int, at_us: int) -> str:
-    """A user turn: its number and commit time (a reset channel counts turns from 1 again)."""
-    return f"{USER_ROLE}:{turn}:{at_us}"
+    """A user turn: its number, its commit time and a random part, unique to this turn. The
+    number alone does not tell turns apart: a reset channel counts from 1 again, and two
+    sidecars serving one channel while a shared store is away number its turns alike."""
+    return f"{USER_ROLE}:{turn}:{at_us}:{uuid.uuid4().hex}"
 
 
 def assistant_key(content: str) -> str:

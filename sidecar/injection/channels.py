@@ -6,6 +6,11 @@ same reply to a retried turn (docs/decisions/0015-durable-turn.md). What a Prune
 (the blocks still held) goes through the writer, after the reply; a commit and the reads of
 SQLite (a channel loaded, a reset) first wait for that channel's queued writes. Never reset on
 compaction; only ``reset`` (a new conversation) clears a channel.
+
+A shared store away: the turn is served from the memory copy, and its commit is kept here
+with what the turn's transaction had to write with it (``durable``: its capture), written by
+the next commit or a background catch-up once the store is back
+(docs/decisions/0021-captures-through-an-outage.md).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from itertools import islice
 
 import numpy as np
 
@@ -22,6 +28,7 @@ from sidecar.injection import replies
 from sidecar.injection.query_context import replied
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
+from sidecar.store.catch_up import CatchUp
 from sidecar.store.write_behind import Writer, WriteThrough
 
 # A reply's focus votes from the turn's text, the memories in view and the reply.
@@ -31,8 +38,11 @@ log = logging.getLogger(__name__)
 
 # Channels kept in memory (least recently used beyond this are dropped; SQLite has them).
 MAX_CACHED_CHANNELS = 1024
-# Shared store away: commits kept here (oldest dropped beyond this) until it is back.
+# Shared store away: commits kept here (oldest dropped beyond this) until it is back, and at
+# most as many turns' durable writes (beyond, a turn that has one is refused: UNAVAILABLE).
 MAX_DEFERRED = 10_000
+# Durable writes of deferred turns written in one transaction on the store's return.
+PROMISED_GROUP = 64
 
 
 class ChannelStates:
@@ -44,7 +54,9 @@ class ChannelStates:
         written before the reply; only the access records go through ``writer``."""
         self.shared = shared
         self._deferred: deque[tuple[str, Saved]] = deque(maxlen=MAX_DEFERRED)
+        self._promised: deque[Callable[[], None]] = deque()  # deferred turns' durable writes
         self._deferred_lock = threading.Lock()
+        self._catch_up = CatchUp(self._caught_up, "channel-catch-up")
         self.repo = repo
         self.fetch = fetch
         self.writer = writer if writer is not None else WriteThrough(repo.db)
@@ -105,7 +117,11 @@ class ChannelStates:
         saved = rows_of(state, entry, state.record(entry, keep, depth))
         channel_id = state.channel_id
         if self.shared:
-            self._commit_shared(channel_id, saved, expect, durable)
+            try:
+                self._commit_shared(channel_id, saved, expect, durable)
+            except BaseException:
+                state.restore(before)
+                raise
             if also is not None:
                 self.writer.submit(also)
             return
@@ -125,7 +141,7 @@ class ChannelStates:
                        durable: Callable[[], None] | None = None) -> None:
         """ChannelMoved (nothing written) when another sidecar committed a turn of the
         channel since this copy was read: ``drop`` it and build again. While the store is
-        away the memory copy serves and the commit waits here."""
+        away the memory copy serves and the commit waits here, ``durable`` with it."""
         try:
             if channel_id in self._held:
                 raise Unavailable("the channel's claim is not settled")
@@ -136,16 +152,56 @@ class ChannelStates:
                 with self.repo.db.transaction():
                     self.repo.save(channel_id, saved, expect=expect)
                     durable()
+        except Unavailable as err:
+            self._defer(channel_id, saved, durable, err)
+
+    def _defer(self, channel_id: str, saved: Saved, durable: Callable[[], None] | None,
+               err: Unavailable) -> None:
+        """Keep a commit the store could not take (and its durable write: never dropped, so
+        a turn with one is refused when ``MAX_DEFERRED`` of them wait)."""
+        with self._deferred_lock:
+            if durable is not None:
+                if len(self._promised) >= MAX_DEFERRED:
+                    raise Unavailable(
+                        f"{err.message}; {MAX_DEFERRED} turns wait on this sidecar to be "
+                        "written and this one was not recorded: retry once it is back")
+                self._promised.append(durable)
+            self._deferred.append((channel_id, saved))
+        log.warning("shared store away: channel state kept here until it is back",
+                    extra={"channel": channel_id, "deferred": len(self._deferred),
+                           "promised": len(self._promised)})
+        self._catch_up.wake()
+
+    @property
+    def deferred(self) -> int:
+        """Turns kept here for a store away: durable writes, and commits of channels whose
+        claim is settled (the others wait for it)."""
+        with self._deferred_lock:
+            return len(self._promised) + sum(1 for c, _ in self._deferred
+                                             if c not in self._held)
+
+    def _caught_up(self) -> bool:
+        """Write what waits for the store; whether only held claims' commits are left."""
+        try:
+            self._reconcile()
         except Unavailable:
-            with self._deferred_lock:
-                self._deferred.append((channel_id, saved))
-            log.warning("shared store away: channel state kept here until it is back",
-                        extra={"channel": channel_id, "deferred": len(self._deferred)})
+            return False
+        return self.deferred == 0
 
     def _reconcile(self) -> None:
-        """Write the commits made while the store was away (turn: the larger; ids: union),
-        except those of channels whose provisional claim is not settled yet."""
+        """Write the durable writes of the turns made while the store was away, apart from
+        their state (they are kept whatever becomes of it; one may run again after a commit
+        whose answer was lost, so it must be idempotent, as a capture's is), then
+        their commits (turn: the larger; ids: union), except those of channels whose
+        provisional claim is not settled yet."""
         with self._deferred_lock:
+            while self._promised:
+                group = list(islice(self._promised, PROMISED_GROUP))
+                with self.repo.db.transaction():
+                    for write in group:
+                        write()
+                for _ in group:
+                    self._promised.popleft()
             held: list[tuple[str, Saved]] = []
             try:
                 while self._deferred:
@@ -164,7 +220,8 @@ class ChannelStates:
 
     def settle(self, channel_id: str, kept: bool) -> None:
         """The provisional claim is settled: its commits are written with the others
-        (``kept``), or dropped with the memory copy (another sidecar's claim won)."""
+        (``kept``), or dropped with the memory copy (another sidecar's claim won; their
+        durable writes are kept)."""
         self._held.discard(channel_id)
         if kept:
             return
@@ -235,15 +292,17 @@ class ChannelStates:
 
     def close(self) -> None:
         """Write everything still queued."""
+        self._catch_up.close()
         self.writer.close()
-        if self._deferred:
+        if self._deferred or self._promised:
             try:
                 self._reconcile()
             except Unavailable:
                 pass
-        if self._deferred:  # the store away, or channels whose claim was never settled
+        if self._deferred or self._promised:  # the store away, or claims never settled
             log.warning("shared store away at stop: channel state commits not written",
-                        extra={"deferred": len(self._deferred)})
+                        extra={"deferred": len(self._deferred),
+                               "promised": len(self._promised)})
 
 
 def rows_of(state: ChannelState, entry: Committed, pruned: bool) -> Saved:

@@ -1,0 +1,197 @@
+"""PostgreSQL away under two sidecars serving one channel: every user turn either sidecar
+acknowledged meanwhile is captured once the store is back, each once, and no two under one
+id."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+
+import grpc
+import pytest
+from memsidecar.v1 import injection_pb2 as i
+
+from sidecar.api.server_config import ServerConfig
+from sidecar.capture import CAPTURE_SOURCE
+from sidecar.capture.modes import capture_id, user_key
+from sidecar.embedding import Embedder
+from sidecar.errors import Unavailable
+from sidecar.injection import channels
+from sidecar.injection.config import MemoryInjectionConfig
+from sidecar.injection.types import InjectRequest
+from sidecar.store.config import StoreConfig
+from sidecar.store.memories import ListQuery
+from tests.capture.test_shared import captured, open_capturing
+from tests.conftest import Running, on_postgres, settings_for, start_server
+from tests.pg.cluster import Cluster
+from tests.waiting import wait_for
+
+PLACES = ["Lisbon", "Porto", "Braga", "Faro", "Coimbra", "Aveiro", "Evora", "Sintra", "Tomar",
+          "Obidos", "Nazare", "Leiria"]
+THINGS = ["my blue backpack", "the spare car keys", "grandma's recipe book", "the tent poles",
+          "my hiking boots", "the wedding photos"]
+
+REFUSED = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED)
+
+
+def said(n: int) -> str:
+    """A user turn of its own (its number keeps the near-duplicate gate from joining two)."""
+    return (f"We left {THINGS[n % len(THINGS)]} in {PLACES[n % len(PLACES)]} "
+            f"on trip number {n + 1}")
+
+
+@contextmanager
+def two_sidecars(config: ServerConfig, embedder: Embedder
+                 ) -> Iterator[tuple[Cluster, list[Running]]]:
+    """A throwaway cluster and two served sidecars on one database of it, capturing user
+    turns; all stopped and removed afterwards."""
+    cluster = Cluster()
+    cluster.start()
+    servers: list[Running] = []
+    try:
+        dsn = cluster.new_database()
+        for name in "ab":
+            mine = on_postgres(replace(config, data_dir=f"{config.data_dir}-{name}"), dsn)
+            servers.append(start_server(mine, embedder, settings_for(
+                mine, store=StoreConfig(backend="postgres", dsn=dsn),
+                defaults=MemoryInjectionConfig(capture="user"))))
+        yield cluster, servers
+    finally:
+        for server in servers:
+            server.close()
+        cluster.remove()
+
+
+def caught_up(server: Running) -> bool:
+    """Nothing of the outage left to write: no deferred turn, no pending capture."""
+    app = server.server.app
+    drain = app.injector.capture.drain  # type: ignore[union-attr]
+    if app.injector.states.deferred:
+        return False
+    try:
+        drain.flush()
+        return drain.repo.pending_count() == 0
+    except Unavailable:
+        return False
+
+
+def test_turns_acknowledged_while_the_store_is_away_are_captured_once(
+        config: ServerConfig, embedder: Embedder) -> None:
+    """Two threads a sidecar keep talking on two channels, through the stop and the return
+    of PostgreSQL: "talk", known to both before, and "fresh", first used during the outage
+    (both sidecars claim it provisionally; one claim wins once the store is back)."""
+    with two_sidecars(config, embedder) as (cluster, servers):
+        acked: list[tuple[str, str, int, str, str]] = []  # channel, text, turn, sidecar, phase
+        phase = ["before"]
+        lock = threading.Lock()
+        count = iter(range(100_000))
+        stop = threading.Event()
+
+        def turn(server: Running, name: str, channel: str) -> None:
+            with lock:
+                text = said(next(count))
+            try:
+                reply = server.injection.Inject(i.InjectRequest(
+                    channel_id=channel, agent_id="ops", text=text))
+            except grpc.RpcError as err:  # refused, not acknowledged: the turn raced on both
+                # sidecars (UNAVAILABLE, retry), or a loaded machine's server was busy
+                assert err.code() in REFUSED, err.details()
+                return
+            with lock:
+                acked.append((channel, text, reply.turn, name, phase[0]))
+
+        def done(name: str, when: str, at_least: int) -> bool:
+            with lock:
+                return sum(1 for *_, n, p in acked if (n, p) == (name, when)) >= at_least
+
+        for server, name in zip(servers, "ab", strict=True):
+            turn(server, name, "talk")
+        cluster.stop()
+        phase[0] = "away"
+
+        failed: list[BaseException] = []
+
+        def serve(server: Running, name: str, first: int) -> None:
+            n = first
+            try:
+                while not stop.is_set():
+                    turn(server, name, "talk" if n % 2 else "fresh")
+                    n += 1
+            except BaseException as err:  # the test fails with it (never waits for it)
+                failed.append(err)
+                stop.set()
+
+        threads = [threading.Thread(target=serve, args=(server, name, first))
+                   for server, name in zip(servers, "ab", strict=True) for first in (0, 1)]
+        for thread in threads:
+            thread.start()
+        try:
+            wait_for(lambda: stop.is_set() or all(done(name, "away", 8) for name in "ab"))
+            cluster.start(cluster.port)
+            phase[0] = "back"
+            wait_for(lambda: stop.is_set() or all(done(name, "back", 4) for name in "ab"))
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
+        assert not failed, failed
+        numbered = Counter((channel, n) for channel, _, n, _, when in acked if when == "away")
+        assert any(times > 1 for times in numbered.values())  # both numbered turns alike
+
+        wait_for(lambda: all(caught_up(s) for s in servers))
+        db = servers[0].server.app.db
+        rows = [(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4])) for r in db.execute(
+            "SELECT channel_id, key, agent_id, outcome, content FROM captures "
+            "WHERE role = 'user'")]
+        memories, _ = servers[0].server.app.memories.list(ListQuery(
+            agent_id="ops", source=CAPTURE_SOURCE, page_size=1000))
+        kept = Counter(m.content for m in memories) + Counter(
+            content for *_, outcome, content in rows if outcome == "deduplicated")
+        texts = Counter(text for _, text, *_ in acked)
+        assert kept == texts, \
+            f"{sum((kept & texts).values())} of {len(acked)} acknowledged user turns captured"
+        assert {outcome for *_, outcome, _ in rows} <= {"stored", "deduplicated"}
+        assert len(rows) == len(acked)  # each turn once
+        ids = {capture_id(agent, channel, key) for channel, key, agent, *_ in rows}
+        assert len(ids) == len(rows)
+        assert {m.id for m in memories} <= ids  # each stored under its own turn's id
+
+
+def test_turns_numbered_alike_get_ids_of_their_own() -> None:
+    """Two sidecars numbering one channel's turn alike (a store away), even in the same
+    microsecond, or a reset channel counting from 1 again: two turns, two ids."""
+    keys = {user_key(7, 1_700_000_000_000_000) for _ in range(2)}
+    assert len(keys) == 2
+    assert len({capture_id("ops", "talk", key) for key in keys}) == 2
+
+
+def test_a_turn_beyond_what_a_sidecar_can_keep_is_refused_not_forgotten(
+        config: ServerConfig, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the store is away a sidecar keeps at most MAX_DEFERRED turns' captures; the next
+    turn fails (UNAVAILABLE, nothing recorded) rather than being acknowledged and lost."""
+    monkeypatch.setattr(channels, "MAX_DEFERRED", 2)
+    cluster = Cluster()
+    cluster.start()
+    app = None
+    try:
+        app = open_capturing(config, "a", embedder, cluster.new_database())
+        texts = [said(n) for n in range(5)]
+        assert app.injector.inject(InjectRequest("ops", "c", texts[0])).turn == 1
+        cluster.stop()
+        assert [app.injector.inject(InjectRequest("ops", "c", t)).turn
+                for t in texts[1:3]] == [2, 3]
+        with pytest.raises(Unavailable) as refused:
+            app.injector.inject(InjectRequest("ops", "c", "We never went back to Braga"))
+        assert "retry once it is back" in refused.value.message
+        cluster.start(cluster.port)
+        wait_for(lambda: app is not None and app.injector.states.deferred == 0)
+        assert app.injector.inject(InjectRequest("ops", "c", texts[3])).turn == 4
+        app.injector.capture.drain.flush()  # type: ignore[union-attr]
+        assert captured(app) == sorted(texts[:4])
+    finally:
+        if app is not None:
+            app.close()
+        cluster.remove()
