@@ -141,8 +141,12 @@ def build(args: argparse.Namespace) -> dict[str, object]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parser().parse_args(argv)
-    result = build(args)
+    cli = parser()
+    args = cli.parse_args(argv)
+    try:
+        result = build(args)
+    except ValueError as err:  # the spec does not add up
+        cli.error(str(err))
     print(json.dumps(result))
     write_results(f"fleet_store_build_{args.memories}{'_postgres' if args.dsn else ''}", result)
 
