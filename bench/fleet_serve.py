@@ -48,6 +48,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from memsidecar.v1 import injection_pb2, injection_pb2_grpc
 
 from bench.agent_loop_replay import cpu_flags
+from bench.consolidation_scale import commit
 from bench.fleet_content import Fleet, Pool, owners, scope_stories
 from bench.fleet_store import CACHE, COQA, open_target, pool_for, recorded_fleet
 from bench.replay_longmemeval import free_port
@@ -237,7 +238,7 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
     config = sidecar_config(args.config, args.dsn, Path(tempfile.mkdtemp(prefix="fleet")))
     sidecar = Sidecar(args.data_dir, args.root, config, args.rss_limit_mb)
     lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
-             f"served: {args.root}; config: {args.config or 'defaults'}; "
+             f"served: {args.root} at {commit(args.root)}; config: {args.config or 'defaults'}; "
              f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
              "| start | SERVING s | RSS MB | index build s | load average |",
              "|---|---|---|---|---|"]
