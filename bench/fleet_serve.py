@@ -13,7 +13,8 @@ Over a store made by ``bench.fleet_store`` (its spec is read from the store):
    resident scopes, their loads and evictions where it exposes them (names holding
    ``resident``, ``evict`` or ``scope``; else "n/a").
 The server's RSS is watched throughout: above ``--rss-limit-mb`` it is stopped and the run
-reports so (a shared machine is not pushed into swapping).
+reports so (a shared machine is not pushed into swapping). Its output of the last start is
+in ``DATA_DIR/fleet_serve.log``.
 
 Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://...]
       [--active 500] [--turns 5] [--starts 2] [--no-settle] [--config FILE] [--root DIR]
@@ -32,7 +33,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import tomllib
@@ -58,6 +58,7 @@ from sidecar.embedding.config import EmbeddingConfig
 SCOPE_METRIC = re.compile(r"^memsidecar_\w*(?:resident|evict|scope)\w*(?:\{[^}]*\})? \S+$")
 POLL_S = 0.05
 INDEX_FILES = ("lexical.npz", "vectors.hnsw")  # what a first start builds when missing
+LOG = "fleet_serve.log"  # the sidecar's output, in its data dir (the last start's)
 
 
 @dataclass
@@ -76,7 +77,7 @@ class Sidecar:
     @contextlib.contextmanager
     def running(self) -> Iterator[float]:
         """Start it; yields the seconds to SERVING; stops it on exit."""
-        log = tempfile.NamedTemporaryFile(prefix="fleet_serve", suffix=".log", delete=False)
+        log = open(self.data_dir / LOG, "wb")  # noqa: SIM115 (closed when it stops)
         command = [sys.executable, "-m", "sidecar", "serve", "--listen", f"127.0.0.1:{self.port}",
                    "--http-listen", f"127.0.0.1:{self.http_port}", "--data-dir",
                    str(self.data_dir), "--log-level", "WARNING"]
@@ -93,8 +94,6 @@ class Sidecar:
         except (grpc.RpcError, OSError) as err:  # a call or /metrics, e.g. over the RSS limit
             raise RuntimeError(f"the sidecar failed a call ({type(err).__name__}; RSS over the "
                                f"limit: {self.over_limit}); its log: {log.name}") from err
-        else:
-            Path(log.name).unlink()  # kept when something failed
         finally:
             stop.set()
             self.channel.close()
@@ -216,7 +215,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def sidecar_config(config: Path | None, dsn: str, folder: Path) -> Path | None:
-    """``config``, with the PostgreSQL store ``dsn`` when given (a file in ``folder``)."""
+    """``config``, with the PostgreSQL store ``dsn`` when given (a file written in
+    ``folder``)."""
     if not dsn:
         return config
     data = tomllib.loads(config.read_text(encoding="utf-8")) if config else {}
@@ -235,7 +235,8 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
         db.close()
     pool = pool_for(args.data, EmbeddingConfig().model, args.cache, fleet.stories)
     users = conversations(fleet, pool, min(args.active, fleet.users), args.seed)
-    config = sidecar_config(args.config, args.dsn, Path(tempfile.mkdtemp(prefix="fleet")))
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    config = sidecar_config(args.config, args.dsn, args.data_dir)
     sidecar = Sidecar(args.data_dir, args.root, config, args.rss_limit_mb)
     lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
              f"served: {args.root} at {commit(args.root)}; config: {args.config or 'defaults'}; "
