@@ -4,6 +4,7 @@ what was written; the same spec makes the same store on SQLite and PostgreSQL.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -31,6 +32,7 @@ from tests.conftest import Running, on_postgres, start_server
 
 COQA = Path(os.environ.get("MEMSIDECAR_COQA", str(fleet_store.COQA)))
 STORIES = 30  # of CoQA's 350: ~600 sentences to embed
+STORY = 15  # sentences a story made from the docs
 FLEET = Fleet(2000, 40, 4, shared=100, per_agent=25, stories=STORIES)
 
 
@@ -40,9 +42,41 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def pool(embedder: Embedder, cache: Path) -> Pool:
-    assert COQA.exists(), f"CoQA's dev set not found at {COQA} (set MEMSIDECAR_COQA)"
-    return load_pool(COQA, embedder, cache, FLEET.stories)
+def coqa(cache: Path) -> Path:
+    """CoQA's dev set when this machine has it, else stories in its format made from this
+    repository's docs (the tool's behaviour, not the content's realism, is under test)."""
+    return COQA if COQA.exists() else docs_as_stories(cache / "docs_stories.json")
+
+
+@pytest.fixture(scope="module")
+def pool(embedder: Embedder, cache: Path, coqa: Path) -> Pool:
+    return load_pool(coqa, embedder, cache, FLEET.stories)
+
+
+def docs_as_stories(path: Path) -> Path:
+    """A CoQA-format file: the prose sentences of docs/ (decisions too), each once, in stories of
+    ``STORY`` sentences, each sentence asked as a question whose answer is that sentence."""
+    seen: dict[str, None] = {}
+    for doc in sorted((Path(__file__).parents[2] / "docs").rglob("*.md")):
+        for para in doc.read_text(encoding="utf-8").split("\n\n"):
+            text = " ".join(para.split())
+            if not text.startswith(("|", "#", "`", "- ", "* ", ">")):
+                seen.update(dict.fromkeys(
+                    s.strip() for s in text.split(". ") if len(s.split()) >= 5))
+    sentences = list(seen)
+    stories = []
+    for k in range(0, len(sentences) - STORY + 1, STORY):
+        story = ". ".join(sentences[k:k + STORY]) + "."
+        spans = [(story.index(t), story.index(t) + len(t)) for t in sentences[k:k + STORY]]
+        stories.append({
+            "id": f"docs-{k // STORY}", "story": story,
+            "questions": [{"input_text": f"What about {' '.join(t.split()[:3])}?"}
+                          for t in sentences[k:k + STORY]],
+            "answers": [{"input_text": t, "span_start": a, "span_end": b}
+                        for t, (a, b) in zip(sentences[k:k + STORY], spans, strict=True)]})
+    assert len(stories) >= STORIES, "too few sentences in docs/ to make the stories"
+    path.write_text(json.dumps({"data": stories}), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -157,11 +191,11 @@ def test_list_memories_counts_what_was_written(served: Running,
 
 
 def test_the_same_spec_makes_the_same_store_on_postgres(
-        pool: Pool, cache: Path, store: Path, pg_dsn: str, config: ServerConfig,
+        pool: Pool, cache: Path, coqa: Path, store: Path, pg_dsn: str, config: ServerConfig,
         embedder: Embedder) -> None:
     fleet_store.build(fleet_store.parser().parse_args([
         "--memories", "2000", "--users", "40", "--agents", "4", "--shared", "100",
-        "--per-agent", "25", "--dsn", pg_dsn, "--stories", str(STORIES), "--data", str(COQA),
+        "--per-agent", "25", "--dsn", pg_dsn, "--stories", str(STORIES), "--data", str(coqa),
         "--cache", str(cache)]))
     lite, pg = Database(store / "memsidecar.sqlite3"), PgDatabase(pg_dsn)
     try:
@@ -197,10 +231,10 @@ def test_the_seed_decides_the_store(pool: Pool) -> None:
 
 
 def test_the_bench_serves_it_and_stops_a_server_over_its_rss_limit(
-        store: Path, cache: Path) -> None:
+        store: Path, cache: Path, coqa: Path) -> None:
     def report(*extra: str) -> str:
         return fleet_serve.run(fleet_serve.parser().parse_args([
-            "--data-dir", str(store), "--active", "4", "--turns", "2", "--data", str(COQA),
+            "--data-dir", str(store), "--active", "4", "--turns", "2", "--data", str(coqa),
             "--cache", str(cache), *extra]))[1]
 
     served = report("--starts", "1")
