@@ -17,19 +17,28 @@ def row_to_edge(row: Row) -> Edge:
     )
 
 
+UPSERT = (f"INSERT INTO edges ({COLUMNS}) VALUES (?,?,?,?,?) "
+          "ON CONFLICT (source_id, target_id, relation) DO UPDATE SET weight = excluded.weight")
+
+
+def edge_row(edge: Edge) -> tuple[str, str, int, float, int]:
+    return edge.source_id, edge.target_id, int(edge.relation), edge.weight, edge.created_at
+
+
 class EdgeRepo:
     def __init__(self, db: SqlStore) -> None:
         self.db = db
 
     def upsert(self, edge: Edge) -> Edge:
-        self.db.execute(
-            f"INSERT INTO edges ({COLUMNS}) VALUES (?,?,?,?,?) "
-            "ON CONFLICT (source_id, target_id, relation) DO UPDATE SET weight = excluded.weight",
-            (edge.source_id, edge.target_id, int(edge.relation), edge.weight, edge.created_at),
-        )
+        self.db.execute(UPSERT, edge_row(edge))
         stored = self.get(edge.source_id, edge.target_id, edge.relation)
         assert stored is not None
         return stored
+
+    def upsert_many(self, edges: Sequence[Edge]) -> None:
+        """Write ``edges`` (as ``upsert`` each, read nothing back) in one transaction."""
+        with self.db.transaction():
+            self.db.executemany(UPSERT, [edge_row(e) for e in edges])
 
     def get(self, source_id: str, target_id: str, relation: Relation) -> Edge | None:
         row = self.db.query_one(

@@ -53,6 +53,25 @@ def blob_to_embedding(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
+INSERT = (
+    "INSERT INTO memories (id, content, type, importance, created_at, updated_at, "
+    "last_accessed_at, access_count, source, channel_id, agent_id, forgotten, version, "
+    "tier, topic_id, user_id, channel_private, embedding) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def memory_row(memory: Memory, embedding: np.ndarray) -> tuple[Any, ...]:
+    """The parameters of ``INSERT`` for ``memory`` (its seq is left to the store)."""
+    return (
+        memory.id, memory.content, int(memory.type), memory.importance, memory.created_at,
+        memory.updated_at, memory.last_accessed_at, memory.access_count, memory.source,
+        memory.channel_id, memory.agent_id, int(memory.forgotten), memory.version,
+        int(memory.tier), memory.topic_id, memory.user_id, int(memory.channel_private),
+        embedding_to_blob(embedding),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ListQuery:
     types: tuple[MemoryType, ...] = ()
@@ -119,20 +138,16 @@ class MemoryRepo:
             self.versions.append(stored, CREATE, _actor(stored, actor), stored.updated_at)
         return stored
 
+    def insert_many(self, memories: Sequence[Memory], embeddings: np.ndarray) -> None:
+        """Insert new rows and their first history versions (actor: each one's source) in
+        one transaction, in order: a bulk load. Seqs are given by the store, not read back."""
+        with self.db.transaction():
+            self.db.executemany(INSERT, [memory_row(m, e) for m, e in
+                                         zip(memories, embeddings, strict=True)])
+            self.versions.append_many(memories, CREATE)
+
     def _insert(self, memory: Memory, embedding: np.ndarray) -> Memory:
-        self.db.execute(
-            "INSERT INTO memories (id, content, type, importance, created_at, updated_at, "
-            "last_accessed_at, access_count, source, channel_id, agent_id, forgotten, version, "
-            "tier, topic_id, user_id, channel_private, embedding) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                memory.id, memory.content, int(memory.type), memory.importance,
-                memory.created_at, memory.updated_at, memory.last_accessed_at,
-                memory.access_count, memory.source, memory.channel_id, memory.agent_id,
-                int(memory.forgotten), memory.version, int(memory.tier), memory.topic_id,
-                memory.user_id, int(memory.channel_private), embedding_to_blob(embedding),
-            ),
-        )
+        self.db.execute(INSERT, memory_row(memory, embedding))
         stored = self.get(memory.id)
         assert stored is not None
         return stored

@@ -6,7 +6,9 @@ version row exists exactly when its change was committed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sidecar.records import Memory, MemoryType, Tier
 from sidecar.store.contract import Row, SqlStore
@@ -53,20 +55,29 @@ def row_to_version(row: Row) -> MemoryVersion:
     )
 
 
+INSERT = f"INSERT INTO memory_versions ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+
+
+def version_row(memory: Memory, event: str, actor: str, recorded_at: int) -> tuple[Any, ...]:
+    return (
+        memory.id, memory.version, event, recorded_at, actor, memory.content,
+        int(memory.type), memory.importance, memory.source, memory.channel_id,
+        memory.agent_id, int(memory.forgotten), int(memory.tier), memory.topic_id,
+        memory.user_id, int(memory.channel_private),
+    )
+
+
 class VersionRepo:
     def __init__(self, db: SqlStore) -> None:
         self.db = db
 
     def append(self, memory: Memory, event: str, actor: str, recorded_at: int) -> None:
-        self.db.execute(
-            f"INSERT INTO memory_versions ({COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                memory.id, memory.version, event, recorded_at, actor, memory.content,
-                int(memory.type), memory.importance, memory.source, memory.channel_id,
-                memory.agent_id, int(memory.forgotten), int(memory.tier), memory.topic_id,
-                memory.user_id, int(memory.channel_private),
-            ),
-        )
+        self.db.execute(INSERT, version_row(memory, event, actor, recorded_at))
+
+    def append_many(self, memories: Sequence[Memory], event: str) -> None:
+        """One version per memory, in order: ``event`` by its source, at its updated_at."""
+        self.db.executemany(INSERT, [version_row(m, event, m.source, m.updated_at)
+                                     for m in memories])
 
     def versions(self, memory_id: str) -> list[MemoryVersion]:
         """Every recorded version of the memory, oldest first."""

@@ -1,0 +1,295 @@
+"""A fleet's store served by a real ``memsidecar serve``: start-up, RSS, cold and warm Injects.
+
+Over a store made by ``bench.fleet_store`` (its spec is read from the store):
+1. A first start, which builds the index files the data dir lacks (BM25 postings, the hnsw
+   index in the background: waited for through ``memsidecar_vector_index_building``, unless
+   ``--no-settle``), then ``--starts`` restarts: seconds from the process's launch to health
+   SERVING, and its RSS then (``VmRSS``).
+2. On the last start, ``--active`` users (drawn by the seed, over every agent; 0: none)
+   each talk in a channel of their own, ``--turns`` Injects each, round robin; a turn's
+   text is the next CoQA question of the user's stories, sent with its ``user_id``. A user's
+   first Inject is its scope's first use since the start (cold), the later ones warm:
+   p50/p99 of each at the client, the process's RSS after them, and the server's metrics on
+   resident scopes, their loads and evictions where it exposes them (names holding
+   ``resident``, ``evict`` or ``scope``; else "n/a").
+The server's RSS is watched throughout: above ``--rss-limit-mb`` it is stopped and the run
+reports so (a shared machine is not pushed into swapping). Its output of the last start is
+in ``DATA_DIR/fleet_serve.log``.
+
+Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://...]
+      [--active 500] [--turns 5] [--starts 2] [--no-settle] [--config FILE] [--root DIR]
+      [--rss-limit-mb 8000] [--label NAME]
+``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
+own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
+``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md
+(``_postgres`` after N with ``--dsn``, then ``_<label>`` with ``--label``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import numpy as np
+import tomlkit
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from memsidecar.v1 import injection_pb2, injection_pb2_grpc
+
+from bench.agent_loop_replay import cpu_flags
+from bench.consolidation_scale import commit
+from bench.fleet_content import Fleet, Pool, owners, scope_stories
+from bench.fleet_store import CACHE, COQA, open_target, pool_for, recorded_fleet
+from bench.replay_longmemeval import free_port
+from bench.results import ROOT, write_results
+from sidecar.embedding.config import EmbeddingConfig
+
+SCOPE_METRIC = re.compile(r"^memsidecar_\w*(?:resident|evict|scope)\w*(?:\{[^}]*\})? \S+$")
+POLL_S = 0.05
+INDEX_FILES = ("lexical.npz", "vectors.hnsw")  # what a first start builds when missing
+LOG = "fleet_serve.log"  # the sidecar's output, in its data dir (the last start's)
+
+
+@dataclass
+class Sidecar:
+    """A ``memsidecar serve`` process over a data dir, its RSS watched."""
+
+    data_dir: Path
+    root: Path
+    config: Path | None
+    rss_limit_mb: float
+    port: int = field(default_factory=free_port)
+    http_port: int = field(default_factory=free_port)
+    over_limit: bool = False
+    peak_mb: float = 0.0
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[float]:
+        """Start it; yields the seconds to SERVING; stops it on exit."""
+        log = open(self.data_dir / LOG, "wb")  # noqa: SIM115 (closed when it stops)
+        command = [sys.executable, "-m", "sidecar", "serve", "--listen", f"127.0.0.1:{self.port}",
+                   "--http-listen", f"127.0.0.1:{self.http_port}", "--data-dir",
+                   str(self.data_dir), "--log-level", "WARNING"]
+        begin = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [*command, *(["--config", str(self.config)] if self.config else [])], cwd=self.root,
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+        stop = threading.Event()
+        watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True)
+        watcher.start()
+        self.channel = grpc.insecure_channel(f"127.0.0.1:{self.port}")
+        try:
+            yield self._serving(begin, log.name)
+        except (grpc.RpcError, OSError) as err:  # a call or /metrics, e.g. over the RSS limit
+            raise RuntimeError(f"the sidecar failed a call ({type(err).__name__}; RSS over the "
+                               f"limit: {self.over_limit}); its log: {log.name}") from err
+        finally:
+            stop.set()
+            self.channel.close()
+            self.proc.terminate()
+            self.proc.wait(timeout=600)
+            log.close()
+
+    def _serving(self, begin: float, log: str) -> float:
+        health = health_pb2_grpc.HealthStub(self.channel)
+        while self.proc.poll() is None and not self.over_limit:
+            with contextlib.suppress(grpc.RpcError):
+                if health.Check(health_pb2.HealthCheckRequest(), timeout=1).status == 1:
+                    return time.perf_counter() - begin
+            time.sleep(POLL_S)
+        raise RuntimeError(f"the sidecar stopped before SERVING (RSS over the limit: "
+                           f"{self.over_limit}); its log: {log}")
+
+    def _watch(self, stop: threading.Event) -> None:
+        while not stop.wait(0.2):
+            rss = self.rss_mb()
+            self.peak_mb = max(self.peak_mb, rss)
+            if rss > self.rss_limit_mb:
+                self.over_limit = True
+                self.proc.kill()
+                return
+
+    def rss_mb(self) -> float:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        return 0.0
+
+    def metrics(self) -> dict[str, float]:
+        """Every sample of ``/metrics`` by name and labels."""
+        url = f"http://127.0.0.1:{self.http_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=30).read().decode()
+        samples = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                samples[name] = float(value)
+        return samples
+
+    def settle(self, timeout_s: float) -> float:
+        """Seconds until the background index build is over (its gauge 0 or absent)."""
+        begin = time.perf_counter()
+        while self.metrics().get("memsidecar_vector_index_building", 0.0) > 0:
+            if time.perf_counter() - begin > timeout_s:
+                raise RuntimeError(f"the vector index was still building after {timeout_s} s")
+            time.sleep(1.0)
+        return time.perf_counter() - begin
+
+
+def scope_metrics(samples: dict[str, float]) -> dict[str, float]:
+    """The samples about resident scopes (a counter's creation time left out)."""
+    return {name: value for name, value in samples.items()
+            if SCOPE_METRIC.match(f"{name} {value}") and not name.endswith("_created")}
+
+
+@dataclass(frozen=True)
+class User:
+    agent: str
+    user: str
+    questions: list[str]  # the CoQA questions of the stories its memories come from
+    memories: int  # in its scope
+
+
+def conversations(fleet: Fleet, pool: Pool, active: int, seed: int) -> list[User]:
+    """``active`` users drawn by ``seed``, with their questions in turn order, story after
+    story."""
+    owner_of = owners(fleet)
+    stories = scope_stories(fleet, pool, owner_of)
+    counts = np.bincount(owner_of, minlength=fleet.users)
+    chosen = np.random.default_rng([seed, 9]).choice(fleet.users, active, replace=False)
+    return [User(fleet.agent_of(u), f"user-{u}",
+                 [q for story in stories[u] for q in pool.questions[story]], int(counts[u]))
+            for u in sorted(chosen.tolist())]
+
+
+def talk(sidecar: Sidecar, users: list[User], turns: int) -> tuple[list[float], list[float]]:
+    """Round robin over the users, one Inject each per round: ms of first and later ones."""
+    inject = injection_pb2_grpc.MemoryInjectionStub(sidecar.channel).Inject
+    cold: list[float] = []
+    warm: list[float] = []
+    for turn in range(turns):
+        for user in users:
+            request = injection_pb2.InjectRequest(
+                agent_id=user.agent, user_id=user.user, channel_id=f"{user.user}-bench",
+                source="user", text=user.questions[turn % len(user.questions)])
+            start = time.perf_counter()
+            inject(request, timeout=60)
+            (warm if turn else cold).append((time.perf_counter() - start) * 1000)
+    return cold, warm
+
+
+def pct(values: list[float], q: float) -> str:
+    return f"{np.percentile(values, q):.1f}" if values else "-"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data-dir", type=Path, required=True, help="the sidecar's data dir")
+    p.add_argument("--dsn", default="", help="the store is this PostgreSQL database")
+    p.add_argument("--active", type=int, default=500, help="users served")
+    p.add_argument("--turns", type=int, default=5, help="Injects per user")
+    p.add_argument("--starts", type=int, default=2, help="restarts measured")
+    p.add_argument("--config", type=Path, help="the sidecar's config file")
+    p.add_argument("--root", type=Path, default=ROOT, help="the checkout served")
+    p.add_argument("--rss-limit-mb", type=float, default=8000)
+    p.add_argument("--settle", action=argparse.BooleanOptionalAction, default=True,
+                   help="after the first start, wait for the background index build (its "
+                   "files then serve the restarts)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--label", default="", help="appended to the results file's name")
+    p.add_argument("--data", type=Path, default=COQA, help="CoQA json the store was made from")
+    p.add_argument("--cache", type=Path, default=CACHE, help="where the pool's vectors are kept")
+    return p
+
+
+def sidecar_config(config: Path | None, dsn: str, folder: Path) -> Path | None:
+    """``config``, with the PostgreSQL store ``dsn`` when given (a file written in
+    ``folder``)."""
+    if not dsn:
+        return config
+    data = tomllib.loads(config.read_text(encoding="utf-8")) if config else {}
+    data.setdefault("store", {}).update(backend="postgres", dsn=dsn)
+    path = folder / "fleet_serve.toml"
+    path.write_text(tomlkit.dumps(data), encoding="utf-8")
+    return path
+
+
+def run(args: argparse.Namespace) -> tuple[Fleet, str]:
+    """Measure; the store's spec and the report (markdown)."""
+    db = open_target(args.data_dir, args.dsn)
+    try:
+        fleet = recorded_fleet(db)
+    finally:
+        db.close()
+    pool = pool_for(args.data, EmbeddingConfig().model, args.cache, fleet.stories)
+    users = conversations(fleet, pool, min(args.active, fleet.users), args.seed)
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    config = sidecar_config(args.config, args.dsn, args.data_dir)
+    sidecar = Sidecar(args.data_dir, args.root, config, args.rss_limit_mb)
+    lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
+             f"served: {args.root} at {commit(args.root)}; config: {args.config or 'defaults'}; "
+             f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
+             "| start | SERVING s | RSS MB | index build s | load average |",
+             "|---|---|---|---|---|"]
+    present = [f for f in INDEX_FILES if (args.data_dir / f).exists()]
+    first = f"first ({', '.join(present)} present)" if present else "first (builds indexes)"
+    try:
+        for start in range(args.starts + 1):
+            with sidecar.running() as serving_s:
+                rss = sidecar.rss_mb()
+                built = "-"  # not waited for
+                if start == 0 and args.settle:
+                    built = f"{sidecar.settle(7200):.0f}"
+                name = first if start == 0 else f"restart {start}"
+                lines.append(f"| {name} | {serving_s:.2f} | {rss:.0f} | {built} | "
+                             f"{os.getloadavg()[0]:.1f} |")
+                print(lines[-1], flush=True)
+                if start == args.starts and users:
+                    lines.append(serve_users(sidecar, users, args.turns))
+    except RuntimeError as err:
+        lines.append(f"\nstopped: {err} (peak RSS {sidecar.peak_mb:.0f} MB)")
+    return fleet, "\n".join(lines)
+
+
+def serve_users(sidecar: Sidecar, users: list[User], turns: int) -> str:
+    before = sidecar.metrics()
+    cold, warm = talk(sidecar, users, turns)
+    after = sidecar.metrics()
+    scopes = ", ".join(f"{k} {before.get(k, 0):g} -> {v:g}"
+                       for k, v in scope_metrics(after).items())
+    return "\n".join([
+        "", f"{len(users)} users (memories in their scopes: median "
+        f"{np.median([u.memories for u in users]):.0f}, {min(u.memories for u in users)}-"
+        f"{max(u.memories for u in users)}), {turns} Injects each (round robin); RSS after: "
+        f"{sidecar.rss_mb():.0f} MB (peak {sidecar.peak_mb:.0f} MB); re-embed rows: "
+        f"{after.get('memsidecar_reembed_total_rows', 0):.0f}; load average "
+        f"{os.getloadavg()[0]:.1f}", "",
+        "| Inject | calls | p50 ms | p99 ms |", "|---|---|---|---|",
+        f"| cold (a user's first) | {len(cold)} | {pct(cold, 50)} | {pct(cold, 99)} |",
+        f"| warm (later) | {len(warm)} | {pct(warm, 50)} | {pct(warm, 99)} |", "",
+        f"scope metrics (before -> after): {scopes or 'n/a'}"])
+
+
+def main() -> None:
+    args = parser().parse_args()
+    fleet, report = run(args)
+    print(report)
+    name = f"fleet_serve_{fleet.memories}{'_postgres' if args.dsn else ''}"
+    name += f"_{args.label}" if args.label else ""
+    print(f"results: {write_results(name, report)}")
+
+
+if __name__ == "__main__":
+    main()
