@@ -128,6 +128,7 @@ class HybridRetriever:
                                        lambda: self.pinned)
         self.pinned: tuple[ScopeKey, ...] = (SHARED, *((a, "") for a in c.resident_agents))
         self._memories: MemoryRepo | None = None  # where a cold scope is read from
+        self._edges: EdgeRepo | None = None  # and its memories' edges
         self.writers = WriterSequences()  # what each writer wrote, in order (``Place``)
         self.scopes = ScopeScan(self.vectors, self.live, self.resident)  # the vault's scans
         self.background = SimilarityBackground(self._background_sample)
@@ -204,9 +205,12 @@ class HybridRetriever:
         if labels:
             self.scopes.heard(max(labels))
         self._load_lexical(labels, texts, groups)
+        self._edges = edges
         if not whole:
             self.resident.adopt(self.pinned)  # from here on, scopes on demand
-        self.graph.changed(edges.all(), ())
+        # Scopes on demand: the edges of the held memories (a scope's come with its load).
+        self.graph.changed(edges.all() if whole else edges.committed_touching(
+            [m.id for m in map(self.live.get, labels) if m is not None]), ())
         start = getattr(self.vectors, "start", None)
         if start is not None:
             start()
@@ -333,10 +337,13 @@ class HybridRetriever:
 
     def _load_scope(self, key: ScopeKey) -> None:
         """A cold scope's stored rows into the indexes (``ResidentScopes`` calls it once)."""
-        assert self._memories is not None
+        assert self._memories is not None and self._edges is not None
         try:
+            ids: list[str] = []
             for batch, vectors in self._memories.iter_scope(*key):
                 self._put(key, batch, vectors)
+                ids += [m.id for m in batch]
+            self.graph.changed(self._edges.committed_touching(ids), ())
         except Unavailable as away:
             raise Unavailable(
                 "this call needs memories this sidecar does not hold in memory (a scope not "

@@ -19,7 +19,7 @@ from sidecar.admin.resident import resident_section
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
-from sidecar.records import MemoryDraft, MemoryType
+from sidecar.records import MemoryDraft, MemoryType, Relation
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.resident.keys import SHARED
@@ -53,11 +53,22 @@ def corpus() -> Corpus:
 
 
 def fill(config: ServerConfig, embedder: Embedder, corpus: Corpus) -> None:
+    """Every scope's memories (every other one important enough to seed the graph), edges
+    between neighbours of a scope and from each scope to the shared one."""
     app = App.open(config, embedder=embedder)
     try:
+        shared: list[str] = []
         for (agent, user), texts in corpus.stored.items():
-            app.memories.import_batch([MemoryDraft(t, MemoryType.FACT, agent_id=agent,
-                                                   user_id=user) for t in texts])
+            ids = app.memories.import_batch([
+                MemoryDraft(t, MemoryType.FACT, agent_id=agent, user_id=user,
+                            importance=0.9 if i % 2 else 0.5) for i, t in enumerate(texts)]).ids
+            shared = shared or ids
+            for i in range(0, len(ids) - 1, 3):
+                app.memories.add_edge(ids[i], ids[i + 1], Relation.RELATED_TO, 1.0,
+                                      agent_id=agent)
+            if agent:
+                app.memories.add_edge(ids[1], shared[len(ids) % len(shared)],
+                                      Relation.UPDATES, 1.0, agent_id=agent)
     finally:
         app.close()
 
@@ -76,18 +87,21 @@ def engine(live: Running) -> HybridRetriever:
     return retriever
 
 
-def answer(live: Running, query: str, viewer: tuple[str, str]) -> list[tuple[str, float]]:
-    """(id, score) of the hits."""
+Hits = list[tuple[str, float, int]]
+
+
+def answer(live: Running, query: str, viewer: tuple[str, str]) -> Hits:
+    """(id, score, graph rank) of the hits."""
     reply = live.store.Search(s.SearchRequest(query=query, agent_id=viewer[0],
                                               user_id=viewer[1], limit=8))
-    return [(h.memory.id, h.score) for h in reply.hits]
+    return [(h.memory.id, h.score, h.graph_rank) for h in reply.hits]
 
 
-def assert_same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
-    """The same hits in the same order, with the same scores (the recency boost moves with
-    the clock between the two answers: 1e-7 at most here)."""
-    assert [i for i, _ in got] == [i for i, _ in want]
-    assert [x for _, x in got] == pytest.approx([x for _, x in want], rel=0, abs=1e-6)
+def assert_same(got: Hits, want: Hits) -> None:
+    """The same hits in the same order, by the same graph ranks, with the same scores (the
+    recency boost moves with the clock between the two answers: 1e-7 at most here)."""
+    assert [(i, g) for i, _, g in got] == [(i, g) for i, _, g in want]
+    assert [x for _, x, _ in got] == pytest.approx([x for _, x, _ in want], rel=0, abs=1e-6)
 
 
 @pytest.fixture
@@ -158,6 +172,7 @@ def test_a_cold_scope_answers_its_first_search_as_with_every_scope_held(
         finally:
             cold.close()
     assert all(reference[v, q] for v in VIEWERS for q in corpus.queries)
+    assert any(g > 0 for hits in reference.values() for _, _, g in hits)  # edges took part
 
 
 def test_a_write_to_a_cold_scope_is_seen_when_the_scope_is_loaded(
@@ -182,7 +197,7 @@ def test_a_write_to_a_cold_scope_is_seen_when_the_scope_is_loaded(
             id=memory.id, content="The lighthouse keeper counts gannets every dusk",
             agent_id="ana", user_id="u2", type=m.MEMORY_TYPE_FACT))).memory
         assert answer(live, "who counts gannets at dusk?", ("ana", "u2"))[0][0] == edited.id
-        assert memory.id not in [h for h, _ in answer(live, "herons dawn", ("ana", "u3"))]
+        assert memory.id not in [h[0] for h in answer(live, "herons dawn", ("ana", "u3"))]
     finally:
         live.close()
 
@@ -266,5 +281,5 @@ def test_eviction_under_a_tiny_budget_while_searches_and_writes_run(
         viewer = owners[mem_id]
         got = tiny.store.GetMemory(s.GetMemoryRequest(id=mem_id, agent_id=viewer[0]))
         assert (got.content, got.agent_id, got.user_id) == (content, *viewer)
-        hits = [h for h, _ in answer(tiny, content, viewer)]
+        hits = [h[0] for h in answer(tiny, content, viewer)]
         assert (mem_id in hits) == (mem_id not in forgotten), content
