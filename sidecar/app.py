@@ -188,6 +188,7 @@ class App:
             open_channels=lambda: int(db.execute("SELECT COUNT(*) FROM channel_owners")[0][0]),
             reembed=reembed.progress if reembed is not None else lambda: (0, 0),
             captures=capture.outcomes,
+            resident=lambda: retriever.resident.stats().figures(),
         ), agent_series=config.http.metrics_agents)
         _check_writable(db, faults)
         return cls(

@@ -44,6 +44,8 @@ class Sources:
     open_channels: Callable[[], int] = lambda: 0
     reembed: Callable[[], tuple[int, int]] = lambda: (0, 0)  # (staged, total); 0, 0 = none
     captures: Callable[[], Mapping[str, int]] = dict  # outcome -> captures since start
+    # Scopes held in the indexes: scopes, bytes, budget_bytes, loads, evictions, load_seconds.
+    resident: Callable[[], Mapping[str, float]] = dict
 
 
 @dataclass
@@ -129,6 +131,25 @@ class _State(Collector):
         for outcome, count in sorted(s.captures().items()):
             captures.add_metric((outcome,), count)
         yield captures
+        yield from _resident(s.resident())
+
+
+def _resident(held: Mapping[str, float]) -> Iterator[Metric]:
+    """The scopes held in the indexes (no labels: one series each, whatever the scopes)."""
+    if not held:
+        return
+    yield _gauge("resident_scopes", "Scopes (shared, an agent's own, an agent's user's) held "
+                 "in the indexes.", held["scopes"])
+    yield _gauge("resident_bytes", "Estimated bytes the held scopes take in the indexes.",
+                 held["bytes"])
+    yield _gauge("resident_budget_bytes", "[retrieval] resident_mb in bytes: beyond it the "
+                 "least recently used scopes are evicted.", held["budget_bytes"])
+    yield CounterMetricFamily(f"{PREFIX}_scope_loads", "Scopes loaded from the store on "
+                              "first use since start.", value=held["loads"])
+    yield CounterMetricFamily(f"{PREFIX}_scope_evictions", "Scopes evicted from the indexes "
+                              "since start.", value=held["evictions"])
+    yield CounterMetricFamily(f"{PREFIX}_scope_load_seconds", "Time spent loading scopes "
+                              "since start.", value=held["load_seconds"])
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:

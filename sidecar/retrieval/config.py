@@ -23,6 +23,8 @@ RRF = "rrf"  # reciprocal rank fusion (fusion.rrf)
 SCORES = "scores"  # normalised score fusion (fusion.scores)
 FUSIONS = (RRF, SCORES)
 NORMALISATIONS = ("max", "minmax", "zscore")
+AUTO, STORE, SCOPES = "auto", "store", "scopes"
+RESIDENCIES = (AUTO, STORE, SCOPES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,22 @@ class RetrievalConfig:
     query_max_tokens: int = field(default=256, metadata=knob(
         "Model tokens (with [CLS] and [SEP]) of a query text that are embedded, for Search "
         "and Inject; the rest is cut. BM25 always sees the whole text.", ge=8, le=256))
+    # What one sidecar holds in its indexes (docs/decisions/0020-resident-scopes.md): a 2 GB
+    # container leaves about 1 GB to memories beside the model and the runtime.
+    resident_mb: float = field(default=768.0, metadata=knob(
+        "Memory budget (MB) of the scopes held in the indexes (vectors, BM25, mirror): a "
+        "scope (the shared memories, an agent's own, an agent's user's) is loaded on its "
+        "first use and the least recently used are evicted beyond this; the shared scope "
+        "and resident_agents' scopes stay. Size it in docs/scaling.md.", ge=0.1, le=1_000_000))
+    residency: str = field(default=AUTO, metadata=knob(
+        "What the indexes hold: \"store\" every memory (loaded at start, BM25 statistics of "
+        "the whole store); \"scopes\" the scopes in use, loaded on first use and evicted "
+        "beyond resident_mb (BM25 statistics of the scopes a search reads); \"auto\": "
+        "\"store\" when the store's memories fit resident_mb at start, else \"scopes\".",
+        choices=RESIDENCIES, restart=True))
+    resident_agents: tuple[str, ...] = field(default=(), metadata=knob(
+        "Agents whose own scope (their general knowledge, not their users') is loaded at "
+        "start and never evicted, like the shared scope.", restart=True))
     vector: VectorConfig = field(default_factory=VectorConfig, metadata=knob(
         "The vector index: exact numpy below exact_threshold live memories, hnswlib above."))
 

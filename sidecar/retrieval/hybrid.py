@@ -34,18 +34,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from sidecar.embedding import Embedder
+from sidecar.errors import Unavailable
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
 from sidecar.retrieval.background import SimilarityBackground, uniform
-from sidecar.retrieval.config import RRF, RetrievalConfig
+from sidecar.retrieval.config import RRF, SCOPES, STORE, RetrievalConfig
 from sidecar.retrieval.contract import (
     Hit,
     Place,
@@ -73,6 +75,9 @@ from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from sidecar.retrieval.mirror import LiveMemories
 from sidecar.retrieval.pooled import fuse_with_cosines
+from sidecar.retrieval.resident.keys import SHARED, ScopeKey, scope_of, viewer_scopes
+from sidecar.retrieval.resident.lru import ResidentScopes, Route
+from sidecar.retrieval.resident.members import ScopeMembers
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.retrieval.stages import (
     COSINE,
@@ -115,11 +120,20 @@ class HybridRetriever:
         self._lexical_saved = -1  # the BM25 version on disk
         self._lexical_file = threading.Lock()  # the postings file: a save, or an erasure
         self.graph = EdgeGraph(self.live)
+        # Scopes held in the indexes, loaded on first use (``load`` turns it on).
+        self.scope_rows = ScopeMembers(self.vectors.dim)
+        self.resident = ResidentScopes(self._load_scope, self._evict_scope,
+                                       self.scope_rows.bytes_of,
+                                       lambda: int(self.config.resident_mb * 2**20),
+                                       lambda: self.pinned)
+        self.pinned: tuple[ScopeKey, ...] = (SHARED, *((a, "") for a in c.resident_agents))
+        self._memories: MemoryRepo | None = None  # where a cold scope is read from
+        self._edges: EdgeRepo | None = None  # and its memories' edges
         self.writers = WriterSequences()  # what each writer wrote, in order (``Place``)
-        self.scopes = ScopeScan(self.vectors, self.live)  # the vault's exact per-scope scans
+        self.scopes = ScopeScan(self.vectors, self.live, self.resident)  # the vault's scans
         self.background = SimilarityBackground(self._background_sample)
         self._vector_source = VectorSource(self.vectors)
-        self._lexical_source = LexicalSource(self.lexical)
+        self._lexical_source = LexicalSource(self.lexical, self.groups)
         # Sources run after the first stage (vector + lexical), in order: add new ones here.
         self.later_sources: tuple[Source, ...] = (GraphSource(self.graph),)
         self._applied = c
@@ -134,8 +148,9 @@ class HybridRetriever:
         with self._switch.write():
             labels, rows = [], []
             for batch, vectors in memories.iter_live_embeddings():
-                labels.append(np.array([m.seq for m in batch], np.int64))
-                rows.append(vectors)
+                held = [i for i, m in enumerate(batch) if self.live.get(m.seq) is not None]
+                labels.append(np.array([batch[i].seq for i in held], np.int64))
+                rows.append(vectors[held])
             if labels:
                 replace_all = getattr(self.vectors, "replace_all", self.vectors.add)
                 replace_all(np.concatenate(labels), np.vstack(rows))
@@ -159,26 +174,43 @@ class HybridRetriever:
         return c
 
     def load(self, memories: MemoryRepo, edges: EdgeRepo) -> None:
-        """Fill every index from the store (at start): one read of the live memories with
-        their embeddings. BM25 takes its saved postings when they match the rows read
-        (``lexical_path``), else tokenises them. An index with a ``start`` method is started
-        afterwards."""
+        """Fill the indexes at start: with every memory, or with scopes on demand
+        (``residency``) with the pinned scopes (the others are read from ``memories`` on
+        first use): one read of the live memories with their embeddings.
+        BM25 takes its saved postings when they match the rows read (``lexical_path``),
+        else tokenises them. An index with a ``start`` method is started afterwards."""
         begin = time.perf_counter()
-        reserve = getattr(self.vectors, "reserve", None)
-        if reserve is not None:
-            reserve(memories.count())
+        self._memories = memories
+        whole = self._holds_whole_store(memories)
+        if not whole:  # hygiene reads every user of an agent: from the store
+            self.scopes.agent_rows = lambda agent: memories.agent_rows(agent, self.embedder.dim)
+        if whole:
+            reserve = getattr(self.vectors, "reserve", None)
+            if reserve is not None:
+                reserve(memories.count())
         labels: list[int] = []
         texts: list[str] = []
-        for batch, vectors in memories.iter_live_embeddings():
+        groups: list[int] = []
+        batches = (memories.iter_live_embeddings() if whole else
+                   (found for key in self.pinned for found in memories.iter_scope(*key)))
+        for batch, vectors in batches:
             batch_labels = np.array([m.seq for m in batch], np.int64)
             self.live.put(batch)
+            self.scope_rows.put(batch)
             self.writers.add(batch)
             self._add_vectors(batch_labels, vectors)
             labels += batch_labels.tolist()
             texts += [m.content for m in batch]
-            self.scopes.heard(batch[-1].seq)
-        self._load_lexical(labels, texts)
-        self.graph.changed(edges.all(), ())
+            groups += [self.resident.code(scope_of(m)) for m in batch]
+        if labels:
+            self.scopes.heard(max(labels))
+        self._load_lexical(labels, texts, groups)
+        self._edges = edges
+        if not whole:
+            self.resident.adopt(self.pinned)  # from here on, scopes on demand
+        # Scopes on demand: the edges of the held memories (a scope's come with its load).
+        self.graph.changed(edges.all() if whole else edges.committed_touching(
+            [m.id for m in map(self.live.get, labels) if m is not None]), ())
         start = getattr(self.vectors, "start", None)
         if start is not None:
             start()
@@ -186,18 +218,29 @@ class HybridRetriever:
             "memories": len(self.live), "edges": len(self.graph),
             "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
 
-    def _load_lexical(self, labels: list[int], texts: list[str]) -> None:
-        checksum = lexical_persist.content_checksum(labels, texts) if self.lexical_path else ""
+    def _holds_whole_store(self, memories: MemoryRepo) -> bool:
+        """``residency``: "store", "scopes", or by whether the store fits ``resident_mb``."""
+        c = self.config
+        if c.residency in (STORE, SCOPES):
+            return c.residency == STORE
+        size = self.scope_rows.estimate(memories.count(), memories.mean_chars())
+        return size <= int(c.resident_mb * 2**20)
+
+    def _load_lexical(self, labels: list[int], texts: list[str], groups: list[int]) -> None:
+        checksum = _checksum(labels, texts) if self.lexical_path else ""
         if self.lexical_path is not None:
             postings, reason = lexical_persist.load(self.lexical_path, checksum,
                                                      self.lexical.analyzer.name)
             if postings is not None:
-                self.lexical.restore(postings)
+                self.lexical.restore(postings, np.array(
+                    [self._group_of(label) for label in postings.labels.tolist()], np.int32))
                 self._lexical_saved = self.lexical.version
                 return
             log.info("bm25 postings rebuilt", extra={"reason": reason})
         for start in range(0, len(labels), 4096):
-            self.lexical.add(labels[start:start + 4096], texts[start:start + 4096], bulk=True)
+            end = start + 4096
+            self.lexical.add(labels[start:end], texts[start:end], bulk=True,
+                             groups=groups[start:end])
         self.lexical.merge()  # one CSR build; documents are searchable from here
         if self.lexical_path is not None:
             try:
@@ -206,18 +249,21 @@ class HybridRetriever:
                 log.warning("bm25 postings not saved", extra={"error": str(exc)})
 
     def _save_lexical(self, checksum: str = "") -> bool:
-        """Save the BM25 postings (``checksum``: of the live rows, computed here if empty);
-        False when the mirror and BM25 disagreed (a write in flight): not saved."""
+        """Save the BM25 postings (of the pinned scopes with scopes on demand), which the
+        next start loads
+        (``checksum``: of their live rows, computed here if empty); False when the mirror and
+        BM25 disagreed (a write in flight): not saved."""
         assert self.lexical_path is not None
         with self._lexical_file:
             version = self.lexical.version
-            postings = self.lexical.export()
+            postings = self.lexical.export({self.resident.code(key) for key in self.pinned}
+                                           if self.resident.on_demand else None)
             if not checksum:
                 texts = [m.content for m in map(self.live.get, postings.labels.tolist())
                          if m is not None]
                 if len(texts) != len(postings.labels):
                     return False
-                checksum = lexical_persist.content_checksum(postings.labels.tolist(), texts)
+                checksum = _checksum(postings.labels.tolist(), texts)
             lexical_persist.save(self.lexical_path, postings, checksum)
             self._lexical_saved = version
             return True
@@ -247,23 +293,79 @@ class HybridRetriever:
     # --- MemoryListener -------------------------------------------------------------------
 
     def memories_stored(self, memories: Sequence[Memory], embeddings: np.ndarray) -> None:
+        """Each scope's memories enter the indexes when it is held, after its load when it
+        is being loaded, and not at all when it is cold (read with it when it is loaded);
+        a memory moved to a scope not held leaves them."""
         if not memories:
             return
+        with self.resident.reading():
+            for key, where in _by_scope(memories).items():
+                batch = [memories[i] for i in where]
+                rows = embeddings[where]
+                route = self.resident.route(key, partial(self._put, key, batch, rows))
+                if route is Route.APPLY:
+                    self._put(key, batch, rows)
+                else:
+                    self._drop(batch)  # held under another scope before: no longer there
+            self.scopes.heard(max(m.seq for m in memories))
+
+    def memories_forgotten(self, memories: Sequence[Memory]) -> None:
+        with self.resident.reading():
+            for key, where in _by_scope(memories).items():
+                batch = [memories[i] for i in where]
+                if self.resident.route(key, partial(self._drop, batch)) is not Route.DEFERRED:
+                    self._drop(batch)
+
+    def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray) -> None:
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
         self.writers.add(memories)
+        self.scope_rows.put(memories)
         self.graph.memories_stored(memories)
         self._add_vectors(labels, embeddings)
-        self.lexical.add(labels.tolist(), [m.content for m in memories])
-        self.scopes.heard(int(labels.max()))
+        self.lexical.add(labels.tolist(), [m.content for m in memories],
+                         groups=[self.resident.code(key)] * len(memories))
 
-    def memories_forgotten(self, memories: Sequence[Memory]) -> None:
+    def _drop(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
         self.writers.forgot(len(gone), lambda seq: self.live.get(seq) is not None)
         self.graph.memories_forgotten(memories)
         if len(gone):
+            self.scope_rows.drop(gone.tolist())
             self.lexical.remove(gone.tolist())
             self._remove_vectors(gone)
+
+    def _load_scope(self, key: ScopeKey) -> None:
+        """A cold scope's stored rows into the indexes (``ResidentScopes`` calls it once)."""
+        assert self._memories is not None and self._edges is not None
+        try:
+            ids: list[str] = []
+            for batch, vectors in self._memories.iter_scope(*key):
+                self._put(key, batch, vectors)
+                ids += [m.id for m in batch]
+            self.graph.changed(self._edges.committed_touching(ids), ())
+        except Unavailable as away:
+            raise Unavailable(
+                "this call needs memories this sidecar does not hold in memory (a scope not "
+                "used since it started or evicted since), and the store they are read from "
+                "is unavailable; retry once it is back ([retrieval] resident_agents keeps an "
+                "agent's own memories held)") from away
+
+    def _evict_scope(self, key: ScopeKey) -> None:
+        held = [m for m in map(self.live.get, self.scope_rows.seqs(key)) if m is not None]
+        self._drop(held)
+        self.lexical.compact()  # once evictions left most document ids unused
+
+    def groups(self, viewer: Viewer) -> Collection[int] | None:
+        """The BM25 groups a search for ``viewer`` scores with: its scopes (None before the
+        indexes were loaded from a store: every document's statistics)."""
+        if not self.resident.on_demand:
+            return None
+        return {self.resident.code(key) for key in viewer_scopes(viewer)}
+
+    def _group_of(self, label: int) -> int:
+        memory = self.live.get(label)
+        return self.resident.code(scope_of(memory) if memory is not None else SHARED)
 
     def _add_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
         self.vectors.add(labels, vectors)
@@ -296,6 +398,10 @@ class HybridRetriever:
         return None if seq is None else self.vectors.vector(seq)
 
     def live_memories(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Memory | None]:
+        with self.resident.using(viewer_scopes(viewer)):
+            return self._live_memories(memory_ids, viewer)
+
+    def _live_memories(self, memory_ids: Sequence[str], viewer: Viewer) -> list[Memory | None]:
         live = self.live
         out: list[Memory | None] = []
         for memory_id in memory_ids:
@@ -311,9 +417,14 @@ class HybridRetriever:
 
     def neighbourhood(self, memory_ids: Sequence[str], radius: int,
                       viewer: Viewer) -> list[Memory]:
+        with self.resident.using(viewer_scopes(viewer)):
+            return self._neighbourhood(memory_ids, radius, viewer)
+
+    def _neighbourhood(self, memory_ids: Sequence[str], radius: int,
+                       viewer: Viewer) -> list[Memory]:
         live = self.live
         seqs: set[int] = set()
-        for m in self.live_memories(memory_ids, viewer):
+        for m in self._live_memories(memory_ids, viewer):
             if m is None:
                 continue
             writer = writer_of(m)
@@ -331,14 +442,22 @@ class HybridRetriever:
         return self.vectors.rows_of(seqs)
 
     def term_scores(self, memory_ids: Sequence[str], texts: Weighted) -> np.ndarray:
-        return self.lexical.score_documents(self.labels_of(memory_ids),
-                                            term_weights(self.lexical.analyzer, texts))
+        """With scopes loaded on demand: over the statistics of the memories' scopes and
+        the shared one (the scopes of the viewer they were found for, as far as they go)."""
+        labels = self.labels_of(memory_ids)
+        groups = None
+        if self.resident.on_demand:
+            groups = {*self.lexical.groups_of(labels), self.resident.code(SHARED)}
+        return self.lexical.score_documents(labels, term_weights(self.lexical.analyzer, texts),
+                                            groups)
 
     def term_search(self, texts: Weighted, k: int, viewer: Viewer) -> list[str]:
-        labels, _ = self.lexical.search_weighted(term_weights(self.lexical.analyzer, texts), k,
-                                                 self.live.accept(viewer))
-        found = map(self.live.get, labels.tolist())
-        return [m.id for m in found if m is not None and m.offered_to(viewer)]
+        with self.resident.using(viewer_scopes(viewer)):
+            labels, _ = self.lexical.search_weighted(
+                term_weights(self.lexical.analyzer, texts), k, self.live.accept(viewer),
+                self.groups(viewer))
+            found = map(self.live.get, labels.tolist())
+            return [m.id for m in found if m is not None and m.offered_to(viewer)]
 
     def labels_of(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""
@@ -349,7 +468,8 @@ class HybridRetriever:
         return self.background.of(query)
 
     def members(self, viewer: Viewer, memory_type: MemoryType) -> list[tuple[Memory, bool]]:
-        return self.live.members(self.live.filter(viewer, (memory_type,)))
+        with self.resident.using(viewer_scopes(viewer)):
+            return self.live.members(self.live.filter(viewer, (memory_type,)))
 
     def established(self, memory_ids: Sequence[str]) -> None:
         self.live.mark_established(memory_ids)
@@ -366,7 +486,8 @@ class HybridRetriever:
         return found
 
     def search(self, query: SearchQuery) -> SearchResult:
-        with self._switch.read():  # query and memory vectors of one model
+        # Query and memory vectors of one model; the viewer's scopes held throughout.
+        with self._switch.read(), self.resident.using(viewer_scopes(query.viewer)):
             return self._search(query)
 
     def _search(self, query: SearchQuery) -> SearchResult:
@@ -488,6 +609,20 @@ class HybridRetriever:
             lex = lex_source.search(ctx) if want_lex else nothing()
             clock.lap(LEXICAL)
         return ctx, {VECTOR: vec, LEXICAL: lex}, text
+
+
+def _by_scope(memories: Sequence[Memory]) -> dict[ScopeKey, list[int]]:
+    """The positions of ``memories`` per scope, in order."""
+    where: dict[ScopeKey, list[int]] = {}
+    for i, m in enumerate(memories):
+        where.setdefault(scope_of(m), []).append(i)
+    return where
+
+
+def _checksum(labels: list[int], texts: list[str]) -> str:
+    """Of the (label, text) pairs in label order, however they were loaded."""
+    order = sorted(range(len(labels)), key=labels.__getitem__)
+    return lexical_persist.content_checksum([labels[i] for i in order], [texts[i] for i in order])
 
 
 def _in_scope(memory: Memory, viewer: Viewer, types: Sequence[MemoryType]) -> bool:

@@ -43,6 +43,11 @@ class SqlStore(Protocol):
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None: ...
 
+    def read_apart(self, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
+        """A read on a connection of its own: committed rows, never waiting for (nor seeing)
+        a write transaction or batch of the calling thread."""
+        ...
+
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None: ...
 
     def changes(self) -> int:

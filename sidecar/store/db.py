@@ -185,6 +185,8 @@ class Database:
             log.warning("database opened read-only: SQLite cannot create its WAL index beside "
                         "it", extra={"path": str(self.path), "reason": self._read_only.reason})
         self._lock = threading.RLock()
+        self._apart: apsw.Connection | None = None  # ``read_apart``'s, opened on first use
+        self._apart_lock = threading.Lock()
         self._closed = False
         try:
             try:
@@ -355,6 +357,22 @@ class Database:
                 self._committed(changes)  # a statement of its own, committed
             return rows
 
+    def read_apart(self, sql: str, params: tuple[Any, ...] = ()) -> list[Row]:
+        """A read on a connection of its own: it sees what is committed and never waits
+        for a write transaction of this process (a scope loaded for a search while a write
+        gate, inside its transaction, waits for that load)."""
+        if self._read_only is not None:
+            return self.execute(sql, params)
+        with self._apart_lock:
+            self._check_open()
+            if self._apart is None:
+                self._apart = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+                self._apart.set_busy_timeout(5000)
+            try:
+                return list(self._apart.execute(sql, params))
+            except apsw.Error as err:
+                self._raise(err, record=False)
+
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         with self._lock:
             self._check_open()
@@ -386,6 +404,9 @@ class Database:
                 return
             self._closed = True
             self._checkpointer.stop()
+            with self._apart_lock:
+                if self._apart is not None:
+                    self._apart.close()
             try:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             except _DISK_ERRORS as err:  # the WAL keeps every commit; the next start has it

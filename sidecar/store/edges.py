@@ -55,6 +55,21 @@ class EdgeRepo:
             )
             return self.db.changes() > 0
 
+    def committed_touching(self, ids: Sequence[str], chunk: int = 400) -> list[Edge]:
+        """Edges with either end in ``ids``, read on a connection of their own
+        (``SqlStore.read_apart``: committed rows, never waiting for this process's writes)."""
+        found: dict[tuple[str, str, int], Edge] = {}
+        for start in range(0, len(ids), chunk):
+            part = list(ids[start:start + chunk])
+            marks = ",".join("?" * len(part))
+            for row in self.db.read_apart(
+                    f"SELECT {COLUMNS} FROM edges WHERE source_id IN ({marks}) "
+                    f"UNION SELECT {COLUMNS} FROM edges WHERE target_id IN ({marks})",
+                    (*part, *part)):
+                edge = row_to_edge(row)
+                found[(edge.source_id, edge.target_id, int(edge.relation))] = edge
+        return list(found.values())
+
     def touching(self, ids: Sequence[str], limit: int | None = None) -> list[Edge]:
         """Edges with either end in ``ids`` (both directions); at most ``limit`` of them."""
         if not ids:

@@ -219,6 +219,36 @@ class MemoryRepo:
             last = memories[-1].seq
             yield memories, vectors
 
+    def iter_scope(self, agent_id: str, user_id: str,
+                   batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
+        """The live memories of one scope (agent_id and user_id exactly; '' '' = the shared
+        ones) with their embeddings, in seq order, in batches."""
+        # A user's scope through the partial index memories_user (the literal "user_id != ''"
+        # lets SQLite use it; left to itself it walks the agent's every row instead).
+        which = "user_id = ? AND user_id != ''" if user_id else "user_id = ?"
+        hint = " INDEXED BY memories_user" if user_id and self.db.dialect == "sqlite" else ""
+        last = 0
+        while True:
+            rows = self.db.read_apart(
+                f"SELECT {COLUMNS}, embedding FROM memories{hint} WHERE agent_id = ? AND {which} "
+                "AND forgotten = 0 AND seq > ? ORDER BY seq LIMIT ?",
+                (agent_id, user_id, last, batch))
+            if not rows:
+                return
+            memories = [row_to_memory(row) for row in rows]
+            last = memories[-1].seq
+            yield memories, np.vstack([blob_to_embedding(row[-1]) for row in rows])
+
+    def agent_rows(self, agent_id: str, dim: int) -> tuple[list[str], np.ndarray]:
+        """Ids and embeddings of the live memories owned by exactly ``agent_id`` ('' = the
+        shared ones), every user's included, in seq order."""
+        rows = self.db.execute(
+            "SELECT id, embedding FROM memories WHERE agent_id = ? AND forgotten = 0 "
+            "ORDER BY seq", (agent_id,))
+        if not rows:
+            return [], np.zeros((0, dim), np.float32)
+        return [str(r[0]) for r in rows], np.vstack([blob_to_embedding(r[1]) for r in rows])
+
     def iter_live_vectors(self, batch: int = 8192) -> Iterable[tuple[np.ndarray, np.ndarray]]:
         """(seqs int64, embeddings float32 (n, dim)) of live memories, in seq order, in batches.
 
@@ -238,6 +268,13 @@ class MemoryRepo:
             vectors = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32)
             last = int(seqs[-1])
             yield seqs, vectors.reshape(len(rows), -1)
+
+    def mean_chars(self, sample: int = 1000) -> float:
+        """The mean length of the content of the first ``sample`` memories (an estimate of
+        the store's: one page of reads whatever its size)."""
+        row = self.db.query_one("SELECT avg(length(content)) FROM (SELECT content FROM "
+                                "memories ORDER BY seq LIMIT ?) AS sample", (sample,))
+        return float(row[0]) if row and row[0] is not None else 0.0
 
     def count(self, *, include_forgotten: bool = False) -> int:
         where = "" if include_forgotten else " WHERE forgotten = 0"

@@ -59,7 +59,7 @@ class DuplicateGate:
     def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
         if not is_new(self.memories, draft):
             return None  # an update of a live memory is never a duplicate of something else
-        for memory_id, cosine in self.candidates(draft.agent_id, embedding):
+        for memory_id, cosine in self.candidates(draft.agent_id, embedding, draft.user_id):
             if memory_id == draft.id:
                 continue
             match = self.memories.get(memory_id)
@@ -73,9 +73,11 @@ class DuplicateGate:
             return match
         return None
 
-    def candidates(self, agent_id: str, embedding: np.ndarray) -> list[tuple[str, float]]:
-        """(id, cosine) at or above the threshold, most similar first."""
-        found = self.index.similar(agent_id, embedding, self.threshold)
+    def candidates(self, agent_id: str, embedding: np.ndarray,
+                   user_id: str = "") -> list[tuple[str, float]]:
+        """(id, cosine) at or above the threshold, most similar first (of the agent's
+        general knowledge and ``user_id``'s memories at least)."""
+        found = self.index.similar(agent_id, embedding, self.threshold, user_id)
         keys, vectors = self._tail_rows(agent_id)
         if keys:
             scores = vectors @ embedding

@@ -64,7 +64,7 @@ def test_restart_keys_come_from_the_field_metadata() -> None:
         *(f"server.tls.{f.name}" for f in fields(TlsConfig)),
         "injection.sweep_interval_s",
         "retrieval.bm25_k1", "retrieval.bm25_b", "retrieval.bm25_epsilon",
-        "retrieval.bm25_stemming",
+        "retrieval.bm25_stemming", "retrieval.residency", "retrieval.resident_agents",
         "retrieval.vector.exact_threshold", "retrieval.vector.hnsw_m",
         "retrieval.vector.hnsw_ef_construction", "retrieval.vector.persist", "embedding.model",
         *(f"store.{f.name}" for f in fields(StoreConfig))}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sidecar.admin.context import Ctx
 from sidecar.admin.html import link, page, table
+from sidecar.admin.resident import resident_section
 from sidecar.admin.scopes import scope_nav, scope_page
 from sidecar.admin.web import Response, url
 
@@ -27,5 +28,6 @@ def show(ctx: Ctx) -> Response:
             "<li><a href='/vault'>Vault</a>: duplicates and deletion proposals</li>"
             f"<li><a href='/metrics'>Metrics</a> (Prometheus)</li></ul>"
             f"<h2>Scopes</h2><p>{stats.scopes} scopes.</p>{scopes}{scope_nav('/', found)}"
+            f"{resident_section(ctx.services.retriever)}"
             f"<h2>Recent channels</h2>{recent}")
     return page("memsidecar", body, here="/")

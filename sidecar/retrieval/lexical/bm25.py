@@ -19,13 +19,14 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from kernels.bm25 import bm25_accumulate, bm25_top_k
 from sidecar.retrieval.contract import Accept, Weighted
+from sidecar.retrieval.lexical.groups import GroupStats, Stats
 from sidecar.retrieval.lexical.query import rarest
 from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
 
@@ -88,20 +89,27 @@ class BM25Index:
         self.merge_ratio, self.tail_fraction = merge_ratio, tail_fraction
         self.min_main_merge, self.background_merge = min_main_merge, background_merge
         self._lock = threading.RLock()
+        self._version = 0
+        self._epoch = 0  # bumped by ``compact``: document ids from before mean nothing
+        self._empty()
+        self._merging: threading.Thread | None = None
+        self._local = threading.local()
+
+    def _empty(self) -> None:
+        """No document, no term: new arrays (a reader's view of the old ones stays valid)."""
         self._vocab: dict[str, int] = {}
         self._df = np.zeros(1024, np.int64)
         self._stop = np.zeros(1024, bool)
         self._doc_len = np.zeros(1024, np.float64)
         self._alive = np.zeros(1024, np.uint8)
         self._doc_label = np.full(1024, -1, np.int64)
+        self._doc_group = np.zeros(1024, np.int32)
+        self._groups = GroupStats()  # per group (scope) of documents: see ``groups``
         self._doc_terms: list[tuple[np.ndarray, np.ndarray] | None] = []
         self._label_doc: dict[int, int] = {}
         self._segments: tuple[Segment, ...] = ()
         self._total_len = 0.0
-        self._version = 0
         self._mean_idf: tuple[int, float] = (-1, 0.0)
-        self._merging: threading.Thread | None = None
-        self._local = threading.local()
 
     def __len__(self) -> int:
         return len(self._label_doc)
@@ -117,22 +125,26 @@ class BM25Index:
 
     # --- writes -------------------------------------------------------------------------
 
-    def add(self, labels: Sequence[int], texts: Sequence[str], *, bulk: bool = False) -> None:
+    def add(self, labels: Sequence[int], texts: Sequence[str], *, bulk: bool = False,
+            groups: Sequence[int] | None = None) -> None:
         """Insert documents, replacing any with the same label (the last of a batch wins).
 
         ``bulk``: statistics only, no segment yet; the documents become searchable at the
         next ``merge()`` (one CSR build for a whole load instead of one per batch).
+        ``groups``: each document's group (a scope; 0 without), whose statistics a query
+        given ``groups`` scores with.
         """
-        if len(labels) != len(texts):
-            raise ValueError("labels and texts must have the same length")
-        latest = dict(zip((int(x) for x in labels), texts, strict=True))
+        if len(labels) != len(texts) or (groups is not None and len(groups) != len(labels)):
+            raise ValueError("labels, texts and groups must have the same length")
+        kinds = groups if groups is not None else [0] * len(labels)
+        latest = dict(zip((int(x) for x in labels), zip(texts, kinds, strict=True), strict=True))
         if not latest:
             return
-        tokenized = [self.analyzer.terms(t) for t in latest.values()]
+        tokenized = [self.analyzer.terms(t) for t, _ in latest.values()]
         with self._lock:
             self._remove_locked(list(latest))
             lo = len(self._doc_terms)
-            self._add_docs(list(latest), tokenized)
+            self._add_docs(list(latest), tokenized, [int(g) for _, g in latest.values()])
             self._version += 1
             if bulk:
                 return
@@ -145,7 +157,8 @@ class BM25Index:
             if self._remove_locked([int(x) for x in labels]):
                 self._version += 1
 
-    def _add_docs(self, labels: list[int], tokenized: list[list[str]]) -> None:
+    def _add_docs(self, labels: list[int], tokenized: list[list[str]],
+                  groups: list[int]) -> None:
         """Append documents, vectorised over the batch: (doc, term) pairs counted at once."""
         flat = [t for tokens in tokenized for t in tokens]
         for term in dict.fromkeys(flat):
@@ -167,6 +180,8 @@ class BM25Index:
             self._doc_terms.append((terms, counts))
             self._doc_len[doc] = lengths[i]
             self._doc_label[doc] = labels[i]
+            self._doc_group[doc] = groups[i]
+            self._groups.added(groups[i], terms, float(lengths[i]))
             self._alive[doc] = 1
             self._label_doc[labels[i]] = doc
         self._total_len += float(lengths.sum())
@@ -180,6 +195,7 @@ class BM25Index:
             entry = self._doc_terms[doc]
             assert entry is not None
             self._df[entry[0]] -= 1
+            self._groups.removed(int(self._doc_group[doc]), entry[0], float(self._doc_len[doc]))
             self._alive[doc] = 0
             self._total_len -= self._doc_len[doc]
             self._doc_terms[doc] = None
@@ -206,13 +222,16 @@ class BM25Index:
         self._doc_len = np.concatenate([self._doc_len, np.zeros(extra, np.float64)])
         self._alive = np.concatenate([self._alive, np.zeros(extra, np.uint8)])
         self._doc_label = np.concatenate([self._doc_label, np.full(extra, -1, np.int64)])
+        self._doc_group = np.concatenate([self._doc_group, np.zeros(extra, np.int32)])
 
     # --- saved postings (lexical.persist) --------------------------------------------------
 
-    def export(self) -> Postings:
-        """The live documents' tokenised postings, in document order (a snapshot)."""
+    def export(self, groups: Collection[int] | None = None) -> Postings:
+        """The live documents' tokenised postings (of ``groups`` only when given), in
+        document order (a snapshot)."""
         with self._lock:
-            docs = [d for d in range(len(self._doc_terms)) if self._doc_terms[d] is not None]
+            docs = [d for d in range(len(self._doc_terms)) if self._doc_terms[d] is not None
+                    and (groups is None or int(self._doc_group[d]) in groups)]
             entries = [self._doc_terms[d] for d in docs]
             terms = list(self._vocab)
             labels = self._doc_label[docs].copy()
@@ -230,31 +249,61 @@ class BM25Index:
             term_ids=np.searchsorted(used, ids).astype(np.int32),
             tfs=np.concatenate([e[1] for e in flat]) if flat else np.zeros(0, np.float32))
 
-    def restore(self, postings: Postings) -> None:
+    def restore(self, postings: Postings, groups: np.ndarray | None = None) -> None:
         """Load ``postings`` into an empty index (as ``add(..., bulk=True)`` would have), then
-        build the segment."""
+        build the segment. ``groups``: each document's group (as ``add``)."""
         with self._lock:
-            if self._doc_terms:
-                raise ValueError("restore needs an empty index")
-            if postings.analyser != self.analyzer.name:
-                raise ValueError(f"postings of analyser {postings.analyser!r}, index uses "
-                                 f"{self.analyzer.name!r}")
-            for term in postings.terms:
-                self._term_id(term)
-            ids = postings.term_ids.astype(np.int64)
-            np.add.at(self._df, ids, 1)
-            n = len(postings.labels)
-            self._grow_docs(n)
-            bounds = postings.offsets[1:-1]
-            self._doc_terms = list(zip(np.split(ids, bounds), np.split(postings.tfs, bounds),
-                                       strict=True))
-            self._doc_len[:n] = postings.lengths
-            self._doc_label[:n] = postings.labels
-            self._alive[:n] = 1
-            self._label_doc = dict(zip(postings.labels.tolist(), range(n), strict=True))
-            self._total_len = float(postings.lengths.sum())
-            self._version += 1
+            self._restore_locked(postings, groups)
         self.merge()
+
+    def compact(self) -> bool:
+        """Renumber the documents when removed ones hold most of the ids (scopes evicted
+        leave theirs): the per-id arrays and the vocabulary shrink to the live documents.
+        True when it did. Scores do not change."""
+        self.wait_for_merge()
+        with self._lock:
+            live = len(self._label_doc)
+            if len(self._doc_terms) - live < max(self.min_main_merge, live):
+                return False
+            postings = self.export()
+            docs = [self._label_doc[label] for label in postings.labels.tolist()]
+            groups = self._doc_group[docs].copy()
+            self._empty()
+            self._epoch += 1
+            self._restore_locked(postings, groups)
+            if self._doc_terms:
+                self._segments = (self._build(0, len(self._doc_terms)),)
+        return True
+
+    def _restore_locked(self, postings: Postings, groups: np.ndarray | None) -> None:
+        if self._doc_terms:
+            raise ValueError("restore needs an empty index")
+        if postings.analyser != self.analyzer.name:
+            raise ValueError(f"postings of analyser {postings.analyser!r}, index uses "
+                             f"{self.analyzer.name!r}")
+        for term in postings.terms:
+            self._term_id(term)
+        ids = postings.term_ids.astype(np.int64)
+        np.add.at(self._df, ids, 1)
+        n = len(postings.labels)
+        self._version += 1
+        if n == 0:  # np.split below would make one empty document of nothing
+            return
+        self._grow_docs(n)
+        bounds = postings.offsets[1:-1]
+        self._doc_terms = list(zip(np.split(ids, bounds), np.split(postings.tfs, bounds),
+                                   strict=True))
+        self._doc_len[:n] = postings.lengths
+        self._doc_label[:n] = postings.labels
+        if groups is not None:
+            self._doc_group[:n] = groups
+        for doc, entry in enumerate(self._doc_terms):
+            assert entry is not None
+            self._groups.added(int(self._doc_group[doc]), entry[0],
+                               float(postings.lengths[doc]))
+        self._alive[:n] = 1
+        self._label_doc = dict(zip(postings.labels.tolist(), range(n), strict=True))
+        self._total_len = float(postings.lengths.sum())
 
     # --- segments -----------------------------------------------------------------------
 
@@ -292,10 +341,11 @@ class BM25Index:
             docs = self._doc_terms[:hi]
             vocab = len(self._vocab)
             stop = self._stop[:vocab].copy()
+            epoch = self._epoch
         merged = _build_from(docs, 0, hi, vocab, stop)
         with self._lock:
-            if any(s.lo < hi < s.hi for s in self._segments):
-                return  # a synchronous merge() got there first
+            if epoch != self._epoch or any(s.lo < hi < s.hi for s in self._segments):
+                return  # compacted meanwhile, or a synchronous merge() got there first
             self._segments = (merged, *(s for s in self._segments if s.lo >= hi))
         log.debug("bm25 main merge", extra={"docs": hi, "segments": len(self._segments)})
 
@@ -313,15 +363,28 @@ class BM25Index:
 
     # --- reads --------------------------------------------------------------------------
 
-    def _idf_locked(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(term ids, idf) per query term, as rank-bm25 computes them (unknown term: -1, 0)."""
+    def _stats_locked(self, groups: Collection[int] | None) -> Stats:
+        """The statistics a query of ``groups`` scores with (None: every document)."""
+        if groups is None:
+            return Stats(len(self._label_doc), self._total_len, None)
+        return self._groups.stats(groups)
+
+    def _idf_locked(self, terms: Sequence[str], stats: Stats) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, idf) per query term, as rank-bm25 computes them over the documents of
+        ``stats`` (unknown term: -1, 0)."""
         ids = np.array([self._vocab.get(t, -1) for t in terms], np.int64)
-        n = len(self._label_doc)
-        df = self._df[np.maximum(ids, 0)].astype(np.float64)
-        mean = self._mean_idf_locked(n)
+        n = stats.n
+        if stats.groups is None:
+            df = self._df[np.maximum(ids, 0)].astype(np.float64)
+        else:
+            df = self._groups.df(stats, ids)
         known = (ids >= 0) & (df > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             raw = np.log(n - df + 0.5) - np.log(df + 0.5)
+        mean = 0.0
+        if bool(np.any(known & (raw < 0))):  # the floor is needed: the vocabulary's mean idf
+            mean = (self._mean_idf_locked(n) if stats.groups is None
+                    else self._groups.mean_idf(stats))
         idf = np.where(raw < 0, self.epsilon * mean, raw)
         return ids, np.where(known, idf, 0.0)
 
@@ -334,20 +397,21 @@ class BM25Index:
             self._mean_idf = (self._version, mean)
         return mean
 
-    def _view(self) -> _View:
-        n_docs, n_live = len(self._doc_terms), len(self._label_doc)
-        return _View(
-            self._segments, self._doc_len, self._alive, self._doc_label, n_docs, n_live,
-            self._total_len / n_live if n_live else 0.0,
-        )
+    def _view(self, stats: Stats) -> _View:
+        return _View(self._segments, self._doc_len, self._alive, self._doc_label,
+                     len(self._doc_terms), stats.n, stats.avgdl)
 
-    def scores(self, text: str, max_terms: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    def scores(self, text: str, max_terms: int = 0,
+               groups: Collection[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Every live document with a non-zero-contribution term: (labels, scores).
-        ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``)."""
-        return self._collect(self._accumulate(self.analyzer.query_terms(text), max_terms))
+        ``max_terms`` > 0: only the query's rarest terms count (``query.rarest``).
+        ``groups``: scored with those groups' statistics (``add``); None: every document's.
+        Documents of other groups are scored too: the caller's filter drops them."""
+        return self._collect(self._accumulate(self.analyzer.query_terms(text), max_terms,
+                                              groups=groups))
 
-    def with_context(self, own: tuple[np.ndarray, np.ndarray],
-                     context: Weighted) -> tuple[np.ndarray, np.ndarray]:
+    def with_context(self, own: tuple[np.ndarray, np.ndarray], context: Weighted,
+                     groups: Collection[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``own`` (a query's ``scores``) with the ``context`` texts' scored apart, each
         text's terms at its weight (each term once, the MAX_CONTEXT_TERMS of highest idf x
         weight), and added scaled so that their best scores the largest weight x the best
@@ -356,11 +420,17 @@ class BM25Index:
         weights = term_weights(self.analyzer, context)
         if not weights:
             return own
-        found = self._collect(self._accumulate(extra=weights))
+        found = self._collect(self._accumulate(extra=weights, groups=groups))
         return add_context(own, found, max(weights.values()))
 
-    def score_documents(self, labels: Sequence[int],
-                        weights: dict[str, float]) -> np.ndarray:
+    def groups_of(self, labels: Sequence[int]) -> set[int]:
+        """The groups of the indexed documents among ``labels``."""
+        with self._lock:
+            docs = [d for d in map(self._label_doc.get, labels) if d is not None]
+            return {int(g) for g in self._doc_group[docs]}
+
+    def score_documents(self, labels: Sequence[int], weights: dict[str, float],
+                        groups: Collection[int] | None = None) -> np.ndarray:
         """BM25 of each of ``labels`` for the ``weights`` terms (each term's contribution
         times its weight), read from the documents' own term counts: no posting list is
         scanned (a handful of documents, any number of terms). 0 for a label not indexed."""
@@ -368,14 +438,14 @@ class BM25Index:
         if not weights:
             return out
         with self._lock:
-            n_live = len(self._label_doc)
-            if n_live == 0 or self._total_len <= 0:
+            stats = self._stats_locked(groups)
+            if stats.n == 0 or stats.total_len <= 0:
                 return out
-            ids, idf = self._idf_locked(list(weights))
+            ids, idf = self._idf_locked(list(weights), stats)
             docs = [self._label_doc.get(int(label), -1) for label in labels]
             entries = [self._doc_terms[d] if d >= 0 else None for d in docs]
             lengths = np.array([self._doc_len[d] if d >= 0 else 0.0 for d in docs])
-            avgdl = self._total_len / n_live
+            avgdl = stats.avgdl
         known = ids >= 0
         order = np.argsort(ids[known], kind="stable")
         wanted = ids[known][order]
@@ -409,7 +479,7 @@ class BM25Index:
 
     def _accumulate(
         self, terms: list[str] | None = None, max_terms: int = 0,
-        extra: dict[str, float] | None = None,
+        extra: dict[str, float] | None = None, groups: Collection[int] | None = None,
     ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
         """The scores of a query's ``terms`` (or of the ``extra`` terms, each one's idf x its
         weight, the MAX_CONTEXT_TERMS best of them) summed into this thread's buffers: (view,
@@ -418,15 +488,16 @@ class BM25Index:
         if not terms and not extra:
             return None
         with self._lock:  # statistics and segments from the same instant
+            stats = self._stats_locked(groups)
             if terms:
-                ids, idf = rarest(terms, *self._idf_locked(terms), max_terms)
+                ids, idf = rarest(terms, *self._idf_locked(terms, stats), max_terms)
             else:
                 assert extra is not None
-                ids, idf = self._idf_locked(list(extra))
+                ids, idf = self._idf_locked(list(extra), stats)
                 idf = idf * np.fromiter(extra.values(), np.float64, len(extra))
                 best = np.argsort(-idf, kind="stable")[:MAX_CONTEXT_TERMS]
                 ids, idf = ids[best], idf[best]
-            snap = self._view()
+            snap = self._view(stats)
         if snap.n_live == 0 or snap.avgdl <= 0:
             return None
         buffers = scores, seen, touched = self._buffers(snap.n_docs)
@@ -451,24 +522,27 @@ class BM25Index:
         return held[0][:n], held[1][:n], held[2][:n]
 
     def search(
-        self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0
+        self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0,
+        groups: Collection[int] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k accepted labels by BM25, descending; ties by label ascending. Without a
-        filter the best are picked as the buffers are cleared (``kernels.bm25``)."""
+        filter the best are picked as the buffers are cleared (``kernels.bm25``).
+        ``groups``: as ``scores``."""
         if accept is None:
-            found = self._accumulate(self.analyzer.query_terms(text), max_terms)
+            found = self._accumulate(self.analyzer.query_terms(text), max_terms, groups=groups)
             if found is None:
                 return _EMPTY
             snap, (scores, seen, touched), count = found
             return bm25_top_k(scores, seen, touched, count, snap.doc_label, max(k, 0))
-        return top_k(*accepted(self.scores(text, max_terms), accept), k)
+        return top_k(*accepted(self.scores(text, max_terms, groups), accept), k)
 
-    def search_weighted(self, weights: dict[str, float], k: int,
-                        accept: Accept | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search_weighted(self, weights: dict[str, float], k: int, accept: Accept | None = None,
+                        groups: Collection[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k accepted labels by BM25 of the ``weights`` terms (each term's contribution
         times its weight, the MAX_CONTEXT_TERMS of highest idf x weight), descending; ties
-        by label ascending."""
-        return top_k(*accepted(self._collect(self._accumulate(extra=weights)), accept), k)
+        by label ascending. ``groups``: as ``scores``."""
+        found = self._accumulate(extra=weights, groups=groups)
+        return top_k(*accepted(self._collect(found), accept), k)
 
 
 def accepted(found: tuple[np.ndarray, np.ndarray],

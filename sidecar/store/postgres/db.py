@@ -179,6 +179,15 @@ class PgDatabase:
             self._local.cursor = cur
             return cur.fetchall() if cur.description is not None else []
 
+    def read_apart(self, sql: str, params: Params = ()) -> list[Row]:
+        """A read on a pooled connection of its own, outside this thread's transaction or
+        batch: it sees what is committed and never waits for this thread's writes."""
+        self._check_open()
+        self._reachable()
+        with self._errors(), self._pool.connection() as conn:
+            cur = conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
+            return cur.fetchall() if cur.description is not None else []
+
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return

@@ -1,0 +1,68 @@
+"""Which held memories belong to which scope, and the bytes each scope takes in the indexes.
+
+The bytes of a memory are an estimate of what the indexes hold for it: its vector in the
+dense matrix (4 x dim), its record and text in the mirror, its BM25 postings and its mirror
+columns, plus the hnsw graph's share once the index uses hnsw; ``ROW_BYTES`` and
+``TEXT_FACTOR`` were measured (bench/resident_bytes.py; docs/decisions/0020).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from sidecar.records import Memory
+from sidecar.retrieval.resident.keys import ScopeKey, scope_of
+
+ROW_BYTES = 2600  # per memory, besides its vector and its text
+TEXT_FACTOR = 3  # bytes per character of a memory's text (record, BM25 terms)
+
+
+class ScopeMembers:
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._seqs: dict[ScopeKey, dict[int, int]] = {}  # scope -> seq -> bytes
+        self._bytes: dict[ScopeKey, int] = {}
+        self._scope: dict[int, ScopeKey] = {}  # seq -> scope
+
+    def size(self, memory: Memory) -> int:
+        return self.estimate(1, len(memory.content))
+
+    def estimate(self, memories: int, mean_chars: float) -> int:
+        """The bytes of ``memories`` held memories of ``mean_chars`` characters."""
+        return int(memories * (ROW_BYTES + 4 * self.dim + TEXT_FACTOR * mean_chars))
+
+    def put(self, memories: Sequence[Memory]) -> None:
+        with self._lock:
+            for m in memories:
+                self._remove(m.seq)
+                key = scope_of(m)
+                size = self.size(m)
+                self._seqs.setdefault(key, {})[m.seq] = size
+                self._bytes[key] = self._bytes.get(key, 0) + size
+                self._scope[m.seq] = key
+
+    def drop(self, seqs: Sequence[int]) -> None:
+        with self._lock:
+            for seq in seqs:
+                self._remove(seq)
+
+    def _remove(self, seq: int) -> None:
+        key = self._scope.pop(seq, None)
+        if key is None:
+            return
+        seqs = self._seqs[key]
+        self._bytes[key] -= seqs.pop(seq)
+        if not seqs:
+            del self._seqs[key], self._bytes[key]
+
+    def seqs(self, key: ScopeKey) -> list[int]:
+        with self._lock:
+            return list(self._seqs.get(key, ()))
+
+    def bytes_of(self, key: ScopeKey) -> int:
+        return self._bytes.get(key, 0)
+
+    def count(self, key: ScopeKey) -> int:
+        return len(self._seqs.get(key, ()))
