@@ -223,10 +223,11 @@ class MemoryRepo:
                    batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
         """The live memories of one scope (agent_id and user_id exactly; '' '' = the shared
         ones) with their embeddings, in seq order, in batches."""
-        # A user's scope through the partial index memories_user (the literal "user_id != ''"
-        # lets SQLite use it; left to itself it walks the agent's every row instead).
-        which = "user_id = ? AND user_id != ''" if user_id else "user_id = ?"
-        hint = " INDEXED BY memories_user" if user_id and self.db.dialect == "sqlite" else ""
+        # Through the partial index memories_user or memories_own (the literal conditions
+        # let SQLite use them; left to itself it walks the agent's every row instead).
+        which = "user_id = ? AND user_id != ''" if user_id else "user_id = ? AND user_id = ''"
+        index = "memories_user" if user_id else "memories_own"
+        hint = f" INDEXED BY {index}" if self.db.dialect == "sqlite" else ""
         last = 0
         while True:
             rows = self.db.read_apart(

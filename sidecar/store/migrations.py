@@ -203,6 +203,11 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE injection_context ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
     """,
+    # 12: the memories of a scope without a user (the shared ones, an agent's own), read when
+    # the scope is loaded on first use without walking the agent's users' rows.
+    """
+    CREATE INDEX memories_own ON memories (agent_id) WHERE user_id = '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

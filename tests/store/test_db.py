@@ -43,7 +43,8 @@ def test_a_dismissals_table_made_by_the_admin_page_is_kept(tmp_path: Path) -> No
     conn.execute("CREATE TABLE admin_dismissed (key TEXT PRIMARY KEY, dismissed_us INTEGER "
                  "NOT NULL) WITHOUT ROWID; INSERT INTO admin_dismissed VALUES ('pair:a:b', 1)")
     conn.execute("DROP TABLE injection_context; DROP TABLE captures")  # made after 6
-    conn.execute("DROP INDEX memories_user; DROP TABLE channel_speakers")  # and after 9
+    conn.execute("DROP INDEX memories_user; DROP INDEX memories_own; "
+                 "DROP TABLE channel_speakers")  # and after 9
     for table in ("memories", "memory_versions"):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN user_id; "
                      f"ALTER TABLE {table} DROP COLUMN channel_private")

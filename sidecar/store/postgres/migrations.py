@@ -219,6 +219,10 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE injection_context ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
     """,
+    # 9: the memories of a scope without a user (as SQLite's migration 12).
+    """
+    CREATE INDEX memories_own ON memories (agent_id, seq) WHERE user_id = '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
