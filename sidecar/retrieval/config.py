@@ -139,7 +139,7 @@ class RetrievalConfig:
     query_max_tokens: int = field(default=256, metadata=knob(
         "Model tokens (with [CLS] and [SEP]) of a query text that are embedded, for Search "
         "and Inject; the rest is cut. BM25 always sees the whole text.", ge=8, le=256))
-    # What one sidecar holds in its indexes (docs/decisions/0020-resident-scopes.md): a 2 GB
+    # What one sidecar holds in its indexes (docs/decisions/0022-resident-scopes.md): a 2 GB
     # container leaves about 1 GB to memories beside the model and the runtime.
     resident_mb: float = field(default=768.0, metadata=knob(
         "Memory budget (MB) of the scopes held in the indexes (vectors, BM25, mirror): a "

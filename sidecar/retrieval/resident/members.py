@@ -3,7 +3,7 @@
 The bytes of a memory are an estimate of what the indexes hold for it: its vector in the
 dense matrix (4 x dim), its record and text in the mirror, its BM25 postings and its mirror
 columns, plus the hnsw graph's share once the index uses hnsw; ``ROW_BYTES`` and
-``TEXT_FACTOR`` were measured (bench/resident_bytes.py; docs/decisions/0020).
+``TEXT_FACTOR`` were measured (bench/resident_bytes.py; docs/decisions/0022-resident-scopes.md).
 """
 
 from __future__ import annotations
