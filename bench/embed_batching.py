@@ -27,6 +27,7 @@ import os
 import random
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -86,6 +87,16 @@ def one_length_batches(tokens: list[QueryTokens], count: int,
     return out
 
 
+def same_length_share(tokens: list[QueryTokens], queued: int, draws: int = 2000) -> float:
+    """Of ``queued`` random texts, the share that have the same token length as another."""
+    rng = random.Random(queued)
+    shared = 0
+    for _ in range(draws):
+        lengths = Counter(t.length for t in rng.sample(tokens, queued))
+        shared += sum(n for n in lengths.values() if n > 1)
+    return shared / (draws * queued)
+
+
 def exactness(run: Run, single: Callable[[QueryTokens], np.ndarray],
               batches: list[list[QueryTokens]]) -> str:
     rows = same = 0
@@ -143,6 +154,9 @@ def main() -> None:
         runs = {name: runner(path, "disabled") for name, path in graphs.items()}
         print(f"{len(texts)} texts; {args.batches} batches of {SIZES} per row; load average "
               f"{load:.2f} on {os.cpu_count()} cores\n")
+        asked = tokens[len(golden_texts()):]
+        print("LongMemEval questions queued at once, the share with the token length of another: "
+              + ", ".join(f"{q}: {same_length_share(asked, q):.0%}" for q in (4, 8, 16)) + "\n")
         print("| batched run | texts | bit-identical to alone | lowest cosine |\n|---|---|---|---|")
         rows = [(f"{INT8} as shipped, padded", shipped, alone8.embed_tokens, mixed),
                 (f"{INT8} as shipped, one length per batch", shipped, alone8.embed_tokens, even),
