@@ -126,12 +126,18 @@ def cost_row(label: str, batches: list[list[QueryTokens]], runs: dict[str, Run],
     """CPU ms per text: B single runs vs one run of each batched variant, summed over
     ``batches``."""
     texts = sum(len(b) for b in batches)
-    feeds = [padded(b) for b in batches]
-    alone = sum(cpu_ms(lambda b=b: [single(t.ids, t.mask) for t in b], rounds)
-                for b in batches) / texts
+
+    def one_by_one(batch: list[QueryTokens]) -> Callable[[], object]:
+        return lambda: [single(t.ids, t.mask) for t in batch]
+
+    def at_once(run: Run, batch: list[QueryTokens]) -> Callable[[], object]:
+        feeds = padded(batch)
+        return lambda: run(*feeds)
+
+    alone = sum(cpu_ms(one_by_one(b), rounds) for b in batches) / texts
     cells = [f"{alone:.2f}"]
     for run in runs.values():
-        ms = sum(cpu_ms(lambda f=f, r=run: r(*f), rounds) for f in feeds) / texts
+        ms = sum(cpu_ms(at_once(run, b), rounds) for b in batches) / texts
         cells.append(f"{ms:.2f} ({ms / alone:.0%})")
     return f"| {label} | " + " | ".join(cells) + " |"
 

@@ -37,7 +37,8 @@ def graphs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def golden_batches(alone: Embedder) -> list[list[QueryTokens]]:
     """The golden texts in file order, in batches of 2, 3, 5, 8 and 16 (mixed lengths)."""
     tokens = [alone.tokenize_query(text) for text in golden.texts()]
-    batches, start, sizes = [], 0, (2, 3, 5, 8, 16)
+    batches: list[list[QueryTokens]] = []
+    start, sizes = 0, (2, 3, 5, 8, 16)
     while start < len(tokens):
         batches.append(tokens[start : start + sizes[len(batches) % len(sizes)]])
         start += len(batches[-1])
