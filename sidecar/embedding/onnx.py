@@ -213,9 +213,14 @@ class Embedder:
         session = graph.session
         if query and graph.long is not None and ids.shape[1] >= self.long_text_tokens:
             session = graph.long
-        hidden: np.ndarray = session.run(None, feeds)[0]
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return unit
+        return pooled(session.run(None, feeds)[0], mask)
+
+
+def pooled(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The model's token states ``hidden`` (B, S, dim) averaged over ``mask`` (B, S) and
+    L2-normalised: one unit vector per row."""
+    weights = mask[:, :, None].astype(np.float32)
+    mean = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    norms = np.linalg.norm(mean, axis=1, keepdims=True)
+    unit: np.ndarray = (mean / np.maximum(norms, 1e-12)).astype(np.float32)
+    return unit
