@@ -18,8 +18,10 @@ request names the speaker, else every recent turn.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,8 +43,11 @@ from sidecar.injection.types import Candidate
 from sidecar.records import Viewer
 from sidecar.retrieval.contract import Retriever
 
-# A channel's focus worked out ahead: (after turn, viewer, around).
-Ahead = tuple[int, Viewer, Around]
+log = logging.getLogger(__name__)
+
+# A channel's focus worked out ahead: (after turn, viewer, around), the around being worked
+# out on the conversation's worker thread (``Conversation.around``).
+Ahead = tuple[int, Viewer, "Future[Around]"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,9 @@ ALONE = Plan()
 @dataclass(frozen=True, slots=True)
 class Conversation:
     retriever: Retriever
+    # Works the next turn's focus out after a PruneHistory has replied (``around``).
+    worker: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(
+        1, thread_name_prefix="focus-ahead"))
 
     def quiet(self, text: str) -> bool:
         """``text`` is content-free (``chatter``): the turn gets nothing and moves nothing."""
@@ -100,13 +108,22 @@ class Conversation:
         if config.query_context_focus <= 0:
             return NOWHERE
         if ahead is not None and ahead[:2] == (turn - 1, viewer):
-            return ahead[2]
-        return self.around(config, recent, turn, viewer)
+            try:
+                return ahead[2].result()
+            except Exception:  # worked out again here, where its error is the turn's
+                log.warning("focus worked out ahead failed", exc_info=True)
+        return self._worked_out(config, recent, turn, viewer)
 
     def around(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn], turn: int,
-               viewer: Viewer) -> Around:
-        """The focus of ``turn`` for ``viewer`` (its speaker's turns; worked out ahead by a
-        PruneHistory)."""
+               viewer: Viewer) -> Future[Around]:
+        """The focus of ``turn`` for ``viewer`` (its speaker's turns), worked out on the
+        worker thread: a PruneHistory asks for it and replies at once, and the next turn's
+        ``plan`` takes it (most often ready by then: the Inject's embedding lets the worker
+        run)."""
+        return self.worker.submit(self._worked_out, config, tuple(recent), turn, viewer)
+
+    def _worked_out(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
+                    turn: int, viewer: Viewer) -> Around:
         return focus.around(spoken(recent, turn, viewer.user_id), turn, self.retriever, viewer,
                             config.query_context_focus_radius)
 
