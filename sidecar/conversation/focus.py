@@ -164,7 +164,8 @@ class Around:
     """What a turn's focus is taken around, before its query is known: the anchors (and
     their embeddings) and the memories of their neighbourhood (ids, ``Memory.seq`` as
     ``labels``, each one's ``cohesion``: its largest cosine to an anchor other than itself).
-    Worked out once the PruneHistory that brings a reply has replied, off the Inject path."""
+    Worked out on a worker thread for the PruneHistory that brings a reply, off the Inject
+    path."""
 
     anchors: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()

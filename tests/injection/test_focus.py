@@ -264,7 +264,10 @@ def test_the_focus_worked_out_ahead_is_the_one_worked_out_in_place(serve: Serve)
               RecentTurn(2, "When does she bake?", empty, votes=((ids["M1"], HIT_VOTE),))]
     conversation = Conversation(retriever)
     for viewer in (Viewer(), Viewer("other")):
-        ahead = conversation.around(config, recent, 3, viewer).result()
+        waiting = conversation.around(config, recent, 3, viewer)
+        assert not waiting.done()  # until the next Inject starts it
+        assert not conversation.quiet("And why?")
+        ahead = waiting.result(timeout=30)
         here = around(spoken(recent, 3, viewer.user_id), 3, retriever, viewer,
                       config.query_context_focus_radius)
         assert ahead.anchors == here.anchors and ahead.anchors
@@ -272,11 +275,17 @@ def test_the_focus_worked_out_ahead_is_the_one_worked_out_in_place(serve: Serve)
         np.testing.assert_array_equal(ahead.labels, here.labels)
         np.testing.assert_array_equal(ahead.cohesion, here.cohesion)
         np.testing.assert_array_equal(ahead.anchor_rows, here.anchor_rows)
-    # a turn's plan takes it; when working it out ahead failed, the plan works it out itself
+    # a turn's plan takes it; when working it out ahead failed, or has not started, the plan
+    # works it out itself
     failed: Future[Around] = Future()
     failed.set_exception(RuntimeError("gone"))
     taken = conversation.around(config, recent, 3, Viewer())
-    for ahead_of in (taken, failed):
+    conversation.quiet("Why?")
+    unstarted = conversation.around(config, recent, 3, Viewer())
+    for ahead_of in (taken, failed, unstarted):
         plan = conversation.plan(config, recent, (2, Viewer(), ahead_of), 3, Viewer(), "Why?",
                                  [])
         assert plan.around.anchors == taken.result().anchors
+    assert unstarted.cancelled()
+    conversation.quiet("Why?")  # the job left waiting does nothing
+    assert unstarted.cancelled()
