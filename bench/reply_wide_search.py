@@ -7,7 +7,8 @@ Builds a BM25 index (the default analyser) of CoQA story sentences, the whole se
 until the index holds ``--sizes`` documents (every term's document frequency grows with the
 store), and times the two searches for the reply votes of CoQA conversations (each turn's
 question at weight 1 and its gold answer at 2, the top ``focus.WIDE``), interleaved call by
-call: p50/p99 microseconds per size, and the share of calls whose top lists differ.
+call: p50/p99 microseconds per size, and the share of calls whose top lists differ
+(``bench/results/reply_wide_search.md``).
 
     .venv/bin/python -m bench.reply_wide_search --data ../shared/data/coqa_dev.json
         [--sizes 10000 100000 400000] [--conversations 100]
@@ -26,6 +27,7 @@ import numpy as np
 
 from bench.agent_loop_replay import cpu_flags
 from bench.conversation_followups import split_sentences
+from bench.results import recorded
 from sidecar.conversation.focus import WIDE, WIDE_POSTINGS
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.lexical.bm25 import BM25Index, term_weights
@@ -90,4 +92,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with recorded("reply_wide_search"):
+        main()

@@ -18,8 +18,9 @@ that does not grow with the store). A content-free turn votes for nothing.
 Votes fade by ``DECAY`` a turn. A voted memory weighs the votes within ``CLUSTER`` places of
 it; the ``ANCHORS`` heaviest are the focus, and the memories within
 ``query_context_focus_radius`` places of them are its neighbourhood. The PruneHistory that
-brings a reply has the next turn's anchors and their neighbourhood worked out (``around``) on
-the conversation's worker thread, off the Inject path and off its own.
+brings a reply asks for the next turn's anchors and their neighbourhood (``around``); the next
+Inject has them worked out on the conversation's worker thread beside its embedding
+(``room.Conversation.around``).
 
 A turn that leans on its context (``query_context.gate`` > 0) is offered the
 ``query_context_focus`` best memories of that neighbourhood not in view with a cosine to the
@@ -164,8 +165,8 @@ class Around:
     """What a turn's focus is taken around, before its query is known: the anchors (and
     their embeddings) and the memories of their neighbourhood (ids, ``Memory.seq`` as
     ``labels``, each one's ``cohesion``: its largest cosine to an anchor other than itself).
-    Worked out on a worker thread for the PruneHistory that brings a reply, off the Inject
-    path."""
+    Asked for by the PruneHistory that brings a reply, worked out on a worker thread beside
+    the next Inject's embedding."""
 
     anchors: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()

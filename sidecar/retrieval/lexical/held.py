@@ -60,16 +60,21 @@ def rare_search(index: BM25Index, weights: dict[str, float], k: int, budget: int
         value = idf * np.fromiter(weights.values(), np.float64, len(weights))
         best = np.argsort(-value, kind="stable")[:MAX_CONTEXT_TERMS]
         ids, value = ids[best], value[best]
-        df = np.where(ids >= 0, index._df[np.maximum(ids, 0)], 0)
+        df = index._df[np.maximum(ids, 0)].tolist()
         snap = index._view(stats)
     if snap.n_live == 0 or snap.avgdl <= 0:
         return NOTHING
-    rarest = np.argsort(df, kind="stable")
-    read = np.zeros(len(ids), bool)
-    read[rarest[np.cumsum(df[rarest]) <= budget]] = True
-    ids, value = ids[read & (ids >= 0)], value[read & (ids >= 0)]
-    if not len(ids):
+    known = [at for at, i in enumerate(ids.tolist()) if i >= 0]
+    total, read = 0, []
+    for at in sorted(known, key=df.__getitem__):  # rarest first (ties: the search's order)
+        total += df[at]
+        if total > budget:
+            break
+        read.append(at)
+    if not read:
         return NOTHING
+    read.sort()  # the search's order: the same sums
+    ids, value = ids[read], value[read]
     buffers = scores, seen, touched = index._buffers(snap.n_docs)
     count = 0
     try:
