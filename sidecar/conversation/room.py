@@ -52,7 +52,7 @@ MAX_WAITING = 64
 
 # A channel's focus worked out ahead: (after turn, viewer, around), the around being worked
 # out on the conversation's worker thread (``Conversation.around``).
-Ahead = tuple[int, Viewer, "Future[Around]"]
+Ahead = tuple[int, Viewer, Future[Around]]
 
 
 @dataclass(frozen=True, slots=True)

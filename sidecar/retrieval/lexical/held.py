@@ -19,7 +19,6 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
-from kernels.bm25 import bm25_accumulate
 from sidecar.retrieval.contract import Accept
 from sidecar.retrieval.lexical.bm25 import MAX_CONTEXT_TERMS, BM25Index, accepted, top_k
 
@@ -62,8 +61,6 @@ def rare_search(index: BM25Index, weights: dict[str, float], k: int, budget: int
         ids, value = ids[best], value[best]
         df = index._df[np.maximum(ids, 0)].tolist()
         snap = index._view(stats)
-    if snap.n_live == 0 or snap.avgdl <= 0:
-        return NOTHING
     known = [at for at, i in enumerate(ids.tolist()) if i >= 0]
     total, read = 0, []
     for at in sorted(known, key=df.__getitem__):  # rarest first (ties: the search's order)
@@ -74,15 +71,5 @@ def rare_search(index: BM25Index, weights: dict[str, float], k: int, budget: int
     if not read:
         return NOTHING
     read.sort()  # the search's order: the same sums
-    ids, value = ids[read], value[read]
-    buffers = scores, seen, touched = index._buffers(snap.n_docs)
-    count = 0
-    try:
-        for seg in snap.segments:
-            count = bm25_accumulate(seg.arrays, snap.doc_len, snap.alive, ids, value, index.k1,
-                                    index.b, snap.avgdl, scores, seen, touched, count)
-    except BaseException:
-        scores[touched[:count]] = 0.0
-        seen[touched[:count]] = 0
-        raise
-    return top_k(*accepted(index._collect((snap, buffers, count)), accept), k)
+    return top_k(*accepted(index._collect(index._summed(snap, ids[read], value[read])),
+                           accept), k)
