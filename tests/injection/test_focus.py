@@ -24,7 +24,7 @@ from sidecar.conversation.focus import (
     tally,
 )
 from sidecar.conversation.query_context import RecentTurn, spoken
-from sidecar.conversation.room import Conversation
+from sidecar.conversation.room import MAX_WAITING, Conversation
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.records import Viewer
 from tests import naive
@@ -289,3 +289,19 @@ def test_the_focus_worked_out_ahead_is_the_one_worked_out_in_place(serve: Serve)
     assert unstarted.cancelled()
     conversation.quiet("Why?")  # the job left waiting does nothing
     assert unstarted.cancelled()
+
+
+def test_focus_asked_for_without_an_inject_starts_once_too_many_wait(serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    ids = {n: i for i, n in names.items() if n != "team"}
+    config = MemoryInjectionConfig()
+    empty = np.zeros(live.server.app.injector.retriever.embed_query("x").shape, np.float32)
+    recent = [RecentTurn(1, "Who opened the bakery?", empty, votes=((ids["M0"], HIT_VOTE),))]
+    conversation = Conversation(live.server.app.injector.retriever)
+    asked = [conversation.around(config, recent, 2, Viewer()) for _ in range(MAX_WAITING)]
+    assert len(conversation.waiting) == MAX_WAITING
+    assert not any(f.done() for f in asked)
+    conversation.around(config, recent, 2, Viewer())  # one too many: the oldest starts
+    assert asked[0].result(timeout=30).anchors == (ids["M0"],)
+    assert len(conversation.waiting) == MAX_WAITING
