@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from sidecar.records import Edge, Relation
-from sidecar.retrieval.contract import Accept
+from sidecar.records import Edge, Relation, Viewer
+from sidecar.retrieval.contract import Accept, Retriever
 from sidecar.retrieval.mirror import LiveMemories
 
 
@@ -222,3 +222,28 @@ def bm25_with_context(
         return {i: own[i] for i in range(n) if holds_own[i]}
     scale = max(weights.values()) * top / best
     return {i: own[i] + ctx[i] * scale for i in range(n) if holds_own[i] or holds_ctx[i]}
+
+
+def reply_vote(retriever: Retriever, viewer: Viewer, asked: str, in_view: Sequence[str],
+               reply: str, wide: int, reply_terms: int, reply_share: float,
+               vote: float) -> tuple[tuple[str, float], ...]:
+    """``focus.reply_vote`` written out: each memory's text analysed again for the reply's
+    terms, and the store-wide ``term_search`` read whole (no postings budget)."""
+    terms = set(retriever.query_terms(reply)) if reply else set()
+    if not terms:
+        return ()
+    both = ((asked, 1.0), (reply, 2.0))
+    need = max(1, min(reply_terms, math.ceil(reply_share * len(terms))))
+
+    def best(ids: Sequence[str]) -> str | None:
+        memories = [m for m in retriever.live_memories(ids, viewer) if m is not None]
+        drawn = [m.id for m in memories
+                 if len(terms & set(retriever.query_terms(m.content))) >= need]
+        if not drawn:
+            return None
+        scores = retriever.term_scores([m.id for m in memories], both)
+        by_id = dict(zip((m.id for m in memories), scores.tolist(), strict=True))
+        return max(drawn, key=lambda m: by_id[m])  # the first of the best, as argmax
+
+    found = best(in_view) or best(retriever.term_search(both, wide, viewer))
+    return () if found is None else ((found, vote),)

@@ -10,14 +10,17 @@ used, sharing few words with the question.
 Each turn of a channel votes for memories: its search's first ``HIT_VOTES`` hits (the first
 ``HIT_VOTE``, the next ones less) and, once a PruneHistory shows the assistant's reply, the
 memory the reply drew on (``REPLY_VOTE``): of the memories in view holding enough of the
-reply's terms (``drawn_on``), the one the turn's text and its reply match best by BM25 (the
-reply's words count twice); when none in view does, the best such among the ``WIDE``
-memories of the store that BM25 ranks first for them. A content-free turn votes for nothing.
+reply's terms (``drawn_on``, counted from the BM25 index: no text is analysed again), the one
+the turn's text and its reply match best by BM25 (the reply's words count twice); when none
+in view does, the best such among the ``WIDE`` memories of the store that BM25 ranks first
+for their rarest terms, read while their postings add up to at most ``WIDE_POSTINGS`` (work
+that does not grow with the store). A content-free turn votes for nothing.
 Votes fade by ``DECAY`` a turn. A voted memory weighs the votes within ``CLUSTER`` places of
 it; the ``ANCHORS`` heaviest are the focus, and the memories within
 ``query_context_focus_radius`` places of them are its neighbourhood. The PruneHistory that
-brings a reply works the next turn's anchors and their neighbourhood out (``around``), off the
-Inject path.
+brings a reply asks for the next turn's anchors and their neighbourhood (``around``); the next
+Inject has them worked out on the conversation's worker thread beside its embedding
+(``room.Conversation.around``).
 
 A turn that leans on its context (``query_context.gate`` > 0) is offered the
 ``query_context_focus`` best memories of that neighbourhood not in view with a cosine to the
@@ -47,6 +50,9 @@ from sidecar.retrieval.contract import Retriever, cosine_of
 # Votes: a turn's first search hits and the memory its reply drew on.
 HIT_VOTES, HIT_VOTE, REPLY_VOTE = 5, 0.5, 1.0
 WIDE = 20  # memories of the store a reply's vote looks at when none in view holds its words
+# Postings (memories holding one of its terms, the rarest terms first) that search reads at
+# most: its work does not grow with the store (docs/decisions/0023 has the measurement).
+WIDE_POSTINGS = 8192
 # A reply draws on a memory holding at least min(REPLY_TERMS, REPLY_SHARE x its terms) of
 # its distinct terms ("Drake": the one; a paragraph from the model's own knowledge: three).
 REPLY_TERMS, REPLY_SHARE = 3, 0.5
@@ -83,38 +89,39 @@ def reply_vote(retriever: Retriever, viewer: Viewer, asked: str, in_view: Sequen
     """The vote of a turn's reply: of the memories ``in_view`` that ``viewer`` is offered and
     that the reply drew on (``drawn_on``), the one the turn's text and its reply (counting
     twice) match best; when none did, the same among the ``WIDE`` memories visible to
-    ``viewer`` that match them best in the whole store (none when no memory holds enough
-    of the reply's terms: "yes", "three", a reply from the model's own knowledge)."""
+    ``viewer`` that match them best of those holding one of their terms found within
+    ``WIDE_POSTINGS`` postings, rarest terms first (``Retriever.term_search_within``; none
+    when no memory holds enough of the reply's terms: "yes", "three", a reply from the
+    model's own knowledge)."""
     terms = set(retriever.query_terms(reply)) if reply else set()
     if not terms:
         return ()
     both = ((asked, 1.0), (reply, 2.0))
-    seen = retriever.live_memories(in_view, viewer)
-    best = _best_drawn_on(retriever, [m.id for m in seen if m is not None],
-                          [m.content for m in seen if m is not None], terms, both)
+    seen = [m.id for m in retriever.live_memories(in_view, viewer) if m is not None]
+    best = _best_drawn_on(retriever, seen, terms, both)
     if best is None:
-        wide = retriever.live_memories(retriever.term_search(both, WIDE, viewer), viewer)
-        best = _best_drawn_on(retriever, [m.id for m in wide if m is not None],
-                              [m.content for m in wide if m is not None], terms, both)
+        wide = retriever.term_search_within(both, WIDE, viewer, WIDE_POSTINGS)
+        best = _best_drawn_on(retriever, wide, terms, both)
     return () if best is None else ((best, REPLY_VOTE),)
 
 
-def drawn_on(retriever: Retriever, contents: Sequence[str], reply_terms: set[str]) -> np.ndarray:
-    """Per memory text, whether a reply of ``reply_terms`` (its distinct BM25 terms) drew on
-    it: it holds at least min(``REPLY_TERMS``, ``REPLY_SHARE`` x their number) of them."""
-    need = max(1, min(REPLY_TERMS, math.ceil(REPLY_SHARE * len(reply_terms))))
-    return np.array([len(reply_terms.intersection(retriever.query_terms(c))) >= need
-                     for c in contents], bool)
+def drawn_on(held: np.ndarray, reply_terms: int) -> np.ndarray:
+    """Per memory holding ``held`` of a reply's ``reply_terms`` distinct BM25 terms, whether
+    the reply drew on it: it holds at least min(``REPLY_TERMS``, ``REPLY_SHARE`` x their
+    number) of them."""
+    need = max(1, min(REPLY_TERMS, math.ceil(REPLY_SHARE * reply_terms)))
+    return np.asarray(held >= need)
 
 
-def _best_drawn_on(retriever: Retriever, memory_ids: list[str], contents: list[str],
-                   reply_terms: set[str], both: tuple[tuple[str, float], ...]) -> str | None:
+def _best_drawn_on(retriever: Retriever, memory_ids: list[str], reply_terms: set[str],
+                   both: tuple[tuple[str, float], ...]) -> str | None:
     """Of ``memory_ids``, the one the reply drew on that ``both`` match best."""
     if not memory_ids:
         return None
-    holds = drawn_on(retriever, contents, reply_terms)
-    if not holds.any():
-        return None
+    holds = drawn_on(retriever.terms_held(memory_ids, reply_terms), len(reply_terms))
+    drawn = np.flatnonzero(holds)
+    if len(drawn) <= 1:  # none, or the one: no score needed
+        return memory_ids[int(drawn[0])] if len(drawn) else None
     return memory_ids[int(np.argmax(np.where(holds, retriever.term_scores(memory_ids, both),
                                              -np.inf)))]
 
@@ -158,7 +165,8 @@ class Around:
     """What a turn's focus is taken around, before its query is known: the anchors (and
     their embeddings) and the memories of their neighbourhood (ids, ``Memory.seq`` as
     ``labels``, each one's ``cohesion``: its largest cosine to an anchor other than itself).
-    Worked out by the PruneHistory that brings a reply, off the Inject path."""
+    Asked for by the PruneHistory that brings a reply, worked out on a worker thread beside
+    the next Inject's embedding."""
 
     anchors: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()

@@ -18,8 +18,12 @@ request names the speaker, else every recent turn.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,8 +45,14 @@ from sidecar.injection.types import Candidate
 from sidecar.records import Viewer
 from sidecar.retrieval.contract import Retriever
 
-# A channel's focus worked out ahead: (after turn, viewer, around).
-Ahead = tuple[int, Viewer, Around]
+log = logging.getLogger(__name__)
+
+# Focus computations asked for by PruneHistory calls that may wait for an Inject to start them.
+MAX_WAITING = 64
+
+# A channel's focus worked out ahead: (after turn, viewer, around), the around being worked
+# out on the conversation's worker thread (``Conversation.around``).
+Ahead = tuple[int, Viewer, Future[Around]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +78,27 @@ ALONE = Plan()
 @dataclass(frozen=True, slots=True)
 class Conversation:
     retriever: Retriever
+    # Works the next turn's focus out (``around``) beside the Inject's embedding.
+    worker: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(
+        1, thread_name_prefix="focus-ahead"))
+    # The focus PruneHistory calls asked for, waiting for the next Inject to start them.
+    waiting: deque[Callable[[], None]] = field(default_factory=deque)
 
     def quiet(self, text: str) -> bool:
-        """``text`` is content-free (``chatter``): the turn gets nothing and moves nothing."""
+        """``text`` is content-free (``chatter``): the turn gets nothing and moves nothing.
+        The first thing an Inject asks, before its embedding: the focus worked out ahead
+        (``around``) starts here, on the worker, while the embedding leaves it the
+        interpreter."""
+        self._start()
         return content_free(text)
+
+    def _start(self) -> None:
+        while True:
+            try:
+                job = self.waiting.popleft()
+            except IndexError:
+                return
+            self.worker.submit(job)
 
     def plan(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
              ahead: Ahead | None, turn: int, viewer: Viewer, text: str,
@@ -99,14 +126,37 @@ class Conversation:
                 ahead: Ahead | None, turn: int, viewer: Viewer) -> Around:
         if config.query_context_focus <= 0:
             return NOWHERE
-        if ahead is not None and ahead[:2] == (turn - 1, viewer):
-            return ahead[2]
-        return self.around(config, recent, turn, viewer)
+        if ahead is not None and ahead[:2] == (turn - 1, viewer) and not ahead[2].cancel():
+            try:  # started by ``quiet``: ready, or soon
+                return ahead[2].result()
+            except Exception:  # worked out again here, where its error is the turn's
+                log.warning("focus worked out ahead failed", exc_info=True)
+        return self._worked_out(config, recent, turn, viewer)
 
     def around(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn], turn: int,
-               viewer: Viewer) -> Around:
-        """The focus of ``turn`` for ``viewer`` (its speaker's turns; worked out ahead by a
-        PruneHistory)."""
+               viewer: Viewer) -> Future[Around]:
+        """The focus of ``turn`` for ``viewer`` (its speaker's turns), to be worked out on
+        the worker thread: a PruneHistory asks for it and replies without it; the next
+        Inject starts it before its embedding (``quiet``) and its ``plan`` takes it. Never
+        more than ``MAX_WAITING`` wait: the oldest then start at once."""
+        out: Future[Around] = Future()
+        args = (config, tuple(recent), turn, viewer)
+
+        def job() -> None:
+            if out.set_running_or_notify_cancel():  # not taken over by ``plan``
+                try:
+                    out.set_result(self._worked_out(*args))
+                except BaseException as exc:
+                    out.set_exception(exc)
+
+        self.waiting.append(job)
+        while len(self.waiting) > MAX_WAITING:
+            with contextlib.suppress(IndexError):
+                self.worker.submit(self.waiting.popleft())
+        return out
+
+    def _worked_out(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
+                    turn: int, viewer: Viewer) -> Around:
         return focus.around(spoken(recent, turn, viewer.user_id), turn, self.retriever, viewer,
                             config.query_context_focus_radius)
 

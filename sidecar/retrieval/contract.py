@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple, Protocol
@@ -160,6 +160,18 @@ class Retriever(Protocol):
     def term_search(self, texts: Weighted, k: int, viewer: Viewer) -> list[str]:
         """The ``k`` live memories offered to ``viewer`` that BM25 scores best for the
         terms of ``texts`` (as ``term_scores``), best first."""
+        ...
+
+    def term_search_within(self, texts: Weighted, k: int, viewer: Viewer,
+                           postings: int) -> list[str]:
+        """``term_search`` by the rarest of its terms while their postings (memories holding
+        them) add up to at most ``postings`` (``lexical.held.rare_search``): bounded work
+        whatever the store's size; ``term_search`` itself when all of them fit."""
+        ...
+
+    def terms_held(self, memory_ids: Sequence[str], terms: Collection[str]) -> np.ndarray:
+        """Per memory, how many of the BM25 query ``terms`` (distinct) its text holds, read
+        from the index (-1: not indexed)."""
         ...
 
     def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:

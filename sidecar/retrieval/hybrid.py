@@ -69,6 +69,7 @@ from sidecar.retrieval.fusion.pool import Fused, Ranked
 from sidecar.retrieval.fusion.rrf import fuse_ranked
 from sidecar.retrieval.graph.expansion import EdgeGraph
 from sidecar.retrieval.graph.source import GraphSource
+from sidecar.retrieval.lexical import held
 from sidecar.retrieval.lexical import persist as lexical_persist
 from sidecar.retrieval.lexical.bm25 import BM25Index, distinct_terms, term_weights
 from sidecar.retrieval.lexical.source import LexicalSource
@@ -458,6 +459,18 @@ class HybridRetriever:
                 self.groups(viewer))
             found = map(self.live.get, labels.tolist())
             return [m.id for m in found if m is not None and m.offered_to(viewer)]
+
+    def term_search_within(self, texts: Weighted, k: int, viewer: Viewer,
+                           postings: int) -> list[str]:
+        with self.resident.using(viewer_scopes(viewer)):
+            labels, _ = held.rare_search(self.lexical, term_weights(self.lexical.analyzer, texts),
+                                         k, postings, self.live.accept(viewer),
+                                         self.groups(viewer))
+            found = map(self.live.get, labels.tolist())
+            return [m.id for m in found if m is not None and m.offered_to(viewer)]
+
+    def terms_held(self, memory_ids: Sequence[str], terms: Collection[str]) -> np.ndarray:
+        return held.terms_held(self.lexical, self.labels_of(memory_ids), terms)
 
     def labels_of(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""

@@ -3,6 +3,8 @@ conversation drew on (real server, model and SQLite file)."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import numpy as np
 from memsidecar.v1 import injection_pb2 as inj
 
@@ -11,14 +13,21 @@ from sidecar.conversation.focus import (
     HIT_VOTE,
     LOW_GATE,
     LOW_SHARE,
+    REPLY_SHARE,
+    REPLY_TERMS,
     REPLY_VOTE,
+    WIDE,
+    Around,
     Votes,
+    around,
     reply_vote,
     tally,
 )
-from sidecar.conversation.query_context import RecentTurn
+from sidecar.conversation.query_context import RecentTurn, spoken
+from sidecar.conversation.room import MAX_WAITING, Conversation
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.records import Viewer
+from tests import naive
 from tests.conftest import Running
 from tests.injection.conftest import Serve
 from tests.injection.helpers import inject, put
@@ -215,3 +224,84 @@ def test_a_reply_drawing_on_a_memory_out_of_view_votes_for_the_stores_best(
         (ids["M1"], REPLY_VOTE),)
     assert reply_vote(retriever, Viewer("a"), "When is the cellar locked?", [secret], reply) == (
         (ids["M1"], REPLY_VOTE),)  # in view of the channel, but not this agent's to see
+
+
+def test_a_reply_vote_is_the_one_analysing_every_text_would_give(serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    ids = {n: i for i, n in names.items() if n != "team"}
+    other = put(live, "Every morning at four the night guard locks the cellar.",
+                agent_id="other").id
+    retriever = live.server.app.injector.retriever
+    replies = [r for _, r in TALK + TERSE] + [
+        "Yes.", "Jonas paid with a bank loan.", "The oven at Harbour Road broke.", "bread",
+        "She sells bread; her brother delivers it to the hotel and three cafes.", "four"]
+    views = [[], [ids["M0"], ids["M1"]], [ids["J1"], ids["J2"], ids["M3"]], [other, ids["M5"]],
+             list(ids.values())]
+    votes = 0
+    for asked, _ in TALK + TERSE:
+        for reply in replies:
+            for view in views:
+                for viewer in (Viewer(), Viewer("other")):
+                    got = reply_vote(retriever, viewer, asked, view, reply)
+                    assert got == naive.reply_vote(retriever, viewer, asked, view, reply, WIDE,
+                                                   REPLY_TERMS, REPLY_SHARE, REPLY_VOTE), (
+                        asked, reply, view, viewer)
+                    votes += bool(got)
+    assert votes > 100  # most replies vote
+
+
+def test_the_focus_worked_out_ahead_is_the_one_worked_out_in_place(serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    ids = {n: i for i, n in names.items() if n != "team"}
+    retriever = live.server.app.injector.retriever
+    config = MemoryInjectionConfig()
+    empty = np.zeros(retriever.embed_query("x").shape, np.float32)
+    recent = [RecentTurn(1, "Who opened the bakery on Elm Street?", empty,
+                         votes=((ids["M0"], HIT_VOTE), (ids["J0"], HIT_VOTE / 2)),
+                         reply_votes=((ids["M0"], REPLY_VOTE),)),
+              RecentTurn(2, "When does she bake?", empty, votes=((ids["M1"], HIT_VOTE),))]
+    conversation = Conversation(retriever)
+    for viewer in (Viewer(), Viewer("other")):
+        waiting = conversation.around(config, recent, 3, viewer)
+        assert not waiting.done()  # until the next Inject starts it
+        assert not conversation.quiet("And why?")
+        ahead = waiting.result(timeout=30)
+        here = around(spoken(recent, 3, viewer.user_id), 3, retriever, viewer,
+                      config.query_context_focus_radius)
+        assert ahead.anchors == here.anchors and ahead.anchors
+        assert ahead.ids == here.ids
+        np.testing.assert_array_equal(ahead.labels, here.labels)
+        np.testing.assert_array_equal(ahead.cohesion, here.cohesion)
+        np.testing.assert_array_equal(ahead.anchor_rows, here.anchor_rows)
+    # a turn's plan takes it; when working it out ahead failed, or has not started, the plan
+    # works it out itself
+    failed: Future[Around] = Future()
+    failed.set_exception(RuntimeError("gone"))
+    taken = conversation.around(config, recent, 3, Viewer())
+    conversation.quiet("Why?")
+    unstarted = conversation.around(config, recent, 3, Viewer())
+    for ahead_of in (taken, failed, unstarted):
+        plan = conversation.plan(config, recent, (2, Viewer(), ahead_of), 3, Viewer(), "Why?",
+                                 [])
+        assert plan.around.anchors == taken.result().anchors
+    assert unstarted.cancelled()
+    conversation.quiet("Why?")  # the job left waiting does nothing
+    assert unstarted.cancelled()
+
+
+def test_focus_asked_for_without_an_inject_starts_once_too_many_wait(serve: Serve) -> None:
+    live = serve()
+    names = stored(live)
+    ids = {n: i for i, n in names.items() if n != "team"}
+    config = MemoryInjectionConfig()
+    empty = np.zeros(live.server.app.injector.retriever.embed_query("x").shape, np.float32)
+    recent = [RecentTurn(1, "Who opened the bakery?", empty, votes=((ids["M0"], HIT_VOTE),))]
+    conversation = Conversation(live.server.app.injector.retriever)
+    asked = [conversation.around(config, recent, 2, Viewer()) for _ in range(MAX_WAITING)]
+    assert len(conversation.waiting) == MAX_WAITING
+    assert not any(f.done() for f in asked)
+    conversation.around(config, recent, 2, Viewer())  # one too many: the oldest starts
+    assert asked[0].result(timeout=30).anchors == (ids["M0"],)
+    assert len(conversation.waiting) == MAX_WAITING

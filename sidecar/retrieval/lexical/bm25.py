@@ -498,6 +498,12 @@ class BM25Index:
                 best = np.argsort(-idf, kind="stable")[:MAX_CONTEXT_TERMS]
                 ids, idf = ids[best], idf[best]
             snap = self._view(stats)
+        return self._summed(snap, ids, idf)
+
+    def _summed(self, snap: _View, ids: np.ndarray, idf: np.ndarray,
+                ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
+        """The term ``ids``' contributions (at ``idf``) over the view's segments, summed into
+        this thread's buffers, as ``_accumulate`` returns them."""
         if snap.n_live == 0 or snap.avgdl <= 0:
             return None
         buffers = scores, seen, touched = self._buffers(snap.n_docs)

@@ -1,0 +1,90 @@
+"""``lexical.held``: the terms a document holds, read from the index, against analysing its
+text; the search of the rarest terms within a postings budget, against ``search_weighted``
+of the terms it keeps (chosen here from document frequencies counted over the texts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sidecar.retrieval.lexical.bm25 import BM25Index
+from sidecar.retrieval.lexical.held import rare_search, terms_held
+from sidecar.retrieval.lexical.tokenize import Analyzer
+from tests.retrieval.corpus import QUERIES, corpus
+
+
+def indexed(stemming: bool, n: int = 600) -> tuple[BM25Index, dict[int, str]]:
+    docs = dict(enumerate(corpus(n, seed=5), start=1))
+    index = BM25Index(background_merge=False, min_main_merge=64, analyzer=Analyzer(stemming))
+    labels = list(docs)
+    for start in range(0, len(labels), 97):  # several segments
+        batch = labels[start:start + 97]
+        index.add(batch, [docs[i] for i in batch])
+    return index, docs
+
+
+@pytest.mark.parametrize("stemming", [False, True])
+def test_terms_held_count_what_analysing_the_text_finds(stemming: bool) -> None:
+    index, docs = indexed(stemming)
+    analyzer = index.analyzer
+    index.add([7], ["The harbour bakery sold rye bread to the harbour hotel."])  # replaced
+    docs[7] = "The harbour bakery sold rye bread to the harbour hotel."
+    index.remove([9])
+    del docs[9]
+    labels = [*range(1, 40), 9, 10_000]
+    for query in [*QUERIES, "harbour bread hotels the of", "no such words here zzq"]:
+        terms = set(analyzer.query_terms(query))
+        got = terms_held(index, labels, terms)
+        expected = [len(terms & set(analyzer.query_terms(docs[label]))) if label in docs
+                    else -1 for label in labels]
+        assert got.tolist() == expected, query
+
+
+def test_terms_held_of_nothing() -> None:
+    index, _ = indexed(False, 50)
+    assert terms_held(index, [], {"bread"}).tolist() == []
+    assert terms_held(index, [1, 2], set()).tolist() == [0, 0]
+
+
+def document_frequency(analyzer: Analyzer, docs: dict[int, str]) -> dict[str, int]:
+    df: dict[str, int] = {}
+    for text in docs.values():
+        for term in set(analyzer.terms(text)):
+            df[term] = df.get(term, 0) + 1
+    return df
+
+
+@pytest.mark.parametrize("stemming", [False, True])
+def test_with_every_term_within_the_budget_it_is_search_weighted(stemming: bool) -> None:
+    index, _ = indexed(stemming)
+    for query in QUERIES:
+        weights = {t: 1.0 + (i % 2) for i, t in enumerate(index.analyzer.query_terms(query))}
+        expected = index.search_weighted(weights, 20)
+        got = rare_search(index, weights, 20, budget=10**9)
+        assert got[0].tolist() == expected[0].tolist(), query
+        assert got[1].tolist() == expected[1].tolist(), query
+
+
+@pytest.mark.parametrize("budget", [0, 5, 40, 150, 400])
+def test_it_reads_the_rarest_terms_while_their_postings_fit_the_budget(budget: int) -> None:
+    index, docs = indexed(False)
+    df = document_frequency(index.analyzer, docs)
+    accept = (lambda labels: labels % 3 != 0)  # noqa: E731 - a viewer's filter
+    for query in QUERIES:
+        weights = {t: 2.0 if i % 3 else 1.0
+                   for i, t in enumerate(dict.fromkeys(index.analyzer.query_terms(query)))}
+        known = sorted((t for t in weights if df.get(t, 0)), key=lambda t: df[t])
+        if len({df[t] for t in known}) < len(known):
+            continue  # equal frequencies: which of them comes first is the index's order
+        kept, total = set(), 0
+        for term in known:
+            total += df[term]
+            if total > budget:
+                break
+            kept.add(term)
+        expected = (index.search_weighted({t: w for t, w in weights.items() if t in kept}, 10,
+                                          accept) if kept else (np.zeros(0), np.zeros(0)))
+        got = rare_search(index, weights, 10, budget, accept)
+        assert got[0].tolist() == expected[0].tolist(), (query, budget)
+        assert got[1].tolist() == expected[1].tolist(), (query, budget)
+        assert sum(df[t] for t in kept) <= budget
