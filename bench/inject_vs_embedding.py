@@ -4,7 +4,7 @@ The store: the first ``--memories`` LongMemEval user turns (every distinct sessi
 a stable order, channel = session), embedded once with the served model (cached under
 bench/.cache/) and written straight into a fresh data dir: seconds to build. It is served by
 a ``memsidecar serve`` process with ``capture = "user"``; the durable turn, the query context
-and its focus are on by default. Conversations: sessions of the store with at least
+and its focus are on by default. Conversations: other sessions (not stored) with at least
 ``--turns`` user/assistant exchanges, each user text cut to exactly 16 or 64 model tokens,
 driven through the README's loop (PruneHistory keeping 3 blocks -> Inject -> block, text,
 the session's next assistant reply), so follow-ups carry their context and the focus votes.
@@ -17,17 +17,23 @@ of the bare embedding, their ratios, and the server's own figures (elapsed, its 
 search beyond the embedding, pinned, dedup, budget, format, persist; the rest = elapsed minus
 the embedding; the hop = client minus server). Writes bench/results/inject_vs_embedding.json.
 
+With ``--baseline TREE`` (a source tree, e.g. ``git archive`` of an earlier commit unpacked)
+a second sidecar imports ``sidecar`` and ``kernels`` from it and serves a copy of the store;
+every turn goes to both, in alternating order: a before/after in one run.
+
 Run:  .venv/bin/python -m bench.inject_vs_embedding [--memories 2000] [--conversations 60]
-      [--turns 5]
+      [--turns 5] [--baseline /tmp/before]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,16 +73,17 @@ class Timed:
 
 
 def sessions(data: list[dict], stored: set[str]) -> dict[str, Talk]:  # type: ignore[type-arg]
-    """Each session's (user text, next assistant reply) pairs, in order: the stored sessions
-    first (their conversations find what was written in them), then the others."""
+    """The (user text, next assistant reply) pairs of each session not in the store, in
+    order: new conversations over what the store holds."""
     out: dict[str, Talk] = {}
     for item in data:
         for sid, session in zip(item["haystack_session_ids"], item["haystack_sessions"],
                                 strict=True):
-            out.setdefault(sid, [(a["content"], b["content"][:2000])
-                                 for a, b in zip(session, session[1:], strict=False)
-                                 if a["role"] == "user" and b["role"] == "assistant"])
-    return {sid: out[sid] for sid in sorted(out, key=lambda sid: (sid not in stored, sid))}
+            if sid not in stored:
+                out.setdefault(sid, [(a["content"], b["content"][:2000])
+                                     for a, b in zip(session, session[1:], strict=False)
+                                     if a["role"] == "user" and b["role"] == "assistant"])
+    return {sid: out[sid] for sid in sorted(out)}
 
 
 def conversations(talks: dict[str, Talk], tokens: int, turns: int, limit: int) -> list[Talk]:
@@ -159,36 +166,62 @@ def line(name: str, s: dict[str, object]) -> str:
 
 
 def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
-        conversation_count: int, turns: int) -> dict[str, object]:
+        conversation_count: int, turns: int, baseline: Path | None = None,
+        ) -> dict[str, object]:
     """Serve ``stored`` (channel = session) and time ``conversation_count`` of ``talks``
-    per length (see the module's docstring)."""
+    per length (see the module's docstring). ``baseline``: a source tree whose sidecar
+    serves a copy of the store too, each turn sent to both (in alternating order)."""
     model = EmbeddingConfig().model
     toml = config_text(None, 10, {**SETTINGS, "embedding": {"model": model}})
     _, embedder = variant(model=model)
     timed: dict[str, list[Timed]] = {}
     lme_data.CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=lme_data.CACHE) as tmp:
-        data_dir = Path(tmp)
+    with tempfile.TemporaryDirectory(dir=lme_data.CACHE) as tmp, ExitStack() as stack:
+        data_dir = Path(tmp) / "store"
         start = time.perf_counter()
         store(stored, model, data_dir)
         built_s = time.perf_counter() - start
         (data_dir / "memsidecar.toml").write_text(toml, encoding="utf-8")
-        with served(data_dir, timeout_s=10) as client:
-            for tokens in lengths:
-                for n, talk in enumerate(conversations(talks, tokens, turns,
-                                                       conversation_count)):
-                    channel = f"c{tokens}-{n}"
-                    loop = AgentLoop(client, channel, AGENT)
-                    for t, (text, reply) in enumerate(talk):
-                        rows = timed.setdefault(f"{tokens} tokens, all turns", [])
-                        loop.turn(text, reply, timed_inject(client, embedder, rows, channel,
-                                                            (n + t) % 2 == 0))
+        clients = {"": stack.enter_context(served(data_dir, timeout_s=10))}
+        if baseline is not None:
+            shutil.copytree(data_dir, Path(tmp) / "baseline", ignore=_logs)
+            with _python_path(baseline):
+                clients = {"baseline, ": stack.enter_context(
+                    served(Path(tmp) / "baseline", timeout_s=10)), "this tree, ": clients[""]}
+        for tokens in lengths:
+            for n, talk in enumerate(conversations(talks, tokens, turns, conversation_count)):
+                channel = f"c{tokens}-{n}"
+                loops = {name: AgentLoop(c, channel, AGENT) for name, c in clients.items()}
+                for t, (text, reply) in enumerate(talk):
+                    names = list(clients) if (n + t) % 2 else list(reversed(clients))
+                    for name in names:
+                        rows = timed.setdefault(f"{name}{tokens} tokens, all turns", [])
+                        loops[name].turn(text, reply, timed_inject(
+                            clients[name], embedder, rows, channel, (n + t) % 2 == 0))
                         if t > 0:
-                            timed.setdefault(f"{tokens} tokens, follow-ups", []).append(
-                                rows[-1])
+                            timed.setdefault(f"{name}{tokens} tokens, follow-ups",
+                                             []).append(rows[-1])
     return {"memories": len(stored), "store_build_s": round(built_s, 2), "model": model,
-            "config": toml, "cpu_flags": cpu_flags(),
-            "rows": {name: summary(rows) for name, rows in timed.items()}}
+            "config": toml, "cpu_flags": cpu_flags(), "baseline": str(baseline or ""),
+            "rows": {name: summary(rows) for name, rows in sorted(timed.items())}}
+
+
+def _logs(_: str, names: list[str]) -> list[str]:
+    return [n for n in names if n == "sidecar.log"]
+
+
+@contextmanager
+def _python_path(tree: Path) -> Iterator[None]:
+    """Sidecars started in the body import ``sidecar`` and ``kernels`` from ``tree``."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(tree.resolve())
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
@@ -197,11 +230,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     parser.add_argument("--conversations", type=int, default=60,
                         help="conversations per text length")
     parser.add_argument("--turns", type=int, default=5, help="turns per conversation")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a source tree (e.g. `git archive` of an earlier commit) whose "
+                             "sidecar is timed beside this tree's, turn by turn")
     args = parser.parse_args(argv)
     data = load_oracle()
     stored = pooled_turns(data, ("user",))[:args.memories]
     talks = sessions(data, {t.session_id for t in stored})
-    result = run(stored, talks, LENGTHS, args.conversations, args.turns)
+    result = run(stored, talks, LENGTHS, args.conversations, args.turns, args.baseline)
     rows = result["rows"]
     assert isinstance(rows, dict)
     for name, s in rows.items():

@@ -61,6 +61,7 @@ from sidecar.vault.pii import find_pii
 
 if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
     from sidecar.capture import Capture
+    from sidecar.capture.capture import HeldBack
     from sidecar.config.schema import Config
 
 log = logging.getLogger(__name__)
@@ -215,7 +216,8 @@ class Injector:
             candidates = pinned + contextual
             held: list[TracedDrop] = []
             if self.capture is not None:  # the channel's captures its agent still sees
-                shown = self.capture.visible(candidates, request.channel_id, turn, config)
+                shown = self.capture.visible(candidates, request.channel_id, turn, config,
+                                             early.held)
                 if len(shown) < len(candidates):
                     visible = {id(c) for c in shown}
                     held = [traced_drop(c, DropReason.CAPTURE_IN_VIEW) for c in candidates
@@ -304,7 +306,8 @@ class Injector:
                viewer: Viewer, text: str, job: QueryEmbedding) -> _Early:
         """What a turn needs that needs no vector: the own search's scope filter and BM25,
         the plan's context and focus, the BM25 of the search the context would steer, the
-        pinned members, the secret check of the text the channel keeps. A text that takes
+        pinned members, the secret check of the text the channel keeps, what its captures
+        hold back. A text that takes
         every core is searched whole once embedded (``ahead`` None)."""
         draft = self.conversation.draft(config, state.recent, state.around, turn, viewer, text)
         ahead = not job.alone
@@ -314,7 +317,8 @@ class Injector:
             if ahead and draft.steered else None,
             pinned_members(config, viewer, self.retriever, self.snapshot),
             text, self.holds_secret(text) if config.query_context_turns > 0 else None,
-            job.model)
+            job.model, None if self.capture is None else self.capture.held_back(
+                state.channel_id, turn, config))
 
     def _steer(self, config: MemoryInjectionConfig, text: str, viewer: Viewer, plan: Plan,
                own: ContextualPool, in_view: set[str], early: _Early,
@@ -432,6 +436,7 @@ class _Early:
     text: str = ""
     secret: bool | None = None  # whether ``text`` holds a secret
     model: object | None = None  # the model of the turn's embedding
+    held: HeldBack | None = None  # what the channel's captures hold back
 
     def holds_secret(self, text: str, check: HoldsSecret) -> HoldsSecret:
         """``check``, answered from here for ``text``."""
