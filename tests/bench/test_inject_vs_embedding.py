@@ -1,5 +1,6 @@
-"""bench/inject_vs_embedding.py, run tiny: a real ``memsidecar serve`` over a store of the
-golden texts, two conversations of three turns."""
+"""bench/inject_vs_embedding.py, run tiny: real ``memsidecar serve`` processes (this tree's
+and a baseline tree's, here this tree again) over a store of the golden texts, two
+conversations of three turns."""
 
 from __future__ import annotations
 
@@ -23,12 +24,14 @@ def test_a_tiny_run_writes_every_figure(tmp_path: Path, monkeypatch: pytest.Monk
               for i, t in enumerate(texts)]
     talks = {f"s{k}": [(t.content, "Noted.") for t in stored if t.session_id == f"s{k}"]
              for k in range(4)}
-    out = bench.run(stored, talks, (8,), 2, 3)
+    out = bench.run(stored, talks, (8,), 2, 3, baseline=results.ROOT)
     rows = out["rows"]
     assert isinstance(rows, dict)
-    assert set(rows) == {"8 tokens, all turns", "8 tokens, follow-ups"}
-    assert rows["8 tokens, all turns"]["n"] == 6 and rows["8 tokens, follow-ups"]["n"] == 4
-    every = rows["8 tokens, all turns"]
+    assert set(rows) == {f"{tree}, 8 tokens, {kind}" for tree in ("baseline", "this tree")
+                         for kind in ("all turns", "follow-ups")}
+    assert rows["baseline, 8 tokens, all turns"]["n"] == 6
+    assert rows["this tree, 8 tokens, follow-ups"]["n"] == 4
+    every = rows["this tree, 8 tokens, all turns"]
     assert every["inject_ms"][0] > 0 and every["bare_ms"][0] > 0 and every["ratio_p50"] > 0
     assert set(every["stages_ms"]) == set(bench.STAGES)
     assert every["stages_ms"]["embed"][0] > 0 and every["stages_ms"]["persist"][0] > 0
