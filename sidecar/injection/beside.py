@@ -1,22 +1,59 @@
 """Work that does not need a turn's query embedding, on a worker thread while the Inject
 thread runs the model (which releases the GIL while it runs).
 
-The Inject thread never waits for a worker to start: when none has taken the work by the
-time the model is done (every worker busy with other turns, or none scheduled yet on a busy
-machine), the Inject thread does it itself, in order, as it would without a worker.
+The work is a list of independent tasks. A worker takes them one by one; once the model is
+done, the Inject thread takes the ones no worker has started and waits only for a task in
+progress. So it never waits for a worker to start (every worker busy with other turns, or
+none scheduled yet on a busy machine): then it does the tasks itself, in order, as it would
+without a worker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
-T = TypeVar("T")
 R = TypeVar("R")
 
 # Worker threads for the turns of concurrent Injects.
 WORKERS = 4
+
+
+class _Shared:
+    """Tasks taken in order by whichever thread asks next."""
+
+    def __init__(self, tasks: Sequence[Callable[[], Any]]) -> None:
+        self.tasks = tasks
+        self.results: list[Any] = [None] * len(tasks)
+        self.errors: list[BaseException | None] = [None] * len(tasks)
+        self.done = [threading.Event() for _ in tasks]
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def work(self) -> None:
+        while True:
+            with self._lock:
+                i = self._next
+                if i == len(self.tasks):
+                    return
+                self._next += 1
+            try:
+                self.results[i] = self.tasks[i]()
+            except BaseException as error:  # raised by the Inject thread (``finish``)
+                self.errors[i] = error
+            finally:
+                self.done[i].set()
+
+    def finish(self) -> list[Any]:
+        self.work()
+        for i, event in enumerate(self.done):
+            event.wait()
+            error = self.errors[i]
+            if error is not None:
+                raise error
+        return self.results
 
 
 class Beside:
@@ -25,20 +62,18 @@ class Beside:
     def __init__(self, workers: int = WORKERS) -> None:
         self._pool = ThreadPoolExecutor(workers, "inject-beside") if workers > 0 else None
 
-    def run(self, work: Callable[[], T], meanwhile: Callable[[], R]) -> tuple[T, R]:
-        """``work()`` on a worker while this thread runs ``meanwhile()``; both results. An
-        exception of either is raised here (``meanwhile``'s first)."""
-        if self._pool is None:
-            return work(), meanwhile()
-        future = self._pool.submit(work)
+    def run(self, tasks: Sequence[Callable[[], Any]],
+            meanwhile: Callable[[], R]) -> tuple[list[Any], R]:
+        """Each task's result (in order; the first task's exception raised here) and
+        ``meanwhile()``'s, which runs on this thread while a worker takes the tasks."""
+        shared = _Shared(tasks)
+        if self._pool is not None:
+            self._pool.submit(shared.work)
         try:
             out = meanwhile()
-        except BaseException:
-            future.cancel()
-            raise
-        if future.cancel():  # no worker took it: done here
-            return work(), out
-        return future.result(), out
+        finally:
+            results = shared.finish()
+        return results, out
 
     def close(self) -> None:
         if self._pool is not None:

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,7 +54,7 @@ from sidecar.injection.types import (
 from sidecar.live import Live
 from sidecar.records import Memory, Viewer
 from sidecar.redact import echo
-from sidecar.retrieval.contract import Ahead, Hit, QueryEmbedding, Retriever
+from sidecar.retrieval.contract import Ahead, Hit, Retriever
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import now_ns, now_us, timed, us_since
 from sidecar.vault.pii import find_pii
@@ -292,33 +292,43 @@ class Injector:
             return own, self.conversation.plan(config, state.recent, state.around, turn,
                                                viewer, text, own.answers), _Early()
         job = self.retriever.query_embedding(text)
-        early_work = partial(self._early, config, state, turn, viewer, text, job)
+        tasks = self._early(config, state, turn, viewer, text, job.alone)
         if job.alone:  # it takes every core: nothing beside it (the search overlaps BM25)
-            (vector, embed_us), early = timed(job.run), early_work()
+            (vector, embed_us), found = timed(job.run), [task() for task in tasks]
         else:
-            early, (vector, embed_us) = self.beside.run(early_work, partial(timed, job.run))
+            found, (vector, embed_us) = self.beside.run(tasks, partial(timed, job.run))
+        (draft, steered), ahead, pinned, secret, held = found
+        early = _Early(ahead, draft, steered, pinned, text, secret, job.model, held)
         own = contextual_pool(config, viewer, text, self.retriever, embedding=vector,
-                              ahead=early.own, model=job.model)
+                              ahead=ahead, model=job.model)
         own.embed_us = embed_us
-        return own, self.conversation.settle(config, early.draft, own.answers), early
+        return own, self.conversation.settle(config, draft, own.answers), early
 
     def _early(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
-               viewer: Viewer, text: str, job: QueryEmbedding) -> _Early:
-        """What a turn needs that needs no vector: the own search's scope filter and BM25,
-        the plan's context and focus, the BM25 of the search the context would steer, the
-        pinned members, the secret check of the text the channel keeps, what its captures
-        hold back. A text that takes
-        every core is searched whole once embedded (``ahead`` None)."""
-        draft = self.conversation.draft(config, state.recent, state.around, turn, viewer, text)
-        ahead = not job.alone
-        return _Early(
-            contextual_ahead(config, viewer, text, self.retriever) if ahead else None, draft,
-            contextual_ahead(config, viewer, text, self.retriever, draft.context)
-            if ahead and draft.steered else None,
-            pinned_members(config, viewer, self.retriever, self.snapshot),
-            text, self.holds_secret(text) if config.query_context_turns > 0 else None,
-            job.model, None if self.capture is None else self.capture.held_back(
-                state.channel_id, turn, config))
+               viewer: Viewer, text: str, alone: bool) -> list[Callable[[], Any]]:
+        """What a turn needs that needs no vector, as tasks: the plan's context and focus
+        with the BM25 of the search the context would steer; the own search's scope filter
+        and BM25; the pinned members; the secret check of the text the channel keeps; what
+        its captures hold back. A text that takes every core (``alone``) is searched whole
+        once embedded (no ``ahead``)."""
+        def planned() -> tuple[Plan, Ahead | None]:
+            draft = self.conversation.draft(config, state.recent, state.around, turn, viewer,
+                                            text)
+            return draft, (contextual_ahead(config, viewer, text, self.retriever,
+                                            draft.context)
+                           if draft.steered and not alone else None)
+
+        capture = self.capture
+        return [
+            planned,
+            (lambda: None) if alone else partial(contextual_ahead, config, viewer, text,
+                                                 self.retriever),
+            partial(pinned_members, config, viewer, self.retriever, self.snapshot),
+            partial(self.holds_secret, text) if config.query_context_turns > 0
+            else lambda: None,
+            (lambda: None) if capture is None else partial(capture.held_back,
+                                                           state.channel_id, turn, config),
+        ]
 
     def _steer(self, config: MemoryInjectionConfig, text: str, viewer: Viewer, plan: Plan,
                own: ContextualPool, in_view: set[str], early: _Early,
