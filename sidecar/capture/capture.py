@@ -46,6 +46,17 @@ SAME_WORDS = 0.8
 _WORD = re.compile(r"\w+")
 
 
+# What a channel's captures hold back: the memories, and the texts not written yet.
+HeldBack = tuple[set[str], list[str]]
+# ``HeldBack`` of a shared store away (compared by identity).
+AWAY: HeldBack = (set(), [])
+
+
+def _since(turn: int, config: MemoryInjectionConfig) -> int:
+    """The first turn whose captures may still be in the agent's view."""
+    return 0 if config.history_pruned else turn - config.context_window_depth
+
+
 def words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.lower()))
 
@@ -99,25 +110,39 @@ class Capture:
         return write
 
     def visible(self, candidates: list[Candidate], channel_id: str, turn: int,
-                config: MemoryInjectionConfig) -> list[Candidate]:
+                config: MemoryInjectionConfig, ahead: HeldBack | None = None,
+                ) -> list[Candidate]:
         """``candidates`` without the channel's captures its agent still has in view: while
         a history sent to PruneHistory shows their text, or (an agent that does not prune)
         for ``context_window_depth`` turns. A capture the near-duplicate gate resolved to
         another memory holds that memory; one not written yet holds a candidate saying the
-        same words."""
+        same words. ``ahead``: ``held_back`` of the turn, read before the candidates were
+        known."""
         if not candidates or (config.capture == OFF and not any(
                 c.memory.source == CAPTURE_SOURCE for c in candidates)):
             return candidates
-        since = 0 if config.history_pruned else turn - config.context_window_depth
         try:
-            held, pending = self.repo.held_among(channel_id, since,
-                                                 [c.memory.id for c in candidates])
+            held, pending = ahead if ahead is not None else self.repo.held_among(
+                channel_id, _since(turn, config), [c.memory.id for c in candidates])
         except Unavailable:  # a shared store away: none of the channel's own captures
+            held, pending = AWAY
+        if held is AWAY[0]:
             return [c for c in candidates if not (c.memory.source == CAPTURE_SOURCE
                                                   and c.memory.channel_id == channel_id)]
         said = [words(text) for text in pending]
         return [c for c in candidates if c.memory.id not in held
                 and not any(same_words(words(c.memory.content), w) for w in said)]
+
+    def held_back(self, channel_id: str, turn: int,
+                  config: MemoryInjectionConfig) -> HeldBack | None:
+        """What ``visible`` reads of the store for any candidates of the turn (None: it
+        would read nothing, capture being off)."""
+        if config.capture == OFF:
+            return None
+        try:
+            return self.repo.held_since(channel_id, _since(turn, config))
+        except Unavailable:
+            return AWAY
 
     # --- PruneHistory ---------------------------------------------------------------------
 

@@ -112,6 +112,14 @@ class CaptureRepo:
         held = {str(r[0]) for r in rows if str(r[0]) in wanted}
         return held, [str(r[2]) for r in rows if r[1] == PENDING and r[2]]
 
+    def held_since(self, channel_id: str, min_turn: int) -> tuple[set[str], list[str]]:
+        """``held_among`` of every memory: what the channel's captures hold back there."""
+        rows = self.db.execute(
+            "SELECT memory_id, outcome, content FROM captures WHERE channel_id = ? AND held = 1 "
+            "AND turn >= ?", (channel_id, min_turn))
+        return ({str(r[0]) for r in rows if r[0]},
+                [str(r[2]) for r in rows if r[1] == PENDING and r[2]])
+
     def held(self, channel_id: str) -> list[Held]:
         """The channel's held captures with their text (pending: the row's; else the
         memory's)."""

@@ -107,6 +107,11 @@ class Conversation:
         when not known) of a channel whose recent turns are ``recent``, given the hits of its
         own search (``own``, best first, captured turns left out) and the focus worked out
         ahead (``ahead``, if any)."""
+        return self.settle(config, self.draft(config, recent, ahead, turn, viewer, text), own)
+
+    def draft(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
+              ahead: Ahead | None, turn: int, viewer: Viewer, text: str) -> Plan:
+        """``plan`` before the turn's own search (``settle`` then tells a new subject)."""
         if content_free(text):
             return QUIET
         speaker = viewer.user_id
@@ -116,11 +121,15 @@ class Conversation:
                                 speaker)
         if context.gate <= 0:
             return ALONE
-        taken = self._around(config, recent, ahead, turn, viewer)
-        if own and own[0].cosine >= config.query_context_new_subject and focus.far_from(
-                taken, own[0], config.query_context_focus_cohesion):
+        return Plan(context=context, around=self._around(config, recent, ahead, turn, viewer))
+
+    def settle(self, config: MemoryInjectionConfig, draft: Plan,
+               own: Sequence[Candidate]) -> Plan:
+        """The plan ``draft`` becomes given the hits of the turn's own search."""
+        if draft.steered and own and own[0].cosine >= config.query_context_new_subject and \
+                focus.far_from(draft.around, own[0], config.query_context_focus_cohesion):
             return Plan(new_subject=True)
-        return Plan(context=context, around=taken)
+        return draft
 
     def _around(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
                 ahead: Ahead | None, turn: int, viewer: Viewer) -> Around:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from sidecar.embedding import Embedder
 from sidecar.errors import Unavailable
 from sidecar.injection import blocks, supersede
 from sidecar.injection.age import age_note
+from sidecar.injection.beside import WORKERS, Beside
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.config import MemoryInjectionConfig
@@ -26,7 +28,14 @@ from sidecar.injection.dedup import dedup
 from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
-from sidecar.injection.pools import ContextualPool, SnapshotSource, contextual_pool, pinned_pool
+from sidecar.injection.pools import (
+    ContextualPool,
+    SnapshotSource,
+    contextual_ahead,
+    contextual_pool,
+    pinned_members,
+    pinned_pool,
+)
 from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import ChannelMoved
 from sidecar.injection.tokens import TokenMemo
@@ -43,15 +52,16 @@ from sidecar.injection.types import (
     Section,
 )
 from sidecar.live import Live
-from sidecar.records import Viewer
+from sidecar.records import Memory, Viewer
 from sidecar.redact import echo
-from sidecar.retrieval.contract import Hit, Retriever
+from sidecar.retrieval.contract import Ahead, Hit, Retriever
 from sidecar.store.memories import MemoryRepo
-from sidecar.timing import now_ns, now_us, us_since
+from sidecar.timing import now_ns, now_us, timed, us_since
 from sidecar.vault.pii import find_pii
 
 if TYPE_CHECKING:  # sidecar.config registers this package's config: import it lazily
     from sidecar.capture import Capture
+    from sidecar.capture.capture import HeldBack
     from sidecar.config.schema import Config
 
 log = logging.getLogger(__name__)
@@ -76,16 +86,22 @@ class Injector:
     # What the query context keeps no text of (the server: the vault's screen, which follows
     # ``vault.pii_gate``).
     holds_secret: HoldsSecret = field(default=lambda text: bool(find_pii(text)))
+    # Whether a turn's embedding runs beside the work that does not need it (``_own``);
+    # False: in order (the reference the overlapped order is tested against).
+    overlap: bool = True
     tokens: TokenMemo = field(init=False)
     conversation: Conversation = field(init=False)
+    beside: Beside = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = TokenMemo(self.embedder.count_tokens)
         self.conversation = Conversation(self.retriever)
+        self.beside = Beside(WORKERS if self.overlap else 0)
 
     def close(self) -> None:
         """Write the state and access records still queued (the server calls it on stop)."""
         self.states.close()
+        self.beside.close()
 
     def reset(self, channel_id: str) -> bool:
         existed = self.erase(channel_id)
@@ -180,29 +196,28 @@ class Injector:
             t = now_ns()
             viewer = state.viewer(request.agent_id, request.user_id)
             quiet = self.conversation.quiet(request.text)  # nothing to search for
-            own = (_nothing(self.embedder.dim) if quiet else contextual_pool(
-                config, viewer, request.text, self.retriever))
             view = state.view(turn, _keep(config), config.context_window_depth)
             in_view = state.ids_in(view)
-            plan = QUIET if quiet else self.conversation.plan(
-                config, state.recent, state.around, turn, viewer, request.text, own.answers)
+            own, plan, early = ((_nothing(self.embedder.dim), QUIET, _Early()) if quiet
+                                else self._own(config, state, turn, viewer, request.text))
             if plan.steered and sum(c.memory.id not in in_view for c in guaranteed(
                     own.answers, config.query_context_own_hits)) >= config.max_total:
                 plan = ALONE  # its own hits fill the block: nothing to add, nothing searched
             pool, steered, focused = self._steer(config, request.text, viewer, plan, own,
-                                                 in_view)
+                                                 in_view, early)
             contextual = merged(own, focused, steered, config.query_context_own_hits)
             stats.below_min_score = own.below_min_score
             stats.stages_us["embed"] = own.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - own.embed_us)  # with the focus
             t = now_ns()
             pinned = pinned_pool(config, viewer, self.memories, self.retriever,
-                                 pool.query, self.snapshot)
+                                 pool.query, self.snapshot, early.pinned)
             stats.stages_us["pinned"] = us_since(t)
             candidates = pinned + contextual
             held: list[TracedDrop] = []
             if self.capture is not None:  # the channel's captures its agent still sees
-                shown = self.capture.visible(candidates, request.channel_id, turn, config)
+                shown = self.capture.visible(candidates, request.channel_id, turn, config,
+                                             early.held)
                 if len(shown) < len(candidates):
                     visible = {id(c) for c in shown}
                     held = [traced_drop(c, DropReason.CAPTURE_IN_VIEW) for c in candidates
@@ -251,7 +266,8 @@ class Injector:
             t = now_ns()
             chosen = [c for c, _ in budgeted.selected]
             asked = self.conversation.asked(config, plan, turn, request.text, own.text,
-                                            pool.answers, request.user_id, self.holds_secret)
+                                            pool.answers, request.user_id,
+                                            early.holds_secret(request.text, self.holds_secret))
             self._commit(state, config, result, chosen, alive, request, asked, own.text,
                          captured=not quiet)
             stats.stages_us["persist"] = us_since(t)
@@ -265,14 +281,65 @@ class Injector:
             self._trace(request, items, stats)
         return result
 
+    def _own(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
+             viewer: Viewer, text: str) -> tuple[ContextualPool, Plan, _Early]:
+        """The turn's own search and its plan. With ``overlap`` this thread runs the model
+        while a worker (``beside``) does what needs no vector (``_early``); the same results
+        as in order: that work reads the same state (this thread holds the channel's lock
+        and changes nothing meanwhile). In order while the machine is busy
+        (``Beside.busy``)."""
+        if not self.overlap or self.beside.busy():
+            own = contextual_pool(config, viewer, text, self.retriever)
+            return own, self.conversation.plan(config, state.recent, state.around, turn,
+                                               viewer, text, own.answers), _Early()
+        job = self.retriever.query_embedding(text)
+        tasks = self._early(config, state, turn, viewer, text, job.alone)
+        if job.alone:  # it takes every core: nothing beside it (the search overlaps BM25)
+            (vector, embed_us), found = timed(job.run), [task() for task in tasks]
+        else:
+            found, (vector, embed_us) = self.beside.run(tasks, partial(timed, job.run))
+        (draft, steered), ahead, pinned, secret, held = found
+        early = _Early(ahead, draft, steered, pinned, text, secret, job.model, held)
+        own = contextual_pool(config, viewer, text, self.retriever, embedding=vector,
+                              ahead=ahead, model=job.model)
+        own.embed_us = embed_us
+        return own, self.conversation.settle(config, draft, own.answers), early
+
+    def _early(self, config: MemoryInjectionConfig, state: ChannelState, turn: int,
+               viewer: Viewer, text: str, alone: bool) -> list[Callable[[], Any]]:
+        """What a turn needs that needs no vector, as tasks: the plan's context and focus
+        with the BM25 of the search the context would steer; the own search's scope filter
+        and BM25; the pinned members; the secret check of the text the channel keeps; what
+        its captures hold back. A text that takes every core (``alone``) is searched whole
+        once embedded (no ``ahead``)."""
+        def planned() -> tuple[Plan, Ahead | None]:
+            draft = self.conversation.draft(config, state.recent, state.around, turn, viewer,
+                                            text)
+            return draft, (contextual_ahead(config, viewer, text, self.retriever,
+                                            draft.context)
+                           if draft.steered and not alone else None)
+
+        capture = self.capture
+        return [
+            planned,
+            (lambda: None) if alone else partial(contextual_ahead, config, viewer, text,
+                                                 self.retriever),
+            partial(pinned_members, config, viewer, self.retriever, self.snapshot),
+            partial(self.holds_secret, text) if config.query_context_turns > 0
+            else lambda: None,
+            (lambda: None) if capture is None else partial(capture.held_back,
+                                                           state.channel_id, turn, config),
+        ]
+
     def _steer(self, config: MemoryInjectionConfig, text: str, viewer: Viewer, plan: Plan,
-               own: ContextualPool, in_view: set[str],
+               own: ContextualPool, in_view: set[str], early: _Early,
                ) -> tuple[ContextualPool, ContextualPool | None, Focused]:
         """A follow-up's search steered by its context (the same embedding) and the focus's
         offers: (the pool the turn's votes come from, the steered pool, the offers)."""
         if not plan.steered:
             return own, None, NO_FOCUS
-        steered = contextual_pool(config, viewer, text, self.retriever, plan.context, own.text)
+        steered = contextual_pool(config, viewer, text, self.retriever, plan.context, own.text,
+                                  early.steered, early.model)
         focused = self.conversation.offers(config, plan, Steered(
             text, plan.context, steered.query, steered.candidates, steered.lexical),
             in_view, viewer)
@@ -367,6 +434,27 @@ class Injector:
                    "block_tokens": stats.block_tokens,
                    "elapsed_ms": round(stats.elapsed_us / 1000, 2)},
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Early:
+    """What a turn worked out beside its embedding (``Injector._early``); empty: nothing."""
+
+    own: Ahead | None = None  # the own search's part before the embedding
+    draft: Plan = ALONE  # the plan before the own search's hits
+    steered: Ahead | None = None  # the steered search's part before the embedding
+    pinned: list[Memory] | None = None  # the pinned members
+    text: str = ""
+    secret: bool | None = None  # whether ``text`` holds a secret
+    model: object | None = None  # the model of the turn's embedding
+    held: HeldBack | None = None  # what the channel's captures hold back
+
+    def holds_secret(self, text: str, check: HoldsSecret) -> HoldsSecret:
+        """``check``, answered from here for ``text``."""
+        if self.secret is None or text != self.text:
+            return check
+        known = self.secret
+        return lambda t: known if t == text else check(t)
 
 
 def _line(candidate: Candidate, content: str, config: MemoryInjectionConfig,

@@ -16,7 +16,14 @@ from sidecar.injection.pinned import pinned_of_type
 from sidecar.injection.types import Candidate, Section
 from sidecar.records import Memory, Viewer
 from sidecar.retrieval import stages
-from sidecar.retrieval.contract import Hit, Retriever, SearchQuery, cosine_of, steered
+from sidecar.retrieval.contract import (
+    Ahead,
+    Hit,
+    Retriever,
+    SearchQuery,
+    cosine_of,
+    steered,
+)
 from sidecar.store.memories import MemoryRepo
 from sidecar.timing import timed
 
@@ -28,8 +35,18 @@ SnapshotSource = Callable[[str], Sequence[Memory]]
 
 def pinned_pool(config: MemoryInjectionConfig, viewer: Viewer, repo: MemoryRepo,
                 retriever: Retriever, query: np.ndarray,
-                snapshot: SnapshotSource | None = None) -> list[Candidate]:
-    """The pinned section (ambient only).
+                snapshot: SnapshotSource | None = None,
+                members: Sequence[Memory] | None = None) -> list[Candidate]:
+    """The pinned section (ambient only): ``pinned_members`` (or ``members``, which it
+    returned earlier) with their cosines to ``query``."""
+    chosen = (pinned_members(config, viewer, retriever, snapshot) if members is None
+              else members)
+    return [_pinned(m, retriever, repo, query) for m in chosen]
+
+
+def pinned_members(config: MemoryInjectionConfig, viewer: Viewer, retriever: Retriever,
+                   snapshot: SnapshotSource | None = None) -> list[Memory]:
+    """The memories of the pinned section (no query needed).
 
     ``pinned_source = "types"``: per pinned type, the first ``pinned_limit`` memories in the
     order of ``sidecar.injection.pinned``. ``"snapshot"``: the first ``pinned_limit``
@@ -38,18 +55,10 @@ def pinned_pool(config: MemoryInjectionConfig, viewer: Viewer, repo: MemoryRepo,
     if not config.ambient_enabled or config.pinned_limit <= 0:
         return []
     if config.pinned_source == "snapshot":
-        if snapshot is None:
-            return []
-        chosen = list(snapshot(viewer.agent_id))[: config.pinned_limit]
-        return [_pinned(m, retriever, repo, query) for m in chosen]
-    if not config.pinned_types:
-        return []
-    pool: list[Candidate] = []
-    for memory_type in config.pinned_types:
-        chosen = pinned_of_type(retriever.members(viewer, memory_type), config.pinned_sort,
-                                config.pinned_limit)
-        pool.extend(_pinned(m, retriever, repo, query) for m in chosen)
-    return pool
+        return [] if snapshot is None else list(snapshot(viewer.agent_id))[: config.pinned_limit]
+    return [m for memory_type in config.pinned_types
+            for m in pinned_of_type(retriever.members(viewer, memory_type),
+                                    config.pinned_sort, config.pinned_limit)]
 
 
 def _pinned(memory: Memory, retriever: Retriever, repo: MemoryRepo,
@@ -85,7 +94,8 @@ class ContextualPool:
 
 def contextual_pool(config: MemoryInjectionConfig, viewer: Viewer, text: str,
                     retriever: Retriever, context: QueryContext = NO_CONTEXT,
-                    embedding: np.ndarray | None = None) -> ContextualPool:
+                    embedding: np.ndarray | None = None, ahead: Ahead | None = None,
+                    model: object | None = None) -> ContextualPool:
     """Search hits that clear the relevance floor (``sidecar.injection.floor``) of a turn
     for ``viewer`` (in its channel); ``context`` steers the search with the conversation
     (``sidecar.conversation.query_context``): the floors then measure cosines to the steered
@@ -95,19 +105,19 @@ def contextual_pool(config: MemoryInjectionConfig, viewer: Viewer, text: str,
     captured questions like the turn's do not crowd its answers out of the candidates.
 
     The search embeds the text itself (overlapping its lexical half with the model) unless
-    given its ``embedding``; with the contextual pool off (``search_limit = 0``) the text is
-    only embedded, the same way.
+    given its ``embedding`` (from ``model``); with ``ahead`` (``contextual_ahead`` of the
+    same turn and context) it only finishes that search. With the contextual pool off
+    (``search_limit = 0``) the text is only embedded, the same way.
     """
     if config.search_limit <= 0:
-        embedded, embed_us = timed(retriever.embed_query, text)
+        embedded, embed_us = ((embedding, 0) if embedding is not None
+                              else timed(retriever.embed_query, text))
         return ContextualPool([], 0, steered(embedded, context.vector), embedded, embed_us)
-    deep = config.search_limit * (CAPTURE_WIDEN if config.capture != OFF else 1)
-    result = retriever.search(SearchQuery(
-        text=text, agent_id=viewer.agent_id, limit=deep, search_limit=deep,
-        context=context.vector, context_texts=context.texts, embedding=embedding,
-        user_id=viewer.user_id, channel_id=viewer.channel_id,
-        shared_channel=viewer.shared_channel,
-    ))
+    if ahead is not None:
+        assert embedding is not None
+        result = retriever.finish(ahead, embedding, model)
+    else:
+        result = retriever.search(contextual_query(config, viewer, text, context, embedding))
     pool: list[Candidate] = []
     floored: list[Hit] = []
     said = 0
@@ -136,6 +146,29 @@ def contextual_pool(config: MemoryInjectionConfig, viewer: Viewer, text: str,
     embed_us = result.timings_us.get(stages.EMBED, 0)
     return ContextualPool(pool, len(floored), result.query_embedding, result.text_embedding,
                           embed_us, floored, result.lexical, said)
+
+
+def contextual_query(config: MemoryInjectionConfig, viewer: Viewer, text: str,
+                     context: QueryContext = NO_CONTEXT,
+                     embedding: np.ndarray | None = None) -> SearchQuery:
+    """The search of ``contextual_pool``."""
+    deep = config.search_limit * (CAPTURE_WIDEN if config.capture != OFF else 1)
+    return SearchQuery(
+        text=text, agent_id=viewer.agent_id, limit=deep, search_limit=deep,
+        context=context.vector, context_texts=context.texts, embedding=embedding,
+        user_id=viewer.user_id, channel_id=viewer.channel_id,
+        shared_channel=viewer.shared_channel,
+    )
+
+
+def contextual_ahead(config: MemoryInjectionConfig, viewer: Viewer, text: str,
+                     retriever: Retriever, context: QueryContext = NO_CONTEXT,
+                     ) -> Ahead | None:
+    """What the search of ``contextual_pool`` does before the text's embedding (None: it
+    does no search)."""
+    if config.search_limit <= 0:
+        return None
+    return retriever.ahead(contextual_query(config, viewer, text, context))
 
 
 def own_channel(hits: Sequence[Hit], channel_id: str) -> list[bool]:

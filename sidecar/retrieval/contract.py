@@ -96,6 +96,27 @@ class SearchResult:
     lexical: tuple[np.ndarray, np.ndarray] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class QueryEmbedding:
+    """A query's embedding still to be computed (``Retriever.query_embedding``): ``run()``
+    computes it; ``alone``: it runs on every core, so work meant to overlap it should wait
+    for it instead; ``model``: the model it comes from."""
+
+    run: Callable[[], np.ndarray]
+    alone: bool
+    model: object
+
+
+@dataclass(frozen=True, slots=True)
+class Ahead:
+    """The part of a search that needs no query embedding, done before it
+    (``Retriever.ahead``); ``Retriever.finish`` completes it with the embedding.
+    ``engine``: the engine's own record of it."""
+
+    query: SearchQuery
+    engine: object
+
+
 def cosine_of(dot: float) -> float:
     """A cosine as reported (hits, injected items, logs): the dot product of two unit
     vectors, kept in [-1, 1]. Rounding in float32 puts a text's cosine to itself (and to a
@@ -117,6 +138,23 @@ def steered(text: np.ndarray, context: np.ndarray | None) -> np.ndarray:
 
 class Retriever(Protocol):
     def search(self, query: SearchQuery) -> SearchResult: ...
+
+    def query_embedding(self, text: str) -> QueryEmbedding:
+        """The embedding ``search`` would compute for ``text``, to compute (e.g. on another
+        thread, beside ``ahead``)."""
+        ...
+
+    def ahead(self, query: SearchQuery) -> Ahead:
+        """What ``search(query)`` does before it needs the query embedding (the scope
+        filter, the lexical list), done now."""
+        ...
+
+    def finish(self, ahead: Ahead, embedding: np.ndarray,
+               model: object | None = None) -> SearchResult:
+        """``search`` of ``ahead.query`` with ``embedding`` as its text's embedding (from
+        ``model``, ``QueryEmbedding.model``): the same result, without the work ``ahead``
+        did."""
+        ...
 
     def embed_query(self, text: str) -> np.ndarray:
         """The embedding ``search`` would compute for ``text``."""

@@ -36,7 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -49,8 +49,11 @@ from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
 from sidecar.retrieval.background import SimilarityBackground, uniform
 from sidecar.retrieval.config import RRF, SCOPES, STORE, RetrievalConfig
 from sidecar.retrieval.contract import (
+    Accept,
+    Ahead,
     Hit,
     Place,
+    QueryEmbedding,
     SearchQuery,
     SearchResult,
     SourceRank,
@@ -503,11 +506,44 @@ class HybridRetriever:
         with self._switch.read(), self.resident.using(viewer_scopes(query.viewer)):
             return self._search(query)
 
-    def _search(self, query: SearchQuery) -> SearchResult:
+    def query_embedding(self, text: str) -> QueryEmbedding:
+        """Tokenised now (``alone`` needs the length); the model runs in ``run()``."""
+        embedder = self.embedder
+        tokens = embedder.tokenize_query(text, self.config.query_max_tokens)
+        return QueryEmbedding(partial(embedder.embed_tokens, tokens), embedder.is_long(tokens),
+                              embedder)
+
+    def ahead(self, query: SearchQuery) -> Ahead:
+        """The config, the scope filter and the lexical list (BM25 needs only the text)."""
+        with self._switch.read(), self.resident.using(viewer_scopes(query.viewer)):
+            c = self.config
+            accept = self.live.accept(query.viewer, query.types)
+            lexical, lexical_us = (
+                timed(self._lexical_source.search, SourceContext(c, query, self.live, accept))
+                if query.mode.uses(LEXICAL) else (nothing(), 0))
+            return Ahead(query, _Ahead(c, accept, lexical, lexical_us))
+
+    def finish(self, ahead: Ahead, embedding: np.ndarray,
+               model: object | None = None) -> SearchResult:
+        """``model``: the one ``embedding`` came from; another than the engine's now (a model
+        switch since) has the text embedded again."""
+        engine = ahead.engine
+        assert isinstance(engine, _Ahead)
+        with self._switch.read(), self.resident.using(viewer_scopes(ahead.query.viewer)):
+            if model is not None and model is not self.embedder:
+                embedding = self.embed_query(ahead.query.text)
+            return self._search(replace(ahead.query, embedding=embedding), engine)
+
+    def _search(self, query: SearchQuery, ahead: _Ahead | None = None) -> SearchResult:
         clock = self.clock()
-        c = self.config  # one config for the whole query
-        ctx = SourceContext(c, query, self.live, self.live.accept(query.viewer, query.types))
-        ctx, found, text = self._first_stage(ctx, clock)
+        if ahead is None:
+            c = self.config  # one config for the whole query
+            ctx = SourceContext(c, query, self.live, self.live.accept(query.viewer, query.types))
+            ctx, found, text = self._first_stage(ctx, clock)
+        else:
+            c = ahead.config
+            ctx, found, text = self._with_lexical(
+                SourceContext(c, query, self.live, ahead.accept), clock, ahead)
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
             found[source.name] = (source.search(SourceContext(
@@ -569,6 +605,20 @@ class HybridRetriever:
                             rows[i] if known[i] else None))
         return hits
 
+    def _with_lexical(
+        self, ctx: SourceContext, clock: Clock, ahead: _Ahead
+    ) -> tuple[SourceContext, dict[str, Found], np.ndarray]:
+        """``_first_stage`` of a query given its embedding and its lexical list (``ahead``)."""
+        query = ctx.query
+        assert query.embedding is not None
+        text = query.embedding
+        clock.lap(EMBED)
+        ctx = replace(ctx, embedding=steered(text, query.context))
+        vec = self._vector_source.search(ctx) if query.mode.uses(VECTOR) else nothing()
+        clock.lap(VECTOR)
+        clock.record(LEXICAL, ahead.lexical_us)
+        return ctx, {VECTOR: vec, LEXICAL: ahead.lexical}, text
+
     def _first_stage(
         self, ctx: SourceContext, clock: Clock
     ) -> tuple[SourceContext, dict[str, Found], np.ndarray]:
@@ -622,6 +672,16 @@ class HybridRetriever:
             lex = lex_source.search(ctx) if want_lex else nothing()
             clock.lap(LEXICAL)
         return ctx, {VECTOR: vec, LEXICAL: lex}, text
+
+
+@dataclass(frozen=True, slots=True)
+class _Ahead:
+    """``Ahead.engine``: what a query's search read and found before its embedding."""
+
+    config: RetrievalConfig
+    accept: Accept | None
+    lexical: Found
+    lexical_us: int
 
 
 def _by_scope(memories: Sequence[Memory]) -> dict[ScopeKey, list[int]]:
