@@ -122,7 +122,7 @@ class HybridRetriever:
         self.graph = EdgeGraph(self.live)
         # Scopes held in the indexes, loaded on first use (``load`` turns it on).
         self.scope_rows = ScopeMembers(self.vectors.dim)
-        self.resident = ResidentScopes(self._load_scope, self._evict_scope,
+        self.resident = ResidentScopes(self._read_scope, self._evict_scope,
                                        self.scope_rows.bytes_of,
                                        lambda: int(self.config.resident_mb * 2**20),
                                        lambda: self.pinned)
@@ -316,7 +316,9 @@ class HybridRetriever:
                 if self.resident.route(key, partial(self._drop, batch)) is not Route.DEFERRED:
                     self._drop(batch)
 
-    def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray) -> None:
+    def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray,
+             terms: Sequence[list[str]] | None = None) -> None:
+        """``terms``: the memories' BM25 terms when already analysed (a scope's load)."""
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
         self.writers.add(memories)
@@ -324,7 +326,7 @@ class HybridRetriever:
         self.graph.memories_stored(memories)
         self._add_vectors(labels, embeddings)
         self.lexical.add(labels.tolist(), [m.content for m in memories],
-                         groups=[self.resident.code(key)] * len(memories))
+                         groups=[self.resident.code(key)] * len(memories), terms=terms)
 
     def _drop(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
@@ -335,21 +337,27 @@ class HybridRetriever:
             self.lexical.remove(gone.tolist())
             self._remove_vectors(gone)
 
-    def _load_scope(self, key: ScopeKey) -> None:
-        """A cold scope's stored rows into the indexes (``ResidentScopes`` calls it once)."""
+    def _read_scope(self, key: ScopeKey) -> Callable[[], None]:
+        """A cold scope's stored rows, their edges and BM25 terms, read holding no lock;
+        returns what puts them into the indexes (``ResidentScopes`` calls both once)."""
         assert self._memories is not None and self._edges is not None
         try:
-            ids: list[str] = []
-            for batch, vectors in self._memories.iter_scope(*key):
-                self._put(key, batch, vectors)
-                ids += [m.id for m in batch]
-            self.graph.changed(self._edges.committed_touching(ids), ())
+            batches = list(self._memories.iter_scope(*key))
+            edges = self._edges.committed_touching([m.id for b, _ in batches for m in b])
         except Unavailable as away:
             raise Unavailable(
                 "this call needs memories this sidecar does not hold in memory (a scope not "
                 "used since it started or evicted since), and the store they are read from "
                 "is unavailable; retry once it is back ([retrieval] resident_agents keeps an "
                 "agent's own memories held)") from away
+        analyse = self.lexical.analyzer.terms
+        terms = [[analyse(m.content) for m in batch] for batch, _ in batches]
+
+        def put() -> None:
+            for (batch, vectors), analysed in zip(batches, terms, strict=True):
+                self._put(key, batch, vectors, analysed)
+            self.graph.changed(edges, ())
+        return put
 
     def _evict_scope(self, key: ScopeKey) -> None:
         held = [m for m in map(self.live.get, self.scope_rows.seqs(key)) if m is not None]

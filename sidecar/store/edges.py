@@ -64,8 +64,8 @@ class EdgeRepo:
             marks = ",".join("?" * len(part))
             for row in self.db.read_apart(
                     f"SELECT {COLUMNS} FROM edges WHERE source_id IN ({marks}) "
-                    f"UNION SELECT {COLUMNS} FROM edges WHERE target_id IN ({marks})",
-                    (*part, *part)):
+                    f"UNION ALL SELECT {COLUMNS} FROM edges WHERE target_id IN ({marks})",
+                    (*part, *part)):  # an edge found twice is kept once below (no sort)
                 edge = row_to_edge(row)
                 found[(edge.source_id, edge.target_id, int(edge.relation))] = edge
         return list(found.values())
