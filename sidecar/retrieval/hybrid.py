@@ -339,11 +339,17 @@ class HybridRetriever:
 
     def _read_scope(self, key: ScopeKey) -> Callable[[], None]:
         """A cold scope's stored rows, their edges and BM25 terms, read holding no lock;
-        returns what puts them into the indexes (``ResidentScopes`` calls both once)."""
+        returns what puts them into the indexes (``ResidentScopes`` calls both once).
+
+        The edges read are those *from* the scope's memories: the graph keeps every edge it
+        was given (a node of a memory not held is unbound, not removed), and every edge from
+        a held memory reached it (that memory's load, the start's edges of the pinned
+        scopes both ways, or the write listener), so an edge into the scope from a held
+        memory is there already and one from a memory not held links nothing yet."""
         assert self._memories is not None and self._edges is not None
         try:
             batches = list(self._memories.iter_scope(*key))
-            edges = self._edges.committed_touching([m.id for b, _ in batches for m in b])
+            edges = self._edges.committed_from([m.id for b, _ in batches for m in b])
         except Unavailable as away:
             raise Unavailable(
                 "this call needs memories this sidecar does not hold in memory (a scope not "
