@@ -13,8 +13,8 @@ Over a store made by ``bench.fleet_store`` (its spec is read from the store):
    resident scopes, their loads and evictions where it exposes them (names holding
    ``resident``, ``evict`` or ``scope``; else "n/a"). The cold calls of scopes of 50 to 150
    memories are reported apart, and the share of the store file in the OS page cache
-   (SQLite: a cold scope's rows come from the disk or from there; ``--drop-page-cache``
-   empties it first). ``--beside N``: a second client keeps N more users' scopes busy while
+   (SQLite: a cold scope's rows come from the disk or from there; ``--page-cache`` drops
+   or fills it first). ``--beside N``: a second client keeps N more users' scopes busy while
    the first Injects load theirs (their p50/p99: what loads cost the calls of held scopes).
 The server's RSS is watched throughout: above ``--rss-limit-mb`` it is stopped and the run
 reports so (a shared machine is not pushed into swapping). Its output of the last start is
@@ -22,7 +22,7 @@ in ``DATA_DIR/fleet_serve.log``.
 
 Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://...]
       [--active 500] [--turns 5] [--starts 2] [--no-settle] [--config FILE] [--root DIR]
-      [--rss-limit-mb 8000] [--beside 10] [--drop-page-cache] [--label NAME]
+      [--rss-limit-mb 8000] [--beside 10] [--page-cache drop|fill] [--label NAME]
 ``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
 own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
 ``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md
@@ -190,15 +190,28 @@ class Talk:
     cold: list[tuple[int, float]] = field(default_factory=list)  # (memories, ms)
     warm: list[float] = field(default_factory=list)
     beside: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the second client's failed calls
+    cold_stages: list[list[float]] = field(default_factory=list)  # server ms (inject_once)
 
 
-def inject_once(sidecar: Sidecar, user: User, turn: int) -> float:
+STAGES = ("embed", "pinned", "search", "dedup", "budget", "format", "persist")
+
+
+def inject_once(sidecar: Sidecar, user: User, turn: int,
+                stages: list[list[float]] | None = None) -> float:
+    """The call's ms at the client; the server's (elapsed, then each of ``STAGES``) ms
+    appended to ``stages`` when given."""
     request = injection_pb2.InjectRequest(
         agent_id=user.agent, user_id=user.user, channel_id=f"{user.user}-bench",
         source="user", text=user.questions[turn % len(user.questions)])
     start = time.perf_counter()
-    injection_pb2_grpc.MemoryInjectionStub(sidecar.channel).Inject(request, timeout=60)
-    return (time.perf_counter() - start) * 1000
+    reply = injection_pb2_grpc.MemoryInjectionStub(sidecar.channel).Inject(request, timeout=60)
+    ms = (time.perf_counter() - start) * 1000
+    if stages is not None:
+        took = reply.stats.stages
+        stages.append([reply.stats.elapsed_us / 1000,
+                       *(getattr(took, f"{name}_us") / 1000 for name in STAGES)])
+    return ms
 
 
 def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) -> Talk:
@@ -210,11 +223,17 @@ def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) ->
         inject_once(sidecar, user, 0)
     done = threading.Event()
 
+    begin = time.perf_counter()
+
     def keep_warm() -> None:
         turn = 1
         while not done.is_set():
             for user in beside:
-                out.beside.append(inject_once(sidecar, user, turn))
+                try:
+                    out.beside.append(inject_once(sidecar, user, turn))
+                except grpc.RpcError as err:  # reported with the figures
+                    out.errors.append(f"{err.code().name} after "  # type: ignore[attr-defined]
+                                      f"{time.perf_counter() - begin:.1f} s")
             turn += 1
 
     second = threading.Thread(target=keep_warm, daemon=True)
@@ -222,7 +241,7 @@ def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) ->
         second.start()
     try:
         for user in users:
-            out.cold.append((user.memories, inject_once(sidecar, user, 0)))
+            out.cold.append((user.memories, inject_once(sidecar, user, 0, out.cold_stages)))
     finally:
         done.set()
         if beside:
@@ -260,14 +279,19 @@ def page_cached(path: Path | None) -> float:
             libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
 
 
-def drop_page_cache(path: Path | None) -> None:
-    """Ask the OS to forget ``path``'s cached pages: cold scopes are then read from disk."""
-    if path is not None and path.exists():
-        fd = os.open(path, os.O_RDONLY)
-        try:
+def set_page_cache(path: Path | None, how: str) -> None:
+    """"drop": ask the OS to forget ``path``'s cached pages (cold scopes read from disk);
+    "fill": read the whole file once (from the OS page cache as far as it keeps it)."""
+    if path is None or not path.exists() or how == "as-is":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if how == "drop":
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+        while how == "fill" and os.read(fd, 1 << 23):
+            pass
+    finally:
+        os.close(fd)
 
 
 def pct(values: list[float], q: float) -> str:
@@ -290,9 +314,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--beside", type=int, default=0,
                    help="users a second client keeps talking with while the others' first "
                    "Injects load their scopes")
-    p.add_argument("--drop-page-cache", action="store_true",
+    p.add_argument("--page-cache", choices=("as-is", "drop", "fill"), default="as-is",
                    help="before the users talk, drop the store file from the OS page cache "
-                   "(SQLite: cold scopes read from disk)")
+                   "(SQLite: cold scopes read from disk) or fill it (read the file once)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--label", default="", help="appended to the results file's name")
     p.add_argument("--data", type=Path, default=COQA, help="CoQA json the store was made from")
@@ -345,8 +369,7 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
                              f"{os.getloadavg()[0]:.1f} |")
                 print(lines[-1], flush=True)
                 if start == args.starts and users:
-                    if args.drop_page_cache:
-                        drop_page_cache(store_file(args))
+                    set_page_cache(store_file(args), args.page_cache)
                     lines.append(f"store file in the OS page cache: "
                                  f"{page_cached(store_file(args)):.0%}")
                     lines.append(serve_users(sidecar, users, args.turns, beside))
@@ -378,6 +401,12 @@ def serve_users(sidecar: Sidecar, users: list[User], turns: int, beside: list[Us
         f"{pct(talked.warm, 99)} |",
         f"| warm, {len(beside)} users beside the cold ones (a second client) | "
         f"{len(talked.beside)} | {pct(talked.beside, 50)} | {pct(talked.beside, 99)} |", "",
+        "cold calls at the server, mean ms (p99 of the whole call "
+        f"{np.percentile([r[0] for r in talked.cold_stages], 99):.1f}): " + ", ".join(
+            f"{name} {np.mean([r[i] for r in talked.cold_stages]):.1f}"
+            for i, name in enumerate(("call", *STAGES))), "",
+        *([f"second client's failed calls: {', '.join(talked.errors)}", ""]
+          if talked.errors else []),
         f"scope metrics (before -> after): {scopes or 'n/a'}"])
 
 
