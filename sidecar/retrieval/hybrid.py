@@ -178,7 +178,8 @@ class HybridRetriever:
         (``residency``) with the pinned scopes (the others are read from ``memories`` on
         first use): one read of the live memories with their embeddings.
         BM25 takes its saved postings when they match the rows read (``lexical_path``),
-        else tokenises them. An index with a ``start`` method is started afterwards."""
+        else tokenises them. An index with a ``start`` method is started afterwards (a
+        store held whole: by scope the vectors are searched exactly)."""
         begin = time.perf_counter()
         self._memories = memories
         whole = self._holds_whole_store(memories)
@@ -211,8 +212,12 @@ class HybridRetriever:
         # Scopes on demand: the edges of the held memories (a scope's come with its load).
         self.graph.changed(edges.all() if whole else edges.committed_touching(
             [m.id for m in map(self.live.get, labels) if m is not None]), ())
+        # Scopes on demand: exact vectors only. A search reads its viewer's few scopes out
+        # of every held one, a filter the vector index answers exactly anyway (hnsw would
+        # scan most of its graph), so an hnsw index of the held memories would only cost
+        # memory, each load's inserts and its saves.
         start = getattr(self.vectors, "start", None)
-        if start is not None:
+        if start is not None and whole:
             start()
         log.info("retrieval indexes loaded", extra={
             "memories": len(self.live), "edges": len(self.graph),
