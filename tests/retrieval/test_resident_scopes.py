@@ -244,7 +244,7 @@ def test_a_write_to_a_cold_scope_is_seen_when_the_scope_is_loaded(
 @pytest.fixture
 def tiny(stored: ServerConfig, embedder: Embedder) -> Iterator[Running]:
     # The shared scope (pinned) and a few more: most loads evict.
-    live = serve(stored, embedder, resident_mb=0.4)
+    live = serve(stored, embedder, resident_mb=0.6)
     yield live
     live.close()
 
