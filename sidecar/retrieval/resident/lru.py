@@ -101,11 +101,13 @@ class ResidentScopes:
         return not self.on_demand or key in self._held
 
     @contextmanager
-    def reading(self) -> Iterator[None]:
-        """The read side: no eviction meanwhile (reentrant on one thread)."""
+    def reading(self, ahead: bool = False) -> Iterator[None]:
+        """The read side: no eviction meanwhile (reentrant on one thread). ``ahead``: before
+        an eviction that waits (a load's put: a call holding the read side may wait for
+        that load, and the eviction for that call)."""
         depth = getattr(self._depth, "n", 0)
         if depth == 0:
-            self._rw.acquire_read()
+            self._rw.acquire_read(ahead=ahead)
         self._depth.n = depth + 1
         try:
             yield
@@ -160,7 +162,7 @@ class ResidentScopes:
         begin = time.perf_counter()
         try:
             put = self._read(key)
-            with self.reading():
+            with self.reading(ahead=True):
                 put()
                 while True:  # writes that arrived during the load, in order, then held
                     with self._mutex:
@@ -174,7 +176,7 @@ class ResidentScopes:
         except BaseException:
             with self._mutex:
                 self._loading.pop(key, None)
-            with self.reading():
+            with self.reading(ahead=True):
                 self._evict(key)  # the rows put so far
             loading.done.set()
             raise
