@@ -11,14 +11,18 @@ Over a store made by ``bench.fleet_store`` (its spec is read from the store):
    first Inject is its scope's first use since the start (cold), the later ones warm:
    p50/p99 of each at the client, the process's RSS after them, and the server's metrics on
    resident scopes, their loads and evictions where it exposes them (names holding
-   ``resident``, ``evict`` or ``scope``; else "n/a").
+   ``resident``, ``evict`` or ``scope``; else "n/a"). The cold calls of scopes of 50 to 150
+   memories are reported apart, and the share of the store file in the OS page cache
+   (SQLite: a cold scope's rows come from the disk or from there; ``--page-cache`` drops
+   or fills it first). ``--beside N``: a second client keeps N more users' scopes busy while
+   the first Injects load theirs (their p50/p99: what loads cost the calls of held scopes).
 The server's RSS is watched throughout: above ``--rss-limit-mb`` it is stopped and the run
 reports so (a shared machine is not pushed into swapping). Its output of the last start is
 in ``DATA_DIR/fleet_serve.log``.
 
 Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://...]
       [--active 500] [--turns 5] [--starts 2] [--no-settle] [--config FILE] [--root DIR]
-      [--rss-limit-mb 8000] [--label NAME]
+      [--rss-limit-mb 8000] [--beside 10] [--page-cache drop|fill] [--label NAME]
 ``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
 own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
 ``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md
@@ -29,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import mmap
 import os
 import re
 import subprocess
@@ -53,12 +59,14 @@ from bench.fleet_content import Fleet, Pool, owners, scope_stories
 from bench.fleet_store import CACHE, COQA, open_target, pool_for, recorded_fleet
 from bench.replay_longmemeval import free_port
 from bench.results import ROOT, write_results
+from sidecar.api.server_config import ServerConfig
 from sidecar.embedding.config import EmbeddingConfig
 
 SCOPE_METRIC = re.compile(r"^memsidecar_\w*(?:resident|evict|scope)\w*(?:\{[^}]*\})? \S+$")
 POLL_S = 0.05
 INDEX_FILES = ("lexical.npz", "vectors.hnsw")  # what a first start builds when missing
 LOG = "fleet_serve.log"  # the sidecar's output, in its data dir (the last start's)
+NEAR = (50, 150)  # the cold calls reported apart: scopes of about 100 memories
 
 
 @dataclass
@@ -174,20 +182,116 @@ def conversations(fleet: Fleet, pool: Pool, active: int, seed: int) -> list[User
             for u in sorted(chosen.tolist())]
 
 
-def talk(sidecar: Sidecar, users: list[User], turns: int) -> tuple[list[float], list[float]]:
-    """Round robin over the users, one Inject each per round: ms of first and later ones."""
-    inject = injection_pb2_grpc.MemoryInjectionStub(sidecar.channel).Inject
-    cold: list[float] = []
-    warm: list[float] = []
-    for turn in range(turns):
+@dataclass
+class Talk:
+    """Client-side ms of each Inject: a user's first (with its scope's size) and later ones,
+    and the calls of the users kept warm beside the first ones (``--beside``)."""
+
+    cold: list[tuple[int, float]] = field(default_factory=list)  # (memories, ms)
+    warm: list[float] = field(default_factory=list)
+    beside: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # the second client's failed calls
+    cold_stages: list[list[float]] = field(default_factory=list)  # server ms (inject_once)
+
+
+STAGES = ("embed", "pinned", "search", "dedup", "budget", "format", "persist")
+
+
+def inject_once(sidecar: Sidecar, user: User, turn: int,
+                stages: list[list[float]] | None = None) -> float:
+    """The call's ms at the client; the server's (elapsed, then each of ``STAGES``) ms
+    appended to ``stages`` when given."""
+    request = injection_pb2.InjectRequest(
+        agent_id=user.agent, user_id=user.user, channel_id=f"{user.user}-bench",
+        source="user", text=user.questions[turn % len(user.questions)])
+    start = time.perf_counter()
+    reply = injection_pb2_grpc.MemoryInjectionStub(sidecar.channel).Inject(request, timeout=60)
+    ms = (time.perf_counter() - start) * 1000
+    if stages is not None:
+        took = reply.stats.stages
+        stages.append([reply.stats.elapsed_us / 1000,
+                       *(getattr(took, f"{name}_us") / 1000 for name in STAGES)])
+    return ms
+
+
+def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) -> Talk:
+    """Round robin over the users, one Inject each per round. During the first round (every
+    scope cold), a second client talks with the ``beside`` users, whose scopes it loaded
+    first: their calls measure what the loads cost the scopes already held."""
+    out = Talk()
+    for user in beside:
+        inject_once(sidecar, user, 0)
+    done = threading.Event()
+
+    begin = time.perf_counter()
+
+    def keep_warm() -> None:
+        turn = 1
+        while not done.is_set():
+            for user in beside:
+                try:
+                    out.beside.append(inject_once(sidecar, user, turn))
+                except grpc.RpcError as err:  # reported with the figures
+                    out.errors.append(f"{err.code().name} after "  # type: ignore[attr-defined]
+                                      f"{time.perf_counter() - begin:.1f} s")
+            turn += 1
+
+    second = threading.Thread(target=keep_warm, daemon=True)
+    if beside:
+        second.start()
+    try:
         for user in users:
-            request = injection_pb2.InjectRequest(
-                agent_id=user.agent, user_id=user.user, channel_id=f"{user.user}-bench",
-                source="user", text=user.questions[turn % len(user.questions)])
-            start = time.perf_counter()
-            inject(request, timeout=60)
-            (warm if turn else cold).append((time.perf_counter() - start) * 1000)
-    return cold, warm
+            out.cold.append((user.memories, inject_once(sidecar, user, 0, out.cold_stages)))
+    finally:
+        done.set()
+        if beside:
+            second.join(120)
+    for turn in range(1, turns):
+        out.warm += [inject_once(sidecar, user, turn) for user in users]
+    return out
+
+
+def store_file(args: argparse.Namespace) -> Path | None:
+    return None if args.dsn else ServerConfig(data_dir=str(args.data_dir)).db_path
+
+
+def page_cached(path: Path | None) -> float:
+    """The share of ``path``'s pages in the OS page cache (mincore; 0 when unknown): a cold
+    scope's rows come from the disk or from there."""
+    if path is None or not path.exists() or not path.stat().st_size:
+        return 0.0
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    size, page = path.stat().st_size, mmap.PAGESIZE
+    pages = (size + page - 1) // page
+    with open(path, "rb") as f:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, f.fileno(), 0)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            return 0.0
+        try:
+            vec = (ctypes.c_ubyte * pages)()
+            if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec):
+                return 0.0
+            return sum(b & 1 for b in vec) / pages
+        finally:
+            libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
+
+
+def set_page_cache(path: Path | None, how: str) -> None:
+    """"drop": ask the OS to forget ``path``'s cached pages (cold scopes read from disk);
+    "fill": read the whole file once (from the OS page cache as far as it keeps it)."""
+    if path is None or not path.exists() or how == "as-is":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if how == "drop":
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        while how == "fill" and os.read(fd, 1 << 23):
+            pass
+    finally:
+        os.close(fd)
 
 
 def pct(values: list[float], q: float) -> str:
@@ -207,6 +311,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--settle", action=argparse.BooleanOptionalAction, default=True,
                    help="after the first start, wait for the background index build (its "
                    "files then serve the restarts)")
+    p.add_argument("--beside", type=int, default=0,
+                   help="users a second client keeps talking with while the others' first "
+                   "Injects load their scopes")
+    p.add_argument("--page-cache", choices=("as-is", "drop", "fill"), default="as-is",
+                   help="before the users talk, drop the store file from the OS page cache "
+                   "(SQLite: cold scopes read from disk) or fill it (read the file once)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--label", default="", help="appended to the results file's name")
     p.add_argument("--data", type=Path, default=COQA, help="CoQA json the store was made from")
@@ -234,7 +344,9 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
     finally:
         db.close()
     pool = pool_for(args.data, EmbeddingConfig().model, args.cache, fleet.stories)
-    users = conversations(fleet, pool, min(args.active, fleet.users), args.seed)
+    drawn = conversations(fleet, pool, min(args.active + args.beside, fleet.users), args.seed)
+    beside = drawn[::max(1, len(drawn) // args.beside)][:args.beside] if args.beside else []
+    users = [u for u in drawn if u not in beside]
     args.data_dir.mkdir(parents=True, exist_ok=True)
     config = sidecar_config(args.config, args.dsn, args.data_dir)
     sidecar = Sidecar(args.data_dir, args.root, config, args.rss_limit_mb)
@@ -257,15 +369,20 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
                              f"{os.getloadavg()[0]:.1f} |")
                 print(lines[-1], flush=True)
                 if start == args.starts and users:
-                    lines.append(serve_users(sidecar, users, args.turns))
+                    set_page_cache(store_file(args), args.page_cache)
+                    lines.append(f"store file in the OS page cache: "
+                                 f"{page_cached(store_file(args)):.0%}")
+                    lines.append(serve_users(sidecar, users, args.turns, beside))
     except RuntimeError as err:
         lines.append(f"\nstopped: {err} (peak RSS {sidecar.peak_mb:.0f} MB)")
     return fleet, "\n".join(lines)
 
 
-def serve_users(sidecar: Sidecar, users: list[User], turns: int) -> str:
+def serve_users(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) -> str:
     before = sidecar.metrics()
-    cold, warm = talk(sidecar, users, turns)
+    talked = talk(sidecar, users, turns, beside)
+    cold = [ms for _, ms in talked.cold]
+    near = [ms for size, ms in talked.cold if NEAR[0] <= size <= NEAR[1]]
     after = sidecar.metrics()
     scopes = ", ".join(f"{k} {before.get(k, 0):g} -> {v:g}"
                        for k, v in scope_metrics(after).items())
@@ -278,7 +395,18 @@ def serve_users(sidecar: Sidecar, users: list[User], turns: int) -> str:
         f"{os.getloadavg()[0]:.1f}", "",
         "| Inject | calls | p50 ms | p99 ms |", "|---|---|---|---|",
         f"| cold (a user's first) | {len(cold)} | {pct(cold, 50)} | {pct(cold, 99)} |",
-        f"| warm (later) | {len(warm)} | {pct(warm, 50)} | {pct(warm, 99)} |", "",
+        f"| cold, scopes of {NEAR[0]}-{NEAR[1]} memories | {len(near)} | {pct(near, 50)} | "
+        f"{pct(near, 99)} |",
+        f"| warm (later) | {len(talked.warm)} | {pct(talked.warm, 50)} | "
+        f"{pct(talked.warm, 99)} |",
+        f"| warm, {len(beside)} users beside the cold ones (a second client) | "
+        f"{len(talked.beside)} | {pct(talked.beside, 50)} | {pct(talked.beside, 99)} |", "",
+        "cold calls at the server, mean ms (p99 of the whole call "
+        f"{np.percentile([r[0] for r in talked.cold_stages], 99):.1f}): " + ", ".join(
+            f"{name} {np.mean([r[i] for r in talked.cold_stages]):.1f}"
+            for i, name in enumerate(("call", *STAGES))), "",
+        *([f"second client's failed calls: {', '.join(talked.errors)}", ""]
+          if talked.errors else []),
         f"scope metrics (before -> after): {scopes or 'n/a'}"])
 
 

@@ -126,7 +126,7 @@ class HybridRetriever:
         self.graph = EdgeGraph(self.live)
         # Scopes held in the indexes, loaded on first use (``load`` turns it on).
         self.scope_rows = ScopeMembers(self.vectors.dim)
-        self.resident = ResidentScopes(self._load_scope, self._evict_scope,
+        self.resident = ResidentScopes(self._read_scope, self._evict_scope,
                                        self.scope_rows.bytes_of,
                                        lambda: int(self.config.resident_mb * 2**20),
                                        lambda: self.pinned)
@@ -182,7 +182,8 @@ class HybridRetriever:
         (``residency``) with the pinned scopes (the others are read from ``memories`` on
         first use): one read of the live memories with their embeddings.
         BM25 takes its saved postings when they match the rows read (``lexical_path``),
-        else tokenises them. An index with a ``start`` method is started afterwards."""
+        else tokenises them. An index with a ``start`` method is started afterwards (a
+        store held whole: by scope the vectors are searched exactly)."""
         begin = time.perf_counter()
         self._memories = memories
         whole = self._holds_whole_store(memories)
@@ -215,8 +216,12 @@ class HybridRetriever:
         # Scopes on demand: the edges of the held memories (a scope's come with its load).
         self.graph.changed(edges.all() if whole else edges.committed_touching(
             [m.id for m in map(self.live.get, labels) if m is not None]), ())
+        # Scopes on demand: exact vectors only. A search reads its viewer's few scopes out
+        # of every held one, a filter the vector index answers exactly anyway (hnsw would
+        # scan most of its graph), so an hnsw index of the held memories would only cost
+        # memory, each load's inserts and its saves.
         start = getattr(self.vectors, "start", None)
-        if start is not None:
+        if start is not None and whole:
             start()
         log.info("retrieval indexes loaded", extra={
             "memories": len(self.live), "edges": len(self.graph),
@@ -320,7 +325,9 @@ class HybridRetriever:
                 if self.resident.route(key, partial(self._drop, batch)) is not Route.DEFERRED:
                     self._drop(batch)
 
-    def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray) -> None:
+    def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray,
+             terms: Sequence[list[str]] | None = None) -> None:
+        """``terms``: the memories' BM25 terms when already analysed (a scope's load)."""
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
         self.writers.add(memories)
@@ -328,7 +335,7 @@ class HybridRetriever:
         self.graph.memories_stored(memories)
         self._add_vectors(labels, embeddings)
         self.lexical.add(labels.tolist(), [m.content for m in memories],
-                         groups=[self.resident.code(key)] * len(memories))
+                         groups=[self.resident.code(key)] * len(memories), terms=terms)
 
     def _drop(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
@@ -339,21 +346,33 @@ class HybridRetriever:
             self.lexical.remove(gone.tolist())
             self._remove_vectors(gone)
 
-    def _load_scope(self, key: ScopeKey) -> None:
-        """A cold scope's stored rows into the indexes (``ResidentScopes`` calls it once)."""
+    def _read_scope(self, key: ScopeKey) -> Callable[[], None]:
+        """A cold scope's stored rows, their edges and BM25 terms, read holding no lock;
+        returns what puts them into the indexes (``ResidentScopes`` calls both once).
+
+        The edges read are those *from* the scope's memories: the graph keeps every edge it
+        was given (a node of a memory not held is unbound, not removed), and every edge from
+        a held memory reached it (that memory's load, the start's edges of the pinned
+        scopes both ways, or the write listener), so an edge into the scope from a held
+        memory is there already and one from a memory not held links nothing yet."""
         assert self._memories is not None and self._edges is not None
         try:
-            ids: list[str] = []
-            for batch, vectors in self._memories.iter_scope(*key):
-                self._put(key, batch, vectors)
-                ids += [m.id for m in batch]
-            self.graph.changed(self._edges.committed_touching(ids), ())
+            batches = list(self._memories.iter_scope(*key))
+            edges = self._edges.committed_from([m.id for b, _ in batches for m in b])
         except Unavailable as away:
             raise Unavailable(
                 "this call needs memories this sidecar does not hold in memory (a scope not "
                 "used since it started or evicted since), and the store they are read from "
                 "is unavailable; retry once it is back ([retrieval] resident_agents keeps an "
                 "agent's own memories held)") from away
+        analyse = self.lexical.analyzer.terms
+        terms = [[analyse(m.content) for m in batch] for batch, _ in batches]
+
+        def put() -> None:
+            for (batch, vectors), analysed in zip(batches, terms, strict=True):
+                self._put(key, batch, vectors, analysed)
+            self.graph.changed(edges, ())
+        return put
 
     def _evict_scope(self, key: ScopeKey) -> None:
         held = [m for m in map(self.live.get, self.scope_rows.seqs(key)) if m is not None]

@@ -239,6 +239,8 @@ class MemoryRepo:
             memories = [row_to_memory(row) for row in rows]
             last = memories[-1].seq
             yield memories, np.vstack([blob_to_embedding(row[-1]) for row in rows])
+            if len(rows) < batch:  # the last batch: no read that finds nothing
+                return
 
     def agent_rows(self, agent_id: str, dim: int) -> tuple[list[str], np.ndarray]:
         """Ids and embeddings of the live memories owned by exactly ``agent_id`` ('' = the

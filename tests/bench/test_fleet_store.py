@@ -237,11 +237,17 @@ def test_the_bench_serves_it_and_stops_a_server_over_its_rss_limit(
             "--data-dir", str(store), "--active", "4", "--turns", "2", "--data", str(coqa),
             "--cache", str(cache), *extra]))[1]
 
-    served = report("--starts", "1")
+    served = report("--starts", "1", "--beside", "1", "--page-cache", "fill")
     assert "| first (" in served and "| restart 1 |" in served
     assert "re-embed rows: 0" in served
     assert re.search(r"\| cold \(a user's first\) \| 4 \| \d", served)
+    assert re.search(r"\| cold, scopes of 50-150 memories \| \d+ \|", served)
     assert re.search(r"\| warm \(later\) \| 4 \| \d", served)
+    assert re.search(r"\| warm, 1 users beside the cold ones \(a second client\) \| \d+ \|",
+                     served)
+    assert re.search(r"store file in the OS page cache: \d+%", served)
+    assert re.search(r"cold calls at the server, mean ms \(p99 of the whole call [\d.]+\): "
+                     r"call [\d.]+, embed [\d.]+, pinned", served)
     assert "stopped" not in served
     stopped = report("--starts", "0", "--rss-limit-mb", "40")
     assert "stopped: the sidecar stopped before SERVING (RSS over the limit: True)" in stopped

@@ -257,3 +257,19 @@ def test_a_weighted_search_returns_the_best_accepted_documents_by_the_formula() 
             assert got.tolist() == [labels[k] for k in best], q
             np.testing.assert_allclose(scores, [total[k] for k in best], atol=1e-9)
     assert index.search_weighted({}, 7)[0].tolist() == []
+
+
+@pytest.mark.parametrize("stemming", [False, True])
+def test_documents_added_with_their_terms_analysed_score_as_added_as_texts(
+        stemming: bool) -> None:
+    docs = dict(enumerate(corpus(60)))
+    analyzer = Analyzer(stemming)
+    index = BM25Index(analyzer=analyzer)
+    labels = list(docs)
+    for start in range(0, len(labels), 7):  # batches, as a scope's load and later writes
+        part = labels[start:start + 7]
+        index.add(part, [docs[i] for i in part], groups=[0] * len(part),
+                  terms=[analyzer.terms(docs[i]) for i in part])
+    assert_same(index, docs, index.k1, index.b, index.epsilon)
+    with pytest.raises(ValueError):
+        index.add([1, 2], ["a", "b"], terms=[["a"]])

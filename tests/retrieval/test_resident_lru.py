@@ -6,6 +6,7 @@ held at its exact point with events (no sleeps)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
@@ -30,14 +31,15 @@ class Fake:
                                        lambda: self.pinned)
         self.resident.adopt([SHARED])
 
-    def load(self, key: ScopeKey) -> None:
+    def load(self, key: ScopeKey) -> Callable[[], None]:
+        """The read (held at ``gate``); what it returns puts the rows."""
         self.loads.append(key)
         self.entered.set()
         if self.gate is not None:
             assert self.gate.wait(30)
         if key in self.fail:
             raise OSError("store away")
-        self.rows[key] = [f"{key}-stored"]
+        return lambda: self.rows.__setitem__(key, [f"{key}-stored"])
 
     def evict(self, key: ScopeKey) -> None:
         self.evictions.append(key)
@@ -143,3 +145,72 @@ def test_eviction_waits_for_readers_keeps_pinned_and_goes_least_recently_used_fi
     evictor.join(30)
     assert not errors and fake.evictions[-1] == ("bo", "u1")
     assert fake.resident.held(("ana", "")) and fake.resident.held(SHARED)
+
+
+def test_a_load_reading_the_store_holds_back_no_eviction_and_no_call_of_a_held_scope() -> None:
+    fake = Fake()
+    older, newer, cold = ("bo", "u1"), ("bo", "u2"), ("ana", "u3")
+    for key in (older, newer):
+        with fake.resident.using([key]):
+            pass
+    fake.gate, fake.entered = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+    def first_call() -> None:
+        with fake.resident.using([cold], evict=False):
+            pass
+
+    loader = run(first_call, errors)
+    assert fake.entered.wait(30)  # the load is reading the store, held there
+    evictor = run(lambda: fake.resident.evict_over_budget(100), errors)
+    evictor.join(30)
+    assert not evictor.is_alive() and fake.evictions == [older]
+    seen: list[list[str]] = []
+
+    def warm_call() -> None:
+        with fake.resident.using([newer]):
+            seen.append(list(fake.rows[newer]))
+
+    caller = run(warm_call, errors)
+    caller.join(30)
+    assert not caller.is_alive() and seen == [[f"{newer}-stored"]]
+    assert not fake.resident.held(cold)
+    fake.gate.set()
+    loader.join(30)
+    assert not errors and fake.resident.held(cold) and fake.rows[cold] == [f"{cold}-stored"]
+
+
+def test_a_load_puts_its_rows_past_an_eviction_that_waits_for_a_call_waiting_for_the_load(
+) -> None:
+    fake = Fake()
+    held, cold = ("bo", "u1"), ("ana", "u3")
+    with fake.resident.using([held]):
+        pass
+    fake.gate, fake.entered = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def first_call() -> None:
+        with fake.resident.using([cold], evict=False):
+            pass
+
+    loader = run(first_call, errors)
+    assert fake.entered.wait(30)  # the load reads the store
+    inside, seen = threading.Event(), []
+
+    def call_holding_the_read_side() -> None:
+        with fake.resident.using([held], evict=False):
+            inside.set()
+            with fake.resident.using([cold], evict=False):  # waits for the load
+                seen.append(list(fake.rows[cold]))
+
+    caller = run(call_holding_the_read_side, errors)
+    assert inside.wait(30)
+    evictor = run(lambda: fake.resident.evict_over_budget(0), errors)
+    deadline = time.monotonic() + 30
+    while not fake.resident._rw._writers_waiting:  # the eviction waits for the caller
+        assert time.monotonic() < deadline and evictor.is_alive()
+        time.sleep(0.001)
+    fake.gate.set()  # the load puts its rows ahead of the waiting eviction
+    for thread in (loader, caller, evictor):
+        thread.join(30)
+        assert not thread.is_alive()
+    assert not errors and seen == [[f"{cold}-stored"]]

@@ -54,12 +54,14 @@ def corpus() -> Corpus:
 
 def fill(config: ServerConfig, embedder: Embedder, corpus: Corpus) -> None:
     """Every scope's memories (every other one important enough to seed the graph), edges
-    between neighbours of a scope and from each scope to the shared one."""
+    between neighbours of a scope, from each scope to the shared one, and both ways between
+    an agent's own scope and each of its users' (neither held at start)."""
     app = App.open(config, embedder=embedder)
     try:
         shared: list[str] = []
+        held: dict[tuple[str, str], list[str]] = {}
         for (agent, user), texts in corpus.stored.items():
-            ids = app.memories.import_batch([
+            ids = held[agent, user] = app.memories.import_batch([
                 MemoryDraft(t, MemoryType.FACT, agent_id=agent, user_id=user,
                             importance=0.9 if i % 2 else 0.5) for i, t in enumerate(texts)]).ids
             shared = shared or ids
@@ -69,6 +71,13 @@ def fill(config: ServerConfig, embedder: Embedder, corpus: Corpus) -> None:
             if agent:
                 app.memories.add_edge(ids[1], shared[len(ids) % len(shared)],
                                       Relation.UPDATES, 1.0, agent_id=agent)
+        for (agent, user), ids in held.items():
+            own = held.get((agent, ""))
+            if user and own:
+                app.memories.add_edge(own[3], ids[4], Relation.RELATED_TO, 1.0,
+                                      agent_id=agent)
+                app.memories.add_edge(ids[5], own[5], Relation.RELATED_TO, 1.0,
+                                      agent_id=agent)
     finally:
         app.close()
 
@@ -175,6 +184,36 @@ def test_a_cold_scope_answers_its_first_search_as_with_every_scope_held(
     assert any(g > 0 for hits in reference.values() for _, _, g in hits)  # edges took part
 
 
+def test_loaded_scopes_link_every_stored_edge_between_held_memories(
+        stored: ServerConfig, embedder: Embedder) -> None:
+    """A load reads the edges from its scope's memories; those into it from a scope held
+    before (an agent's own, loaded by an earlier call) are in the graph already."""
+    cold = serve(stored, embedder)
+    try:
+        for viewer in VIEWERS:
+            answer(cold, "first call", viewer)
+        retriever = engine(cold)
+        stored_edges = cold.server.app.memories.edges.all()
+        held = {e.source_id for e in stored_edges} | {e.target_id for e in stored_edges}
+        held = {i for i in held if retriever.live.seq_of(i) is not None}
+        want = {(e.source_id, e.target_id) for e in stored_edges
+                if e.source_id in held and e.target_id in held}
+        got = {(m.id, target) for m, target in retriever.pointing_to(sorted(held),
+                                                                     set(Relation))}
+        assert got == want
+
+        def scope(memory_id: str) -> tuple[str, str]:
+            m = retriever.live.get(retriever.live.seq_of(memory_id) or -1)
+            assert m is not None
+            return m.agent_id, m.user_id
+
+        across = [(scope(a), scope(b)) for a, b in want if scope(a) != scope(b)]
+        assert any(SHARED not in pair for pair in across)  # an agent's own <-> its user's
+        assert any(a[1] for a, _ in across) and any(b[1] for _, b in across)  # both ways
+    finally:
+        cold.close()
+
+
 def test_a_write_to_a_cold_scope_is_seen_when_the_scope_is_loaded(
         stored: ServerConfig, embedder: Embedder) -> None:
     # Without the near-duplicate gate, which would load the writer's scopes first.
@@ -205,7 +244,7 @@ def test_a_write_to_a_cold_scope_is_seen_when_the_scope_is_loaded(
 @pytest.fixture
 def tiny(stored: ServerConfig, embedder: Embedder) -> Iterator[Running]:
     # The shared scope (pinned) and a few more: most loads evict.
-    live = serve(stored, embedder, resident_mb=0.4)
+    live = serve(stored, embedder, resident_mb=0.6)
     yield live
     live.close()
 

@@ -126,25 +126,30 @@ class BM25Index:
     # --- writes -------------------------------------------------------------------------
 
     def add(self, labels: Sequence[int], texts: Sequence[str], *, bulk: bool = False,
-            groups: Sequence[int] | None = None) -> None:
+            groups: Sequence[int] | None = None,
+            terms: Sequence[list[str]] | None = None) -> None:
         """Insert documents, replacing any with the same label (the last of a batch wins).
 
         ``bulk``: statistics only, no segment yet; the documents become searchable at the
         next ``merge()`` (one CSR build for a whole load instead of one per batch).
         ``groups``: each document's group (a scope; 0 without), whose statistics a query
-        given ``groups`` scores with.
+        given ``groups`` scores with. ``terms``: each text's ``analyzer.terms``, when the
+        caller analysed them already (outside any lock).
         """
-        if len(labels) != len(texts) or (groups is not None and len(groups) != len(labels)):
-            raise ValueError("labels, texts and groups must have the same length")
+        if len(labels) != len(texts) or (groups is not None and len(groups) != len(labels)) \
+                or (terms is not None and len(terms) != len(labels)):
+            raise ValueError("labels, texts, groups and terms must have the same length")
         kinds = groups if groups is not None else [0] * len(labels)
-        latest = dict(zip((int(x) for x in labels), zip(texts, kinds, strict=True), strict=True))
+        analysed = terms if terms is not None else [None] * len(labels)
+        latest = dict(zip((int(x) for x in labels),
+                          zip(texts, kinds, analysed, strict=True), strict=True))
         if not latest:
             return
-        tokenized = [self.analyzer.terms(t) for t, _ in latest.values()]
+        tokenized = [self.analyzer.terms(t) if a is None else a for t, _, a in latest.values()]
         with self._lock:
             self._remove_locked(list(latest))
             lo = len(self._doc_terms)
-            self._add_docs(list(latest), tokenized, [int(g) for _, g in latest.values()])
+            self._add_docs(list(latest), tokenized, [int(g) for _, g, _ in latest.values()])
             self._version += 1
             if bulk:
                 return

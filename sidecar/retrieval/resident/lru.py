@@ -3,7 +3,9 @@ once the held ones pass the memory budget (pinned scopes stay).
 
 - A call that reads scopes (``using``) loads the cold ones before it reads: a cold scope
   answers its first call from all of its rows. Concurrent first calls of one scope load it
-  once; the others wait for that load.
+  once; the others wait for that load. A load reads the store (``read``: rows, edges,
+  tokens) holding no lock, then puts what it read into the indexes under the read side: an
+  eviction, and the calls queued behind it, never wait for the store.
 - A write to a scope being loaded is applied after the load's rows (``route``), in order, so
   the load's snapshot never hides it; a write to a cold scope is not applied (the store has
   it; it is read with the scope).
@@ -61,14 +63,15 @@ class ResidentStats:
 
 class ResidentScopes:
     def __init__(
-        self, load: Callable[[ScopeKey], None], evict: Callable[[ScopeKey], None],
-        size: Callable[[ScopeKey], int], budget: Callable[[], int],
-        pinned: Callable[[], Collection[ScopeKey]],
+        self, read: Callable[[ScopeKey], Callable[[], None]],
+        evict: Callable[[ScopeKey], None], size: Callable[[ScopeKey], int],
+        budget: Callable[[], int], pinned: Callable[[], Collection[ScopeKey]],
     ) -> None:
-        """``load`` puts a scope's stored rows into the indexes, ``evict`` takes them out,
-        ``size`` is the bytes a held scope takes; ``budget`` and ``pinned`` are read at each
-        eviction (the shared scope is always pinned)."""
-        self._load, self._evict, self._size = load, evict, size
+        """``read`` reads a scope's stored rows (called holding no lock of this object) and
+        returns what puts them into the indexes (called under the read side); ``evict``
+        takes them out, ``size`` is the bytes a held scope takes; ``budget`` and ``pinned``
+        are read at each eviction (the shared scope is always pinned)."""
+        self._read, self._evict, self._size = read, evict, size
         self._budget, self._pinned = budget, pinned
         self._mutex = threading.Lock()
         self._held: OrderedDict[ScopeKey, None] = OrderedDict()  # least recently used first
@@ -98,11 +101,13 @@ class ResidentScopes:
         return not self.on_demand or key in self._held
 
     @contextmanager
-    def reading(self) -> Iterator[None]:
-        """The read side: no eviction meanwhile (reentrant on one thread)."""
+    def reading(self, ahead: bool = False) -> Iterator[None]:
+        """The read side: no eviction meanwhile (reentrant on one thread). ``ahead``: before
+        an eviction that waits (a load's put: a call holding the read side may wait for
+        that load, and the eviction for that call)."""
         depth = getattr(self._depth, "n", 0)
         if depth == 0:
-            self._rw.acquire_read()
+            self._rw.acquire_read(ahead=ahead)
         self._depth.n = depth + 1
         try:
             yield
@@ -114,7 +119,14 @@ class ResidentScopes:
     @contextmanager
     def using(self, keys: Collection[ScopeKey], evict: bool = True) -> Iterator[None]:
         """``keys`` held (loaded first when cold) for the body; eviction afterwards
-        (``evict`` False: left to the next call, e.g. inside a write transaction)."""
+        (``evict`` False: left to the next call, e.g. inside a write transaction).
+
+        The cold scopes are loaded before the read side is taken (a load's reads of the
+        store then hold back no eviction), and checked again under it: one evicted in
+        between is loaded again there."""
+        if not getattr(self._depth, "n", 0):
+            for key in keys:
+                self._ensure(key)
         with self.reading():
             for key in keys:
                 self._ensure(key)
@@ -149,20 +161,23 @@ class ResidentScopes:
     def _load_held(self, key: ScopeKey, loading: _Loading) -> None:
         begin = time.perf_counter()
         try:
-            self._load(key)
-            while True:  # writes that arrived during the load, in order, then held
-                with self._mutex:
-                    queued, loading.pending = loading.pending, []
-                    if not queued:
-                        self._held[key] = None
-                        del self._loading[key]
-                        break
-                for apply in queued:
-                    apply()
+            put = self._read(key)
+            with self.reading(ahead=True):
+                put()
+                while True:  # writes that arrived during the load, in order, then held
+                    with self._mutex:
+                        queued, loading.pending = loading.pending, []
+                        if not queued:
+                            self._held[key] = None
+                            del self._loading[key]
+                            break
+                    for apply in queued:
+                        apply()
         except BaseException:
             with self._mutex:
                 self._loading.pop(key, None)
-            self._evict(key)  # the rows put so far
+            with self.reading(ahead=True):
+                self._evict(key)  # the rows put so far
             loading.done.set()
             raise
         loading.done.set()

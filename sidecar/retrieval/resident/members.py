@@ -2,8 +2,9 @@
 
 The bytes of a memory are an estimate of what the indexes hold for it: its vector in the
 dense matrix (4 x dim), its record and text in the mirror, its BM25 postings and its mirror
-columns, plus the hnsw graph's share once the index uses hnsw; ``ROW_BYTES`` and
-``TEXT_FACTOR`` were measured (bench/resident_bytes.py; docs/decisions/0022-resident-scopes.md).
+columns, its graph edges and its scope's term counts; ``ROW_BYTES`` and ``TEXT_FACTOR`` were
+measured (bench/resident_bytes.py without edges, the process's growth over 50,000 memories of
+a fleet store with 1.3 edges each; docs/decisions/0022-resident-scopes.md).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from sidecar.records import Memory
 from sidecar.retrieval.resident.keys import ScopeKey, scope_of
 
-ROW_BYTES = 2600  # per memory, besides its vector and its text
+ROW_BYTES = 5200  # per memory, besides its vector and its text (with its edges)
 TEXT_FACTOR = 3  # bytes per character of a memory's text (record, BM25 terms)
 
 

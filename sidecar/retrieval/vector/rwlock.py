@@ -20,11 +20,13 @@ class RWLock:
         self._writer = False
         self._writers_waiting = 0
 
-    def acquire_read(self, blocking: bool = True) -> bool:
+    def acquire_read(self, blocking: bool = True, ahead: bool = False) -> bool:
+        """``ahead``: pass waiting writers (wait only for one writing), for a reader that
+        other readers, which the waiting writer waits for, may be waiting for."""
         with self._cond:
             if not blocking and (self._writer or self._writers_waiting):
                 return False
-            while self._writer or self._writers_waiting:
+            while self._writer or (self._writers_waiting and not ahead):
                 self._cond.wait()
             self._readers += 1
             return True
