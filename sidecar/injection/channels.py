@@ -27,7 +27,14 @@ from sidecar.conversation.query_context import replied
 from sidecar.errors import Unavailable
 from sidecar.injection import replies
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
-from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
+from sidecar.injection.state_repo import (
+    BufferRow,
+    Dropped,
+    InjectedRow,
+    Saved,
+    SavedChannel,
+    StateRepo,
+)
 from sidecar.store.catch_up import CatchUp
 from sidecar.store.write_behind import Writer, WriteThrough
 
@@ -111,7 +118,8 @@ class ChannelStates:
         changed only here), so its prune runs only when the memory one dropped something."""
         expect = state.turn
         before = state.copy()
-        saved = rows_of(state, entry, state.record(entry, keep, depth))
+        saved = rows_of(state, entry, state.record(entry, keep, depth),
+                        None if self.shared else before)
         channel_id = state.channel_id
         if self.shared:
             try:
@@ -301,18 +309,43 @@ class ChannelStates:
                                "promised": len(self._promised)})
 
 
-def rows_of(state: ChannelState, entry: Committed, pruned: bool) -> Saved:
-    """The rows of ``entry`` once ``state`` recorded it (``pruned``: it dropped blocks)."""
+def rows_of(state: ChannelState, entry: Committed, pruned: bool,
+            before: ChannelState | None = None) -> Saved:
+    """The rows of ``entry`` once ``state`` recorded it (``pruned``: it dropped blocks).
+    ``before``: the state as it was (what the store holds when only this sidecar writes
+    it): the rows the commit drops are named one by one, else the store works them out."""
+    injected = [InjectedRow(m, entry.turn, v, entry.at_us)
+                for m, v in zip(entry.ids, entry.versions, strict=True)]
+    dropped = None
+    if before is not None:
+        kept = {r.turn for r in state.recent}
+        dropped = Dropped(context=tuple(r.turn for r in before.recent if r.turn not in kept))
+        if pruned:
+            injected, dropped = _pruned(before, state, entry, dropped.context)
     return Saved(
-        turn=entry.turn,
-        injected=[InjectedRow(m, entry.turn, v, entry.at_us)
-                  for m, v in zip(entry.ids, entry.versions, strict=True)],
+        turn=entry.turn, injected=injected,
         buffer=[BufferRow(m, entry.turn, entry.embeddings[i]) for i, m in enumerate(entry.ids)],
         block=(entry.turn, entry.digest) if entry.ids else None,
         reply=replies.to_json(entry.reply), keep=state.keep,
         held=frozenset(b.turn for b in state.blocks) if pruned else None,
-        asked=entry.asked, speaker=entry.speaker,
+        asked=entry.asked, speaker=entry.speaker, dropped=dropped,
     )
+
+
+def _pruned(before: ChannelState, state: ChannelState, entry: Committed,
+            context: tuple[int, ...]) -> tuple[list[InjectedRow], Dropped]:
+    """A commit that dropped blocks, as ``ChannelState.retain`` did it: the id rows to
+    write (the turn's, and those re-pointed to an earlier held block) and the rows gone."""
+    injected = [InjectedRow(m, s.turn, s.version, s.at_us)
+                for m, s in state.injected.items() if before.injected.get(m) != s]
+    ids = tuple(m for m in before.injected if m not in state.injected)
+    held = {b.turn for b in state.blocks}
+    turns = [b.turn for b in before.blocks] + ([entry.turn] if entry.ids else [])
+    gone = tuple(t for t in turns if t not in held)
+    rows = sum(1 for t in before.buffer_turns if t in held) + (
+        len(entry.ids) if entry.turn in held else 0)
+    return injected, Dropped(ids=ids, turns=gone, oldest=rows - len(state.buffer_turns),
+                             context=context)
 
 
 def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> None:
