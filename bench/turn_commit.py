@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import random
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,7 @@ from sidecar.store.contract import SqlStore
 from sidecar.store.db import Database
 from sidecar.store.memories import MemoryRepo
 from sidecar.store.versions import VersionRepo
+from sidecar.store.write_behind import WriteBehind
 
 DIM = 384
 KEEP, DEPTH = 3, 10  # max_injected_blocks_in_history, context_window_depth (defaults)
@@ -52,7 +54,11 @@ class Backend:
         self.db = db
         self.memories = MemoryRepo(db, VersionRepo(db))
         self.memories.insert_many(memories, vectors)
-        self.states = ChannelStates(StateRepo(db), self.memories.get_many)
+        # As the app builds them: a PostgreSQL store is shared (each commit a compare-and-swap
+        # on the turn; the access records through the writer thread, after the reply).
+        self.writer = WriteBehind(db, name="bench-writer")
+        self.states = ChannelStates(StateRepo(db), self.memories.get_many, self.writer,
+                                    shared=db.dialect == "postgres")
         self.captures = CaptureRepo(db)
 
     def commit(self, channel: str, entry: Committed, capture: bool) -> None:
@@ -66,7 +72,7 @@ class Backend:
 
             def durable() -> None:
                 with self.db.transaction():  # a savepoint, as Capture's own write
-                    self.captures.add(row)
+                    self.captures.put(row)
 
         with state.lock:
             self.states.commit(state, entry, KEEP, DEPTH,
@@ -96,9 +102,10 @@ def entry_of(turn: int, text: str, chosen: list[Memory], vectors: np.ndarray,
 
 
 def round_trips() -> Callable[[], int]:
-    """Count the waits of psycopg's connections in which the client read the server's answer
-    (one per request answered), as bench.pg_store does."""
+    """Count the waits of psycopg's connections on this thread in which the client read the
+    server's answer (one per request answered), as bench.pg_store does."""
     answered = [0]
+    caller = threading.get_ident()
     original = waiting.wait
 
     def reading(gen: Any) -> Any:
@@ -112,7 +119,7 @@ def round_trips() -> Callable[[], int]:
         except StopIteration as stop:
             return stop.value
         finally:
-            answered[0] += read
+            answered[0] += read and threading.get_ident() == caller
 
     def counting(gen: Any, fileno: int, interval: float = 0.0,
                  timeout: float | None = None) -> Any:
@@ -186,6 +193,7 @@ def main() -> None:
                       f"max {max(rounds)}")
         finally:
             for backend in backends.values():
+                backend.writer.close()
                 backend.db.close()
             if cluster is not None:
                 cluster.remove()

@@ -29,6 +29,7 @@ from sidecar.injection import replies
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import (
     BufferRow,
+    ChannelMoved,
     Dropped,
     InjectedRow,
     Saved,
@@ -154,11 +155,28 @@ class ChannelStates:
             if durable is None:
                 self.repo.save(channel_id, saved, expect=expect)
             else:
-                with self.repo.db.transaction():
-                    self.repo.save(channel_id, saved, expect=expect)
-                    durable()
+                self._save_with(channel_id, saved, expect, durable)
         except Unavailable as err:
             self._defer(channel_id, saved, durable, err)
+
+    def _save_with(self, channel_id: str, saved: Saved, expect: int,
+                   durable: Callable[[], None]) -> None:
+        """The commit and its durable write in one batch (one round trip). A batch the
+        store refused for another reason than the swap is tried again as a transaction in
+        which the durable write has a savepoint of its own (its failure never costs the
+        turn)."""
+        try:
+            with self.repo.db.batched():
+                self.repo.save(channel_id, saved, expect=expect)
+                durable()
+        except (ChannelMoved, Unavailable):
+            raise
+        except Exception:
+            log.warning("turn and its durable write refused as one batch: written apart",
+                        exc_info=True, extra={"channel": channel_id})
+            with self.repo.db.transaction():
+                self.repo.save(channel_id, saved, expect=expect)
+                durable()
 
     def _defer(self, channel_id: str, saved: Saved, durable: Callable[[], None] | None,
                err: Unavailable) -> None:

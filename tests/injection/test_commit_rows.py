@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from psycopg import waiting
 
+from sidecar.capture.repo import CaptureRepo, Pending
 from sidecar.conversation.query_context import RecentTurn
 from sidecar.injection import state as state_module
 from sidecar.injection import state_repo
@@ -18,6 +21,8 @@ from sidecar.injection.state import ChannelState, Committed
 from sidecar.injection.state_repo import Dropped, SavedChannel, StateRepo
 from sidecar.injection.types import Injection, InjectStats
 from sidecar.store.db import Database
+from sidecar.store.postgres.db import PgDatabase
+from sidecar.store.write_behind import WriteThrough
 
 SMALL_BUFFER = 7  # small enough that the bound drops rows of held blocks too
 
@@ -101,3 +106,56 @@ def test_a_commit_that_drops_nothing_names_nothing() -> None:
     saved = rows_of(state, entry, state.record(entry, keep=3, depth=10), before)
     assert saved.dropped == Dropped() and not saved.dropped
     assert [(r.memory_id, r.turn) for r in saved.injected] == [("a", 1)]
+
+
+def test_a_shared_commit_with_its_durable_write_is_one_round_trip(
+        pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL the turn's rows, its compare-and-swap and a capture's pending row go
+    in one batch: one request answered on the calling thread."""
+    db = PgDatabase(pg_dsn)
+    try:
+        states = ChannelStates(StateRepo(db), lambda ids: {}, WriteThrough(db), shared=True)
+        captures = CaptureRepo(db)
+        answered = [0]
+        original = waiting.wait
+
+        def reading(gen: Any) -> Any:
+            read = False
+            try:
+                wanted = next(gen)
+                while True:
+                    ready = yield wanted
+                    read = read or bool(ready & waiting.Ready.R)
+                    wanted = gen.send(ready)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                answered[0] += read
+
+        def counting(gen: Any, fileno: int, interval: float = 0.0,
+                     timeout: float | None = None) -> Any:
+            return original(reading(gen), fileno, interval=interval, timeout=timeout)
+
+        pick, rng = random.Random(3), np.random.default_rng(3)
+        state = states.get("c")
+        monkeypatch.setattr(waiting, "wait", counting)
+        for turn in range(1, 6):
+            entry = committed(turn, pick, rng)
+            row = Pending("c", f"k{turn}", "a", "user", turn, "said", "", turn, f"m-{turn}",
+                          None)
+
+            def durable(row: Pending = row) -> None:
+                with db.transaction():  # as Capture writes it: a block of its own
+                    captures.put(row)
+
+            before = answered[0]
+            with state.lock:
+                states.commit(state, entry, 3, 3, durable=durable)
+            assert answered[0] - before == 1, turn
+        monkeypatch.setattr(waiting, "wait", original)
+        assert [p.key for p in captures.pending(10)] == [f"k{t}" for t in range(1, 6)]
+        stored = states.repo.load("c")
+        assert stored is not None and stored.turn == 5
+        assert rows(stored) == memory_rows(state)
+    finally:
+        db.close()
