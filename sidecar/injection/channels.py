@@ -135,7 +135,7 @@ class ChannelStates:
         try:
             self._settle(channel_id)  # a PruneHistory's view queued before this turn
             with self.repo.db.transaction():
-                self.repo.save(channel_id, saved)
+                self.repo.write(channel_id, saved)
                 for write in (also, durable):
                     if write is not None:
                         write()

@@ -139,17 +139,21 @@ class StateRepo:
         state), else ChannelMoved and nothing is written (another sidecar committed first).
         The swap goes last: the channel's row is locked for the end of the transaction only."""
         with self.db.batched():
-            self.db.execute(_REPLY, (channel_id, saved.keep, json.dumps(saved.reply)))
-            self._insert(channel_id, saved)
-            if saved.dropped is not None:
-                if saved.dropped:
-                    self._drop(channel_id, saved.dropped)
-            elif saved.held is not None:
-                self._retain(channel_id, saved.held)
-            if expect is None:
-                self.db.execute(_TURN, (channel_id, saved.turn))
-            else:
-                self._swap_turn(channel_id, expect, saved.turn)
+            self.write(channel_id, saved, expect)
+
+    def write(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
+        """``save``'s statements, in the caller's transaction (no savepoint of their own)."""
+        self.db.execute(_REPLY, (channel_id, saved.keep, json.dumps(saved.reply)))
+        self._insert(channel_id, saved)
+        if saved.dropped is not None:
+            if saved.dropped:
+                self._drop(channel_id, saved.dropped)
+        elif saved.held is not None:
+            self._retain(channel_id, saved.held)
+        if expect is None:
+            self.db.execute(_TURN, (channel_id, saved.turn))
+        else:
+            self._swap_turn(channel_id, expect, saved.turn)
 
     def merge(self, channel_id: str, saved: Saved) -> None:
         """A commit made while the store was away, reconciled: the turn takes the larger
