@@ -354,8 +354,10 @@ def _pruned(before: ChannelState, state: ChannelState, entry: Committed,
             context: tuple[int, ...]) -> tuple[list[InjectedRow], Dropped]:
     """A commit that dropped blocks, as ``ChannelState.retain`` did it: the id rows to
     write (the turn's, and those re-pointed to an earlier held block) and the rows gone."""
+    # ``record`` makes a new record for each id it changes and keeps the others as they were
+    # (``before`` shares them): an id whose record is not the same object was written.
     injected = [InjectedRow(m, s.turn, s.version, s.at_us)
-                for m, s in state.injected.items() if before.injected.get(m) != s]
+                for m, s in state.injected.items() if before.injected.get(m) is not s]
     ids = tuple(m for m in before.injected if m not in state.injected)
     held = {b.turn for b in state.blocks}
     turns = [b.turn for b in before.blocks] + ([entry.turn] if entry.ids else [])
