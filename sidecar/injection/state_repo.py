@@ -68,9 +68,6 @@ class Dropped:
         return bool(self.ids or self.turns or self.oldest or self.context)
 
 
-NOTHING = Dropped()
-
-
 @dataclass(frozen=True, slots=True)
 class Saved:
     """One commit's rows. ``dropped``: the rows it drops, one by one; None (a store other

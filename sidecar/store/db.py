@@ -30,8 +30,8 @@ CHECKPOINT_INLINE_PAGES = 8 * CHECKPOINT_PAGES
 # ``purge_wal``: truncating checkpoints tried, each waiting at most this long for readers.
 PURGE_ATTEMPTS = 5
 PURGE_BUSY_MS = 1000
-# Prepared statements kept per connection (apsw's cache, by SQL text; its default is 32,
-# fewer than the distinct statements of one Inject, its commit and the writes beside it).
+# Prepared statements kept per connection (apsw's cache, by SQL text). Its default, 32, is
+# fewer than the texts the store runs (one per row count of a multi-row VALUES or an IN list).
 STATEMENT_CACHE = 256
 
 
