@@ -159,3 +159,31 @@ def test_a_shared_commit_with_its_durable_write_is_one_round_trip(
         assert rows(stored) == memory_rows(state)
     finally:
         db.close()
+
+
+def test_a_durable_write_the_server_refuses_never_costs_the_turn(pg_dsn: str) -> None:
+    """The batch fails as a whole; the turn is written again with the durable write in a
+    savepoint of its own, whose failure (caught, as Capture's is) leaves the turn."""
+    db = PgDatabase(pg_dsn)
+    try:
+        states = ChannelStates(StateRepo(db), lambda ids: {}, WriteThrough(db), shared=True)
+        refused: list[str] = []
+
+        def durable() -> None:
+            try:
+                with db.transaction():
+                    db.execute("INSERT INTO no_such_table (x) VALUES (?)", (1,))
+            except Exception as err:  # noqa: BLE001 (as Capture._add: the turn goes on)
+                refused.append(type(err).__name__)
+
+        pick, rng = random.Random(5), np.random.default_rng(5)
+        state = states.get("c")
+        for turn in (1, 2):
+            with state.lock:
+                states.commit(state, committed(turn, pick, rng), 3, 3, durable=durable)
+        assert refused == ["UndefinedTable", "UndefinedTable"]  # once a turn, when apart
+        stored = states.repo.load("c")
+        assert stored is not None and stored.turn == 2
+        assert rows(stored) == memory_rows(state)
+    finally:
+        db.close()
