@@ -50,7 +50,8 @@ def write_behind(states: ChannelStates) -> Commit:
     def commit(state: ChannelState, entry: Committed, keep: int | None, depth: int,
                also: Callable[[], None] | None = None,
                durable: Callable[[], None] | None = None) -> None:
-        saved = rows_of(state, entry, state.record(entry, keep, depth))
+        before = state.copy()
+        saved = rows_of(state, entry, state.record(entry, keep, depth), before)
 
         def write() -> None:
             states.repo.save(state.channel_id, saved)

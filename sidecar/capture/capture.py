@@ -225,7 +225,7 @@ class Capture:
                     if not row.memory_id:
                         self.repo.add_refused(row)
                     else:
-                        self.repo.add(row)
+                        self.repo.put(row)
         except Unavailable:
             raise
         except Exception:

@@ -48,13 +48,17 @@ class CaptureRepo:
 
     def add(self, row: Pending) -> bool:
         """In the caller's transaction; False when the key is already captured."""
+        self.put(row)
+        return self.db.changes() == 1
+
+    def put(self, row: Pending) -> None:
+        """``add`` without its answer: it may go in a batch of writes (one round trip)."""
         blob = None if row.embedding is None else embedding_to_blob(row.embedding)
         self.db.execute(
             f"INSERT INTO captures ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT (channel_id, key) DO NOTHING",
             (row.channel_id, row.key, row.agent_id, row.role, row.turn, row.content,
              row.context, row.at_us, row.memory_id, blob, row.user_id))
-        return self.db.changes() == 1
 
     def add_refused(self, row: Pending) -> None:
         """A reply the text gates refused: its key only, so it is judged once."""

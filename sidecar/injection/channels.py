@@ -27,7 +27,15 @@ from sidecar.conversation.query_context import replied
 from sidecar.errors import Unavailable
 from sidecar.injection import replies
 from sidecar.injection.state import Block, ChannelState, Committed, Injected
-from sidecar.injection.state_repo import BufferRow, InjectedRow, Saved, SavedChannel, StateRepo
+from sidecar.injection.state_repo import (
+    BufferRow,
+    ChannelMoved,
+    Dropped,
+    InjectedRow,
+    Saved,
+    SavedChannel,
+    StateRepo,
+)
 from sidecar.store.catch_up import CatchUp
 from sidecar.store.write_behind import Writer, WriteThrough
 
@@ -111,7 +119,8 @@ class ChannelStates:
         changed only here), so its prune runs only when the memory one dropped something."""
         expect = state.turn
         before = state.copy()
-        saved = rows_of(state, entry, state.record(entry, keep, depth))
+        saved = rows_of(state, entry, state.record(entry, keep, depth),
+                        None if self.shared else before)
         channel_id = state.channel_id
         if self.shared:
             try:
@@ -126,7 +135,7 @@ class ChannelStates:
         try:
             self._settle(channel_id)  # a PruneHistory's view queued before this turn
             with self.repo.db.transaction():
-                self.repo.save(channel_id, saved)
+                self.repo.write(channel_id, saved)
                 for write in (also, durable):
                     if write is not None:
                         write()
@@ -146,11 +155,28 @@ class ChannelStates:
             if durable is None:
                 self.repo.save(channel_id, saved, expect=expect)
             else:
-                with self.repo.db.transaction():
-                    self.repo.save(channel_id, saved, expect=expect)
-                    durable()
+                self._save_with(channel_id, saved, expect, durable)
         except Unavailable as err:
             self._defer(channel_id, saved, durable, err)
+
+    def _save_with(self, channel_id: str, saved: Saved, expect: int,
+                   durable: Callable[[], None]) -> None:
+        """The commit and its durable write in one batch (one round trip). A batch the
+        store refused for another reason than the swap is tried again as a transaction in
+        which the durable write has a savepoint of its own (its failure never costs the
+        turn)."""
+        try:
+            with self.repo.db.batched():
+                self.repo.save(channel_id, saved, expect=expect)
+                durable()
+        except (ChannelMoved, Unavailable):
+            raise
+        except Exception:
+            log.warning("turn and its durable write refused as one batch: written apart",
+                        exc_info=True, extra={"channel": channel_id})
+            with self.repo.db.transaction():
+                self.repo.save(channel_id, saved, expect=expect)
+                durable()
 
     def _defer(self, channel_id: str, saved: Saved, durable: Callable[[], None] | None,
                err: Unavailable) -> None:
@@ -301,18 +327,45 @@ class ChannelStates:
                                "promised": len(self._promised)})
 
 
-def rows_of(state: ChannelState, entry: Committed, pruned: bool) -> Saved:
-    """The rows of ``entry`` once ``state`` recorded it (``pruned``: it dropped blocks)."""
+def rows_of(state: ChannelState, entry: Committed, pruned: bool,
+            before: ChannelState | None = None) -> Saved:
+    """The rows of ``entry`` once ``state`` recorded it (``pruned``: it dropped blocks).
+    ``before``: the state as it was (what the store holds when only this sidecar writes
+    it): the rows the commit drops are named one by one, else the store works them out."""
+    injected = [InjectedRow(m, entry.turn, v, entry.at_us)
+                for m, v in zip(entry.ids, entry.versions, strict=True)]
+    dropped = None
+    if before is not None:
+        kept = {r.turn for r in state.recent}
+        dropped = Dropped(context=tuple(r.turn for r in before.recent if r.turn not in kept))
+        if pruned:
+            injected, dropped = _pruned(before, state, entry, dropped.context)
     return Saved(
-        turn=entry.turn,
-        injected=[InjectedRow(m, entry.turn, v, entry.at_us)
-                  for m, v in zip(entry.ids, entry.versions, strict=True)],
+        turn=entry.turn, injected=injected,
         buffer=[BufferRow(m, entry.turn, entry.embeddings[i]) for i, m in enumerate(entry.ids)],
         block=(entry.turn, entry.digest) if entry.ids else None,
         reply=replies.to_json(entry.reply), keep=state.keep,
         held=frozenset(b.turn for b in state.blocks) if pruned else None,
-        asked=entry.asked, speaker=entry.speaker,
+        asked=entry.asked, speaker=entry.speaker, dropped=dropped,
     )
+
+
+def _pruned(before: ChannelState, state: ChannelState, entry: Committed,
+            context: tuple[int, ...]) -> tuple[list[InjectedRow], Dropped]:
+    """A commit that dropped blocks, as ``ChannelState.retain`` did it: the id rows to
+    write (the turn's, and those re-pointed to an earlier held block) and the rows gone."""
+    # ``record`` makes a new record for each id it changes and keeps the others as they were
+    # (``before`` shares them): an id whose record is not the same object was written.
+    injected = [InjectedRow(m, s.turn, s.version, s.at_us)
+                for m, s in state.injected.items() if before.injected.get(m) is not s]
+    ids = tuple(m for m in before.injected if m not in state.injected)
+    held = {b.turn for b in state.blocks}
+    turns = [b.turn for b in before.blocks] + ([entry.turn] if entry.ids else [])
+    gone = tuple(t for t in turns if t not in held)
+    rows = sum(1 for t in before.buffer_turns if t in held) + (
+        len(entry.ids) if entry.turn in held else 0)
+    return injected, Dropped(ids=ids, turns=gone, oldest=rows - len(state.buffer_turns),
+                             context=context)
 
 
 def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -54,8 +55,24 @@ class SavedChannel:
 
 
 @dataclass(frozen=True, slots=True)
+class Dropped:
+    """The rows a commit dropped from a channel's memory copy, one by one (a store that only
+    this sidecar writes mirrors the copy, so nothing is looked up to find them)."""
+
+    ids: tuple[str, ...] = ()  # injection_ids rows
+    turns: tuple[int, ...] = ()  # blocks, with their buffer rows
+    oldest: int = 0  # then the oldest buffer rows beyond BUFFER_MAX
+    context: tuple[int, ...] = ()  # injection_context rows (turns)
+
+    def __bool__(self) -> bool:
+        return bool(self.ids or self.turns or self.oldest or self.context)
+
+
+@dataclass(frozen=True, slots=True)
 class Saved:
-    """One commit's rows; ``held``: when set, rows of every other turn are deleted."""
+    """One commit's rows. ``dropped``: the rows it drops, one by one; None (a store other
+    sidecars write too): worked out by the store, ``held`` (when set) deleting the rows of
+    every other turn, the query context trimmed to its last MAX_TURNS."""
 
     turn: int
     injected: list[InjectedRow]
@@ -66,6 +83,7 @@ class Saved:
     held: frozenset[int] | None
     asked: RecentTurn | None = None  # the turn's text and embedding (the next turns' context)
     speaker: str | None = None  # a user who spoke in the channel (None: none new)
+    dropped: Dropped | None = None
 
 
 class StateRepo:
@@ -118,22 +136,21 @@ class StateRepo:
         state), else ChannelMoved and nothing is written (another sidecar committed first).
         The swap goes last: the channel's row is locked for the end of the transaction only."""
         with self.db.batched():
-            self.db.execute(
-                "INSERT INTO injection_replies (channel_id, keep, reply) VALUES (?, ?, ?) "
-                "ON CONFLICT (channel_id) DO UPDATE SET keep = excluded.keep, "
-                "reply = excluded.reply", (channel_id, saved.keep, json.dumps(saved.reply)),
-            )
-            self._insert(channel_id, saved)
-            if saved.held is not None:
-                self._retain(channel_id, saved.held)
-            if expect is None:
-                self.db.execute(
-                    "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
-                    "ON CONFLICT (channel_id) DO UPDATE SET turn = excluded.turn",
-                    (channel_id, saved.turn),
-                )
-            else:
-                self._swap_turn(channel_id, expect, saved.turn)
+            self.write(channel_id, saved, expect)
+
+    def write(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
+        """``save``'s statements, in the caller's transaction (no savepoint of their own)."""
+        self.db.execute(_REPLY, (channel_id, saved.keep, json.dumps(saved.reply)))
+        self._insert(channel_id, saved)
+        if saved.dropped is not None:
+            if saved.dropped:
+                self._drop(channel_id, saved.dropped)
+        elif saved.held is not None:
+            self._retain(channel_id, saved.held)
+        if expect is None:
+            self.db.execute(_TURN, (channel_id, saved.turn))
+        else:
+            self._swap_turn(channel_id, expect, saved.turn)
 
     def merge(self, channel_id: str, saved: Saved) -> None:
         """A commit made while the store was away, reconciled: the turn takes the larger
@@ -171,44 +188,29 @@ class StateRepo:
                      replied.turn))
 
     def _insert(self, channel_id: str, saved: Saved) -> None:
-        """One statement per table, not one per row (a server parses and runs each)."""
+        """Rows of a table in one statement (a server parses and runs each) or, on SQLite,
+        one statement prepared once and run per row."""
         # An upsert's VALUES may not name a row twice (a turn's ids are distinct anyway).
         injected = list({r.memory_id: r for r in saved.injected}.values())
         if injected:
-            self.db.execute(
-                "INSERT INTO injection_ids (channel_id, memory_id, turn, version, "
-                f"injected_at) VALUES {_rows(5, len(injected))} ON CONFLICT (channel_id, "
-                "memory_id) DO UPDATE SET turn = excluded.turn, version = excluded.version, "
-                "injected_at = excluded.injected_at",
-                tuple(v for r in injected
-                      for v in (channel_id, r.memory_id, r.turn, r.version, r.at_us)))
-        if saved.buffer:  # seq (the buffer's order) follows the order of VALUES
-            self.db.execute(
-                "INSERT INTO injection_buffer (channel_id, memory_id, turn, embedding) "
-                f"VALUES {_rows(4, len(saved.buffer))}",
-                tuple(v for r in saved.buffer
-                      for v in (channel_id, r.memory_id, r.turn, embedding_to_blob(r.embedding))))
+            self._rows(_IDS, [(channel_id, r.memory_id, r.turn, r.version, r.at_us)
+                              for r in injected])
+        if saved.buffer:  # seq (the buffer's order) follows the order of the rows
+            self._rows(_BUFFER, [(channel_id, r.memory_id, r.turn,
+                                  embedding_to_blob(r.embedding)) for r in saved.buffer])
         if saved.speaker is not None:
-            self.db.execute(
-                "INSERT INTO channel_speakers (channel_id, user_id) VALUES (?, ?) "
-                "ON CONFLICT (channel_id, user_id) DO NOTHING", (channel_id, saved.speaker))
+            self.db.execute(_SPEAKER, (channel_id, saved.speaker))
         if saved.block is not None:
-            self.db.execute(
-                "INSERT INTO injection_blocks (channel_id, turn, digest) VALUES (?, ?, ?) "
-                "ON CONFLICT (channel_id, turn) DO UPDATE SET digest = excluded.digest",
-                (channel_id, *saved.block))
+            self.db.execute(_BLOCK, (channel_id, *saved.block))
         if saved.asked is not None:
             asked = saved.asked
             self.db.execute(
-                "INSERT INTO injection_context (channel_id, turn, text, embedding, reply, "
-                "votes, reply_votes, speaker) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (channel_id, turn) "
-                "DO UPDATE SET text = excluded.text, embedding = excluded.embedding, "
-                "reply = excluded.reply, votes = excluded.votes, "
-                "reply_votes = excluded.reply_votes, speaker = excluded.speaker",
+                _CONTEXT,
                 (channel_id, asked.turn, asked.text, embedding_to_blob(asked.embedding),
                  asked.reply, votes_to_json(asked.votes), votes_to_json(asked.reply_votes),
                  asked.speaker))
+            if saved.dropped is not None:
+                return  # the turns the context dropped are in ``dropped``
             if asked.quiet:  # of content-free turns only the latest is kept (``remember``)
                 self.db.execute("DELETE FROM injection_context WHERE channel_id = ? AND "
                                 "text = '' AND turn <> ?", (channel_id, asked.turn))
@@ -216,6 +218,36 @@ class StateRepo:
                 "DELETE FROM injection_context WHERE channel_id = ? AND turn NOT IN (SELECT turn "
                 "FROM injection_context WHERE channel_id = ? ORDER BY turn DESC LIMIT ?)",
                 (channel_id, channel_id, MAX_TURNS))
+
+    def _rows(self, statement: tuple[str, str, int], rows: list[tuple[object, ...]]) -> None:
+        """``rows`` by one multi-row statement, or on SQLite (in process: no round trips)
+        one statement of constant text, prepared once, run per row."""
+        head, tail, columns = statement
+        if self.db.dialect == "sqlite":
+            self.db.executemany(f"{head} VALUES {_values(columns, 1)}{tail}", rows)
+        else:
+            self.db.execute(f"{head} VALUES {_values(columns, len(rows))}{tail}",
+                            tuple(v for row in rows for v in row))
+
+    def _drop(self, channel_id: str, dropped: Dropped) -> None:
+        """Delete the rows ``dropped`` names (the ids re-pointed to an earlier held block are
+        among the rows the commit upserts)."""
+        if dropped.ids:
+            self.db.executemany("DELETE FROM injection_ids WHERE channel_id = ? AND "
+                                "memory_id = ?", [(channel_id, m) for m in dropped.ids])
+        if dropped.turns:
+            turns = [(channel_id, t) for t in dropped.turns]
+            self.db.executemany("DELETE FROM injection_blocks WHERE channel_id = ? AND "
+                                "turn = ?", turns)
+            self.db.executemany("DELETE FROM injection_buffer WHERE channel_id = ? AND "
+                                "turn = ?", turns)
+        if dropped.oldest:
+            self.db.execute(
+                "DELETE FROM injection_buffer WHERE seq IN (SELECT seq FROM injection_buffer "
+                "WHERE channel_id = ? ORDER BY seq LIMIT ?)", (channel_id, dropped.oldest))
+        if dropped.context:
+            self.db.executemany("DELETE FROM injection_context WHERE channel_id = ? AND "
+                                "turn = ?", [(channel_id, t) for t in dropped.context])
 
     def _retain(self, channel_id: str, held: frozenset[int]) -> None:
         """Delete the per-turn rows of blocks no longer held (and re-point ids that an
@@ -265,7 +297,28 @@ def votes_from_json(text: object) -> tuple[tuple[str, float], ...]:
         return ()
 
 
-def _rows(columns: int, count: int) -> str:
+@lru_cache(maxsize=256)
+def _values(columns: int, count: int) -> str:
     """``count`` rows of ``columns`` placeholders for a multi-row VALUES."""
     row = f"({','.join('?' * columns)})"
     return ",".join([row] * count)
+
+
+_REPLY = ("INSERT INTO injection_replies (channel_id, keep, reply) VALUES (?, ?, ?) "
+          "ON CONFLICT (channel_id) DO UPDATE SET keep = excluded.keep, reply = excluded.reply")
+_TURN = ("INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
+         "ON CONFLICT (channel_id) DO UPDATE SET turn = excluded.turn")
+_SPEAKER = ("INSERT INTO channel_speakers (channel_id, user_id) VALUES (?, ?) "
+            "ON CONFLICT (channel_id, user_id) DO NOTHING")
+_BLOCK = ("INSERT INTO injection_blocks (channel_id, turn, digest) VALUES (?, ?, ?) "
+          "ON CONFLICT (channel_id, turn) DO UPDATE SET digest = excluded.digest")
+_CONTEXT = ("INSERT INTO injection_context (channel_id, turn, text, embedding, reply, votes, "
+            "reply_votes, speaker) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (channel_id, turn) "
+            "DO UPDATE SET text = excluded.text, embedding = excluded.embedding, "
+            "reply = excluded.reply, votes = excluded.votes, "
+            "reply_votes = excluded.reply_votes, speaker = excluded.speaker")
+# Multi-row statements: (the text before VALUES, the text after, the columns of a row).
+_IDS = ("INSERT INTO injection_ids (channel_id, memory_id, turn, version, injected_at)",
+        " ON CONFLICT (channel_id, memory_id) DO UPDATE SET turn = excluded.turn, "
+        "version = excluded.version, injected_at = excluded.injected_at", 5)
+_BUFFER = ("INSERT INTO injection_buffer (channel_id, memory_id, turn, embedding)", "", 4)

@@ -30,6 +30,9 @@ CHECKPOINT_INLINE_PAGES = 8 * CHECKPOINT_PAGES
 # ``purge_wal``: truncating checkpoints tried, each waiting at most this long for readers.
 PURGE_ATTEMPTS = 5
 PURGE_BUSY_MS = 1000
+# Prepared statements kept per connection (apsw's cache, by SQL text). Its default, 32, is
+# fewer than the texts the store runs (one per row count of a multi-row VALUES or an IN list).
+STATEMENT_CACHE = 256
 
 
 class _Checkpointer:
@@ -119,7 +122,7 @@ def _connect(path: Path) -> tuple[apsw.Connection, StorageFault | None]:
     cannot be written) and whose WAL holds nothing is opened immutable, read-only: reads are
     served, writes refused (DiskFull, NotWritable) until ``Database.probe`` reopens it. The
     connection, and the fault that made it read-only."""
-    conn = apsw.Connection(str(path))
+    conn = apsw.Connection(str(path), statementcachesize=STATEMENT_CACHE)
     try:
         conn.execute("PRAGMA schema_version").fetchall()  # opens the file and its WAL
         return conn, None
@@ -253,10 +256,12 @@ class Database:
                 if outer:
                     self._conn.execute("BEGIN IMMEDIATE")
                 try:
-                    with self._conn:  # a savepoint inside it
+                    if outer:  # ROLLBACK undoes it all: no savepoint needed
                         yield
-                    if outer:
                         self._conn.execute("COMMIT")
+                    else:
+                        with self._conn:  # a savepoint
+                            yield
                 except BaseException:
                     if outer and self._conn.in_transaction:
                         self._conn.execute("ROLLBACK")

@@ -79,11 +79,26 @@ def test_a_postgres_batch_holds_writes_only(pg_dsn: str) -> None:
     try:
         with pytest.raises(RuntimeError, match="batched"), db.batched():
             db.changes()
-        with pytest.raises(RuntimeError, match="batched"), db.batched(), db.transaction():
-            pass
         assert _meta(db) == {}
     finally:
         db.close()
+
+
+def test_a_transaction_inside_a_batch_is_part_of_it(store_db: SqlStore) -> None:
+    """All of it committed or none; a block that raises leaves none of its writes."""
+    with store_db.batched():
+        _put(store_db, "a", "1")
+        with pytest.raises(KeyError), store_db.transaction():
+            _put(store_db, "dropped", "1")
+            raise KeyError("a write that failed before it was sent")
+        with store_db.transaction():
+            _put(store_db, "b", "1")
+    assert _meta(store_db) == {"a": "1", "b": "1"}
+    with pytest.raises(Refused), store_db.batched():
+        _put(store_db, "c", "1")
+        with store_db.transaction():
+            store_db.guard("UPDATE meta SET value = ? WHERE key = ?", ("2", "gone"), Refused())
+    assert _meta(store_db) == {"a": "1", "b": "1"}
 
 
 def test_stale_compare_and_swap_writes_none_of_the_turn(store_db: SqlStore) -> None:

@@ -101,9 +101,20 @@ class PgDatabase:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        """A transaction; nested in one, a savepoint; nested in a ``batched`` block, part of
+        its batch (all committed or none), and a block that raises leaves none of its
+        statements in the batch (nothing of it was sent)."""
         with self._lock:
             self._check_open()
-            self._not_batched("a transaction")
+            batch: _Batch | None = getattr(self._local, "batch", None)
+            if batch is not None:
+                statements, guards = len(batch.statements), len(batch.guards)
+                try:
+                    yield
+                except BaseException:
+                    del batch.statements[statements:], batch.guards[guards:]
+                    raise
+                return
             conn: psycopg.Connection[Any] | None = getattr(self._local, "conn", None)
             if conn is not None:
                 with self._errors(), conn.transaction():
@@ -125,7 +136,8 @@ class PgDatabase:
         escaping). PostgreSQL runs the statements of one query string as one implicit
         transaction: all committed, or, when one fails (a ``guard``), none (the error is
         raised). Nothing is sent when the block raises. Nothing inside may read a result or
-        call ``changes()``/``transaction()``. Nested in a transaction: a savepoint."""
+        call ``changes()``; a ``transaction()`` inside is part of the batch. Nested in a
+        transaction: a savepoint."""
         with self._lock:
             self._check_open()
             if getattr(self._local, "batch", None) is not None:

@@ -1,0 +1,206 @@
+"""A turn's durable commit alone (``ChannelStates.commit``), on SQLite and on PostgreSQL.
+
+No model and no search: ``--memories`` rows with LongMemEval texts and random unit vectors,
+then ``--turns`` commits spread round-robin over ``--channels`` channels, each the rows an
+Inject of ``--items`` injected memories writes (the reply with its block, the ids, the buffer
+rows, the query context with its votes, the access records; with ``--capture`` a pending
+capture row), keep 3 blocks as the default config does (so from the fourth turn on each
+commit also drops the oldest block's rows). The backends run interleaved turn by turn: a
+SQLite data dir and, with ``--pg``, a database on a throwaway local PostgreSQL 15 cluster
+(tests/pg/cluster.py: fsync off, synchronous_commit on). Prints p50/p99 of a commit in ms and
+PostgreSQL's round trips per commit on the calling thread.
+
+Run:  .venv/bin/python -m bench.turn_commit [--turns 2000] [--pg] [--capture]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from psycopg import waiting
+
+from bench.lme_data import load_oracle, pooled_turns
+from sidecar.capture.modes import USER_ROLE, capture_id, user_key
+from sidecar.capture.repo import CaptureRepo, Pending
+from sidecar.conversation.query_context import RecentTurn
+from sidecar.injection.channels import ChannelStates
+from sidecar.injection.state import Committed
+from sidecar.injection.state_repo import StateRepo
+from sidecar.injection.types import InjectedItem, Injection, InjectStats, Section
+from sidecar.records import Memory, MemoryType
+from sidecar.store.contract import SqlStore
+from sidecar.store.db import Database
+from sidecar.store.memories import MemoryRepo
+from sidecar.store.versions import VersionRepo
+from sidecar.store.write_behind import WriteBehind
+
+DIM = 384
+KEEP, DEPTH = 3, 10  # max_injected_blocks_in_history, context_window_depth (defaults)
+
+
+class Backend:
+    """One store, its memories and its channels."""
+
+    def __init__(self, db: SqlStore, memories: list[Memory], vectors: np.ndarray) -> None:
+        self.db = db
+        self.memories = MemoryRepo(db, VersionRepo(db))
+        self.memories.insert_many(memories, vectors)
+        # As the app builds them: a PostgreSQL store is shared (each commit a compare-and-swap
+        # on the turn; the access records through the writer thread, after the reply).
+        self.writer = WriteBehind(db, name="bench-writer")
+        self.states = ChannelStates(StateRepo(db), self.memories.get_many, self.writer,
+                                    shared=db.dialect == "postgres")
+        self.captures = CaptureRepo(db)
+
+    def commit(self, channel: str, entry: Committed, capture: bool) -> None:
+        state = self.states.get(channel)
+        ids = entry.ids
+        durable: Callable[[], None] | None = None
+        if capture and entry.asked is not None:
+            key = user_key(entry.turn, entry.at_us)
+            row = Pending(channel, key, "bench", USER_ROLE, entry.turn, entry.asked.text, "",
+                          entry.at_us, capture_id("bench", channel, key), entry.asked.embedding)
+
+            def durable() -> None:
+                with self.db.transaction():  # a savepoint, as Capture's own write
+                    self.captures.put(row)
+
+        with state.lock:
+            self.states.commit(state, entry, KEEP, DEPTH,
+                               also=lambda: self.memories.touch(ids, entry.at_us),
+                               durable=durable)
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def entry_of(turn: int, text: str, chosen: list[Memory], vectors: np.ndarray,
+             rng: np.random.Generator) -> Committed:
+    """What an Inject of ``text`` that chose ``chosen`` commits."""
+    items = [InjectedItem(memory=m, section=Section.CONTEXTUAL, content=m.content[:300],
+                          score=float(rng.random()), cosine=float(rng.random()), is_update=False)
+             for m in chosen]
+    block = "[Context from memory]\n" + "\n".join(f"- {i.content}" for i in items)
+    now = time.time_ns() // 1000
+    asked = RecentTurn(turn, text[:2000], unit(rng, 1)[0],
+                       votes=tuple((m.id, float(rng.random())) for m in chosen))
+    return Committed(turn=turn, ids=[m.id for m in chosen], versions=[m.version for m in chosen],
+                     embeddings=vectors, digest=hashlib.sha256(block.encode()).hexdigest()[:32],
+                     reply=Injection(block, items, InjectStats(), "", turn), at_us=now,
+                     asked=asked, speaker="" if turn == 1 else None)
+
+
+def round_trips() -> Callable[[], int]:
+    """Count the waits of psycopg's connections on this thread in which the client read the
+    server's answer (one per request answered), as bench.pg_store does."""
+    answered = [0]
+    caller = threading.get_ident()
+    original = waiting.wait
+
+    def reading(gen: Any) -> Any:
+        read = False
+        try:
+            wanted = next(gen)
+            while True:
+                ready = yield wanted
+                read = read or bool(ready & waiting.Ready.R)
+                wanted = gen.send(ready)
+        except StopIteration as stop:
+            return stop.value
+        finally:
+            answered[0] += read and threading.get_ident() == caller
+
+    def counting(gen: Any, fileno: int, interval: float = 0.0,
+                 timeout: float | None = None) -> Any:
+        return original(reading(gen), fileno, interval=interval, timeout=timeout)
+
+    waiting.wait = counting
+    return lambda: answered[0]
+
+
+def pct(values: list[float]) -> str:
+    return f"{np.percentile(values, 50):.3f} / {np.percentile(values, 99):.3f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--memories", type=int, default=2000)
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--channels", type=int, default=50)
+    parser.add_argument("--items", type=int, default=5)
+    parser.add_argument("--pg", action="store_true", help="PostgreSQL beside SQLite")
+    parser.add_argument("--capture", action="store_true", help="a pending capture row too")
+    args = parser.parse_args()
+    rng = np.random.default_rng(7)
+    texts = [t.content[:1200] for t in pooled_turns(load_oracle(), ("user", "assistant"))]
+    now = time.time_ns() // 1000
+    memories = [Memory(id=f"m{i}", content=texts[i % len(texts)], type=MemoryType.FACT,
+                       importance=0.5, created_at=now, updated_at=now, last_accessed_at=0,
+                       access_count=0, source="", channel_id="", forgotten=False, version=1,
+                       agent_id="bench")
+                for i in range(args.memories)]
+    vectors = unit(rng, args.memories)
+    asked = [t for t in texts if len(t) < 400]
+    cluster = None
+    with tempfile.TemporaryDirectory() as data_dir:
+        backends = {"sqlite": Backend(Database(Path(data_dir) / "memory.db"), memories,
+                                      vectors)}
+        try:
+            if args.pg:
+                from sidecar.store.postgres.db import PgDatabase
+                from tests.pg.cluster import Cluster
+
+                cluster = Cluster()
+                cluster.start()
+                backends["postgres"] = Backend(PgDatabase(cluster.new_database()), memories,
+                                               vectors)
+            trips = round_trips() if args.pg else None
+            times: dict[str, list[float]] = {name: [] for name in backends}
+            rounds: list[int] = []
+            pick = random.Random(11)
+            for n in range(args.turns):
+                channel, turn = f"c{n % args.channels}", n // args.channels + 1
+                chosen = pick.sample(range(args.memories), args.items)
+                entry = entry_of(turn, pick.choice(asked), [memories[i] for i in chosen],
+                                 vectors[chosen], rng)
+                order = list(backends) if n % 2 == 0 else list(reversed(backends))
+                for name in order:
+                    before = trips() if trips is not None and name == "postgres" else 0
+                    start = time.perf_counter_ns()
+                    backends[name].commit(channel, entry, args.capture)
+                    times[name].append((time.perf_counter_ns() - start) / 1e6)
+                    if trips is not None and name == "postgres":
+                        rounds.append(trips() - before)
+            print(f"{args.memories} memories, {args.turns} commits over {args.channels} "
+                  f"channels, {args.items} items each{', capture on' if args.capture else ''}; "
+                  "interleaved; p50 / p99 ms")
+            print("| store | commit |\n|---|---|")
+            for name, values in times.items():
+                print(f"| {name} | {pct(values)} |")
+            if rounds:
+                print(f"PostgreSQL round trips per commit: median {np.median(rounds):g}, "
+                      f"max {max(rounds)}")
+        finally:
+            for backend in backends.values():
+                backend.writer.close()
+                backend.db.close()
+            if cluster is not None:
+                cluster.remove()
+
+
+if __name__ == "__main__":
+    from bench.results import recorded
+
+    with recorded("turn_commit"):
+        main()
