@@ -29,11 +29,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from psycopg import waiting
 
+from bench.pg_trips import round_trips
 from bench.results import write_results
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
@@ -129,39 +128,13 @@ def rounds(apps: dict[str, App], count: int, times: int) -> dict[str, object]:
             "median_ratio": round(float(np.median(ratios)), 3)}
 
 
-def round_trips(app: App, count: int) -> float:
-    """Round trips to PostgreSQL per Inject on the calling thread: the waits of psycopg's
-    connections in which the client read the server's answer (one per request answered)."""
-    answered = [0]
-    caller = threading.get_ident()
-    original = waiting.wait
-
-    def reading(gen: Any) -> Any:  # the generator, noting whether an answer was read
-        read = False
-        try:
-            wanted = next(gen)
-            while True:
-                ready = yield wanted
-                read = read or bool(ready & waiting.Ready.R)
-                wanted = gen.send(ready)
-        except StopIteration as stop:
-            return stop.value
-        finally:
-            if read and threading.get_ident() == caller:
-                answered[0] += 1
-
-    def counting(gen: Any, fileno: int, interval: float = 0.0,
-                 timeout: float | None = None) -> Any:
-        return original(reading(gen), fileno, interval=interval, timeout=timeout)
-
+def trips_per_inject(app: App, count: int) -> float:
+    """Round trips to PostgreSQL per Inject on the calling thread (``bench.pg_trips``)."""
     rng = random.Random(5)
-    waiting.wait = counting
-    try:
+    with round_trips() as answered:
         for n in range(count):
             app.injector.inject(InjectRequest("", f"trips-{n // 10}", sentence(rng) + "?"))
-    finally:
-        waiting.wait = original
-    return round(answered[0] / count, 2)
+    return round(answered() / count, 2)
 
 
 def visible(writers: list[App], reader: App, writes: int, threads: int) -> dict[str, float]:
@@ -234,7 +207,7 @@ def main() -> None:
             "size": args.size, "embed": args.embed, "load_before": os.getloadavg(),
             "migrate_rows_per_s": round(args.size / migrate_s),
             "inject": rounds({"sqlite": lite, "postgres": a}, args.injects, args.rounds),
-            "round_trips_per_inject": round_trips(a, min(args.injects, 100)),
+            "round_trips_per_inject": trips_per_inject(a, min(args.injects, 100)),
         }
         if not args.inject_only:
             result.update({

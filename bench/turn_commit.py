@@ -16,19 +16,18 @@ Run:  .venv/bin/python -m bench.turn_commit [--turns 2000] [--pg] [--capture]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import random
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from psycopg import waiting
 
 from bench.lme_data import load_oracle, pooled_turns
+from bench.pg_trips import round_trips
 from sidecar.capture.modes import USER_ROLE, capture_id, user_key
 from sidecar.capture.repo import CaptureRepo, Pending
 from sidecar.conversation.query_context import RecentTurn
@@ -101,34 +100,6 @@ def entry_of(turn: int, text: str, chosen: list[Memory], vectors: np.ndarray,
                      asked=asked, speaker="" if turn == 1 else None)
 
 
-def round_trips() -> Callable[[], int]:
-    """Count the waits of psycopg's connections on this thread in which the client read the
-    server's answer (one per request answered), as bench.pg_store does."""
-    answered = [0]
-    caller = threading.get_ident()
-    original = waiting.wait
-
-    def reading(gen: Any) -> Any:
-        read = False
-        try:
-            wanted = next(gen)
-            while True:
-                ready = yield wanted
-                read = read or bool(ready & waiting.Ready.R)
-                wanted = gen.send(ready)
-        except StopIteration as stop:
-            return stop.value
-        finally:
-            answered[0] += read and threading.get_ident() == caller
-
-    def counting(gen: Any, fileno: int, interval: float = 0.0,
-                 timeout: float | None = None) -> Any:
-        return original(reading(gen), fileno, interval=interval, timeout=timeout)
-
-    waiting.wait = counting
-    return lambda: answered[0]
-
-
 def pct(values: list[float]) -> str:
     return f"{np.percentile(values, 50):.3f} / {np.percentile(values, 99):.3f}"
 
@@ -153,7 +124,7 @@ def main() -> None:
     vectors = unit(rng, args.memories)
     asked = [t for t in texts if len(t) < 400]
     cluster = None
-    with tempfile.TemporaryDirectory() as data_dir:
+    with tempfile.TemporaryDirectory() as data_dir, contextlib.ExitStack() as stack:
         backends = {"sqlite": Backend(Database(Path(data_dir) / "memory.db"), memories,
                                       vectors)}
         try:
@@ -165,7 +136,7 @@ def main() -> None:
                 cluster.start()
                 backends["postgres"] = Backend(PgDatabase(cluster.new_database()), memories,
                                                vectors)
-            trips = round_trips() if args.pg else None
+            trips = stack.enter_context(round_trips()) if args.pg else None
             times: dict[str, list[float]] = {name: [] for name in backends}
             rounds: list[int] = []
             pick = random.Random(11)

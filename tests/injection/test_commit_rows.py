@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
-from psycopg import waiting
 
+from bench.pg_trips import round_trips
 from sidecar.capture.repo import CaptureRepo, Pending
 from sidecar.conversation.query_context import RecentTurn
 from sidecar.injection import state as state_module
@@ -108,51 +107,29 @@ def test_a_commit_that_drops_nothing_names_nothing() -> None:
     assert [(r.memory_id, r.turn) for r in saved.injected] == [("a", 1)]
 
 
-def test_a_shared_commit_with_its_durable_write_is_one_round_trip(
-        pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shared_commit_with_its_durable_write_is_one_round_trip(pg_dsn: str) -> None:
     """On PostgreSQL the turn's rows, its compare-and-swap and a capture's pending row go
     in one batch: one request answered on the calling thread."""
     db = PgDatabase(pg_dsn)
     try:
         states = ChannelStates(StateRepo(db), lambda ids: {}, WriteThrough(db), shared=True)
         captures = CaptureRepo(db)
-        answered = [0]
-        original = waiting.wait
-
-        def reading(gen: Any) -> Any:
-            read = False
-            try:
-                wanted = next(gen)
-                while True:
-                    ready = yield wanted
-                    read = read or bool(ready & waiting.Ready.R)
-                    wanted = gen.send(ready)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                answered[0] += read
-
-        def counting(gen: Any, fileno: int, interval: float = 0.0,
-                     timeout: float | None = None) -> Any:
-            return original(reading(gen), fileno, interval=interval, timeout=timeout)
-
         pick, rng = random.Random(3), np.random.default_rng(3)
         state = states.get("c")
-        monkeypatch.setattr(waiting, "wait", counting)
-        for turn in range(1, 6):
-            entry = committed(turn, pick, rng)
-            row = Pending("c", f"k{turn}", "a", "user", turn, "said", "", turn, f"m-{turn}",
-                          None)
+        with round_trips() as answered:
+            for turn in range(1, 6):
+                entry = committed(turn, pick, rng)
+                row = Pending("c", f"k{turn}", "a", "user", turn, "said", "", turn,
+                              f"m-{turn}", None)
 
-            def durable(row: Pending = row) -> None:
-                with db.transaction():  # as Capture writes it: a block of its own
-                    captures.put(row)
+                def durable(row: Pending = row) -> None:
+                    with db.transaction():  # as Capture writes it: a block of its own
+                        captures.put(row)
 
-            before = answered[0]
-            with state.lock:
-                states.commit(state, entry, 3, 3, durable=durable)
-            assert answered[0] - before == 1, turn
-        monkeypatch.setattr(waiting, "wait", original)
+                before = answered()
+                with state.lock:
+                    states.commit(state, entry, 3, 3, durable=durable)
+                assert answered() - before == 1, turn
         assert [p.key for p in captures.pending(10)] == [f"k{t}" for t in range(1, 6)]
         stored = states.repo.load("c")
         assert stored is not None and stored.turn == 5
