@@ -213,15 +213,17 @@ def _logs(_: str, names: list[str]) -> list[str]:
 @contextmanager
 def _python_path(tree: Path) -> Iterator[None]:
     """Sidecars started in the body import ``sidecar`` and ``kernels`` from ``tree``."""
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = str(tree.resolve())
+    # PYTHONSAFEPATH: ``python -m`` would put the working directory (this tree) first.
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    os.environ.update(PYTHONPATH=str(tree.resolve()), PYTHONSAFEPATH="1")
     try:
         yield
     finally:
-        if before is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = before
+        for key, value in saved.items():
+            if value is None:
+                del os.environ[key]
+            else:
+                os.environ[key] = value
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
