@@ -6,13 +6,13 @@ held at its exact point with events (no sleeps)."""
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
 
 from sidecar.retrieval.resident.keys import SHARED, ScopeKey
 from sidecar.retrieval.resident.lru import ResidentScopes, Route
+from tests.waiting import wait_for
 
 
 class Fake:
@@ -205,10 +205,9 @@ def test_a_load_puts_its_rows_past_an_eviction_that_waits_for_a_call_waiting_for
     caller = run(call_holding_the_read_side, errors)
     assert inside.wait(30)
     evictor = run(lambda: fake.resident.evict_over_budget(0), errors)
-    deadline = time.monotonic() + 30
-    while not fake.resident._rw._writers_waiting:  # the eviction waits for the caller
-        assert time.monotonic() < deadline and evictor.is_alive()
-        time.sleep(0.001)
+    # the eviction waits for the caller (it holds the read side)
+    wait_for(lambda: bool(fake.resident._rw._writers_waiting) or not evictor.is_alive())
+    assert evictor.is_alive()
     fake.gate.set()  # the load puts its rows ahead of the waiting eviction
     for thread in (loader, caller, evictor):
         thread.join(30)
