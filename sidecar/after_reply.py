@@ -1,11 +1,12 @@
 """Work a call starts that must not run beside its reply: started once the reply is sent.
 
 A call's thread hands its reply to gRPC after its behaviour returns; a thread of the server
-woken meanwhile (a capture's drain: milliseconds of Python) takes the interpreter from it
-and from the thread that sends the reply, and the caller waits for both (decisions/0029).
-The server binds a list per unary call; ``later(fn)`` adds ``fn`` to it, and the server runs
-the list once the call has ended (its reply and status sent). Outside a call (tools, tests
-calling the domain directly, client streams) ``fn`` runs at once.
+woken meanwhile (a capture's drain, the state writer) takes the interpreter from the threads
+that send the reply, and the caller waits for both (decisions/0029). The server binds a list
+per admitted unary call (``sidecar.api.admission``); ``later(fn)`` adds ``fn`` to it, and
+the list runs once the call has ended (its reply and status sent). Outside such a call
+(tools, tests calling the domain directly, client streams) ``fn`` runs at once. What is
+deferred must be short (a wake-up, a hand-off to a queue): it runs on grpc's polling thread.
 """
 
 from __future__ import annotations

@@ -183,7 +183,9 @@ def bound(context: grpc.ServicerContext, also: Callable[[], bool]) -> Iterator[N
 
 @contextmanager
 def replied_first(context: grpc.ServicerContext) -> Iterator[None]:
-    """What the block defers (``sidecar.after_reply``) runs once the call has ended."""
+    """What the block defers (``sidecar.after_reply``) runs once the call has ended: on
+    grpc's polling thread, after the reply and status are sent (run on the call's own
+    thread after its behaviour, it would still hold the reply back)."""
     token, jobs = after_reply.bind()
     try:
         yield
