@@ -33,8 +33,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,7 +43,7 @@ from memsidecar.v1 import injection_pb2
 from memsidecar_client import Client
 
 from bench import lme_data
-from bench.agent_loop_replay import AgentLoop, config_text, cpu_flags, served
+from bench.agent_loop_replay import AgentLoop, config_text, cpu_flags, python_path, served
 from bench.lme_data import Turn, cached_embeddings, load_oracle, pooled_turns
 from bench.query_context_cost import cut_to
 from bench.replay_longmemeval import variant
@@ -189,7 +189,7 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
         clients = {"": stack.enter_context(served(data_dir, timeout_s=10))}
         if baseline is not None:
             shutil.copytree(data_dir, Path(tmp) / "baseline", ignore=_logs)
-            with _python_path(baseline):
+            with python_path(baseline):
                 clients = {"baseline, ": stack.enter_context(
                     served(Path(tmp) / "baseline", timeout_s=10)), "this tree, ": clients[""]}
         for tokens in lengths:
@@ -213,22 +213,6 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
 
 def _logs(_: str, names: list[str]) -> list[str]:
     return [n for n in names if n == "sidecar.log"]
-
-
-@contextmanager
-def _python_path(tree: Path) -> Iterator[None]:
-    """Sidecars started in the body import ``sidecar`` and ``kernels`` from ``tree``."""
-    # PYTHONSAFEPATH: ``python -m`` would put the working directory (this tree) first.
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYTHONSAFEPATH")}
-    os.environ.update(PYTHONPATH=str(tree.resolve()), PYTHONSAFEPATH="1")
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                del os.environ[key]
-            else:
-                os.environ[key] = value
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:
