@@ -77,9 +77,8 @@ class BlockSigner:
         (remembered for the last texts that start like a block: ``checked_mac_of``)."""
         if not content.startswith(BLOCK_PREFIX):
             return None
-        known = self._known.get(content, False)
-        if known is not False:
-            return known
+        if content in self._known:
+            return self._known.get(content)
         mac = self.checked_mac_of(content)
         if len(self._known) >= KNOWN_MAX:
             self._known.clear()  # the texts of older histories
