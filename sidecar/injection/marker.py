@@ -35,7 +35,7 @@ class BlockSigner:
         if len(secret) < KEY_BYTES:
             raise ValueError(f"the block secret must be at least {KEY_BYTES} bytes")
         self._secret = secret
-        self._known: dict[str, str | None] = {}  # text -> ``mac_of`` it (see KNOWN_MAX)
+        self._known: dict[str, tuple[str | None]] = {}  # text -> (``mac_of`` it,)
 
     @classmethod
     def open(cls, data_dir: Path) -> BlockSigner:
@@ -77,12 +77,13 @@ class BlockSigner:
         (remembered for the last texts that start like a block: ``checked_mac_of``)."""
         if not content.startswith(BLOCK_PREFIX):
             return None
-        if content in self._known:
-            return self._known.get(content)
+        known = self._known.get(content)  # one lookup: another thread may clear it
+        if known is not None:
+            return known[0]
         mac = self.checked_mac_of(content)
         if len(self._known) >= KNOWN_MAX:
             self._known.clear()  # the texts of older histories
-        self._known[content] = mac
+        self._known[content] = (mac,)
         return mac
 
     def checked_mac_of(self, content: str) -> str | None:
