@@ -286,7 +286,8 @@ class Injector:
         """The turn's own search and its plan. With ``overlap`` this thread runs the model
         while a worker (``beside``) does what needs no vector (``_early``); the same results
         as in order: that work reads the same state (this thread holds the channel's lock
-        and changes nothing meanwhile). In order without a worker (``Beside.busy``)."""
+        and changes nothing meanwhile). In order while the machine is busy
+        (``Beside.busy``)."""
         if not self.overlap or self.beside.busy():
             own = contextual_pool(config, viewer, text, self.retriever)
             return own, self.conversation.plan(config, state.recent, state.around, turn,

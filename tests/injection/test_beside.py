@@ -1,5 +1,5 @@
 """sidecar/injection/beside.py: the tasks' results in order, whoever ran them; the caller
-never waits for a worker to start; errors reach the caller; without a worker, turns run in
+never waits for a worker to start; errors reach the caller; a busy machine runs turns in
 order."""
 
 from __future__ import annotations
@@ -54,8 +54,13 @@ def test_an_error_of_a_task_reaches_the_caller() -> None:
     beside.close()
 
 
-def test_turns_run_in_order_without_a_worker_only() -> None:
-    assert Beside(0).busy()
-    beside = Beside(1)
+def test_turns_run_in_order_while_no_core_is_free() -> None:
+    load = [0.5]
+    beside = Beside(load=lambda: load[0], cores=2)
     assert not beside.busy()
+    load[0] = 2.0  # both cores busy on average: the guard fires
+    beside._busy = (False, -1e9)  # the reading has aged
+    assert beside.busy()
+    assert Beside(0).busy()  # no worker: always in order
+    assert not Beside(load=lambda: 1.9, cores=2).busy()
     beside.close()

@@ -15,6 +15,7 @@ import pytest
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
+from sidecar.injection.beside import Beside
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.history import Message, Role, prune_history
 from sidecar.injection.pipeline import Injector
@@ -71,6 +72,8 @@ def test_overlapped_turns_match_the_sequential_order(
     monkeypatch.setattr(pool, "now_us", lambda: FROZEN_US)
     sequential = replace(apps[0].injector, overlap=False)
     overlapped = apps[1].injector
+    overlapped.beside.close()
+    overlapped.beside = Beside(load=lambda: 0.0)  # overlapped however busy this machine is
     assert overlapped.overlap and not overlapped.beside.busy()
     ahead: list[SearchQuery] = []
     searched_ahead = overlapped.retriever.ahead
