@@ -141,6 +141,22 @@ def served(data_dir: Path, timeout_s: float = 5.0) -> Iterator[Client]:
         raise
 
 
+@contextlib.contextmanager
+def python_path(tree: Path) -> Iterator[None]:
+    """Sidecars started in the body import ``sidecar`` and ``kernels`` from ``tree``."""
+    # PYTHONSAFEPATH: ``python -m`` would put the working directory (this tree) first.
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    os.environ.update(PYTHONPATH=str(tree.resolve()), PYTHONSAFEPATH="1")
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                del os.environ[key]
+            else:
+                os.environ[key] = value
+
+
 def cpu_flags() -> str:
     try:
         text = Path("/proc/cpuinfo").read_text()

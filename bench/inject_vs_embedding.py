@@ -15,7 +15,8 @@ options as the sidecar's), which of the two goes first alternating turn by turn 
 the same load. Prints, per length and for all turns and the follow-ups: p50/p99 of Inject,
 of the bare embedding, their ratios, and the server's own figures (elapsed, its stages: embed,
 search beyond the embedding, pinned, dedup, budget, format, persist; the rest = elapsed minus
-the embedding; the hop = client minus server). Writes bench/results/inject_vs_embedding.json.
+the embedding; the hop = client minus server) and of the PruneHistory before each Inject.
+Writes bench/results/inject_vs_embedding.json.
 
 With ``--baseline TREE`` (a source tree, e.g. ``git archive`` of an earlier commit unpacked)
 a second sidecar imports ``sidecar`` and ``kernels`` from it and serves a copy of the store;
@@ -32,8 +33,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from memsidecar.v1 import injection_pb2
 from memsidecar_client import Client
 
 from bench import lme_data
-from bench.agent_loop_replay import AgentLoop, config_text, cpu_flags, served
+from bench.agent_loop_replay import AgentLoop, config_text, cpu_flags, python_path, served
 from bench.lme_data import Turn, cached_embeddings, load_oracle, pooled_turns
 from bench.query_context_cost import cut_to
 from bench.replay_longmemeval import variant
@@ -70,6 +71,7 @@ class Timed:
     bare: float
     elapsed: float
     stages: dict[str, float] = field(default_factory=dict)
+    prune: float = 0.0  # the PruneHistory before it, at the client
 
 
 def sessions(data: list[dict], stored: set[str]) -> dict[str, Talk]:  # type: ignore[type-arg]
@@ -149,6 +151,7 @@ def summary(rows: list[Timed]) -> dict[str, object]:
         "ratio_p99": round(float(np.percentile(inject, 99) / np.percentile(bare, 99)), 3),
         "server_ms": pct(elapsed), "rest_ms": pct(elapsed - embed),
         "hop_ms": pct(inject - elapsed),
+        "prune_ms": pct(np.array([r.prune for r in rows])),
         "stages_ms": {s: pct(np.array([r.stages[s] for r in rows])) for s in STAGES},
     }
 
@@ -162,6 +165,7 @@ def line(name: str, s: dict[str, object]) -> str:
     return (f"{name}: n {s['n']} | Inject {f(s['inject_ms'])} bare {f(s['bare_ms'])} "
             f"ratio p50 {s['ratio_p50']:.2f}x p99 {s['ratio_p99']:.2f}x | server "
             f"{f(s['server_ms'])} rest {f(s['rest_ms'])} hop {f(s['hop_ms'])} | "
+            f"PruneHistory {f(s['prune_ms'])} | "
             + " ".join(f"{k} {f(v)}" for k, v in stages.items()))
 
 
@@ -185,7 +189,7 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
         clients = {"": stack.enter_context(served(data_dir, timeout_s=10))}
         if baseline is not None:
             shutil.copytree(data_dir, Path(tmp) / "baseline", ignore=_logs)
-            with _python_path(baseline):
+            with python_path(baseline):
                 clients = {"baseline, ": stack.enter_context(
                     served(Path(tmp) / "baseline", timeout_s=10)), "this tree, ": clients[""]}
         for tokens in lengths:
@@ -196,8 +200,9 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
                     names = list(clients) if (n + t) % 2 else list(reversed(clients))
                     for name in names:
                         rows = timed.setdefault(f"{name}{tokens} tokens, all turns", [])
-                        loops[name].turn(text, reply, timed_inject(
+                        seen = loops[name].turn(text, reply, timed_inject(
                             clients[name], embedder, rows, channel, (n + t) % 2 == 0))
+                        rows[-1].prune = seen.prune_ms
                         if t > 0:
                             timed.setdefault(f"{name}{tokens} tokens, follow-ups",
                                              []).append(rows[-1])
@@ -208,22 +213,6 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
 
 def _logs(_: str, names: list[str]) -> list[str]:
     return [n for n in names if n == "sidecar.log"]
-
-
-@contextmanager
-def _python_path(tree: Path) -> Iterator[None]:
-    """Sidecars started in the body import ``sidecar`` and ``kernels`` from ``tree``."""
-    # PYTHONSAFEPATH: ``python -m`` would put the working directory (this tree) first.
-    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYTHONSAFEPATH")}
-    os.environ.update(PYTHONPATH=str(tree.resolve()), PYTHONSAFEPATH="1")
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                del os.environ[key]
-            else:
-                os.environ[key] = value
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, object]:

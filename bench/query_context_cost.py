@@ -15,8 +15,12 @@ follow-ups and over those the context applied to, with the p50/p99 of the PruneH
 before each of those turns (where the reply's focus vote and the next turn's anchors are
 worked out), and appends them to bench/results/query_context_cost.md.
 
+With ``--baseline TREE`` (a source tree, e.g. ``git archive`` of an earlier commit unpacked)
+a second sidecar imports ``sidecar`` and ``kernels`` from it and serves another copy of the
+store; every turn goes to both, in alternating order (its rows: "baseline <agent>").
+
     .venv/bin/python -m bench.query_context_cost [--conversations 60] [--turns 6]
-        [--coqa ../shared/data/coqa_dev.json]
+        [--coqa ../shared/data/coqa_dev.json] [--baseline /tmp/before]
 """
 
 from __future__ import annotations
@@ -25,11 +29,19 @@ import argparse
 import json
 import os
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 
-from bench.agent_loop_replay import AgentLoop, append_block, config_text, cpu_flags, served
+from bench.agent_loop_replay import (
+    AgentLoop,
+    append_block,
+    config_text,
+    cpu_flags,
+    python_path,
+    served,
+)
 from bench.lme_data import load_oracle
 from bench.replay_longmemeval import working_copy
 from bench.results import RESULTS
@@ -91,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--coqa", type=Path, default=None,
                         help="also time CoQA conversations (question, gold answer) of this "
                              "file: short follow-ups, most of them leaning on their context")
+    parser.add_argument("--baseline", type=Path, default=None,
+                        help="a source tree (e.g. `git archive` of an earlier commit) whose "
+                             "sidecar serves a copy of the store, each turn sent to both")
     args = parser.parse_args(argv)
     data = load_oracle()
     model = EmbeddingConfig().model
@@ -104,17 +119,24 @@ def main(argv: Sequence[str] | None = None) -> None:
         tokens: exchanges(data, tokens, args.turns, args.conversations) for tokens in LENGTHS}
     if args.coqa is not None:
         talks["coqa"] = coqa_exchanges(args.coqa, args.turns, args.conversations)
-    with working_copy(lme_store(model), toml) as copy, served(copy) as client:
+    with ExitStack() as stack:
+        clients = {"": stack.enter_context(served(stack.enter_context(
+            working_copy(lme_store(model), toml))))}
+        if args.baseline is not None:
+            with python_path(args.baseline):
+                clients = {"baseline ": stack.enter_context(served(stack.enter_context(
+                    working_copy(lme_store(model), toml)))), "": clients[""]}
         for tokens, conversations in talks.items():
             for n, talk in enumerate(conversations):
-                loops = {a: AgentLoop(client, f"{a}-{tokens}-{n}", a) for a in AGENTS}
-                spent: dict[str, list[tuple[float, float]]] = {a: [] for a in AGENTS}
+                loops = {f"{tree}{a}": AgentLoop(c, f"{a}-{tokens}-{n}", a)
+                         for tree, c in clients.items() for a in AGENTS}
+                spent: dict[str, list[tuple[float, float]]] = {a: [] for a in loops}
                 for t, (text, reply) in enumerate(talk):
                     for agent, loop in (loops.items() if (n + t) % 2 else
                                         reversed(loops.items())):
                         seen = loop.turn(text, reply)
                         spent[agent].append((seen.inject_ms, seen.prune_ms))
-                trace = client.get_injection_trace(f"on-{tokens}-{n}", agent_id="on")
+                trace = clients[""].get_injection_trace(f"on-{tokens}-{n}", agent_id="on")
                 applied = [turn.context_gate > 0 for turn in trace.turns]
                 for agent, values in spent.items():
                     for t in range(1, len(values)):

@@ -37,7 +37,7 @@ from typing import Any
 
 import grpc
 
-from sidecar import deadline
+from sidecar import after_reply, deadline
 from sidecar.api.handlers import (
     POOL_ATTRIBUTE,
     Behavior,
@@ -150,7 +150,7 @@ class AdmissionInterceptor(grpc.ServerInterceptor):
             start = time.perf_counter()
             self.bias_s += SMOOTHING * (start - arrived - estimate - self.bias_s)
             try:
-                with bound(context, lambda: True):
+                with bound(context, lambda: True), replied_first(context):
                     result = behavior(request, context)
             except BaseException:
                 self.workers.give(time.perf_counter() - start, method)
@@ -179,3 +179,17 @@ def bound(context: grpc.ServicerContext, also: Callable[[], bool]) -> Iterator[N
         yield
     finally:
         deadline.unbind(token)
+
+
+@contextmanager
+def replied_first(context: grpc.ServicerContext) -> Iterator[None]:
+    """What the block defers (``sidecar.after_reply``) runs once the call has ended: on
+    grpc's polling thread, after the reply and status are sent (run on the call's own
+    thread after its behaviour, it would still hold the reply back)."""
+    token, jobs = after_reply.bind()
+    try:
+        yield
+    finally:
+        after_reply.unbind(token)
+        if jobs and not context.add_callback(lambda: after_reply.run(jobs)):
+            after_reply.run(jobs)  # the call has ended already

@@ -29,6 +29,10 @@ IMPORT_REPLIES = (store_pb2.ImportMemoriesResponse, store_pb2.ImportBatchAck)
 class MetricsInterceptor(grpc.ServerInterceptor):
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
+        # Each series' child, looked up once (``labels`` takes a lock and builds a key).
+        self._stages = tuple((f"{stage}_us", metrics.stage_seconds.labels(stage))
+                             for stage in STAGES)
+        self._rpc: dict[tuple[str, grpc.StatusCode], Any] = {}
 
     def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
         handler = continuation(details)
@@ -73,7 +77,12 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         self._observe(method, start, code)
 
     def _observe(self, method: str, start: float, code: grpc.StatusCode) -> None:
-        self.metrics.rpc_seconds.labels(method, code.name).observe(time.perf_counter() - start)
+        spent = time.perf_counter() - start
+        child = self._rpc.get((method, code))
+        if child is None:
+            child = self._rpc.setdefault((method, code),
+                                         self.metrics.rpc_seconds.labels(method, code.name))
+        child.observe(spent)
 
     def _replied(self, reply: Any) -> None:
         if isinstance(reply, injection_pb2.InjectResponse):
@@ -85,8 +94,9 @@ class MetricsInterceptor(grpc.ServerInterceptor):
 
     def _inject(self, reply: injection_pb2.InjectResponse) -> None:
         m = self.metrics
-        for stage in STAGES:
-            m.stage_seconds.labels(stage).observe(getattr(reply.stats.stages, f"{stage}_us") / 1e6)
+        stages = reply.stats.stages
+        for field, child in self._stages:
+            child.observe(getattr(stages, field) / 1e6)
         if reply.skip_reason:
             m.skips.labels(reply.skip_reason).inc()
         else:

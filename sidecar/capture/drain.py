@@ -15,6 +15,7 @@ from collections import Counter
 
 import numpy as np
 
+from sidecar import after_reply
 from sidecar.capture.modes import CAPTURE_SOURCE
 from sidecar.capture.repo import DEDUPLICATED, STORED, CaptureRepo, Pending
 from sidecar.embedding import Embedder
@@ -74,7 +75,8 @@ class Drain:
         self._thread.start()
 
     def wake(self) -> None:
-        self._wanted.set()
+        """Drain soon: once the current call's reply is sent (``sidecar.after_reply``)."""
+        after_reply.later(self._wanted.set)
 
     def flush(self) -> int:
         """Write every pending capture now (in the caller's thread); returns how many."""

@@ -23,6 +23,7 @@ from itertools import islice
 
 import numpy as np
 
+from sidecar import after_reply
 from sidecar.conversation.query_context import replied
 from sidecar.errors import Unavailable
 from sidecar.injection import replies
@@ -70,6 +71,9 @@ class ChannelStates:
         self._lock = threading.Lock()
         self._pending: dict[str, int] = {}  # channel -> writes queued, not yet run
         self._pending_lock = threading.Lock()
+        # Queued writes not handed to the writer yet (after the reply: ``_send``), in order.
+        self._unsent: list[Callable[[], None]] = []
+        self._send_lock = threading.Lock()  # one hand-off at a time keeps their order
         self._held: set[str] = set()  # claimed provisionally: commits wait for the claim
 
     def get(self, channel_id: str) -> ChannelState:
@@ -281,8 +285,9 @@ class ChannelStates:
         return gone
 
     def _submit(self, channel_id: str, write: Callable[[], None]) -> None:
-        with self._pending_lock:
-            self._pending[channel_id] = self._pending.get(channel_id, 0) + 1
+        """Queue ``write``; the writer gets it once the call's reply is sent (waking its
+        thread beside the reply slows the reply: ``sidecar.after_reply``), or sooner when a
+        commit, a load or a reset of the channel waits for it (``_settle``)."""
 
         def job() -> None:
             try:
@@ -293,13 +298,25 @@ class ChannelStates:
                     if left:
                         self._pending[channel_id] = left
 
-        self.writer.submit(job)
+        with self._pending_lock:
+            self._pending[channel_id] = self._pending.get(channel_id, 0) + 1
+            self._unsent.append(job)
+        after_reply.later(self._send)
+
+    def _send(self) -> None:
+        """Hand the queued writes to the writer, in the order they were queued."""
+        with self._send_lock:
+            with self._pending_lock:
+                jobs, self._unsent = self._unsent, []
+            for job in jobs:
+                self.writer.submit(job)
 
     def _settle(self, channel_id: str) -> None:
         """Wait for the channel's queued writes (a new or idle channel has none: no wait)."""
         with self._pending_lock:
             pending = channel_id in self._pending
         if pending:
+            self._send()
             self.writer.flush()
 
     def reset(self, channel_id: str) -> bool:
@@ -315,6 +332,7 @@ class ChannelStates:
     def close(self) -> None:
         """Write everything still queued."""
         self._catch_up.close()
+        self._send()
         self.writer.close()
         if self._deferred or self._promised:
             try:

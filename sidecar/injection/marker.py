@@ -25,6 +25,9 @@ MAC_CHARS = 16
 MARKER_OPEN = "[memsidecar:"
 MARKER_CLOSE = "]"
 _MARKER = re.compile(r"\n\[memsidecar:([0-9a-f]{16})\]\Z")
+# Texts starting like a block whose verdict is remembered: a history comes back on every
+# PruneHistory and Inject, and each of its blocks is checked by several readers of it.
+KNOWN_MAX = 1024
 
 
 class BlockSigner:
@@ -32,6 +35,7 @@ class BlockSigner:
         if len(secret) < KEY_BYTES:
             raise ValueError(f"the block secret must be at least {KEY_BYTES} bytes")
         self._secret = secret
+        self._known: dict[str, tuple[str | None]] = {}  # text -> (``mac_of`` it,)
 
     @classmethod
     def open(cls, data_dir: Path) -> BlockSigner:
@@ -69,7 +73,21 @@ class BlockSigner:
         return f"{body}\n{MARKER_OPEN}{self.mac(body)}{MARKER_CLOSE}"
 
     def mac_of(self, content: str) -> str | None:
-        """The mac of a genuine block (prefix first, a matching marker last); None otherwise."""
+        """The mac of a genuine block (prefix first, a matching marker last); None otherwise
+        (remembered for the last texts that start like a block: ``checked_mac_of``)."""
+        if not content.startswith(BLOCK_PREFIX):
+            return None
+        known = self._known.get(content)  # one lookup: another thread may clear it
+        if known is not None:
+            return known[0]
+        mac = self.checked_mac_of(content)
+        if len(self._known) >= KNOWN_MAX:
+            self._known.clear()  # the texts of older histories
+        self._known[content] = (mac,)
+        return mac
+
+    def checked_mac_of(self, content: str) -> str | None:
+        """``mac_of``, worked out afresh."""
         if not content.startswith(BLOCK_PREFIX):
             return None
         found = _MARKER.search(content)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sidecar import after_reply
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.replies import Fetch
 from sidecar.injection.state import BUFFER_MAX, ChannelState, Committed
@@ -191,4 +192,36 @@ def test_a_failed_commit_leaves_the_memory_copy_as_it_was(tmp_path: Path) -> Non
         raise AssertionError("the failed write was not raised")
     assert state.turn == 1 and state.buffer_ids == ["m"] and list(state.injected) == ["m"]
     assert ChannelStates(StateRepo(db), fetch(db)).get("a").turn == 1  # rolled back
+    db.close()
+
+
+def test_a_view_reaches_the_writer_after_the_reply_or_before_a_commit_waits(
+        tmp_path: Path) -> None:
+    """Inside a call the view is handed to the writer once the reply is sent
+    (``after_reply``); a commit of the channel before that hands it over first, in order."""
+    db = Database(tmp_path / "s.sqlite3")
+    writer = HeldWriter(db)
+    states = ChannelStates(StateRepo(db), fetch(db), writer)
+    state = states.get("a")
+    states.commit(state, entry(3, ["m"]), keep=3, depth=10)
+    token, later = after_reply.bind()
+    try:
+        states.observe("a", set(), keep=2)  # the agent no longer holds block 3
+        assert not writer.jobs  # not even queued for the writer yet
+    finally:
+        after_reply.unbind(token)
+    after_reply.run(later)  # the reply is sent
+    assert len(writer.jobs) == 1
+    writer.flush()
+    token, later = after_reply.bind()
+    try:
+        states.observe("a", {"d3"}, keep=4)
+        states.commit(state, entry(4, ["n"], 1), keep=3, depth=10)  # the view lands first
+    finally:
+        after_reply.unbind(token)
+    assert not writer.jobs
+    loaded = ChannelStates(StateRepo(db), fetch(db)).get("a")
+    assert loaded.turn == 4 and loaded.keep == 4 and [b.turn for b in loaded.blocks] == [4]
+    after_reply.run(later)  # nothing left to hand over
+    assert not writer.jobs
     db.close()
