@@ -18,7 +18,10 @@ that does not grow with the store). A content-free turn votes for nothing.
 Votes fade by ``DECAY`` a turn. A voted memory weighs the votes within ``CLUSTER`` places of
 it; the ``ANCHORS`` heaviest are the focus, and the memories within
 ``query_context_focus_radius`` places of them are its neighbourhood. The PruneHistory that
-brings a reply asks for the next turn's anchors and their neighbourhood (``around``); the next
+brings a reply asks for the next turn's anchors and their neighbourhood (``around``): when
+hardly any memory written next to the anchors reads like one of them (the order says little:
+a shuffled import, many writers interleaved), the memories the search finds for the anchors
+themselves (``kin``) join the neighbourhood. The next
 Inject has them worked out on the conversation's worker thread beside its embedding
 (``room.Conversation.around``).
 
@@ -36,7 +39,7 @@ neighbourhood's best). The offers only add to what the turn's own search injects
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,8 +47,8 @@ import numpy as np
 from sidecar.conversation.query_context import QueryContext, RecentTurn, gate
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.types import Candidate, Section
-from sidecar.records import Viewer
-from sidecar.retrieval.contract import Retriever, cosine_of
+from sidecar.records import Memory, Viewer
+from sidecar.retrieval.contract import Retriever, SearchQuery, cosine_of
 
 # Votes: a turn's first search hits and the memory its reply drew on.
 HIT_VOTES, HIT_VOTE, REPLY_VOTE = 5, 0.5, 1.0
@@ -58,6 +61,10 @@ WIDE_POSTINGS = 8192
 REPLY_TERMS, REPLY_SHARE = 3, 0.5
 DECAY = 0.85  # a vote's weight one turn later
 CLUSTER = 5  # places (in a writer's sequence) within which votes add up
+# A neighbourhood where under a COHERENT share of the memories read like an anchor says
+# little of what belongs together (a store imported in an order of its own, many writers
+# interleaved): the KIN memories the search finds for the anchors themselves join it.
+COHERENT, KIN = 0.2, 12
 ANCHORS = 2  # memories the neighbourhood is taken around
 # A turn leaning this much on its context (``query_context.gate`` of at most two terms of its
 # own) takes the memories cohesive with an anchor other than themselves (cosine to it at
@@ -179,24 +186,55 @@ NOWHERE = Around()
 
 
 def around(recent: Sequence[RecentTurn], turn: int, retriever: Retriever, viewer: Viewer,
-           radius: int) -> Around:
+           radius: int, cohesive: float) -> Around:
     """What the focus of ``turn`` is taken around: the anchors of the ``recent`` turns'
-    votes and their neighbourhood (``radius`` places) as ``viewer`` is offered it now. Every
-    vote fades by the same factor per turn, so it is the same for any ``turn`` after the
-    same recent turns."""
+    votes and their neighbourhood (``radius`` places) as ``viewer`` is offered it now; when
+    under a ``COHERENT`` share of those neighbours read like an anchor (cohesion at least
+    ``cohesive``), the anchors' ``kin`` too. Every vote fades by the same factor per turn, so
+    it is the same for any ``turn`` after the same recent turns."""
     anchor_ids = anchors(tally(recent, turn), retriever, viewer)
     if not anchor_ids:
         return NOWHERE
-    near = retriever.neighbourhood(anchor_ids, radius, viewer)  # each anchor included
+    near, seqs, rows = _embedded(retriever.neighbourhood(anchor_ids, radius, viewer),
+                                 retriever)  # each anchor included
+    ids = [m.id for m in near]
+    anchored = [k for k, m in enumerate(ids) if m in anchor_ids]
+    tied = cohesion(ids, rows, [ids[k] for k in anchored], rows[anchored])
+    tied[anchored] = -1.0
+    if (tied >= cohesive).sum() < COHERENT * (len(ids) - len(anchored)):  # order says little
+        more = kin([near[k] for k in anchored], rows[anchored], set(ids), retriever, viewer)
+        near, seqs, rows = _embedded(sorted([*near, *more], key=lambda m: m.seq), retriever)
+        ids = [m.id for m in near]
+        anchored = [k for k, m in enumerate(ids) if m in anchor_ids]
+    return Around(tuple(anchor_ids), tuple(ids), seqs,
+                  cohesion(ids, rows, [ids[k] for k in anchored], rows[anchored]),
+                  rows[anchored])
+
+
+def _embedded(near: Sequence[Memory],
+              retriever: Retriever) -> tuple[list[Memory], np.ndarray, np.ndarray]:
+    """``near`` less the memories with no stored embedding now, their ``Memory.seq`` and
+    their embeddings."""
     seqs = np.array([m.seq for m in near], np.int64)
     rows = retriever.embeddings_at(seqs)
     known = ~np.isnan(rows[:, 0])
-    ids = [m.id for m, k in zip(near, known.tolist(), strict=True) if k]
-    rows = rows[known]
-    anchored = [k for k, m in enumerate(ids) if m in anchor_ids]
-    return Around(tuple(anchor_ids), tuple(ids), seqs[known],
-                  cohesion(ids, rows, [ids[k] for k in anchored], rows[anchored]),
-                  rows[anchored])
+    return [m for m, k in zip(near, known.tolist(), strict=True) if k], seqs[known], rows[known]
+
+
+def kin(anchors: Sequence[Memory], rows: np.ndarray, have: Container[str],
+        retriever: Retriever, viewer: Viewer) -> list[Memory]:
+    """The ``KIN`` memories offered to ``viewer`` that the search finds for the ``anchors``
+    themselves (their texts, their embeddings' mean: ``rows``), less those in ``have``."""
+    mean = rows.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    if not anchors or norm == 0:
+        return []
+    found = retriever.search(SearchQuery(
+        " ".join(m.content for m in anchors), agent_id=viewer.agent_id,
+        limit=KIN + len(anchors), embedding=(mean / norm).astype(np.float32),
+        user_id=viewer.user_id, channel_id=viewer.channel_id,
+        shared_channel=viewer.shared_channel)).hits
+    return [h.memory for h in found if h.memory.id not in have][:KIN]
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,7 +167,8 @@ class Conversation:
     def _worked_out(self, config: MemoryInjectionConfig, recent: Sequence[RecentTurn],
                     turn: int, viewer: Viewer) -> Around:
         return focus.around(spoken(recent, turn, viewer.user_id), turn, self.retriever, viewer,
-                            config.query_context_focus_radius)
+                            config.query_context_focus_radius,
+                            config.query_context_focus_cohesion)
 
     def offers(self, config: MemoryInjectionConfig, plan: Plan, steered: Steered,
                in_view: set[str], viewer: Viewer) -> Focused:

@@ -3,9 +3,11 @@ conversation drew on (real server, model and SQLite file)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 
 import numpy as np
+import pytest
 from memsidecar.v1 import injection_pb2 as inj
 
 from sidecar.conversation.focus import (
@@ -139,6 +141,49 @@ def test_a_terse_follow_up_also_gets_a_weaker_match_reading_like_the_conversatio
     assert next(i for i in last.injected if i.id == tomas).cosine < MIN_SCORE
 
 
+def interleaved(live: Running) -> dict[str, str]:
+    """Memory id -> "M<i>" or "other": one writer's notes, Maria's two places apart among
+    unrelated ones."""
+    names: dict[str, str] = {}
+    for i, note in enumerate(MARIA):
+        for fact in FACTS[2 * i:2 * i + 2]:
+            names[put(live, fact, source="notes").id] = "other"
+        names[put(live, note, source="notes").id] = f"M{i}"
+    return names
+
+
+def test_a_store_written_in_an_order_of_its_own_finds_the_whole_by_what_reads_alike(
+        serve: Serve) -> None:
+    # with a radius of 1 Maria's notes are not written next to each other: the notes
+    # next to them read like none of hers, the search for hers finds them
+    live = serve(query_context_focus_radius=1)
+    names = interleaved(live)
+    focused = converse(live, "c", TALK[:3])
+    assert "M3" in {names[i] for i in in_view(live, "c", focused)[2]}
+    offered = [names[m] for t in trace(live, "c") for m in t.focus_offered]
+    assert offered and "other" not in offered
+
+
+@pytest.mark.parametrize(("write", "radius", "joins"),
+                         [(stored, 12, False), (interleaved, 1, True)])
+def test_the_search_stands_in_only_where_the_writers_order_says_little(
+        serve: Serve, write: Callable[[Running], dict[str, str]], radius: int,
+        joins: bool) -> None:
+    live = serve()
+    names = write(live)
+    anchor = next(m for m, name in names.items() if name == "M0")
+    retriever = live.server.app.injector.retriever
+    voted = [RecentTurn(1, "Who opened the bakery on Elm Street?", np.zeros(0, np.float32),
+                        votes=((anchor, HIT_VOTE),))]
+    viewer = Viewer()
+    taken = around(voted, 2, retriever, viewer, radius, COHESION)
+    near = {m.id for m in retriever.neighbourhood([anchor], radius, viewer)}
+    assert taken.anchors == (anchor,) and near <= set(taken.ids)
+    assert (set(taken.ids) > near) == joins
+    # her notes are taken around her first one whether written next to it or not
+    assert {f"M{i}" for i in range(len(MARIA))} <= {names[m] for m in taken.ids}
+
+
 def test_a_question_that_stands_alone_is_not_focused(serve: Serve) -> None:
     live = serve()
     stored(live)
@@ -269,7 +314,7 @@ def test_the_focus_worked_out_ahead_is_the_one_worked_out_in_place(serve: Serve)
         assert not conversation.quiet("And why?")
         ahead = waiting.result(timeout=30)
         here = around(spoken(recent, 3, viewer.user_id), 3, retriever, viewer,
-                      config.query_context_focus_radius)
+                      config.query_context_focus_radius, config.query_context_focus_cohesion)
         assert ahead.anchors == here.anchors and ahead.anchors
         assert ahead.ids == here.ids
         np.testing.assert_array_equal(ahead.labels, here.labels)
