@@ -92,7 +92,7 @@ class Sidecar:
         begin = time.perf_counter()
         self.proc = subprocess.Popen(
             [*command, *(["--config", str(self.config)] if self.config else [])], cwd=self.root,
-            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+            stdout=log, stderr=subprocess.STDOUT, env=served_env(self.root))
         stop = threading.Event()
         watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True)
         watcher.start()
@@ -154,6 +154,24 @@ class Sidecar:
                 raise RuntimeError(f"the vector index was still building after {timeout_s} s")
             time.sleep(1.0)
         return time.perf_counter() - begin
+
+
+def served_env(root: Path) -> dict[str, str]:
+    """The environment of a process that imports ``root``'s code: first on its path and no
+    working directory put before it (PYTHONSAFEPATH; whatever this process was started
+    with), else the editable install's tree would serve."""
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(root.resolve()),
+            "PYTHONSAFEPATH": "1"}
+
+
+def imported_from(root: Path) -> str:
+    """Where a process started as the sidecar is imports ``sidecar`` from (checked)."""
+    found = subprocess.run([sys.executable, "-c", "import sidecar; print(sidecar.__file__)"],
+                           cwd=root, env=served_env(root), capture_output=True, text=True,
+                           check=True).stdout.strip()
+    if not Path(found).resolve().is_relative_to(root.resolve()):
+        raise RuntimeError(f"the sidecar served from {root} would import {found}")
+    return str(Path(found).parent)
 
 
 def scope_metrics(samples: dict[str, float]) -> dict[str, float]:
@@ -351,7 +369,8 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
     config = sidecar_config(args.config, args.dsn, args.data_dir)
     sidecar = Sidecar(args.data_dir, args.root, config, args.rss_limit_mb)
     lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
-             f"served: {args.root} at {commit(args.root)}; config: {args.config or 'defaults'}; "
+             f"served: {args.root} at {commit(args.root)} (imports {imported_from(args.root)}); "
+             f"config: {args.config or 'defaults'}; "
              f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
              "| start | SERVING s | RSS MB | index build s | load average |",
              "|---|---|---|---|---|"]
