@@ -100,7 +100,9 @@ class Sidecar:
         try:
             yield self._serving(begin, log.name)
         except (grpc.RpcError, OSError) as err:  # a call or /metrics, e.g. over the RSS limit
-            raise RuntimeError(f"the sidecar failed a call ({type(err).__name__}; RSS over the "
+            code = getattr(err, "code", lambda: None)()
+            raise RuntimeError(f"the sidecar failed a call ({type(err).__name__} "
+                               f"{getattr(code, 'name', '')}; RSS over the "
                                f"limit: {self.over_limit}); its log: {log.name}") from err
         finally:
             stop.set()
