@@ -212,6 +212,7 @@ class Talk:
     beside: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # the second client's failed calls
     cold_stages: list[list[float]] = field(default_factory=list)  # server ms (inject_once)
+    warm_stages: list[list[float]] = field(default_factory=list)
 
 
 STAGES = ("embed", "pinned", "search", "dedup", "budget", "format", "persist")
@@ -267,7 +268,7 @@ def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) ->
         if beside:
             second.join(120)
     for turn in range(1, turns):
-        out.warm += [inject_once(sidecar, user, turn) for user in users]
+        out.warm += [inject_once(sidecar, user, turn, out.warm_stages) for user in users]
     return out
 
 
@@ -422,10 +423,12 @@ def serve_users(sidecar: Sidecar, users: list[User], turns: int, beside: list[Us
         f"{pct(talked.warm, 99)} |",
         f"| warm, {len(beside)} users beside the cold ones (a second client) | "
         f"{len(talked.beside)} | {pct(talked.beside, 50)} | {pct(talked.beside, 99)} |", "",
-        "cold calls at the server, mean ms (p99 of the whole call "
-        f"{np.percentile([r[0] for r in talked.cold_stages], 99):.1f}): " + ", ".join(
-            f"{name} {np.mean([r[i] for r in talked.cold_stages]):.1f}"
-            for i, name in enumerate(("call", *STAGES))), "",
+        *(f"{kind} calls at the server, mean ms (p99 of the whole call "
+          f"{np.percentile([r[0] for r in stages], 99):.1f}): " + ", ".join(
+              f"{name} {np.mean([r[i] for r in stages]):.1f}"
+              for i, name in enumerate(("call", *STAGES)))
+          for kind, stages in (("cold", talked.cold_stages), ("warm", talked.warm_stages))
+          if stages), "",
         *([f"second client's failed calls: {', '.join(talked.errors)}", ""]
           if talked.errors else []),
         f"scope metrics (before -> after): {scopes or 'n/a'}"])
