@@ -78,9 +78,10 @@ from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from sidecar.retrieval.mirror import LiveMemories
 from sidecar.retrieval.pooled import fuse_with_cosines
+from sidecar.retrieval.resident import writes
 from sidecar.retrieval.resident.keys import SHARED, ScopeKey, scope_of, viewer_scopes
 from sidecar.retrieval.resident.loader import ScopeIndexes, ScopeLoader
-from sidecar.retrieval.resident.lru import ResidentScopes, Route
+from sidecar.retrieval.resident.lru import ResidentScopes
 from sidecar.retrieval.resident.members import ScopeMembers
 from sidecar.retrieval.resident.prefetch import Prefetch
 from sidecar.retrieval.scopes import ScopeScan
@@ -305,28 +306,16 @@ class HybridRetriever:
     # --- MemoryListener -------------------------------------------------------------------
 
     def memories_stored(self, memories: Sequence[Memory], embeddings: np.ndarray) -> None:
-        """Each scope's memories enter the indexes when it is held, after its load when it
-        is being loaded, and not at all when it is cold (read with it when it is loaded);
-        a memory moved to a scope not held leaves them."""
+        """Into the indexes as far as their scopes are held (``resident.writes``)."""
         if not memories:
             return
         with self.resident.reading():
-            for key, where in _by_scope(memories).items():
-                batch = [memories[i] for i in where]
-                rows = embeddings[where]
-                route = self.resident.route(key, partial(self._put, key, batch, rows))
-                if route is Route.APPLY:
-                    self._put(key, batch, rows)
-                else:
-                    self._drop(batch)  # held under another scope before: no longer there
+            writes.stored(self.resident, self.loader.indexes, memories, embeddings)
             self.scopes.heard(max(m.seq for m in memories))
 
     def memories_forgotten(self, memories: Sequence[Memory]) -> None:
         with self.resident.reading():
-            for key, where in _by_scope(memories).items():
-                batch = [memories[i] for i in where]
-                if self.resident.route(key, partial(self._drop, batch)) is not Route.DEFERRED:
-                    self._drop(batch)
+            writes.forgotten(self.resident, self.loader.indexes, memories)
 
     def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray,
              terms: Sequence[list[str]] | None = None) -> None:
@@ -689,14 +678,6 @@ class _Ahead:
     accept: Accept | None
     lexical: Found
     lexical_us: int
-
-
-def _by_scope(memories: Sequence[Memory]) -> dict[ScopeKey, list[int]]:
-    """The positions of ``memories`` per scope, in order."""
-    where: dict[ScopeKey, list[int]] = {}
-    for i, m in enumerate(memories):
-        where.setdefault(scope_of(m), []).append(i)
-    return where
 
 
 def _checksum(labels: list[int], texts: list[str]) -> str:

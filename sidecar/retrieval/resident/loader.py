@@ -34,8 +34,9 @@ UNAVAILABLE = (
 class ScopeIndexes:
     """What a load puts into and an eviction takes out of (the hybrid engine's indexes)."""
 
-    # A scope's memories, their embeddings and their BM25 terms, into every index.
-    put: Callable[[ScopeKey, Sequence[Memory], np.ndarray, Sequence[list[str]]], None]
+    # A scope's memories, their embeddings and their BM25 terms (None: analysed there),
+    # into every index.
+    put: Callable[[ScopeKey, Sequence[Memory], np.ndarray, Sequence[list[str]] | None], None]
     drop: Callable[[Sequence[Memory]], None]  # memories out of every index
     link: Callable[[Sequence[Edge]], None]  # edges into the graph
     held_in: Callable[[ScopeKey], list[Memory]]  # the scope's held memories
