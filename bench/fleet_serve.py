@@ -25,7 +25,8 @@ Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://.
       [--rss-limit-mb 8000] [--beside 10] [--page-cache drop|fill] [--label NAME]
 ``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
 own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
-``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md
+``--root``: serve the code of another checkout (its own tree first on the path, checked
+before the users talk). Writes bench/results/fleet_serve_<N>.md
 (``_postgres`` after N with ``--dsn``, then ``_<label>`` with ``--label``).
 """
 
