@@ -25,7 +25,8 @@ Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://.
       [--rss-limit-mb 8000] [--beside 10] [--page-cache drop|fill] [--label NAME]
 ``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
 own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
-``--root``: serve the code of another checkout. Writes bench/results/fleet_serve_<N>.md
+``--root``: serve the code of another checkout (its own tree first on the path, checked
+before the users talk). Writes bench/results/fleet_serve_<N>.md
 (``_postgres`` after N with ``--dsn``, then ``_<label>`` with ``--label``).
 """
 
@@ -92,7 +93,7 @@ class Sidecar:
         begin = time.perf_counter()
         self.proc = subprocess.Popen(
             [*command, *(["--config", str(self.config)] if self.config else [])], cwd=self.root,
-            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+            stdout=log, stderr=subprocess.STDOUT, env=served_env(self.root))
         stop = threading.Event()
         watcher = threading.Thread(target=self._watch, args=(stop,), daemon=True)
         watcher.start()
@@ -100,7 +101,9 @@ class Sidecar:
         try:
             yield self._serving(begin, log.name)
         except (grpc.RpcError, OSError) as err:  # a call or /metrics, e.g. over the RSS limit
-            raise RuntimeError(f"the sidecar failed a call ({type(err).__name__}; RSS over the "
+            code = getattr(err, "code", lambda: None)()
+            raise RuntimeError(f"the sidecar failed a call ({type(err).__name__} "
+                               f"{getattr(code, 'name', '')}; RSS over the "
                                f"limit: {self.over_limit}); its log: {log.name}") from err
         finally:
             stop.set()
@@ -156,6 +159,24 @@ class Sidecar:
         return time.perf_counter() - begin
 
 
+def served_env(root: Path) -> dict[str, str]:
+    """The environment of a process that imports ``root``'s code: first on its path and no
+    working directory put before it (PYTHONSAFEPATH; whatever this process was started
+    with), else the editable install's tree would serve."""
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(root.resolve()),
+            "PYTHONSAFEPATH": "1"}
+
+
+def imported_from(root: Path) -> str:
+    """Where a process started as the sidecar is imports ``sidecar`` from (checked)."""
+    found = subprocess.run([sys.executable, "-c", "import sidecar; print(sidecar.__file__)"],
+                           cwd=root, env=served_env(root), capture_output=True, text=True,
+                           check=True).stdout.strip()
+    if not Path(found).resolve().is_relative_to(root.resolve()):
+        raise RuntimeError(f"the sidecar served from {root} would import {found}")
+    return str(Path(found).parent)
+
+
 def scope_metrics(samples: dict[str, float]) -> dict[str, float]:
     """The samples about resident scopes (a counter's creation time left out)."""
     return {name: value for name, value in samples.items()
@@ -192,6 +213,7 @@ class Talk:
     beside: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # the second client's failed calls
     cold_stages: list[list[float]] = field(default_factory=list)  # server ms (inject_once)
+    warm_stages: list[list[float]] = field(default_factory=list)
 
 
 STAGES = ("embed", "pinned", "search", "dedup", "budget", "format", "persist")
@@ -247,7 +269,7 @@ def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) ->
         if beside:
             second.join(120)
     for turn in range(1, turns):
-        out.warm += [inject_once(sidecar, user, turn) for user in users]
+        out.warm += [inject_once(sidecar, user, turn, out.warm_stages) for user in users]
     return out
 
 
@@ -351,7 +373,8 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
     config = sidecar_config(args.config, args.dsn, args.data_dir)
     sidecar = Sidecar(args.data_dir, args.root, config, args.rss_limit_mb)
     lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
-             f"served: {args.root} at {commit(args.root)}; config: {args.config or 'defaults'}; "
+             f"served: {args.root} at {commit(args.root)} (imports {imported_from(args.root)}); "
+             f"config: {args.config or 'defaults'}; "
              f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
              "| start | SERVING s | RSS MB | index build s | load average |",
              "|---|---|---|---|---|"]
@@ -401,10 +424,12 @@ def serve_users(sidecar: Sidecar, users: list[User], turns: int, beside: list[Us
         f"{pct(talked.warm, 99)} |",
         f"| warm, {len(beside)} users beside the cold ones (a second client) | "
         f"{len(talked.beside)} | {pct(talked.beside, 50)} | {pct(talked.beside, 99)} |", "",
-        "cold calls at the server, mean ms (p99 of the whole call "
-        f"{np.percentile([r[0] for r in talked.cold_stages], 99):.1f}): " + ", ".join(
-            f"{name} {np.mean([r[i] for r in talked.cold_stages]):.1f}"
-            for i, name in enumerate(("call", *STAGES))), "",
+        *(f"{kind} calls at the server, mean ms (p99 of the whole call "
+          f"{np.percentile([r[0] for r in stages], 99):.1f}): " + ", ".join(
+              f"{name} {np.mean([r[i] for r in stages]):.1f}"
+              for i, name in enumerate(("call", *STAGES)))
+          for kind, stages in (("cold", talked.cold_stages), ("warm", talked.warm_stages))
+          if stages), "",
         *([f"second client's failed calls: {', '.join(talked.errors)}", ""]
           if talked.errors else []),
         f"scope metrics (before -> after): {scopes or 'n/a'}"])

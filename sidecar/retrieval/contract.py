@@ -139,6 +139,12 @@ def steered(text: np.ndarray, context: np.ndarray | None) -> np.ndarray:
 class Retriever(Protocol):
     def search(self, query: SearchQuery) -> SearchResult: ...
 
+    def prefetch(self, viewer: Viewer) -> int:
+        """Start loading the scopes a call for ``viewer`` reads that are not held (scopes on
+        demand), on threads of their own, and return at once (how many): the call's search
+        then finds them held or waits for those loads, never loads one twice."""
+        ...
+
     def query_embedding(self, text: str) -> QueryEmbedding:
         """The embedding ``search`` would compute for ``text``, to compute (e.g. on another
         thread, beside ``ahead``)."""

@@ -43,7 +43,6 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.embedding import Embedder
-from sidecar.errors import Unavailable
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
 from sidecar.retrieval.background import SimilarityBackground, uniform
@@ -79,9 +78,12 @@ from sidecar.retrieval.lexical.source import LexicalSource
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from sidecar.retrieval.mirror import LiveMemories
 from sidecar.retrieval.pooled import fuse_with_cosines
+from sidecar.retrieval.resident import writes
 from sidecar.retrieval.resident.keys import SHARED, ScopeKey, scope_of, viewer_scopes
-from sidecar.retrieval.resident.lru import ResidentScopes, Route
+from sidecar.retrieval.resident.loader import ScopeIndexes, ScopeLoader
+from sidecar.retrieval.resident.lru import ResidentScopes
 from sidecar.retrieval.resident.members import ScopeMembers
+from sidecar.retrieval.resident.prefetch import Prefetch
 from sidecar.retrieval.scopes import ScopeScan
 from sidecar.retrieval.stages import (
     COSINE,
@@ -126,13 +128,15 @@ class HybridRetriever:
         self.graph = EdgeGraph(self.live)
         # Scopes held in the indexes, loaded on first use (``load`` turns it on).
         self.scope_rows = ScopeMembers(self.vectors.dim)
-        self.resident = ResidentScopes(self._read_scope, self._evict_scope,
+        self.loader = ScopeLoader(ScopeIndexes(
+            self._put, self._drop, lambda edges: self.graph.changed(edges, ()),
+            self._held_in, self.lexical.analyzer.terms, self.lexical.compact))
+        self.resident = ResidentScopes(self.loader.read, self.loader.evict,
                                        self.scope_rows.bytes_of,
                                        lambda: int(self.config.resident_mb * 2**20),
                                        lambda: self.pinned)
         self.pinned: tuple[ScopeKey, ...] = (SHARED, *((a, "") for a in c.resident_agents))
-        self._memories: MemoryRepo | None = None  # where a cold scope is read from
-        self._edges: EdgeRepo | None = None  # and its memories' edges
+        self._prefetch = Prefetch(self.resident)  # cold scopes loaded ahead of their calls
         self.writers = WriterSequences()  # what each writer wrote, in order (``Place``)
         self.scopes = ScopeScan(self.vectors, self.live, self.resident)  # the vault's scans
         self.background = SimilarityBackground(self._background_sample)
@@ -185,7 +189,6 @@ class HybridRetriever:
         else tokenises them. An index with a ``start`` method is started afterwards (a
         store held whole: by scope the vectors are searched exactly)."""
         begin = time.perf_counter()
-        self._memories = memories
         whole = self._holds_whole_store(memories)
         if not whole:  # hygiene reads every user of an agent: from the store
             self.scopes.agent_rows = lambda agent: memories.agent_rows(agent, self.embedder.dim)
@@ -210,7 +213,7 @@ class HybridRetriever:
         if labels:
             self.scopes.heard(max(labels))
         self._load_lexical(labels, texts, groups)
-        self._edges = edges
+        self.loader.attach(memories, edges)
         if not whole:
             self.resident.adopt(self.pinned)  # from here on, scopes on demand
         # Scopes on demand: the edges of the held memories (a scope's come with its load).
@@ -292,6 +295,7 @@ class HybridRetriever:
             rewrite(labels)
 
     def close(self) -> None:
+        self._prefetch.close()
         self._pool.shutdown(wait=False)
         if self.lexical_path is not None and self.lexical.version != self._lexical_saved:
             try:
@@ -302,28 +306,16 @@ class HybridRetriever:
     # --- MemoryListener -------------------------------------------------------------------
 
     def memories_stored(self, memories: Sequence[Memory], embeddings: np.ndarray) -> None:
-        """Each scope's memories enter the indexes when it is held, after its load when it
-        is being loaded, and not at all when it is cold (read with it when it is loaded);
-        a memory moved to a scope not held leaves them."""
+        """Into the indexes as far as their scopes are held (``resident.writes``)."""
         if not memories:
             return
         with self.resident.reading():
-            for key, where in _by_scope(memories).items():
-                batch = [memories[i] for i in where]
-                rows = embeddings[where]
-                route = self.resident.route(key, partial(self._put, key, batch, rows))
-                if route is Route.APPLY:
-                    self._put(key, batch, rows)
-                else:
-                    self._drop(batch)  # held under another scope before: no longer there
+            writes.stored(self.resident, self.loader.indexes, memories, embeddings)
             self.scopes.heard(max(m.seq for m in memories))
 
     def memories_forgotten(self, memories: Sequence[Memory]) -> None:
         with self.resident.reading():
-            for key, where in _by_scope(memories).items():
-                batch = [memories[i] for i in where]
-                if self.resident.route(key, partial(self._drop, batch)) is not Route.DEFERRED:
-                    self._drop(batch)
+            writes.forgotten(self.resident, self.loader.indexes, memories)
 
     def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray,
              terms: Sequence[list[str]] | None = None) -> None:
@@ -346,38 +338,8 @@ class HybridRetriever:
             self.lexical.remove(gone.tolist())
             self._remove_vectors(gone)
 
-    def _read_scope(self, key: ScopeKey) -> Callable[[], None]:
-        """A cold scope's stored rows, their edges and BM25 terms, read holding no lock;
-        returns what puts them into the indexes (``ResidentScopes`` calls both once).
-
-        The edges read are those *from* the scope's memories: the graph keeps every edge it
-        was given (a node of a memory not held is unbound, not removed), and every edge from
-        a held memory reached it (that memory's load, the start's edges of the pinned
-        scopes both ways, or the write listener), so an edge into the scope from a held
-        memory is there already and one from a memory not held links nothing yet."""
-        assert self._memories is not None and self._edges is not None
-        try:
-            batches = list(self._memories.iter_scope(*key))
-            edges = self._edges.committed_from([m.id for b, _ in batches for m in b])
-        except Unavailable as away:
-            raise Unavailable(
-                "this call needs memories this sidecar does not hold in memory (a scope not "
-                "used since it started or evicted since), and the store they are read from "
-                "is unavailable; retry once it is back ([retrieval] resident_agents keeps an "
-                "agent's own memories held)") from away
-        analyse = self.lexical.analyzer.terms
-        terms = [[analyse(m.content) for m in batch] for batch, _ in batches]
-
-        def put() -> None:
-            for (batch, vectors), analysed in zip(batches, terms, strict=True):
-                self._put(key, batch, vectors, analysed)
-            self.graph.changed(edges, ())
-        return put
-
-    def _evict_scope(self, key: ScopeKey) -> None:
-        held = [m for m in map(self.live.get, self.scope_rows.seqs(key)) if m is not None]
-        self._drop(held)
-        self.lexical.compact()  # once evictions left most document ids unused
+    def _held_in(self, key: ScopeKey) -> list[Memory]:
+        return [m for m in map(self.live.get, self.scope_rows.seqs(key)) if m is not None]
 
     def groups(self, viewer: Viewer) -> Collection[int] | None:
         """The BM25 groups a search for ``viewer`` scores with: its scopes (None before the
@@ -520,10 +482,25 @@ class HybridRetriever:
                 found.append((source, target_id))
         return found
 
+    def prefetch(self, viewer: Viewer) -> int:
+        """Start loading ``viewer``'s cold scopes beside what its call does before it
+        searches (``resident.prefetch``); returns at once: how many."""
+        return self._prefetch.start(viewer_scopes(viewer))
+
     def search(self, query: SearchQuery) -> SearchResult:
         # Query and memory vectors of one model; the viewer's scopes held throughout.
-        with self._switch.read(), self.resident.using(viewer_scopes(query.viewer)):
-            return self._search(query)
+        with self._switch.read():
+            keys = viewer_scopes(query.viewer)
+            embed_us = 0
+            if query.embedding is None and self._prefetch.start(keys):
+                # Cold scopes: they load on the loader threads while this one embeds.
+                vector, embed_us = timed(self.embed_query, query.text)
+                query = replace(query, embedding=vector)
+            with self.resident.using(keys):
+                result = self._search(query)
+            if embed_us:
+                result.timings_us[EMBED] = embed_us
+            return result
 
     def query_embedding(self, text: str) -> QueryEmbedding:
         """Tokenised now (``alone`` needs the length); the model runs in ``run()``."""
@@ -701,14 +678,6 @@ class _Ahead:
     accept: Accept | None
     lexical: Found
     lexical_us: int
-
-
-def _by_scope(memories: Sequence[Memory]) -> dict[ScopeKey, list[int]]:
-    """The positions of ``memories`` per scope, in order."""
-    where: dict[ScopeKey, list[int]] = {}
-    for i, m in enumerate(memories):
-        where.setdefault(scope_of(m), []).append(i)
-    return where
 
 
 def _checksum(labels: list[int], texts: list[str]) -> str:

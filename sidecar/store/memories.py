@@ -238,7 +238,8 @@ class MemoryRepo:
                 return
             memories = [row_to_memory(row) for row in rows]
             last = memories[-1].seq
-            yield memories, np.vstack([blob_to_embedding(row[-1]) for row in rows])
+            yield memories, np.frombuffer(b"".join(row[-1] for row in rows),
+                                          np.float32).reshape(len(rows), -1)
             if len(rows) < batch:  # the last batch: no read that finds nothing
                 return
 

@@ -12,6 +12,7 @@ import pytest
 
 from sidecar.retrieval.resident.keys import SHARED, ScopeKey
 from sidecar.retrieval.resident.lru import ResidentScopes, Route
+from sidecar.retrieval.resident.prefetch import Prefetch
 from tests.waiting import wait_for
 
 
@@ -213,3 +214,99 @@ def test_a_load_puts_its_rows_past_an_eviction_that_waits_for_a_call_waiting_for
         thread.join(30)
         assert not thread.is_alive()
     assert not errors and seen == [[f"{cold}-stored"]]
+
+
+def test_cold_names_the_scopes_neither_held_nor_being_loaded() -> None:
+    fake = Fake()
+    held, loading, cold = ("bo", "u1"), ("ana", "u3"), ("ana", "u4")
+    with fake.resident.using([held]):
+        pass
+    fake.gate = threading.Event()
+    errors: list[BaseException] = []
+    loader = run(lambda: fake.resident.load(loading), errors)
+    assert fake.entered.wait(30)
+    assert fake.resident.cold([SHARED, held, loading, cold, cold]) == [cold]
+    fake.gate.set()
+    loader.join(30)
+    assert not errors and fake.resident.cold([held, loading]) == []
+    assert fake.evictions == []  # a load alone evicts nothing
+    idle = ResidentScopes(fake.load, fake.evict, fake.size, lambda: 0, set)
+    assert idle.cold([cold]) == []  # before ``adopt``: every scope counts as held
+
+
+def test_a_prefetch_and_the_calls_behind_it_load_a_scope_once() -> None:
+    fake = Fake()
+    key = ("ana", "u1")
+    prefetch = Prefetch(fake.resident)
+    try:
+        fake.gate = threading.Event()
+        assert prefetch.start([SHARED, key]) == 1  # the shared scope is held
+        assert fake.entered.wait(30)  # the loader thread reads the store, held there
+        assert prefetch.start([key]) == 0  # being loaded
+        seen: list[list[str]] = []
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            with fake.resident.using([key]):
+                seen.append(list(fake.rows[key]))
+
+        calls = [run(call, errors) for _ in range(3)]
+        fake.gate.set()
+        for thread in calls:
+            thread.join(30)
+        assert not errors and fake.loads == [key]
+        assert seen == [[f"{key}-stored"]] * 3
+        assert prefetch.start([key]) == 0 and fake.loads == [key]
+    finally:
+        prefetch.close()
+
+
+def test_a_failed_prefetch_is_loaded_again_and_reported_by_the_call() -> None:
+    fake = Fake()
+    key = ("bo", "")
+    prefetch = Prefetch(fake.resident)
+    try:
+        fake.fail.add(key)
+        assert prefetch.start([key]) == 1
+        wait_for(lambda: fake.evictions == [key] and not fake.resident._loading)
+        assert not fake.resident.held(key)  # the failed load left nothing
+        with pytest.raises(OSError), fake.resident.using([key]):
+            pass
+        fake.fail.clear()
+        with fake.resident.using([key]):
+            assert fake.rows[key] == [f"{key}-stored"]
+        assert fake.loads == [key, key, key]
+    finally:
+        prefetch.close()
+
+
+def test_a_prefetch_never_puts_rows_during_an_eviction() -> None:
+    """A prefetched load puts its rows under the read side: an eviction running holds it
+    back, and it holds back an eviction waiting for it only until its rows are in."""
+    fake = Fake()
+    old, key = ("bo", "u1"), ("ana", "u2")
+    with fake.resident.using([old]):
+        pass
+    evicting, resume = threading.Event(), threading.Event()
+    evict = fake.evict
+
+    def slow_evict(k: ScopeKey) -> None:
+        evicting.set()
+        assert resume.wait(30)
+        evict(k)
+
+    fake.resident._evict = slow_evict
+    errors: list[BaseException] = []
+    evictor = run(lambda: fake.resident.evict_over_budget(0), errors)
+    assert evicting.wait(30)  # the eviction runs, under the write side
+    prefetch = Prefetch(fake.resident)
+    try:
+        assert prefetch.start([key]) == 1
+        wait_for(lambda: fake.loads == [old, key])  # read; its put waits for the eviction
+        assert key not in fake.rows and not fake.resident.held(key)
+        resume.set()
+        evictor.join(30)
+        wait_for(lambda: fake.resident.held(key))
+        assert not errors and fake.rows[key] == [f"{key}-stored"] and old not in fake.rows
+    finally:
+        prefetch.close()

@@ -5,12 +5,15 @@ tiny budget while searches and writes run returns no error, no stale and no forg
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import cycle
+from pathlib import Path
 
 import pytest
+from memsidecar.v1 import injection_pb2 as inj
 from memsidecar.v1 import memory_pb2 as m
 from memsidecar.v1 import store_pb2 as s
 from prometheus_client import generate_latest
@@ -323,3 +326,75 @@ def test_eviction_under_a_tiny_budget_while_searches_and_writes_run(
         assert (got.content, got.agent_id, got.user_id) == (content, *viewer)
         hits = [h[0] for h in answer(tiny, content, viewer)]
         assert (mem_id in hits) == (mem_id not in forgotten), content
+
+
+def first_inject(live: Running, viewer: tuple[str, str], text: str,
+                 channel: str) -> list[tuple[str, int, float]]:
+    """(id, section, score) of a channel's first Inject."""
+    reply = live.injection.Inject(inj.InjectRequest(
+        agent_id=viewer[0], user_id=viewer[1], channel_id=channel, source="user", text=text))
+    return [(i.id, i.section, i.score) for i in reply.items]
+
+
+def test_a_cold_scope_answers_its_first_inject_as_with_its_scopes_loaded_first(
+        stored: ServerConfig, embedder: Embedder, corpus: Corpus, tmp_path: Path) -> None:
+    """The Inject starts its scopes' loads before it embeds (``prefetch``); the reference
+    loaded them before the call, so both searched the same held memories."""
+    users = [v for v in VIEWERS if v[1]]
+    texts = {v: corpus.queries[i % len(corpus.queries)] for i, v in enumerate(users)}
+    # Each server on a copy of the store: an Inject records its accesses, which rank.
+    copies = [replace(stored, data_dir=str(tmp_path / name)) for name in ("warm", "cold")]
+    for copy in copies:
+        shutil.copytree(stored.data_dir, copy.data_dir)
+    warm = serve(copies[0], embedder)
+    try:
+        reference = {}
+        for viewer in users:
+            for key in ((viewer[0], ""), viewer):
+                engine(warm).resident.load(key)
+            reference[viewer] = first_inject(warm, viewer, texts[viewer], "-".join(viewer))
+    finally:
+        warm.close()
+    cold = serve(copies[1], embedder)
+    try:
+        for viewer in users:
+            assert not engine(cold).resident.held(viewer)
+            got = first_inject(cold, viewer, texts[viewer], "-".join(viewer))
+            assert [(i, s) for i, s, _ in got] == [(i, s) for i, s, _ in reference[viewer]]
+            assert [x for _, _, x in got] == pytest.approx(
+                [x for _, _, x in reference[viewer]], rel=0, abs=1e-6)
+        assert engine(cold).resident.stats().loads == len(
+            {k for v in users for k in ((v[0], ""), v)})
+    finally:
+        cold.close()
+    assert all(reference.values())
+
+
+def test_concurrent_first_injects_of_a_user_load_its_scopes_once(
+        stored: ServerConfig, embedder: Embedder, corpus: Corpus) -> None:
+    cold = serve(replace(stored, queue_target_ms=600_000), embedder)
+    try:
+        viewer = ("ana", "u3")
+        replies: list[list[tuple[str, int, float]]] = []
+        errors: list[BaseException] = []
+
+        def call(n: int) -> None:
+            try:
+                replies.append(first_inject(cold, viewer, corpus.queries[n], f"c{n}"))
+            except BaseException as exc:  # noqa: BLE001 - reported by the test
+                errors.append(exc)
+
+        threads = [threading.Thread(target=call, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors, errors[0]
+        assert len(replies) == 4 and all(replies)
+        assert engine(cold).resident.stats().loads == 2  # ana's own and ana/u3's
+        for memory_id, _, _ in (item for reply in replies for item in reply):
+            held = engine(cold).live.get(engine(cold).live.seq_of(memory_id) or -1)
+            assert held is not None and held.agent_id in ("", "ana")
+            assert held.user_id in ("", "u3")
+    finally:
+        cold.close()

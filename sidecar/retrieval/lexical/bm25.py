@@ -176,19 +176,22 @@ class BM25Index:
         pairs, tfs = np.unique(docs * (len(self._vocab) + 1) + ids, return_counts=True)
         pair_doc, pair_term = np.divmod(pairs, len(self._vocab) + 1)
         np.add.at(self._df, pair_term, 1)
-        bounds = np.searchsorted(pair_doc, np.arange(1, len(labels)))
-        self._grow_docs(first + len(labels))
-        for i, (terms, counts) in enumerate(zip(np.split(pair_term, bounds),
-                                                np.split(tfs.astype(np.float32), bounds),
-                                                strict=True)):
-            doc = first + i
-            self._doc_terms.append((terms, counts))
-            self._doc_len[doc] = lengths[i]
-            self._doc_label[doc] = labels[i]
-            self._doc_group[doc] = groups[i]
-            self._groups.added(groups[i], terms, float(lengths[i]))
-            self._alive[doc] = 1
-            self._label_doc[labels[i]] = doc
+        # Each document's slice of the pairs (views, as np.split would give, without its
+        # per-piece cost).
+        ends = np.searchsorted(pair_doc, np.arange(1, len(labels) + 1)).tolist()
+        counts = tfs.astype(np.float32)
+        end = first + len(labels)
+        self._grow_docs(end)
+        start = 0
+        for stop in ends:
+            self._doc_terms.append((pair_term[start:stop], counts[start:stop]))
+            start = stop
+        self._doc_len[first:end] = lengths
+        self._doc_label[first:end] = labels
+        self._doc_group[first:end] = groups
+        self._groups.added_batch(groups, pair_doc, pair_term, lengths)
+        self._alive[first:end] = 1
+        self._label_doc.update(zip(labels, range(first, end), strict=True))
         self._total_len += float(lengths.sum())
 
     def _remove_locked(self, labels: list[int]) -> int:

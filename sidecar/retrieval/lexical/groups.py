@@ -11,7 +11,7 @@ idf is negative and cached until one of the groups changes.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +57,22 @@ class GroupStats:
         g.total_len += length
         g.df.update(terms.tolist())
         g.version += 1
+
+    def added_batch(self, groups: Sequence[int], pair_doc: np.ndarray, pair_term: np.ndarray,
+                    lengths: np.ndarray) -> None:
+        """``added`` of each document i of a batch: of group ``groups[i]``, with the distinct
+        terms ``pair_term[pair_doc == i]`` and the length ``lengths[i]`` (one update per
+        group: a scope's load is one)."""
+        of_doc = np.asarray(groups, np.int64)
+        for group in dict.fromkeys(groups):
+            mine = of_doc == group
+            g = self._groups.get(group)
+            if g is None:
+                g = self._groups[group] = _Group()
+            g.n += int(mine.sum())
+            g.total_len += float(lengths[mine].sum())
+            g.df.update(pair_term[mine[pair_doc]].tolist())
+            g.version += 1
 
     def removed(self, group: int, terms: np.ndarray, length: float) -> None:
         g = self._groups[group]

@@ -100,6 +100,18 @@ class ResidentScopes:
     def held(self, key: ScopeKey) -> bool:
         return not self.on_demand or key in self._held
 
+    def cold(self, keys: Collection[ScopeKey]) -> list[ScopeKey]:
+        """Those of ``keys`` neither held nor being loaded (none before ``adopt``)."""
+        if not self.on_demand:
+            return []
+        with self._mutex:
+            return [k for k in dict.fromkeys(keys) if k not in self._held
+                    and k not in self._loading]
+
+    def load(self, key: ScopeKey) -> None:
+        """``key`` held on return (loaded now, or by the load in progress); evicts nothing."""
+        self._ensure(key)
+
     @contextmanager
     def reading(self, ahead: bool = False) -> Iterator[None]:
         """The read side: no eviction meanwhile (reentrant on one thread). ``ahead``: before
