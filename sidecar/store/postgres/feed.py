@@ -1,18 +1,19 @@
 """The change feed reader: applies other sidecars' committed writes to this one's indexes.
 
 Every change of a memory or an edge appends a ``changes`` row (migration 2's trigger) with
-its seq and its writing transaction's id (``xid``, migration 10). Writes into different
-scopes run at once (``scope_locks``), so rows commit out of seq order: seq n may commit after
-n + 1. The feed's position is therefore the (xid, seq) of the last row it passed, and it
-passes a row only once its transaction is older than every one still in progress
-(``pg_snapshot_xmin``): no row can commit before such a position any more. A row committed
-after a transaction still in progress (a write gate must see it now) is handed on at once
-and remembered by seq until the position passes it, so it is handed on once. A thread
-LISTENs for ``memsidecar_changes`` and, on each wake-up (or every ``poll_s`` if a
-notification was missed), hands the rows after the position to the ``Follower``, skipping
-this process's own (its indexes already have them). After a reconnect or a restart it
-resumes from its position. When rows it has not passed were already deleted by retention,
-the follower reloads in full instead.
+its writing transaction's id (``xid``, migration 10). Writes into different scopes run at
+once (``scope_locks``), so rows commit out of seq order: seq n may commit after n + 1, and a
+reader resuming after the last seq it saw would skip n for good. The feed instead remembers
+the snapshot of its last read (``pg_current_snapshot``: the transactions then in progress,
+and the first one not yet started) and reads the rows of exactly the transactions that
+snapshot did not see: those then in progress or started since. Each committed transaction's
+rows are seen first by one read, so each change is handed on once, however the commits
+interleave, and a read costs what committed since the last one (a transaction left open for
+hours holds nothing back). A thread LISTENs for ``memsidecar_changes`` and, on each wake-up
+(or every ``poll_s`` if a notification was missed), hands the new rows to the ``Follower``,
+skipping this process's own (its indexes already have them); a write transaction does the
+same once it holds its scopes. After a reconnect or a restart it resumes from its snapshot.
+When rows it has not read were already deleted by retention, the follower reloads in full.
 """
 
 from __future__ import annotations
@@ -34,12 +35,24 @@ from sidecar.store.postgres.scope_locks import ScopeKey, lock_statement
 log = logging.getLogger(__name__)
 
 CHANNEL = "memsidecar_changes"
-PRUNED_KEY = "feed.pruned_position"  # 'xid:seq' of the newest row retention deleted
-BATCH = 1000
+PRUNED_KEY = "feed.pruned_xid"  # the newest transaction of a row retention deleted
+BATCH = 1000  # changes handed to the follower at once
 PRUNE_EVERY_S = 60.0
-LAST_SEQ = 2**63 - 1
 
-Position = tuple[int, int]  # (xid, seq) of a change row: the order the feed passes rows in
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a read saw: every transaction below ``xmax`` not in ``running`` had finished."""
+
+    xmin: int
+    xmax: int
+    running: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Snapshot:
+        """``pg_snapshot``'s text: 'xmin:xmax:xip,xip,...'."""
+        xmin, xmax, running = text.split(":")
+        return cls(int(xmin), int(xmax), tuple(int(x) for x in running.split(",") if x))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,60 +83,47 @@ class ChangeFeed:
         self.follower = follower
         self.retention_s = retention_s
         self.poll_s = poll_s
-        self.last: Position = (0, 0)  # every row at or before it is handed on (or loaded)
+        self.seen = Snapshot(0, 0, ())  # the last read's: the rows it saw are handed on
         self.reloads = 0
         self.connected = False  # the LISTEN connection is up
         self.on_status: Callable[[bool], None] = lambda connected: None
-        self._ahead: set[Position] = set()  # rows after ``last`` already handed on
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pruned_at = 0.0
 
-    def watermark(self) -> Position:
-        """A position every row before which is committed: a load that starts after reading
-        it covers them; every row after it is handed on by the feed."""
-        row = self.db.query_one("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-        return (int(row[0]) - 1 if row else 0, LAST_SEQ)
+    def watermark(self) -> Snapshot:
+        """The store's snapshot now: a load that starts after reading it covers the rows it
+        sees; the feed hands on the others."""
+        row = self.db.query_one("SELECT pg_current_snapshot()::text")
+        assert row is not None
+        return Snapshot.parse(str(row[0]))
 
-    def start(self, after: Position) -> None:
-        self.last = after
-        self._ahead.clear()
+    def start(self, after: Snapshot) -> None:
+        self.seen = after
         self._thread = threading.Thread(target=self._run, name="change-feed", daemon=True)
         self._thread.start()
 
     def catch_up(self) -> int:
-        """Hand on every change committed so far, each once; the number handed on."""
+        """Hand on every change committed since the last read, each once; the number handed
+        on."""
         with self.follower.paused(), self._lock:
-            if self.last < self._pruned_through():
+            if self._missed(self._pruned_xid()):
                 self._reload()
-            handed = 0
-            read = self.last  # the position of the last row read this round
-            passing = True  # every row read so far is older than the horizon
-            while True:
-                rows = self.db.execute(
-                    "SELECT xid, seq, origin, memory_id, source_id, target_id, relation, "
-                    "pg_snapshot_xmin(pg_current_snapshot())::text::bigint FROM changes "
-                    "WHERE (xid, seq) > (?, ?) ORDER BY xid, seq LIMIT ?", (*read, BATCH))
-                changes: list[Change] = []
-                passed, ahead = self.last, list[Position]()
-                for row in rows:
-                    xid, seq, mine = int(row[0]), int(row[1]), row[2] == self.db.origin
-                    passing = passing and xid < int(row[7])
-                    if not mine and (xid, seq) not in self._ahead:
-                        changes.append(_change(row))
-                    if passing:
-                        passed = (xid, seq)
-                    elif not mine:
-                        ahead.append((xid, seq))
-                if changes:
-                    self.follower.apply(changes)
-                    handed += len(changes)
-                self._passed(passed, ahead)
-                if rows:
-                    read = (int(rows[-1][0]), int(rows[-1][1]))
-                if len(rows) < BATCH:
-                    return handed
+            # One statement, one snapshot: its first row is the snapshot, then the rows of the
+            # transactions the last read did not see (then running, or started since).
+            rows = self.db.execute(
+                "SELECT 0, 0, 0, pg_current_snapshot()::text, NULL, NULL, NULL, NULL UNION ALL "
+                "SELECT 1, xid, seq, origin, memory_id, source_id, target_id, relation "
+                "FROM changes "
+                "WHERE xid >= ? OR xid = ANY(?) ORDER BY 1, 2, 3",
+                (self.seen.xmax, list(self.seen.running)))
+            now = Snapshot.parse(str(rows[0][3]))
+            changes = [_change(r) for r in rows[1:] if r[3] != self.db.origin]
+            for at in range(0, len(changes), BATCH):
+                self.follower.apply(changes[at : at + BATCH])
+            self.seen = now  # (an apply that raised leaves the rows to the next read)
+            return len(changes)
 
     def exclusive(self, scopes: Collection[ScopeKey] | None = None) -> None:
         """Inside a write transaction into ``scopes`` (None: any scope): wait for every
@@ -136,45 +136,40 @@ class ChangeFeed:
         self.catch_up()
 
     def prune(self) -> None:
-        """Delete changes older than the retention; record the newest position deleted."""
+        """Delete changes older than the retention of transactions older than every one
+        running; record the newest transaction of one."""
         cutoff = int((time.time() - self.retention_s) * 1_000_000)
         self.db.execute(
-            "WITH gone AS (DELETE FROM changes WHERE at < ? RETURNING xid, seq), "
-            "newest AS (SELECT xid, seq FROM gone ORDER BY xid DESC, seq DESC LIMIT 1) "
-            "INSERT INTO meta (key, value) SELECT ?, xid || ':' || seq FROM newest "
-            "ON CONFLICT (key) DO UPDATE SET value = CASE WHEN "
-            "(split_part(meta.value, ':', 1)::bigint, split_part(meta.value, ':', 2)::bigint)"
-            " >= (split_part(excluded.value, ':', 1)::bigint, "
-            "split_part(excluded.value, ':', 2)::bigint) THEN meta.value "
-            "ELSE excluded.value END", (cutoff, PRUNED_KEY))
+            "WITH gone AS (DELETE FROM changes WHERE at < ? AND "
+            "xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint RETURNING xid) "
+            "INSERT INTO meta (key, value) SELECT ?, max(xid)::text FROM gone "
+            "HAVING count(*) > 0 ON CONFLICT (key) DO UPDATE SET value = "
+            "greatest(meta.value::bigint, excluded.value::bigint)::text", (cutoff, PRUNED_KEY))
 
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
 
-    def _passed(self, position: Position, ahead: list[Position]) -> None:
-        """The rows up to ``position`` are behind; those of ``ahead`` were handed on early."""
-        if position != self.last and self._ahead:
-            self._ahead = {p for p in self._ahead if p > position}
-        self.last = position
-        self._ahead.update(ahead)
-
     def _reload(self) -> None:
         mark = self.watermark()
         log.warning("change feed gap older than the retention: reloading the store",
-                    extra={"last_seq": self.last[1], "watermark_xid": mark[0]})
+                    extra={"seen_xmin": self.seen.xmin, "watermark_xmin": mark.xmin})
         self.follower.reload()
-        self.last = mark
-        self._ahead.clear()
+        self.seen = mark
         self.reloads += 1
 
-    def _pruned_through(self) -> Position:
+    def _missed(self, pruned: int) -> bool:
+        """Whether a row deleted by retention may not have been read: one of a transaction
+        the last read did not see (conservative: the deleted ones are all before
+        ``pruned``, and each had finished before every transaction then running, so once
+        a read sees past them this never holds again)."""
+        return pruned >= self.seen.xmax or any(x <= pruned for x in self.seen.running)
+
+    def _pruned_xid(self) -> int:
+        """The newest transaction a row deleted by retention belonged to (-1: none)."""
         row = self.db.query_one("SELECT value FROM meta WHERE key = ?", (PRUNED_KEY,))
-        if row is None:
-            return (0, 0)
-        xid, seq = str(row[0]).split(":")
-        return int(xid), int(seq)
+        return -1 if row is None else int(row[0])
 
     def _run(self) -> None:
         conn: psycopg.Connection[Any] | None = None
@@ -213,9 +208,9 @@ class ChangeFeed:
 
 
 def _change(row: tuple[Any, ...]) -> Change:
-    """A row of (xid, seq, origin, memory_id, source_id, target_id, relation, ...)."""
-    edge = None if row[4] is None else (str(row[4]), str(row[5]), int(row[6]))
-    return Change(seq=int(row[1]), memory_id=row[3], edge=edge)
+    """A row of (1, xid, seq, origin, memory_id, source_id, target_id, relation)."""
+    edge = None if row[5] is None else (str(row[5]), str(row[6]), int(row[7]))
+    return Change(seq=int(row[2]), memory_id=row[4], edge=edge)
 
 
 def _closed(conn: psycopg.Connection[Any] | None) -> None:

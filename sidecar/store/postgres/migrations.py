@@ -225,16 +225,16 @@ MIGRATIONS: list[str] = [
     """,
     # 10: writes lock their scopes, not the store (sidecar.store.postgres.scope_locks), so
     # change rows may commit out of seq order. Each row records its writing transaction
-    # (``xid``, older rows 0) and the feed hands rows on in (xid, seq) order once no older
-    # transaction is in progress (sidecar.store.postgres.feed). The trigger holds FEED_LOCK
-    # shared: a transaction holding it exclusive (an erasure) still waits for every write in
-    # flight and holds them back. ``meta['feed.pruned_position']``: the newest (xid, seq)
-    # deleted by retention, as 'xid:seq'.
+    # (``xid``, older rows 0); the feed reads the rows of the transactions its last read's
+    # snapshot did not see (sidecar.store.postgres.feed). The trigger holds FEED_LOCK shared:
+    # a transaction holding it exclusive (an erasure) still waits for every write in flight
+    # and holds them back. ``meta['feed.pruned_xid']``: the newest transaction of a row
+    # deleted by retention.
     """
     ALTER TABLE changes ADD COLUMN xid BIGINT NOT NULL DEFAULT 0;
     ALTER TABLE changes ALTER COLUMN xid SET DEFAULT pg_current_xact_id()::text::bigint;
-    CREATE INDEX changes_position ON changes (xid, seq);
-    INSERT INTO meta (key, value) SELECT 'feed.pruned_position', '0:' || value FROM meta
+    CREATE INDEX changes_xid ON changes (xid);
+    INSERT INTO meta (key, value) SELECT 'feed.pruned_xid', '0' FROM meta
         WHERE key = 'feed.pruned_through';
     DELETE FROM meta WHERE key = 'feed.pruned_through';
     CREATE OR REPLACE FUNCTION memsidecar_change() RETURNS trigger LANGUAGE plpgsql AS $$
