@@ -47,7 +47,9 @@ def cpu_flags() -> str:
 def run_writers(tree: Path, dsn: str, users: tuple[str, ...], count: int, batch: int,
                 work: Path) -> dict[str, object]:
     """Start one writer per user on ``tree``, start them together; their results."""
-    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONSAFEPATH="1")
+    # One BLAS thread, as bench.fleet_serve runs its sidecars: OpenBLAS's threads spin on
+    # two shared cores (a gate's 3,000-row scan took 17 ms instead of 1).
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONSAFEPATH="1", OPENBLAS_NUM_THREADS="1")
     procs = []
     for n, user in enumerate(users):
         args = [sys.executable, str(WRITER), dsn, str(work / f"w{n}"), "agent-0", user,
