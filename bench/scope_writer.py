@@ -1,7 +1,8 @@
 """One writer of ``bench.scope_writes``: a sidecar (``App``, change feed and write gates on)
 on a PostgreSQL store that imports one user's memories when told to.
 
-Run by path (``python bench/scope_writer.py DSN DATA_DIR AGENT USER COUNT BATCH SEED``) with
+Run by path (``python bench/scope_writer.py DSN DATA_DIR AGENT USER COUNT BATCH SEED
+RESIDENCY``) with
 the tree to measure first on PYTHONPATH and PYTHONSAFEPATH=1, so a baseline tree's sidecar is
 the one imported. Prints ``ready``, waits for a line on stdin, imports COUNT memories in
 acknowledged batches of BATCH (``import_batch``: one transaction each, as
@@ -25,6 +26,7 @@ from sidecar.app import App
 from sidecar.config import CONFIG_FILENAME, Config, ConfigStore
 from sidecar.metrics.config import HttpConfig
 from sidecar.records import MemoryDraft, MemoryType
+from sidecar.retrieval.config import RetrievalConfig
 from sidecar.store.config import StoreConfig
 
 WORDS = ("deploy billing search cluster mobile release token cache queue database backup "
@@ -59,10 +61,12 @@ def drafts(agent: str, user: str, count: int, seed: int) -> list[MemoryDraft]:
 def main(argv: list[str]) -> None:
     dsn, data_dir, agent, user = argv[:4]
     count, batch, seed = (int(a) for a in argv[4:7])
+    residency = argv[7]
     config = ServerConfig(listen="127.0.0.1:0", data_dir=data_dir, http=HttpConfig(listen=""))
     Path(data_dir).mkdir(parents=True, exist_ok=True)
     settings = ConfigStore(Path(data_dir) / CONFIG_FILENAME,
-                           Config(store=StoreConfig(backend="postgres", dsn=dsn)), None)
+                           Config(store=StoreConfig(backend="postgres", dsn=dsn),
+                                  retrieval=RetrievalConfig(residency=residency)), None)
     app = App.open(config, settings=settings)
     app.memories.embedder = GivenVectors(app.embedder.dim, seed)  # type: ignore[assignment]
     items = drafts(agent, user, count, seed)

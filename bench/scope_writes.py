@@ -10,11 +10,16 @@ and per tree, on a fresh database of a throwaway local cluster:
 - *same user*: two sidecars import for user-0 at once (one scope: the writes take turns).
 
 The combined rate is the memories stored over the time from the start signal to the last
-writer's end. ``--baseline TREE`` (e.g. ``git archive <commit> | tar -x -C TREE``) runs the
-same writers on that tree's sidecar, interleaved with this tree's, round by round.
+writer's end. A rate needs CPU that other jobs on a shared machine take, so the run also
+samples, every 10 ms, how many writers wait for an advisory lock (the write lock: the
+store's before, a scope's after): the share of the writers' time spent queued behind
+another. ``--residency scopes`` has each sidecar hold only the scopes it uses (decision
+0022): the other's writes are then noted, not applied. ``--baseline TREE`` (e.g.
+``git archive <commit> | tar -x -C TREE``) runs the same writers on that tree's sidecar,
+interleaved with this tree's, round by round.
 
 Run:  .venv/bin/python -m bench.scope_writes [--memories 1500] [--batch 100] [--rounds 3]
-      [--baseline /tmp/base]
+      [--residency auto|scopes] [--baseline /tmp/base]
 Writes bench/results/scope_writes.md.
 """
 
@@ -27,8 +32,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import psycopg
 
 from bench.results import ROOT, write_results
 from tests.pg.cluster import Cluster
@@ -36,6 +44,7 @@ from tests.pg.cluster import Cluster
 WRITER = ROOT / "bench" / "scope_writer.py"
 MODES = {"alone": ("user-0",), "different users": ("user-0", "user-1"),
          "same user": ("user-0", "user-0")}
+Run = dict[str, float | list[float]]
 
 
 def cpu_flags() -> str:
@@ -44,8 +53,31 @@ def cpu_flags() -> str:
     return " ".join(sorted({w for w in text.split() if w in wanted}))
 
 
+class LockWaits(threading.Thread):
+    """Samples how many backends of ``dsn``'s database wait for an advisory lock."""
+
+    def __init__(self, dsn: str, every_s: float = 0.01) -> None:
+        super().__init__(daemon=True)
+        self.dsn, self.every_s = dsn, every_s
+        self.samples: list[int] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            while not self.stop.wait(self.every_s):
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT "
+                    "granted AND database = (SELECT oid FROM pg_database WHERE "
+                    "datname = current_database())").fetchone()
+                self.samples.append(int(row[0]) if row else 0)
+
+    def share(self, writers: int) -> float:
+        """The writers' mean share of time waiting."""
+        return sum(self.samples) / max(1, len(self.samples)) / writers
+
+
 def run_writers(tree: Path, dsn: str, users: tuple[str, ...], count: int, batch: int,
-                work: Path) -> dict[str, object]:
+                work: Path, residency: str) -> Run:
     """Start one writer per user on ``tree``, start them together; their results."""
     # One BLAS thread, as bench.fleet_serve runs its sidecars: OpenBLAS's threads spin on
     # two shared cores (a gate's 3,000-row scan took 17 ms instead of 1).
@@ -53,15 +85,17 @@ def run_writers(tree: Path, dsn: str, users: tuple[str, ...], count: int, batch:
     procs = []
     for n, user in enumerate(users):
         args = [sys.executable, str(WRITER), dsn, str(work / f"w{n}"), "agent-0", user,
-                str(count), str(batch), str(1000 + n)]
+                str(count), str(batch), str(1000 + n), residency]
         procs.append(subprocess.Popen(args, env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, text=True))
+    waits = LockWaits(dsn)
     try:
         for proc in procs:
             assert proc.stdout is not None
             line = proc.stdout.readline().strip()
             if line != "ready":
                 raise RuntimeError(f"writer did not start: {line!r}")
+        waits.start()
         start = time.perf_counter()
         for proc in procs:
             assert proc.stdin is not None
@@ -75,23 +109,27 @@ def run_writers(tree: Path, dsn: str, users: tuple[str, ...], count: int, batch:
         for proc in procs:
             proc.wait(timeout=60)
     finally:
+        waits.stop.set()
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
+    waits.join()
     imported = [str(r["sidecar"]) for r in reports]
     if any(Path(i).resolve() != tree.resolve() for i in imported):
         raise RuntimeError(f"a writer imported {imported}, not {tree}")
     stored = sum(int(r["stored"]) for r in reports)
     return {"stored": stored, "wall_s": wall, "rate": stored / wall,
+            "waiting": waits.share(len(users)), "load": os.getloadavg()[0],
             "each_s": [round(float(r["elapsed_s"]), 2) for r in reports],
             "cpu_s": [round(float(r["cpu_s"]), 2) for r in reports]}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--memories", type=int, default=1500, help="per writer")
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--residency", choices=("auto", "scopes"), default="auto")
     parser.add_argument("--baseline", type=Path, default=None)
     args = parser.parse_args()
     trees = {"this tree": ROOT}
@@ -99,7 +137,7 @@ def main() -> None:
         trees = {"baseline": args.baseline, **trees}
     cluster = Cluster()
     cluster.start()
-    runs: dict[tuple[str, str], list[dict[str, object]]] = {}
+    runs: dict[tuple[str, str], list[Run]] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="scope-writes-") as tmp:
             for round_ in range(args.rounds):
@@ -107,29 +145,39 @@ def main() -> None:
                     for mode, users in MODES.items():
                         work = Path(tmp) / f"{round_}-{label}-{mode}".replace(" ", "_")
                         result = run_writers(tree, cluster.new_database(), users,
-                                             args.memories, args.batch, work)
+                                             args.memories, args.batch, work, args.residency)
                         runs.setdefault((label, mode), []).append(result)
                         print(f"round {round_} {label:9} {mode:15} {result['rate']:7.1f}/s "
-                              f"each {result['each_s']} s, CPU {result['cpu_s']} s", flush=True)
+                              f"waiting {result['waiting']:4.0%} each {result['each_s']} s, "
+                              f"CPU {result['cpu_s']} s, load {result['load']:.1f}",
+                              flush=True)
     finally:
         cluster.remove()
     write_results("scope_writes", report(runs, trees, args))
 
 
-def report(runs: dict[tuple[str, str], list[dict[str, object]]], trees: dict[str, Path],
+def _median(runs: list[Run], key: str) -> float:
+    return statistics.median(float(str(r[key])) for r in runs)
+
+
+def report(runs: dict[tuple[str, str], list[Run]], trees: dict[str, Path],
            args: argparse.Namespace) -> str:
     lines = [f"- CPU flags: {cpu_flags()}",
              f"- {args.memories} memories per writer, batches of {args.batch}, "
-             f"{args.rounds} rounds, interleaved by tree", "",
-             "| tree | mode | rate per round (memories/s) | median | x alone |",
-             "|---|---|---|---|---|"]
+             f"{args.rounds} rounds, interleaved by tree, residency {args.residency}",
+             f"- baseline: {args.baseline or 'none'}", "",
+             "| tree | mode | memories/s per round | median | x alone | writers waiting for "
+             "a lock (median share of their time) | load average per round |",
+             "|---|---|---|---|---|---|---|"]
     for label in trees:
-        alone = statistics.median(float(str(r["rate"])) for r in runs[(label, "alone")])
+        alone = _median(runs[(label, "alone")], "rate")
         for mode in MODES:
-            rates = [float(str(r["rate"])) for r in runs[(label, mode)]]
-            median = statistics.median(rates)
-            lines.append(f"| {label} | {mode} | {', '.join(f'{r:.0f}' for r in rates)} | "
-                         f"{median:.0f} | {median / alone:.2f} |")
+            done = runs[(label, mode)]
+            rates = ", ".join(f"{float(str(r['rate'])):.0f}" for r in done)
+            loads = ", ".join(f"{float(str(r['load'])):.1f}" for r in done)
+            median = _median(done, "rate")
+            lines.append(f"| {label} | {mode} | {rates} | {median:.0f} | {median / alone:.2f} "
+                         f"| {_median(done, 'waiting'):.0%} | {loads} |")
     return "\n".join(lines)
 
 
