@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from sidecar.store.postgres.db import PgDatabase
-from sidecar.store.postgres.feed import Change, ChangeFeed
+from sidecar.store.postgres.feed import Change, ChangeFeed, Snapshot
 
 
 class Recorder:
@@ -182,3 +182,8 @@ def test_a_transaction_left_open_never_makes_the_feed_reload_over_and_over(
     feed.catch_up()
     feed.catch_up()
     assert seen.reloads == 1 and seen.applied == ["m1"]
+
+
+def test_a_snapshot_is_read_from_its_text() -> None:
+    assert Snapshot.parse("10:14:") == Snapshot(10, 14, ())
+    assert Snapshot.parse("10:14:10,12") == Snapshot(10, 14, (10, 12))

@@ -139,3 +139,18 @@ def test_a_user_write_holds_its_scope_and_shares_the_agents() -> None:
     assert sql.startswith("SELECT pg_advisory_xact_lock_shared(?::bigint), ")
     assert len(params) == 5
     assert lock_statement(None)[0] == "SELECT pg_advisory_xact_lock(?::bigint)"
+
+
+def test_an_erasure_waits_for_every_write_in_flight(pair: tuple[App, App], pg_dsn: str) -> None:
+    """An erasure may change rows of any scope: it holds the store, as every write did."""
+    a, b = pair
+    held = Held(a, MemoryDraft(TEXT, MemoryType.FACT, agent_id="ana", user_id="u1"))
+    erased: list[int] = []
+    erasure = threading.Thread(
+        target=lambda: erased.append(b.eraser.erase_records_before("bob", 1)))
+    erasure.start()
+    wait_for(lambda: waiting_for_locks(pg_dsn) == 1)
+    assert erasure.is_alive()
+    held.release()
+    erasure.join()
+    assert erased == [0]
