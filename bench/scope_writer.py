@@ -43,11 +43,14 @@ class GivenVectors:
         self._rng = np.random.default_rng(seed)
 
     def embed(self, texts: list[str], batch_size: int = 64) -> np.ndarray:
-        vectors = self._rng.standard_normal((len(texts), self.dim)).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors: np.ndarray = self._rng.standard_normal((len(texts), self.dim)).astype(
+            np.float32)
+        unit: np.ndarray = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        return unit
 
     def embed_one(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 def drafts(agent: str, user: str, count: int, seed: int) -> list[MemoryDraft]:

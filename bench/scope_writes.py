@@ -166,17 +166,20 @@ def report(runs: dict[tuple[str, str], list[Run]], trees: dict[str, Path],
              f"- {args.memories} memories per writer, batches of {args.batch}, "
              f"{args.rounds} rounds, interleaved by tree, residency {args.residency}",
              f"- baseline: {args.baseline or 'none'}", "",
-             "| tree | mode | memories/s per round | median | x alone | writers waiting for "
-             "a lock (median share of their time) | load average per round |",
+             "| tree | mode | memories/s per round | median | x alone (median of the rounds') "
+             "| writers waiting for a lock (median share of their time) "
+             "| load average per round |",
              "|---|---|---|---|---|---|---|"]
     for label in trees:
-        alone = _median(runs[(label, "alone")], "rate")
+        alone = [float(str(r["rate"])) for r in runs[(label, "alone")]]
         for mode in MODES:
             done = runs[(label, mode)]
+            ratio = statistics.median(float(str(r["rate"])) / a
+                                      for r, a in zip(done, alone, strict=True))
             rates = ", ".join(f"{float(str(r['rate'])):.0f}" for r in done)
             loads = ", ".join(f"{float(str(r['load'])):.1f}" for r in done)
             median = _median(done, "rate")
-            lines.append(f"| {label} | {mode} | {rates} | {median:.0f} | {median / alone:.2f} "
+            lines.append(f"| {label} | {mode} | {rates} | {median:.0f} | {ratio:.2f} "
                          f"| {_median(done, 'waiting'):.0%} | {loads} |")
     return "\n".join(lines)
 
