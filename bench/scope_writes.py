@@ -54,26 +54,54 @@ def cpu_flags() -> str:
 
 
 class LockWaits(threading.Thread):
-    """Samples how many backends of ``dsn``'s database wait for an advisory lock."""
+    """Samples how many backends of ``dsn``'s database wait for an advisory lock, and the
+    CPU time of those backends (``/proc``: the cluster runs on this machine)."""
 
     def __init__(self, dsn: str, every_s: float = 0.01) -> None:
         super().__init__(daemon=True)
         self.dsn, self.every_s = dsn, every_s
         self.samples: list[int] = []
+        self.backend_cpu: dict[int, float] = {}  # pid -> its CPU seconds, last read
         self.stop = threading.Event()
+        self._conn: psycopg.Connection[tuple[object, ...]] = psycopg.connect(
+            dsn, autocommit=True)
+
+    def read_backends(self) -> dict[int, float]:
+        """Read the backends' CPU now (before the run starts); what was read."""
+        self._backends(self._conn)
+        return dict(self.backend_cpu)
 
     def run(self) -> None:
-        with psycopg.connect(self.dsn, autocommit=True) as conn:
+        with self._conn as conn:
             while not self.stop.wait(self.every_s):
                 row = conn.execute(
                     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT "
                     "granted AND database = (SELECT oid FROM pg_database WHERE "
                     "datname = current_database())").fetchone()
                 self.samples.append(int(row[0]) if row else 0)
+                if len(self.samples) % 20 == 0:
+                    self._backends(conn)
+            self._backends(conn)
+
+    def _backends(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        pids = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = "
+                            "current_database() AND pid != pg_backend_pid()").fetchall()
+        for (pid,) in pids:
+            seconds = _cpu_seconds(int(str(pid)))
+            if seconds is not None:
+                self.backend_cpu[int(str(pid))] = seconds
 
     def share(self, writers: int) -> float:
         """The writers' mean share of time waiting."""
         return sum(self.samples) / max(1, len(self.samples)) / writers
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_writers(tree: Path, dsn: str, users: tuple[str, ...], count: int, batch: int,
@@ -95,6 +123,7 @@ def run_writers(tree: Path, dsn: str, users: tuple[str, ...], count: int, batch:
             line = proc.stdout.readline().strip()
             if line != "ready":
                 raise RuntimeError(f"writer did not start: {line!r}")
+        before = waits.read_backends()
         waits.start()
         start = time.perf_counter()
         for proc in procs:
@@ -118,7 +147,10 @@ def run_writers(tree: Path, dsn: str, users: tuple[str, ...], count: int, batch:
     if any(Path(i).resolve() != tree.resolve() for i in imported):
         raise RuntimeError(f"a writer imported {imported}, not {tree}")
     stored = sum(int(r["stored"]) for r in reports)
+    cpu = sum(float(r["cpu_s"]) for r in reports) + sum(
+        seconds - before.get(pid, 0.0) for pid, seconds in waits.backend_cpu.items())
     return {"stored": stored, "wall_s": wall, "rate": stored / wall,
+            "cpu_per_k": 1000 * cpu / stored, "cores": cpu / wall,
             "waiting": waits.share(len(users)), "load": os.getloadavg()[0],
             "each_s": [round(float(r["elapsed_s"]), 2) for r in reports],
             "cpu_s": [round(float(r["cpu_s"]), 2) for r in reports]}
@@ -149,7 +181,9 @@ def main() -> None:
                         runs.setdefault((label, mode), []).append(result)
                         print(f"round {round_} {label:9} {mode:15} {result['rate']:7.1f}/s "
                               f"waiting {result['waiting']:4.0%} each {result['each_s']} s, "
-                              f"CPU {result['cpu_s']} s, load {result['load']:.1f}",
+                              f"CPU {result['cpu_s']} s, {result['cpu_per_k']:.1f} CPU-s per "
+                              f"1,000 with the backends, {result['cores']:.2f} cores, "
+                              f"load {result['load']:.1f}",
                               flush=True)
     finally:
         cluster.remove()
@@ -168,8 +202,9 @@ def report(runs: dict[tuple[str, str], list[Run]], trees: dict[str, Path],
              f"- baseline: {args.baseline or 'none'}", "",
              "| tree | mode | memories/s per round | median | x alone (median of the rounds') "
              "| writers waiting for a lock (median share of their time) "
+             "| CPU-s per 1,000 (writers and their backends; median) | cores they got (median) "
              "| load average per round |",
-             "|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|"]
     for label in trees:
         alone = [float(str(r["rate"])) for r in runs[(label, "alone")]]
         for mode in MODES:
@@ -180,7 +215,8 @@ def report(runs: dict[tuple[str, str], list[Run]], trees: dict[str, Path],
             loads = ", ".join(f"{float(str(r['load'])):.1f}" for r in done)
             median = _median(done, "rate")
             lines.append(f"| {label} | {mode} | {rates} | {median:.0f} | {ratio:.2f} "
-                         f"| {_median(done, 'waiting'):.0%} | {loads} |")
+                         f"| {_median(done, 'waiting'):.0%} | {_median(done, 'cpu_per_k'):.1f} "
+                         f"| {_median(done, 'cores'):.2f} | {loads} |")
     return "\n".join(lines)
 
 
