@@ -139,10 +139,10 @@ class App:
         eraser = Eraser(memories, ErasureRepo(db), DiskScrub(db, retriever))
         feed = _feed(db, memories, settings.current.store.feed_retention_days, retriever,
                      eraser.scrub)
-        after = feed.watermark() if feed is not None else 0  # the load covers changes to here
+        after = feed.watermark() if feed is not None else None  # the load covers to here
         retriever.load(memories.memories, memories.edges)  # fills and starts `vectors`
         memories.listeners.add(retriever)
-        if feed is not None:
+        if feed is not None and after is not None:
             feed.start(after)
         # Installs the write gate on `memories` (exact scans of the engine's vectors per scope);
         # reads [vault] on every write.

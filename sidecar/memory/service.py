@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Protocol, TypeVar
@@ -103,9 +103,13 @@ class MemoryService:
         self.gates: list[WriteGate] = []
         self.resolvers: list[DraftResolver] = []
         self._write_lock = threading.RLock()
-        # Called first in every write transaction: on a shared store, waits for the other
-        # sidecars' writes in flight and applies them here, so the gates see every row.
-        self.serialize: Callable[[], None] = lambda: None
+        # Called first in every write transaction with the scopes it writes ((agent_id,
+        # user_id); None: any): on a shared store, waits for the other sidecars' writes in
+        # flight into them and applies every committed one here, so the gates see every row.
+        self.serialize: Callable[[Collection[Scope] | None], None] | None = None
+        # True while a gate reads all of an agent's rows (the capacity gate counts them):
+        # a write then holds the agent's every scope, not only its user's.
+        self.agent_wide: Callable[[], bool] = lambda: False
         # Index updates a gate asked for inside the write transaction (e.g. the captures the
         # capacity gate erased to make room), run once it commits; dropped if it rolls back.
         self._after: list[Callable[[], None]] = []
@@ -150,7 +154,7 @@ class MemoryService:
             if self.embedder.generation != generation:  # the model switched meanwhile
                 embedding = self.embedder.embed_one(draft.content)
             with self.committing():
-                self.serialize()
+                self.hold(lambda: self._scopes([draft]))
                 result = self._write_one(draft, embedding, "memory")
                 ensure_alive()  # right before the commit: an expired call writes nothing
             if result.written:
@@ -166,7 +170,7 @@ class MemoryService:
         check_draft(draft, self.max_content_chars, prefix="capture")
         with self._write_lock:
             with self.committing():
-                self.serialize()
+                self.hold(lambda: self._scopes([draft]))
                 if not claim():
                     return None
                 result = self._write_one(draft, embedding, "capture")
@@ -246,7 +250,7 @@ class MemoryService:
                 vectors = self.embedder.embed([d.content for _, d in valid],
                                               self.embed_batch_size)
             with self.committing():
-                self.serialize()
+                self.hold(lambda: self._scopes([draft for _, draft in valid]))
                 for row, (index, draft) in enumerate(valid):
                     mark = len(self._after)
                     try:
@@ -271,6 +275,22 @@ class MemoryService:
             if stored:
                 self.listeners.stored(stored, vectors[stored_rows])
         return True
+
+    def hold(self, scopes: Callable[[], Collection[Scope] | None]) -> None:
+        """First in a write transaction: ``serialize`` the ``scopes()`` it writes (None:
+        any scope), on a shared store."""
+        if self.serialize is not None:
+            self.serialize(scopes())
+
+    def _scopes(self, items: Iterable[MemoryDraft | Memory]) -> set[Scope]:
+        """The scopes a write of ``items`` holds (a memory keeps its agent and user)."""
+        if self.agent_wide():
+            return {(item.agent_id, "") for item in items}
+        return {(item.agent_id, item.user_id) for item in items}
+
+    def _scopes_of(self, memory_ids: list[str]) -> set[Scope]:
+        """The scopes of stored memories (none for an id not stored: nothing to hold)."""
+        return self._scopes(self.memories.get_many(memory_ids).values())
 
     def _write_one(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> UpsertResult:
         with self.db.transaction():
@@ -331,7 +351,7 @@ class MemoryService:
         check_id(memory_id, "id")
         with self._write_lock:
             with self.db.transaction():
-                self.serialize()
+                self.hold(lambda: self._scopes_of([memory_id]))
                 existing = self.writable(memory_id, agent_id, shared_ok)
                 if existing.forgotten:
                     return existing, False
@@ -363,7 +383,7 @@ class MemoryService:
         value = DEFAULT_EDGE_WEIGHT if weight is None else check_unit(weight, "edge.weight")
         with self._write_lock:
             with self.db.transaction():
-                self.serialize()
+                self.hold(lambda: self._scopes_of([source_id, target_id]))
                 self.writable(source_id, agent_id, shared_ok, "edge.source_id")
                 self.writable(target_id, agent_id, shared_ok, "edge.target_id")
                 edge = self.edges.upsert(Edge(source_id, target_id, relation, value, now_us()))
@@ -432,6 +452,7 @@ def _update_event(existing: Memory, draft: MemoryDraft) -> str:
 
 
 T = TypeVar("T")
+Scope = tuple[str, str]  # (agent_id, user_id): what a shared store's write locks
 
 
 def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:

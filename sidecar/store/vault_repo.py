@@ -36,14 +36,16 @@ class VaultRepo:
         )
         return int(row[0]) if row else 0
 
-    def live_after(self, seq: int, agent_id: str) -> list[tuple[int, str]]:
-        """(seq, id) of live memories of a scope with seq > ``seq``: rows written since the
-        caller's index last heard of a commit, including this transaction's."""
+    def live_after(self, seq: int, agent_id: str, user_id: str = "") -> list[tuple[int, str]]:
+        """(seq, id) of live memories of the writer scopes of (``agent_id``, ``user_id``)
+        (the agent's general knowledge and the user's own) with seq > ``seq``: rows written
+        since the caller's index last heard of a commit, including this transaction's."""
         rows = self.db.execute(
             # Unary +: walk the rowid range (seq > ?), never a whole scope through an index.
             f"SELECT seq, id FROM memories WHERE seq > ? AND {unhinted(self.db, 'agent_id')} = ? "
+            f"AND {unhinted(self.db, 'user_id')} IN ('', ?) "
             f"AND {unhinted(self.db, 'forgotten')} = 0 ORDER BY seq",
-            (seq, agent_id),
+            (seq, agent_id, user_id),
         )
         return [(int(r[0]), str(r[1])) for r in rows]
 

@@ -51,9 +51,9 @@ class DuplicateGate:
         self.vault = vault
         self.threshold = threshold
         self.numbers_must_match = numbers_must_match
-        # Per scope: rows the index has not heard of yet ((seq, id) keys, their embeddings
-        # as a matrix), valid while the index's max_seq stays ``_tail_floor``.
-        self._tail: dict[str, tuple[list[tuple[int, str]], np.ndarray]] = {}
+        # Per writer (agent, user): rows the index has not heard of yet ((seq, id) keys,
+        # their embeddings as a matrix), valid while the index's max_seq stays ``_tail_floor``.
+        self._tail: dict[tuple[str, str], tuple[list[tuple[int, str]], np.ndarray]] = {}
         self._tail_floor = -1
 
     def check(self, draft: MemoryDraft, embedding: np.ndarray, field: str) -> Memory | None:
@@ -78,7 +78,7 @@ class DuplicateGate:
         """(id, cosine) at or above the threshold, most similar first (of the agent's
         general knowledge and ``user_id``'s memories at least)."""
         found = self.index.similar(agent_id, embedding, self.threshold, user_id)
-        keys, vectors = self._tail_rows(agent_id)
+        keys, vectors = self._tail_rows(agent_id, user_id)
         if keys:
             scores = vectors @ embedding
             found += [(keys[i][1], float(scores[i])) for i in np.flatnonzero(
@@ -86,15 +86,18 @@ class DuplicateGate:
             found.sort(key=lambda pair: -pair[1])
         return found
 
-    def _tail_rows(self, agent_id: str) -> tuple[list[tuple[int, str]], np.ndarray]:
-        """Live rows of the scope written after the index's last event (earlier items of the
-        same import batch). Each embedding is read from SQLite once per batch."""
+    def _tail_rows(self, agent_id: str,
+                   user_id: str) -> tuple[list[tuple[int, str]], np.ndarray]:
+        """Live rows of the writer's scopes written after the index's last event (earlier
+        items of the same import batch; never another user's, which no write resolves to,
+        and which other sidecars commit meanwhile on a shared store). Each embedding is
+        read from the store once per batch."""
         floor = self.index.max_seq
         if floor != self._tail_floor:
             self._tail, self._tail_floor = {}, floor
-        keys = self.vault.live_after(floor, agent_id)
-        cached_keys, cached = self._tail.get(agent_id, ([], np.zeros((0, self.index.dim),
-                                                                     dtype=np.float32)))
+        keys = self.vault.live_after(floor, agent_id, user_id)
+        cached_keys, cached = self._tail.get((agent_id, user_id), (
+            [], np.zeros((0, self.index.dim), dtype=np.float32)))
         if keys[: len(cached_keys)] != cached_keys:  # a row vanished: start over
             cached_keys, cached = [], np.zeros((0, self.index.dim), dtype=np.float32)
         new = keys[len(cached_keys) :]
@@ -102,5 +105,5 @@ class DuplicateGate:
             by_seq = self.vault.embeddings_by_seq([seq for seq, _ in new])
             cached = np.vstack([cached, *(by_seq[seq][None, :] for seq, _ in new)])
             cached_keys = keys
-        self._tail[agent_id] = (cached_keys, cached)
+        self._tail[(agent_id, user_id)] = (cached_keys, cached)
         return cached_keys, cached

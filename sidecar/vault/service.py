@@ -84,6 +84,8 @@ class Vault:
         self._lock = threading.Lock()
         service.gates.append(self)
         service.resolvers.append(self)
+        # The capacity gate counts the agent's every live memory (all its users').
+        service.agent_wide = lambda: bool(self.config.max_memories_per_scope)
 
     @property
     def config(self) -> VaultConfig:

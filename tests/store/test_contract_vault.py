@@ -18,6 +18,17 @@ from sidecar.vault.stats import vault_stats
 from tests.store.contract_data import memory, vector
 
 
+def test_rows_after_a_seq_are_those_of_the_writers_scopes(store_db: SqlStore) -> None:
+    repos = Repositories.open(store_db)
+    old = repos.memories.insert(memory("g1", agent_id="x"), vector(1))
+    for n, (agent, user) in enumerate([("x", ""), ("x", "u1"), ("x", "u2"), ("y", "u1")]):
+        repos.memories.insert(replace(memory(f"m{n}"), agent_id=agent, user_id=user),
+                              vector(n + 2))
+    assert [i for _, i in repos.vault.live_after(old.seq, "x", "u1")] == ["m0", "m1"]
+    assert [i for _, i in repos.vault.live_after(old.seq, "x")] == ["m0"]  # no user's
+    assert [i for _, i in repos.vault.live_after(0, "y", "u1")] == ["m3"]
+
+
 def test_registers_scopes_and_counts(store_db: SqlStore) -> None:
     repos = Repositories.open(store_db)
     old = repos.memories.insert(memory("r1", agent_id="x", tier=Tier.REGISTER, topic_id="t",

@@ -30,8 +30,9 @@ from sidecar.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
 log = logging.getLogger(__name__)
 
 # Keys of pg_advisory_xact_lock. MIGRATION_LOCK: sidecars starting together migrate one at a
-# time. FEED_LOCK: held by every transaction that changes memories or edges from its first
-# change to its commit (the change-feed trigger takes it; migration 2 spells the number).
+# time. FEED_LOCK: held shared by every transaction that changes memories or edges, from its
+# first change (the change-feed trigger takes it; migration 10 spells the number) or its
+# scope locks (``scope_locks``) to its commit, and exclusive by one that may change any scope.
 MIGRATION_LOCK = 0x6D656D73  # "mems"
 FEED_LOCK = 0x6D656D74
 CONNECT_TIMEOUT_S = 10.0  # how long opening the store waits for a first connection

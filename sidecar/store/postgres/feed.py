@@ -1,11 +1,19 @@
 """The change feed reader: applies other sidecars' committed writes to this one's indexes.
 
-Every change of a memory or an edge appends a ``changes`` row (migration 2's trigger) in
-commit order. ``ChangeFeed`` keeps the seq of the last row it handed on; a thread LISTENs for
-``memsidecar_changes`` and, on each wake-up (or every ``poll_s`` if a notification was
-missed), hands the rows after it to the ``Follower``, skipping this process's own (its
-indexes already have them). After a reconnect or a restart it resumes by seq. When rows it
-has not read were already deleted by retention, the follower reloads in full instead.
+Every change of a memory or an edge appends a ``changes`` row (migration 2's trigger) with
+its writing transaction's id (``xid``, migration 10). Writes into different scopes run at
+once (``scope_locks``), so rows commit out of seq order: seq n may commit after n + 1, and a
+reader resuming after the last seq it saw would skip n for good. The feed instead remembers
+the snapshot of its last read (``pg_current_snapshot``: the transactions then in progress,
+and the first one not yet started) and reads the rows of exactly the transactions that
+snapshot did not see: those then in progress or started since. Each committed transaction's
+rows are seen first by one read, so each change is handed on once, however the commits
+interleave, and a read costs what committed since the last one (a transaction left open for
+hours holds nothing back). A thread LISTENs for ``memsidecar_changes`` and, on each wake-up
+(or every ``poll_s`` if a notification was missed), hands the new rows to the ``Follower``,
+skipping this process's own (its indexes already have them); a write transaction does the
+same once it holds its scopes. After a reconnect or a restart it resumes from its snapshot.
+When rows it has not read were already deleted by retention, the follower reloads in full.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -21,14 +29,30 @@ from typing import Any, Protocol
 import psycopg
 
 from sidecar.errors import Unavailable
-from sidecar.store.postgres.db import FEED_LOCK, PgDatabase
+from sidecar.store.postgres.db import PgDatabase
+from sidecar.store.postgres.scope_locks import ScopeKey, lock_statement
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "memsidecar_changes"
-PRUNED_KEY = "feed.pruned_through"
-BATCH = 1000
+PRUNED_KEY = "feed.pruned_xid"  # the newest transaction of a row retention deleted
+BATCH = 1000  # changes handed to the follower at once
 PRUNE_EVERY_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a read saw: every transaction below ``xmax`` not in ``running`` had finished."""
+
+    xmin: int
+    xmax: int
+    running: tuple[int, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> Snapshot:
+        """``pg_snapshot``'s text: 'xmin:xmax:xip,xip,...'."""
+        xmin, xmax, running = text.split(":")
+        return cls(int(xmin), int(xmax), tuple(int(x) for x in running.split(",") if x))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +83,7 @@ class ChangeFeed:
         self.follower = follower
         self.retention_s = retention_s
         self.poll_s = poll_s
-        self.last = 0  # seq of the last change handed on (or covered by a load)
+        self.seen = Snapshot(0, 0, ())  # the last read's: the rows it saw are handed on
         self.reloads = 0
         self.connected = False  # the LISTEN connection is up
         self.on_status: Callable[[bool], None] = lambda connected: None
@@ -68,48 +92,57 @@ class ChangeFeed:
         self._thread: threading.Thread | None = None
         self._pruned_at = 0.0
 
-    def watermark(self) -> int:
-        """The newest committed change: a load that starts after reading it covers it."""
-        row = self.db.query_one("SELECT coalesce(max(seq), 0) FROM changes")
-        return int(row[0]) if row else 0
+    def watermark(self) -> Snapshot:
+        """The store's snapshot now: a load that starts after reading it covers the rows it
+        sees; the feed hands on the others."""
+        row = self.db.query_one("SELECT pg_current_snapshot()::text")
+        assert row is not None
+        return Snapshot.parse(str(row[0]))
 
-    def start(self, after: int) -> None:
-        self.last = after
+    def start(self, after: Snapshot) -> None:
+        self.seen = after
         self._thread = threading.Thread(target=self._run, name="change-feed", daemon=True)
         self._thread.start()
 
     def catch_up(self) -> int:
-        """Hand on every change committed so far; the number handed on."""
+        """Hand on every change committed since the last read, each once; the number handed
+        on."""
         with self.follower.paused(), self._lock:
-            if self.last < self._pruned_through():
+            if self._missed(self._pruned_xid()):
                 self._reload()
-            handed = 0
-            while True:
-                rows = self.db.execute(
-                    "SELECT seq, origin, memory_id, source_id, target_id, relation "
-                    "FROM changes WHERE seq > ? ORDER BY seq LIMIT ?", (self.last, BATCH))
-                changes = [_change(r) for r in rows if r[1] != self.db.origin]
-                if changes:
-                    self.follower.apply(changes)
-                    handed += len(changes)
-                if rows:
-                    self.last = int(rows[-1][0])
-                if len(rows) < BATCH:
-                    return handed
+            # One statement, one snapshot: its first row is the snapshot, then the rows of the
+            # transactions the last read did not see (then running, or started since).
+            rows = self.db.execute(
+                "SELECT 0, 0, 0, pg_current_snapshot()::text, NULL, NULL, NULL, NULL UNION ALL "
+                "SELECT 1, xid, seq, origin, memory_id, source_id, target_id, relation "
+                "FROM changes "
+                "WHERE xid >= ? OR xid = ANY(?) ORDER BY 1, 2, 3",
+                (self.seen.xmax, list(self.seen.running)))
+            now = Snapshot.parse(str(rows[0][3]))
+            changes = [_change(r) for r in rows[1:] if r[3] != self.db.origin]
+            for at in range(0, len(changes), BATCH):
+                self.follower.apply(changes[at : at + BATCH])
+            self.seen = now  # (an apply that raised leaves the rows to the next read)
+            return len(changes)
 
-    def exclusive(self) -> None:
-        """Inside a write transaction: wait for every other sidecar's write in flight (they
-        hold FEED_LOCK until they commit), then apply them, so write gates (near-duplicates,
-        topics) see every committed row and no other write lands before this one commits."""
-        self.db.execute("SELECT pg_advisory_xact_lock(?)", (FEED_LOCK,))
+    def exclusive(self, scopes: Collection[ScopeKey] | None = None) -> None:
+        """Inside a write transaction into ``scopes`` (None: any scope): wait for every
+        other sidecar's write in flight into them (they hold the scopes' locks until they
+        commit), then apply every committed change, so write gates (near-duplicates, topics)
+        see every row of their scopes and no other write into them lands before this one
+        commits. Writes into other scopes neither wait nor are waited for."""
+        sql, params = lock_statement(scopes)
+        self.db.execute(sql, params)
         self.catch_up()
 
     def prune(self) -> None:
-        """Delete changes older than the retention; record the newest seq deleted."""
+        """Delete changes older than the retention of transactions older than every one
+        running; record the newest transaction of one."""
         cutoff = int((time.time() - self.retention_s) * 1_000_000)
         self.db.execute(
-            "WITH gone AS (DELETE FROM changes WHERE at < ? RETURNING seq) "
-            "INSERT INTO meta (key, value) SELECT ?, max(seq)::text FROM gone "
+            "WITH gone AS (DELETE FROM changes WHERE at < ? AND "
+            "xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint RETURNING xid) "
+            "INSERT INTO meta (key, value) SELECT ?, max(xid)::text FROM gone "
             "HAVING count(*) > 0 ON CONFLICT (key) DO UPDATE SET value = "
             "greatest(meta.value::bigint, excluded.value::bigint)::text", (cutoff, PRUNED_KEY))
 
@@ -121,14 +154,22 @@ class ChangeFeed:
     def _reload(self) -> None:
         mark = self.watermark()
         log.warning("change feed gap older than the retention: reloading the store",
-                    extra={"last_seq": self.last, "watermark": mark})
+                    extra={"seen_xmin": self.seen.xmin, "watermark_xmin": mark.xmin})
         self.follower.reload()
-        self.last = mark
+        self.seen = mark
         self.reloads += 1
 
-    def _pruned_through(self) -> int:
+    def _missed(self, pruned: int) -> bool:
+        """Whether a row deleted by retention may not have been read: one of a transaction
+        the last read did not see (conservative: the deleted ones are all before
+        ``pruned``, and each had finished before every transaction then running, so once
+        a read sees past them this never holds again)."""
+        return pruned >= self.seen.xmax or any(x <= pruned for x in self.seen.running)
+
+    def _pruned_xid(self) -> int:
+        """The newest transaction a row deleted by retention belonged to (-1: none)."""
         row = self.db.query_one("SELECT value FROM meta WHERE key = ?", (PRUNED_KEY,))
-        return 0 if row is None else int(row[0])
+        return -1 if row is None else int(row[0])
 
     def _run(self) -> None:
         conn: psycopg.Connection[Any] | None = None
@@ -167,8 +208,9 @@ class ChangeFeed:
 
 
 def _change(row: tuple[Any, ...]) -> Change:
-    edge = None if row[3] is None else (str(row[3]), str(row[4]), int(row[5]))
-    return Change(seq=int(row[0]), memory_id=row[2], edge=edge)
+    """A row of (1, xid, seq, origin, memory_id, source_id, target_id, relation)."""
+    edge = None if row[5] is None else (str(row[5]), str(row[6]), int(row[7]))
+    return Change(seq=int(row[2]), memory_id=row[4], edge=edge)
 
 
 def _closed(conn: psycopg.Connection[Any] | None) -> None:

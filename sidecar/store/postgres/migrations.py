@@ -223,6 +223,39 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memories_own ON memories (agent_id, seq) WHERE user_id = '';
     """,
+    # 10: writes lock their scopes, not the store (sidecar.store.postgres.scope_locks), so
+    # change rows may commit out of seq order. Each row records its writing transaction
+    # (``xid``, older rows 0); the feed reads the rows of the transactions its last read's
+    # snapshot did not see (sidecar.store.postgres.feed). The trigger holds FEED_LOCK shared:
+    # a transaction holding it exclusive (an erasure) still waits for every write in flight
+    # and holds them back. ``meta['feed.pruned_xid']``: the newest transaction of a row
+    # deleted by retention.
+    """
+    ALTER TABLE changes ADD COLUMN xid BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE changes ALTER COLUMN xid SET DEFAULT pg_current_xact_id()::text::bigint;
+    CREATE INDEX changes_xid ON changes (xid);
+    INSERT INTO meta (key, value) SELECT 'feed.pruned_xid', '0' FROM meta
+        WHERE key = 'feed.pruned_through';
+    DELETE FROM meta WHERE key = 'feed.pruned_through';
+    CREATE OR REPLACE FUNCTION memsidecar_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        origin TEXT := coalesce(current_setting('memsidecar.origin', true), '');
+        at BIGINT := (extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT;
+    BEGIN
+        PERFORM pg_advisory_xact_lock_shared(1835363700);  -- FEED_LOCK
+        IF TG_TABLE_NAME = 'memories' THEN
+            INSERT INTO changes (at, origin, memory_id) VALUES (at, origin, NEW.id);
+        ELSIF TG_OP = 'DELETE' THEN
+            INSERT INTO changes (at, origin, source_id, target_id, relation)
+            VALUES (at, origin, OLD.source_id, OLD.target_id, OLD.relation);
+        ELSE
+            INSERT INTO changes (at, origin, source_id, target_id, relation)
+            VALUES (at, origin, NEW.source_id, NEW.target_id, NEW.relation);
+        END IF;
+        PERFORM pg_notify('memsidecar_changes', '');
+        RETURN NULL;
+    END $$;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
