@@ -23,7 +23,7 @@ from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.errors import PermissionDenied, Unavailable
 from sidecar.injection.types import InjectRequest
-from sidecar.records import MemoryDraft, MemoryType
+from sidecar.records import Memory, MemoryDraft, MemoryType
 from tests.conftest import Running, start_server
 from tests.pg.cluster import Cluster
 from tests.pg.sidecars import found, open_app
@@ -99,8 +99,14 @@ def test_outage_then_recovery(config: ServerConfig, embedder: Embedder) -> None:
         again = server.injection.Inject(inject)  # reconciled: the turn and the cooldown hold
         assert again.turn == during.turn + 1
         assert not ids(again) & (ids(before) | ids(during))
-        server.server.app.injector.states.writer.flush()  # held access records, then these
-        touched = a.memories.memories.get_many(list(ids(during)))
+
+        def counted() -> dict[str, Memory]:
+            server.server.app.injector.states.writer.flush()  # held access records, then these
+            return a.memories.memories.get_many(list(ids(during)))
+
+        # what was kept here while the store was away is written once it is back
+        wait_for(lambda: all(m.access_count >= 1 for m in counted().values()))
+        touched = counted()
         assert touched and all(m.access_count == 1 for m in touched.values())
         assert a.memories.memories.count() == 13  # every acknowledged write, nothing else
 
