@@ -156,7 +156,7 @@ def anchors(votes: dict[str, float], retriever: Retriever, viewer: Viewer) -> li
                                       strict=True) if p is not None]
     if not placed:
         return []
-    writers: dict[tuple[str, str, str], int] = {}
+    writers: dict[tuple[str, ...], int] = {}
     writer = np.array([writers.setdefault(p.writer, len(writers)) for _, p in placed])
     seq = np.array([p.position for _, p in placed], np.int64)
     weight = np.array([votes[m] for m, _ in placed])

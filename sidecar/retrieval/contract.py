@@ -18,12 +18,12 @@ Weighted = Sequence[tuple[str, float]]
 
 
 class Place(NamedTuple):
-    """Where a memory was written: its writer (owner, source, channel) and its position in
-    that writer's sequence of writes (``sidecar.retrieval.writers``: what other writers
-    wrote in between does not count). Memories of one writer at near positions were written
+    """Where a memory was written: its writer (agent, end user, source, channel) and its
+    position in that writer's sequence of writes (``sidecar.retrieval.writers``: what other
+    writers wrote in between does not count). Memories of one writer at near positions were written
     together: the parts of one document, the turns of one session."""
 
-    writer: tuple[str, str, str]
+    writer: tuple[str, str, str, str]
     position: int
 
 

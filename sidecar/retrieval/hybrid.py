@@ -106,6 +106,10 @@ from sidecar.timing import Clock, timed
 
 log = logging.getLogger(__name__)
 
+# A search scores only its viewer's scopes' rows when they are at most this share of the
+# index (1/N): gathering a row costs a few times scanning one (bench/search_within.py).
+WITHIN_SHARE = 4
+
 
 class HybridRetriever:
     def __init__(
@@ -414,7 +418,7 @@ class HybridRetriever:
                 continue
             writer = writer_of(m)
 
-            def written(seq: int, writer: tuple[str, str, str] = writer) -> bool:
+            def written(seq: int, writer: tuple[str, str, str, str] = writer) -> bool:
                 found = live.get(seq)
                 return (found is not None and writer_of(found) == writer
                         and found.offered_to(viewer))
@@ -532,14 +536,16 @@ class HybridRetriever:
 
     def _search(self, query: SearchQuery, ahead: _Ahead | None = None) -> SearchResult:
         clock = self.clock()
+        within = self._within(query.viewer)
         if ahead is None:
             c = self.config  # one config for the whole query
-            ctx = SourceContext(c, query, self.live, self.live.accept(query.viewer, query.types))
+            ctx = SourceContext(c, query, self.live, self.live.accept(query.viewer, query.types),
+                                within=within)
             ctx, found, text = self._first_stage(ctx, clock)
         else:
             c = ahead.config
             ctx, found, text = self._with_lexical(
-                SourceContext(c, query, self.live, ahead.accept), clock, ahead)
+                SourceContext(c, query, self.live, ahead.accept, within=within), clock, ahead)
         for source in self.later_sources:
             labels = {name: f.labels for name, f in found.items()}
             found[source.name] = (source.search(SourceContext(
@@ -558,6 +564,15 @@ class HybridRetriever:
                                        **{f"{k}_us": v for k, v in timings.items()}})
         return SearchResult(hits=hits, query_embedding=ctx.embedding, text_embedding=text,
                             timings_us=timings, lexical=found[LEXICAL].every)
+
+    def _within(self, viewer: Viewer) -> np.ndarray | None:
+        """The memories of ``viewer``'s scopes (they hold all it may be offered), when they
+        are at most 1/``WITHIN_SHARE`` of the index: scoring their rows alone costs less than
+        scanning every row (or than hnsw, which a filter this selective sends to the scan)."""
+        keys = viewer_scopes(viewer)
+        if self.scope_rows.total(keys) * WITHIN_SHARE > len(self.live):
+            return None
+        return self.scope_rows.labels(keys)
 
     def _fuse(
         self, lists: list[Ranked], ctx: SourceContext, clock: Clock

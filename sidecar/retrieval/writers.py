@@ -1,6 +1,7 @@
-"""Each writer's sequence: the memories one writer (owner, source, channel) wrote, in the order
-it wrote them. A memory's position in it says what was "written next to" it whatever other
-writers wrote in between (an interleaved import, many agents on one store)."""
+"""Each writer's sequence: the memories one writer (agent, end user, source, channel) wrote, in
+the order it wrote them. A memory's position in it says what was "written next to" it whatever
+other writers wrote in between (an interleaved import, many agents on one store, an agent's
+many users writing at once)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from collections.abc import Callable, Sequence
 
 from sidecar.records import Memory
 
-Writer = tuple[str, str, str]
+Writer = tuple[str, str, str, str]
 
 
 def writer_of(memory: Memory) -> Writer:
-    return (memory.agent_id, memory.source, memory.channel_id)
+    return (memory.agent_id, memory.user_id, memory.source, memory.channel_id)
 
 
 class WriterSequences:

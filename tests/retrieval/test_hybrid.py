@@ -248,8 +248,8 @@ def test_a_search_with_a_context_returns_every_bm25_score(filled: App) -> None:
 def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_by(
         app: App) -> None:
     """``neighbourhood``: each memory within ``radius`` places of one asked for in its
-    writer's (owner, source, channel) own sequence, live and visible to the agent, once, in
-    store order: another writer's memories in between and forgotten ones take no place."""
+    writer's (agent, end user, source, channel) own sequence, live and visible to the agent,
+    once, in store order: another writer's memories in between and forgotten ones take no place."""
     def put(text: str, **fields: str) -> str:
         return app.memories.upsert(MemoryDraft(text, MemoryType.FACT, **fields)).memory.id
 
@@ -279,6 +279,25 @@ def test_a_neighbourhood_holds_the_live_visible_writes_of_the_same_writer_near_b
         [engine.embedding_of(m) for m in (a[0], a[1], a[3], a[4], a[5], b[0])]))
     gone = app.memories.get(a[2])
     assert gone is not None and np.isnan(engine.embeddings_at(np.array([gone.seq]))).all()
+
+
+def test_each_end_user_of_an_agent_writes_a_sequence_of_their_own(app: App) -> None:
+    """Two users' notes imported through one agent at once, interleaved: each user's
+    neighbourhood is their own notes, the other's in between take no place."""
+    def put(text: str, user: str) -> str:
+        return app.memories.upsert(MemoryDraft(text, MemoryType.FACT, agent_id="desk",
+                                               source="agent", user_id=user)).memory.id
+
+    notes: dict[str, list[str]] = {"ann": [], "bob": []}
+    for i in range(5):
+        for user in notes:
+            notes[user].append(put(f"{user} wrote travel note number {i} for the trip.", user))
+    ann = Viewer("desk", "ann")
+    assert [m.id for m in app.retriever.neighbourhood([notes["ann"][2]], 2, ann)] == notes["ann"]
+    places = app.retriever.places([notes["ann"][1], notes["ann"][2]], ann)
+    assert places[0] is not None and places[1] is not None
+    assert places[1].position - places[0].position == 1
+    assert app.retriever.neighbourhood([notes["bob"][2]], 2, ann) == []  # not ann's to see
 
 
 def test_a_term_search_ranks_the_visible_memories_by_weighted_bm25(app: App) -> None:

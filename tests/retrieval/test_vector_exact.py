@@ -135,3 +135,37 @@ def test_search_under_constant_writes_falls_back_to_a_locked_view() -> None:
     order = np.argsort(-(vecs[labels % 4 == 2] @ vecs[0]), kind="stable")[:4]
     assert got.tolist() == want[order].tolist()
     np.testing.assert_allclose(scores, index.cosine(vecs[0], got), atol=1e-6)
+
+
+def test_search_within_a_superset_of_the_accepted_labels_is_the_full_search() -> None:
+    """The scopes' candidates hold every label ``accept`` takes (and others, and labels the
+    index lacks): the same top-k, scores and order as scoring every row."""
+    vecs = unit(2000, 24, 5)
+    index = DenseVectors(dim=24, capacity=16)
+    labels = np.arange(1, 2001, dtype=np.int64)
+    index.add(labels, vecs)
+    index.remove(labels[::7])
+    rng = np.random.default_rng(6)
+    for trial in range(20):
+        q = unit(1, 24, 100 + trial)[0]
+        taken = rng.random(2001) < rng.choice([0.01, 0.05, 0.3])
+
+        def accept(ls: np.ndarray, taken: np.ndarray = taken) -> np.ndarray:
+            return taken[ls]
+
+        extra = rng.random(2001) < 0.05
+        candidates = rng.permutation(np.concatenate(
+            [np.flatnonzero(taken | extra), [5000, 7001]]).astype(np.int64))
+        for k in (1, 10, 50):
+            want_labels, want_scores = index.search(q, k, accept)
+            got_labels, got_scores = index.search_within(q, k, candidates, accept)
+            assert got_labels.tolist() == want_labels.tolist()
+            np.testing.assert_allclose(got_scores, want_scores, rtol=1e-6)
+    # without a filter: the best of the candidates alone; none known: nothing
+    q = unit(1, 24, 9)[0]
+    some = np.array([3, 4, 5, 9000], np.int64)
+    got, scores = index.search_within(q, 10, some)
+    alive = [label for label in (3, 4, 5) if (label - 1) % 7]
+    assert sorted(got.tolist()) == alive
+    np.testing.assert_allclose(scores, np.sort(vecs[np.array(alive) - 1] @ q)[::-1], atol=1e-6)
+    assert len(index.search_within(q, 10, np.array([9000], np.int64))[0]) == 0

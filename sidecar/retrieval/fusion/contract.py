@@ -44,6 +44,9 @@ class SourceContext:
     accept: Accept | None  # scope filter; None = every live memory may be returned
     embedding: np.ndarray | None = None  # the query embedding, once computed
     found: Mapping[str, np.ndarray] = field(default_factory=dict)  # earlier sources' labels
+    # Every label ``accept`` may take, when the viewer's scopes are a small part of the
+    # index (the vector source then scores only these); None = search the whole index.
+    within: np.ndarray | None = None
 
 
 class Source(Protocol):

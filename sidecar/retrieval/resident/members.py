@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+import numpy as np
+
 from sidecar.records import Memory
 from sidecar.retrieval.resident.keys import ScopeKey, scope_of
 
@@ -26,6 +28,7 @@ class ScopeMembers:
         self._seqs: dict[ScopeKey, dict[int, int]] = {}  # scope -> seq -> bytes
         self._bytes: dict[ScopeKey, int] = {}
         self._scope: dict[int, ScopeKey] = {}  # seq -> scope
+        self._labels: dict[ScopeKey, np.ndarray] = {}  # scope -> its seqs, until it changes
 
     def size(self, memory: Memory) -> int:
         return self.estimate(1, len(memory.content))
@@ -41,6 +44,7 @@ class ScopeMembers:
                 key = scope_of(m)
                 size = self.size(m)
                 self._seqs.setdefault(key, {})[m.seq] = size
+                self._labels.pop(key, None)
                 self._bytes[key] = self._bytes.get(key, 0) + size
                 self._scope[m.seq] = key
 
@@ -55,12 +59,29 @@ class ScopeMembers:
             return
         seqs = self._seqs[key]
         self._bytes[key] -= seqs.pop(seq)
+        self._labels.pop(key, None)
         if not seqs:
             del self._seqs[key], self._bytes[key]
 
     def seqs(self, key: ScopeKey) -> list[int]:
         with self._lock:
             return list(self._seqs.get(key, ()))
+
+    def labels(self, keys: Sequence[ScopeKey]) -> np.ndarray:
+        """The seqs held in ``keys`` (distinct scopes), as one int64 array."""
+        with self._lock:
+            parts = []
+            for key in keys:
+                found = self._labels.get(key)
+                if found is None:
+                    found = self._labels[key] = np.fromiter(
+                        self._seqs.get(key, ()), np.int64)
+                parts.append(found)
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def total(self, keys: Sequence[ScopeKey]) -> int:
+        """How many memories ``keys`` (distinct scopes) hold."""
+        return sum(len(self._seqs.get(key, ())) for key in keys)
 
     def bytes_of(self, key: ScopeKey) -> int:
         return self._bytes.get(key, 0)

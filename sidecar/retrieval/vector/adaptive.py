@@ -171,6 +171,12 @@ class AdaptiveVectorIndex:
                 return found
         return self._dense.search(query, k, accept)
 
+    def search_within(
+        self, query: np.ndarray, k: int, labels: np.ndarray, accept: Accept | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-k among ``labels`` (the dense matrix, never hnsw)."""
+        return self._dense.search_within(query, k, labels, accept)
+
     def _plan(self, k: int, accept: Accept | None, live: int) -> tuple[int, int] | None:
         """(first candidate count, candidate budget) for hnsw, or None to search exactly.
 

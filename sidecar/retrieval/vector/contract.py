@@ -27,6 +27,12 @@ class VectorIndex(Protocol):
         """Top-k accepted labels by cosine, descending: (labels int64, scores float32)."""
         ...
 
+    def search_within(
+        self, query: np.ndarray, k: int, labels: np.ndarray, accept: Accept | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-k among ``labels`` only (unknown labels skipped), like ``search``."""
+        ...
+
     def cosine(self, query: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Exact cosine of the query with each label (nan for unknown labels)."""
         ...

@@ -77,6 +77,26 @@ class DenseVectors:
 
         return self._consistent(query, pick)
 
+    def search_within(
+        self, query: np.ndarray, k: int, labels: np.ndarray, accept: Accept | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``search`` among ``labels`` only (any order, no repeats; unknown ones skipped): the
+        rows of a few hundred candidates copied and scored, where ``search`` scores every row.
+        The same top-k as ``search`` when every label ``accept`` takes is among ``labels``."""
+        labels = np.asarray(labels, dtype=np.int64)
+        rows = self.rows_of(labels)  # one consistent copy: no slot can change under it
+        scores = rows @ np.asarray(query, dtype=np.float32)
+        known = np.flatnonzero(scores == scores)  # nan: not in the index
+        if accept is not None and len(known):  # given live labels only, as ``search`` does
+            known = known[np.asarray(accept(labels[known]), dtype=bool)]
+        k = min(k, len(known))
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        cand = scores[known]
+        top = np.argpartition(-cand, k - 1)[:k]
+        top = top[np.lexsort((labels[known[top]], -cand[top]))]
+        return labels[known[top]], cand[top].astype(np.float32)
+
     def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
         """Exact cosine of the query with every live accepted row: (labels, scores float32),
         in slot order."""

@@ -23,7 +23,10 @@ class VectorSource:
     def search(self, ctx: SourceContext) -> Found:
         if ctx.embedding is None:
             raise ValueError("the vector source needs the query embedding")
-        labels, scores = self.index.search(ctx.embedding, ctx.query.search_limit, ctx.accept)
+        limit = ctx.query.search_limit
+        labels, scores = (
+            self.index.search(ctx.embedding, limit, ctx.accept) if ctx.within is None else
+            self.index.search_within(ctx.embedding, limit, ctx.within, ctx.accept))
         if ctx.accept is None or not len(labels):
             return Found(labels, scores)
         # Filtered again (k labels: cheap): scope is a privacy rule and must not depend on
