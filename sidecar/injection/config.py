@@ -91,7 +91,7 @@ class MemoryInjectionConfig:
     # (docs/decisions/0018-focus-from-the-whole-store.md, 0020-context-adds-never-takes.md).
     query_context_focus_radius: int = field(default=12, metadata=knob(
         "Places on each side of a focus anchor, in its writer's own sequence of writes "
-        "(owner, source, channel), whose memories the focus may offer.", ge=1, le=200))
+        "(agent, end user, source, channel), whose memories the focus may offer.", ge=1, le=200))
     query_context_focus_cohesion: float = field(default=0.2, metadata=unit(
         "Cosine to an anchor (other than itself) from which a neighbour reads like the "
         "conversation's memories: a terse follow-up takes it from 0.6 x "

@@ -107,7 +107,7 @@ from sidecar.timing import Clock, timed
 log = logging.getLogger(__name__)
 
 # A search scores only its viewer's scopes' rows when they are at most this share of the
-# index (1/N): gathering a row costs a few times scanning one (bench/search_within.py).
+# index (1/N): gathering a row costs a few times scanning one (docs/decisions/0033).
 WITHIN_SHARE = 4
 
 
@@ -138,7 +138,7 @@ class HybridRetriever:
         self.resident = ResidentScopes(self.loader.read, self.loader.evict,
                                        self.scope_rows.bytes_of,
                                        lambda: int(self.config.resident_mb * 2**20),
-                                       lambda: self.pinned)
+                                       lambda: self.pinned, self.scope_rows.all_bytes)
         self.pinned: tuple[ScopeKey, ...] = (SHARED, *((a, "") for a in c.resident_agents))
         self._prefetch = Prefetch(self.resident)  # cold scopes loaded ahead of their calls
         self.writers = WriterSequences()  # what each writer wrote, in order (``Place``)

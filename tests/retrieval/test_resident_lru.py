@@ -310,3 +310,26 @@ def test_a_prefetch_never_puts_rows_during_an_eviction() -> None:
         assert not errors and fake.rows[key] == [f"{key}-stored"] and old not in fake.rows
     finally:
         prefetch.close()
+
+
+def test_a_bound_under_the_budget_skips_the_walk_and_one_over_it_evicts_as_without(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bound`` (at least the held bytes) only spares the walk over the held scopes when it
+    is within the budget; over it, the held scopes' own sizes decide, as without one."""
+    fake = Fake(budget=250)
+    bound = [0]
+    fake.resident = ResidentScopes(fake.load, fake.evict, fake.size, lambda: fake.budget,
+                                   lambda: fake.pinned, lambda: bound[0])
+    fake.resident.adopt([SHARED])
+    walks: list[int] = []
+    walk = fake.resident.resident_bytes
+    monkeypatch.setattr(fake.resident, "resident_bytes", lambda: walks.append(1) or walk())
+    for key in [("ana", ""), ("bo", "u1")]:
+        with fake.resident.using([key]):
+            pass
+        bound[0] += 100
+    assert not walks and not fake.evictions  # within the budget: no walk
+    bound[0] = 10_000  # over it (e.g. a scope being loaded counts): the held sizes decide
+    with fake.resident.using([("bo", "u2")]):
+        pass
+    assert walks and fake.evictions == [("ana", "")]

@@ -66,12 +66,15 @@ class ResidentScopes:
         self, read: Callable[[ScopeKey], Callable[[], None]],
         evict: Callable[[ScopeKey], None], size: Callable[[ScopeKey], int],
         budget: Callable[[], int], pinned: Callable[[], Collection[ScopeKey]],
+        bound: Callable[[], int] | None = None,
     ) -> None:
         """``read`` reads a scope's stored rows (called holding no lock of this object) and
         returns what puts them into the indexes (called under the read side); ``evict``
         takes them out, ``size`` is the bytes a held scope takes; ``budget`` and ``pinned``
-        are read at each eviction (the shared scope is always pinned)."""
-        self._read, self._evict, self._size = read, evict, size
+        are read at each eviction (the shared scope is always pinned); ``bound``, when
+        given, is at least the bytes of every held scope and costs no walk over them (the
+        check after each call that nothing needs evicting)."""
+        self._read, self._evict, self._size, self._bound = read, evict, size, bound
         self._budget, self._pinned = budget, pinned
         self._mutex = threading.Lock()
         self._held: OrderedDict[ScopeKey, None] = OrderedDict()  # least recently used first
@@ -229,7 +232,8 @@ class ResidentScopes:
             return 0
         if budget is None:
             budget = self._budget()
-        if self.resident_bytes() <= budget:
+        if (self._bound is not None and self._bound() <= budget
+                or self.resident_bytes() <= budget):
             return 0
         pinned = {SHARED, *self._pinned()}
         evicted = 0

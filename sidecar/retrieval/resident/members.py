@@ -27,6 +27,7 @@ class ScopeMembers:
         self._lock = threading.Lock()
         self._seqs: dict[ScopeKey, dict[int, int]] = {}  # scope -> seq -> bytes
         self._bytes: dict[ScopeKey, int] = {}
+        self._all = 0  # the sum of ``_bytes``
         self._scope: dict[int, ScopeKey] = {}  # seq -> scope
         self._labels: dict[ScopeKey, np.ndarray] = {}  # scope -> its seqs, until it changes
 
@@ -46,6 +47,7 @@ class ScopeMembers:
                 self._seqs.setdefault(key, {})[m.seq] = size
                 self._labels.pop(key, None)
                 self._bytes[key] = self._bytes.get(key, 0) + size
+                self._all += size
                 self._scope[m.seq] = key
 
     def drop(self, seqs: Sequence[int]) -> None:
@@ -58,7 +60,9 @@ class ScopeMembers:
         if key is None:
             return
         seqs = self._seqs[key]
-        self._bytes[key] -= seqs.pop(seq)
+        size = seqs.pop(seq)
+        self._bytes[key] -= size
+        self._all -= size
         self._labels.pop(key, None)
         if not seqs:
             del self._seqs[key], self._bytes[key]
@@ -82,6 +86,10 @@ class ScopeMembers:
     def total(self, keys: Sequence[ScopeKey]) -> int:
         """How many memories ``keys`` (distinct scopes) hold."""
         return sum(len(self._seqs.get(key, ())) for key in keys)
+
+    def all_bytes(self) -> int:
+        """The bytes of every memory held (of scopes held or being loaded)."""
+        return self._all
 
     def bytes_of(self, key: ScopeKey) -> int:
         return self._bytes.get(key, 0)
