@@ -47,3 +47,34 @@ def test_a_forgotten_and_restored_memory_starts_unestablished() -> None:
     live.drop([first])
     live.put([first])
     assert live.members(live.filter(Viewer(), (first.type,))) == [(first, False)]
+
+
+def test_the_filter_offers_what_offered_to_offers_to_every_viewer() -> None:
+    """The vectorised filter against ``Memory.offered_to`` and the type: shared, agents',
+    users' and channels' private memories, for viewers with and without a user, a channel,
+    a channel several users spoke in, and any number of types."""
+    rng = np.random.default_rng(11)
+    kinds = list(MemoryType)
+    memories = []
+    for seq in range(1, 401):
+        agent = str(rng.choice(["", "a", "b"]))
+        user = str(rng.choice(["", "", "u1", "u2"])) if agent else ""
+        memories.append(replace(memory(seq, rng), agent_id=agent, user_id=user,
+                                type=kinds[int(rng.integers(len(kinds)))],
+                                channel_id=str(rng.choice(["c1", "c2"])),
+                                channel_private=bool(agent and not user and rng.random() < 0.3)))
+    live = LiveMemories(capacity=8)
+    live.put(memories)
+    labels = np.arange(0, 420, dtype=np.int64)
+    for agent in ("", "a", "b"):
+        for user in ("", "u1", "u2"):
+            for channel in ("", "c1"):
+                for shared in (False, True):
+                    viewer = Viewer(agent, user, channel, shared)
+                    for n in (0, 1, 3, len(kinds)):
+                        types = tuple(kinds[:n])
+                        got = live.filter(viewer, types)(labels)
+                        want = [0 < s <= 400 and memories[s - 1].offered_to(viewer)
+                                and (not types or memories[s - 1].type in types)
+                                for s in labels.tolist()]
+                        assert got.tolist() == want
