@@ -5,6 +5,7 @@ tiny budget while searches and writes run returns no error, no stale and no forg
 
 from __future__ import annotations
 
+import gc
 import shutil
 import threading
 from collections.abc import Iterator
@@ -421,5 +422,24 @@ def test_a_search_over_its_scopes_rows_alone_answers_as_the_whole_index(
         for viewer in VIEWERS:
             for q in corpus.queries:
                 assert_same(answer(live, q, viewer), reference[viewer, q])
+    finally:
+        live.close()
+
+
+def test_a_loaded_scope_is_kept_out_of_the_full_garbage_collections(
+        stored: ServerConfig, embedder: Embedder) -> None:
+    """A scope's records, once in the indexes, are frozen (``heap.keep_loaded``): a full
+    collection, which the heap's growth triggers inside some call, does not walk them."""
+    live = serve(stored, embedder)
+    try:
+        answer(live, "warm up", ("", ""))
+        gc.collect()
+        held = {m.id for m in engine(live).live.snapshot()}
+        answer(live, "a first question", ("ana", "u3"))  # loads ana's and ana/u3's scopes
+        loaded = [m for m in engine(live).live.snapshot() if m.id not in held]
+        assert len(loaded) == SCOPES["ana", ""] + SCOPES["ana", "u3"]
+        walked = {id(o) for o in gc.get_objects()}  # every generation but the frozen one
+        assert not any(id(m) in walked for m in loaded)
+        assert all(gc.is_tracked(m) for m in loaded)
     finally:
         live.close()

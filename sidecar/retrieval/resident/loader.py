@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sidecar import heap
 from sidecar.errors import Unavailable
 from sidecar.records import Edge, Memory
 from sidecar.retrieval.resident.keys import ScopeKey
@@ -71,6 +72,7 @@ class ScopeLoader:
             for (batch, vectors), analysed in zip(batches, terms, strict=True):
                 indexes.put(key, batch, vectors, analysed)
             indexes.link(edges)
+            heap.keep_loaded()  # held until evicted: out of the full collections
         return put
 
     def evict(self, key: ScopeKey) -> None:
