@@ -38,6 +38,7 @@ from collections.abc import Callable, Collection, Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +108,10 @@ from sidecar.timing import Clock, timed
 
 log = logging.getLogger(__name__)
 
+# A query's vectors are scanned among its viewer's scopes' rows while they are under this
+# share of the held rows (docs/decisions/0032).
+AMONG_SHARE = 0.5
+
 
 class HybridRetriever:
     def __init__(
@@ -143,7 +148,10 @@ class HybridRetriever:
         self.writers = WriterSequences()  # what each writer wrote, in order (``Place``)
         self.scopes = ScopeScan(self.vectors, self.live, self.resident)  # the vault's scans
         self.background = SimilarityBackground(self._background_sample)
-        self._vector_source = VectorSource(self.vectors)
+        # Scopes on demand: a query's vectors scanned among its viewer's scopes' rows only
+        # (False: every held row, the reference ``_among`` is tested against).
+        self.scan_scopes = True
+        self._vector_source = VectorSource(self.vectors, self._among)
         self._lexical_source = LexicalSource(self.lexical, self.groups)
         # Sources run after the first stage (vector + lexical), in order: add new ones here.
         self.later_sources: tuple[Source, ...] = (GraphSource(self.graph),)
@@ -367,6 +375,18 @@ class HybridRetriever:
     def _group_of(self, label: int) -> int:
         memory = self.live.get(label)
         return self.resident.code(scope_of(memory) if memory is not None else SHARED)
+
+    def _among(self, ctx: SourceContext) -> np.ndarray | None:
+        """With scopes held on demand, the labels of the viewer's scopes (they hold every
+        memory a search for it may return), when they are under ``AMONG_SHARE`` of the held
+        rows (else copying them costs more than scanning every row); else None."""
+        if not self.scan_scopes or not self.resident.on_demand:
+            return None
+        seqs = [self.scope_rows.seqs(key) for key in viewer_scopes(ctx.query.viewer)]
+        count = sum(map(len, seqs))
+        if count >= AMONG_SHARE * len(self.vectors):
+            return None
+        return np.fromiter(chain.from_iterable(seqs), np.int64, count)
 
     def _add_vectors(self, labels: np.ndarray, vectors: np.ndarray) -> None:
         self.vectors.add(labels, vectors)

@@ -171,6 +171,11 @@ class AdaptiveVectorIndex:
                 return found
         return self._dense.search(query, k, accept)
 
+    def search_among(self, query: np.ndarray, k: int, labels: np.ndarray,
+                     accept: Accept | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-k among the rows of ``labels`` (``DenseVectors.search_among``)."""
+        return self._dense.search_among(query, k, labels, accept)
+
     def _plan(self, k: int, accept: Accept | None, live: int) -> tuple[int, int] | None:
         """(first candidate count, candidate budget) for hnsw, or None to search exactly.
 

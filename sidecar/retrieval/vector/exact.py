@@ -77,6 +77,24 @@ class DenseVectors:
 
         return self._consistent(query, pick)
 
+    def search_among(self, query: np.ndarray, k: int, labels: np.ndarray,
+                     accept: Accept | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``search`` looking only at the rows of ``labels`` (those of them live): the same
+        answer when they hold every label ``accept`` takes, at the cost of their rows, not
+        of the whole matrix. Scored in slot order, as ``search`` scores (its ties break
+        alike); each row's cosine is its own dot product with the query (a matrix product
+        over other rows may round it in the last bit differently)."""
+        q = np.asarray(query, dtype=np.float32)
+        labels = np.asarray(labels, dtype=np.int64)
+        with self._lock:  # rows copied under the lock: no writer changes them meanwhile
+            slot_of = self._slot_of
+            inside = labels[(labels >= 0) & (labels < len(slot_of))]
+            slots = np.unique(slot_of[inside])
+            slots = slots[slots >= 0]
+            rows, found = self._matrix[slots], self._labels[slots]
+        _, scores, picked = _top_k(rows @ q, found, k, accept)
+        return picked, scores
+
     def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
         """Exact cosine of the query with every live accepted row: (labels, scores float32),
         in slot order."""
