@@ -20,6 +20,7 @@ from bench.fleet_store import COQA
 from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
+from sidecar.errors import DomainError
 from sidecar.injection.history import Message, Role, prune_history
 from sidecar.injection.pipeline import Injector
 from sidecar.injection.types import Injection, InjectRequest
@@ -51,7 +52,7 @@ def test_the_scoped_scan_gives_every_block_of_the_full_scan(
     rng = random.Random(39)
     data = rng.sample(json.loads(COQA.read_text(encoding="utf-8"))["data"],
                       STORIES + SHARED_STORIES)
-    drafts = [MemoryDraft(story["story"][a:b], MemoryType.FACT,
+    drafts: list[MemoryDraft | DomainError] = [MemoryDraft(story["story"][a:b], MemoryType.FACT,
                           agent_id=AGENT if n < STORIES else "",
                           user_id=f"u{n}" if n < STORIES else "")
               for n, story in enumerate(data) for a, b in split_sentences(story["story"])]
@@ -69,14 +70,16 @@ def test_the_scoped_scan_gives_every_block_of_the_full_scan(
     assert isinstance(reference, HybridRetriever) and reference.resident.on_demand
     reference.scan_scopes = False
     among = 0
-    scoped_among = apps[1].retriever.vectors.search_among  # type: ignore[attr-defined]
+    scoped = apps[1].retriever
+    assert isinstance(scoped, HybridRetriever)
+    scoped_among = scoped.vectors.search_among  # type: ignore[attr-defined]
 
     def counted(*args: object) -> object:
         nonlocal among
         among += 1
         return scoped_among(*args)
 
-    monkeypatch.setattr(apps[1].retriever.vectors, "search_among", counted)
+    monkeypatch.setattr(scoped.vectors, "search_among", counted)
     try:
         histories: dict[tuple[int, int], list[Message]] = {}
         focused = 0
