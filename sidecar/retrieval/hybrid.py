@@ -110,7 +110,7 @@ log = logging.getLogger(__name__)
 
 # A query's vectors are scanned among its viewer's scopes' rows while they are under this
 # share of the held rows (docs/decisions/0032).
-AMONG_SHARE = 0.5
+AMONG_SHARE = 0.25
 
 
 class HybridRetriever:

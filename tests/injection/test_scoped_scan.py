@@ -35,7 +35,7 @@ from tests.injection.test_overlap import FROZEN_US, _seen
 
 AGENT = "reader"
 KEEP = 3
-STORIES, SHARED_STORIES, TURNS = 8, 2, 6
+STORIES, SHARED_STORIES, TURNS = 12, 1, 6
 
 
 def _open(config: ServerConfig, embedder: Embedder, data_dir: Path) -> App:
