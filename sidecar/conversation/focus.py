@@ -39,7 +39,7 @@ neighbourhood's best). The offers only add to what the turn's own search injects
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,6 +73,8 @@ LOW_GATE, LOW_SHARE = gate(2), 0.6
 TERMS_SHARE = 0.2  # BM25's share in ranking the neighbourhood (cosine: 1)
 
 Votes = tuple[tuple[str, float], ...]
+# What the search for the anchors finds (``kin_search``; ``kin.KinMemo.search``: memoised).
+KinSearch = Callable[[Sequence[Memory], np.ndarray, Retriever, Viewer], list[Memory]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +188,12 @@ NOWHERE = Around()
 
 
 def around(recent: Sequence[RecentTurn], turn: int, retriever: Retriever, viewer: Viewer,
-           radius: int, cohesive: float) -> Around:
+           radius: int, cohesive: float, search: KinSearch | None = None) -> Around:
     """What the focus of ``turn`` is taken around: the anchors of the ``recent`` turns'
     votes and their neighbourhood (``radius`` places) as ``viewer`` is offered it now; when
     under a ``COHERENT`` share of those neighbours read like an anchor (cohesion at least
-    ``cohesive``), the anchors' ``kin`` too. Every vote fades by the same factor per turn, so
+    ``cohesive``), the anchors' ``kin`` too (found by ``search``: ``kin_search`` unless
+    given, e.g. ``kin.KinMemo.search``). Every vote fades by the same factor per turn, so
     it is the same for any ``turn`` after the same recent turns."""
     anchor_ids = anchors(tally(recent, turn), retriever, viewer)
     if not anchor_ids:
@@ -202,7 +205,8 @@ def around(recent: Sequence[RecentTurn], turn: int, retriever: Retriever, viewer
     tied = cohesion(ids, rows, [ids[k] for k in anchored], rows[anchored])
     tied[anchored] = -1.0
     if (tied >= cohesive).sum() < COHERENT * (len(ids) - len(anchored)):  # order says little
-        more = kin([near[k] for k in anchored], rows[anchored], set(ids), retriever, viewer)
+        more = kin([near[k] for k in anchored], rows[anchored], set(ids), retriever, viewer,
+                   search or kin_search)
         near, seqs, rows = _embedded(sorted([*near, *more], key=lambda m: m.seq), retriever)
         ids = [m.id for m in near]
         anchored = [k for k, m in enumerate(ids) if m in anchor_ids]
@@ -222,9 +226,17 @@ def _embedded(near: Sequence[Memory],
 
 
 def kin(anchors: Sequence[Memory], rows: np.ndarray, have: Container[str],
-        retriever: Retriever, viewer: Viewer) -> list[Memory]:
+        retriever: Retriever, viewer: Viewer, search: KinSearch | None = None) -> list[Memory]:
     """The ``KIN`` memories offered to ``viewer`` that the search finds for the ``anchors``
-    themselves (their texts, their embeddings' mean: ``rows``), less those in ``have``."""
+    themselves (``search``, ``kin_search`` unless given), less those in ``have``."""
+    found = (search or kin_search)(anchors, rows, retriever, viewer)
+    return [m for m in found if m.id not in have][:KIN]
+
+
+def kin_search(anchors: Sequence[Memory], rows: np.ndarray, retriever: Retriever,
+               viewer: Viewer) -> list[Memory]:
+    """The memories offered to ``viewer`` that a search for the ``anchors`` finds (their
+    texts, their embeddings' mean: ``rows``), best first: ``KIN`` + one per anchor."""
     mean = rows.mean(axis=0)
     norm = float(np.linalg.norm(mean))
     if not anchors or norm == 0:
@@ -234,7 +246,7 @@ def kin(anchors: Sequence[Memory], rows: np.ndarray, have: Container[str],
         limit=KIN + len(anchors), embedding=(mean / norm).astype(np.float32),
         user_id=viewer.user_id, channel_id=viewer.channel_id,
         shared_channel=viewer.shared_channel)).hits
-    return [h.memory for h in found if h.memory.id not in have][:KIN]
+    return [h.memory for h in found]
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ import numpy as np
 from sidecar.conversation import focus
 from sidecar.conversation.chatter import content_free
 from sidecar.conversation.focus import NOWHERE, Around, Focused, Steered, Votes
+from sidecar.conversation.kin import KinMemo
 from sidecar.conversation.query_context import NONE as NO_CONTEXT
 from sidecar.conversation.query_context import (
     HoldsSecret,
@@ -83,6 +84,8 @@ class Conversation:
         1, thread_name_prefix="focus-ahead"))
     # The focus PruneHistory calls asked for, waiting for the next Inject to start them.
     waiting: deque[Callable[[], None]] = field(default_factory=deque)
+    # The focus's searches for its anchors, remembered while nothing they read changed.
+    kin: KinMemo = field(default_factory=KinMemo)
 
     def quiet(self, text: str) -> bool:
         """``text`` is content-free (``chatter``): the turn gets nothing and moves nothing.
@@ -168,7 +171,7 @@ class Conversation:
                     turn: int, viewer: Viewer) -> Around:
         return focus.around(spoken(recent, turn, viewer.user_id), turn, self.retriever, viewer,
                             config.query_context_focus_radius,
-                            config.query_context_focus_cohesion)
+                            config.query_context_focus_cohesion, self.kin.search)
 
     def offers(self, config: MemoryInjectionConfig, plan: Plan, steered: Steered,
                in_view: set[str], viewer: Viewer) -> Focused:

@@ -166,6 +166,13 @@ class Retriever(Protocol):
         """The embedding ``search`` would compute for ``text``."""
         ...
 
+    def changes(self) -> object | None:
+        """A token equal at two moments only if nothing a search reads changed between
+        them (a memory stored, changed, forgotten or erased, a scope loaded or evicted, an
+        edge, the model, the config): the same search then finds the same. None while a
+        change is under way."""
+        ...
+
     def query_terms(self, text: str) -> tuple[str, ...]:
         """The BM25 terms ``search`` would look up for ``text`` (stop words dropped), each
         once; memoised, so a text analysed here costs nothing as a query context later."""

@@ -46,6 +46,7 @@ from sidecar.embedding import Embedder
 from sidecar.live import Live
 from sidecar.records import Edge, Memory, MemoryType, Relation, Viewer
 from sidecar.retrieval.background import SimilarityBackground, uniform
+from sidecar.retrieval.changes import Changes
 from sidecar.retrieval.config import RRF, SCOPES, STORE, RetrievalConfig
 from sidecar.retrieval.contract import (
     Accept,
@@ -132,8 +133,10 @@ class HybridRetriever:
         self.graph = EdgeGraph(self.live)
         # Scopes held in the indexes, loaded on first use (``load`` turns it on).
         self.scope_rows = ScopeMembers(self.vectors.dim)
+        # Every change to what a search reads (``changes``).
+        self._changes = Changes()
         self.loader = ScopeLoader(ScopeIndexes(
-            self._put, self._drop, lambda edges: self.graph.changed(edges, ()),
+            self._put, self._drop, lambda edges: self.edges_changed(edges, ()),
             self._held_in, self.lexical.analyzer.terms, self.lexical.compact))
         self.resident = ResidentScopes(self.loader.read, self.loader.evict,
                                        self.scope_rows.bytes_of,
@@ -145,6 +148,8 @@ class HybridRetriever:
         self.scopes = ScopeScan(self.vectors, self.live, self.resident)  # the vault's scans
         self.background = SimilarityBackground(self._background_sample)
         self._vector_source = VectorSource(self.vectors)
+        # ``_within``'s share (1/N); 0: every row scored, the reference it is tested against.
+        self.within_share = WITHIN_SHARE
         self._lexical_source = LexicalSource(self.lexical, self.groups)
         # Sources run after the first stage (vector + lexical), in order: add new ones here.
         self.later_sources: tuple[Source, ...] = (GraphSource(self.graph),)
@@ -157,7 +162,7 @@ class HybridRetriever:
         """Replace every live vector with its stored one (re-embedded by ``target``) and embed
         queries with ``target`` from then on; no search runs in between. Call with writes
         paused, after the store's vectors were swapped."""
-        with self._switch.write():
+        with self._switch.write(), self._changes.changing():
             labels, rows = [], []
             for batch, vectors in memories.iter_live_embeddings():
                 held = [i for i, m in enumerate(batch) if self.live.get(m.seq) is not None]
@@ -192,6 +197,10 @@ class HybridRetriever:
         BM25 takes its saved postings when they match the rows read (``lexical_path``),
         else tokenises them. An index with a ``start`` method is started afterwards (a
         store held whole: by scope the vectors are searched exactly)."""
+        with self._changes.changing():
+            self._load(memories, edges)
+
+    def _load(self, memories: MemoryRepo, edges: EdgeRepo) -> None:
         begin = time.perf_counter()
         whole = self._holds_whole_store(memories)
         if not whole:  # hygiene reads every user of an agent: from the store
@@ -324,6 +333,11 @@ class HybridRetriever:
     def _put(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray,
              terms: Sequence[list[str]] | None = None) -> None:
         """``terms``: the memories' BM25 terms when already analysed (a scope's load)."""
+        with self._changes.changing():
+            self._put_now(key, memories, embeddings, terms)
+
+    def _put_now(self, key: ScopeKey, memories: Sequence[Memory], embeddings: np.ndarray,
+                 terms: Sequence[list[str]] | None) -> None:
         labels = np.array([m.seq for m in memories], np.int64)
         self.live.put(memories)
         self.writers.add(memories)
@@ -334,6 +348,10 @@ class HybridRetriever:
                          groups=[self.resident.code(key)] * len(memories), terms=terms)
 
     def _drop(self, memories: Sequence[Memory]) -> None:
+        with self._changes.changing():
+            self._drop_now(memories)
+
+    def _drop_now(self, memories: Sequence[Memory]) -> None:
         gone = np.array(self.live.drop(memories), np.int64)
         self.writers.forgot(len(gone), lambda seq: self.live.get(seq) is not None)
         self.graph.memories_forgotten(memories)
@@ -371,7 +389,14 @@ class HybridRetriever:
         return rows[~np.isnan(rows[:, 0])], len(labels)
 
     def edges_changed(self, added: Sequence[Edge], removed: Sequence[Edge]) -> None:
-        self.graph.changed(added, removed)
+        with self._changes.changing():
+            self.graph.changed(added, removed)
+
+    def changes(self) -> tuple[int, RetrievalConfig] | None:
+        """The count of changes to the indexes (``Changes.token``) with the config in force;
+        None while a change is under way."""
+        token = self._changes.token()
+        return None if token is None else (token, self.config)
 
     # --- Retriever ------------------------------------------------------------------------
 
@@ -570,7 +595,8 @@ class HybridRetriever:
         are at most 1/``WITHIN_SHARE`` of the index: scoring their rows alone costs less than
         scanning every row (or than hnsw, which a filter this selective sends to the scan)."""
         keys = viewer_scopes(viewer)
-        if self.scope_rows.total(keys) * WITHIN_SHARE > len(self.live):
+        share = self.within_share
+        if not share or self.scope_rows.total(keys) * share > len(self.live):
             return None
         return self.scope_rows.labels(keys)
 

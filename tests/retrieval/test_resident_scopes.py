@@ -24,7 +24,6 @@ from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
 from sidecar.embedding import Embedder
 from sidecar.records import MemoryDraft, MemoryType, Relation, Viewer
-from sidecar.retrieval import hybrid
 from sidecar.retrieval.config import RetrievalConfig
 from sidecar.retrieval.hybrid import HybridRetriever
 from sidecar.retrieval.resident.keys import SHARED
@@ -403,19 +402,18 @@ def test_concurrent_first_injects_of_a_user_load_its_scopes_once(
 
 
 def test_a_search_over_its_scopes_rows_alone_answers_as_the_whole_index(
-        stored: ServerConfig, embedder: Embedder, corpus: Corpus,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        stored: ServerConfig, embedder: Embedder, corpus: Corpus) -> None:
     """The vector source scores only the viewer's scopes' rows when they are a small part of
     the index (``WITHIN_SHARE``): every viewer's answers equal those scoring every row."""
     live = serve(stored, embedder)
     try:
         for viewer in VIEWERS:  # every scope held, so each viewer's are a part of the index
             answer(live, "warm up", viewer)
-        monkeypatch.setattr(hybrid, "WITHIN_SHARE", 10**9)  # never: every row scored
+        engine(live).within_share = 0  # never: every row scored
         assert engine(live)._within(Viewer("ana", "u0")) is None
         reference = {(viewer, q): answer(live, q, viewer)
                      for viewer in VIEWERS for q in corpus.queries}
-        monkeypatch.setattr(hybrid, "WITHIN_SHARE", 1)  # whenever not the whole index
+        engine(live).within_share = 1  # whenever not the whole index
         within = engine(live)._within(Viewer("ana", "u0"))
         assert within is not None and len(within) == sum(
             SCOPES[k] for k in (SHARED, ("ana", ""), ("ana", "u0")))

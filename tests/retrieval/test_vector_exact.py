@@ -144,16 +144,18 @@ def test_search_within_a_superset_of_the_accepted_labels_is_the_full_search() ->
     index = DenseVectors(dim=24, capacity=16)
     labels = np.arange(1, 2001, dtype=np.int64)
     index.add(labels, vecs)
-    index.remove(labels[::7])
+    index.remove(labels[::7])  # freed slots, taken again below
+    index.add(np.arange(2001, 2031, dtype=np.int64), vecs[1:31])  # twins: ties, slot order
     rng = np.random.default_rng(6)
     for trial in range(20):
         q = unit(1, 24, 100 + trial)[0]
-        taken = rng.random(2001) < rng.choice([0.01, 0.05, 0.3])
+        q = vecs[1 + trial] + 0.05 * q  # near a twinned row
+        taken = rng.random(2031) < rng.choice([0.01, 0.05, 0.3])
 
         def accept(ls: np.ndarray, taken: np.ndarray = taken) -> np.ndarray:
             return taken[ls]
 
-        extra = rng.random(2001) < 0.05
+        extra = rng.random(2031) < 0.05
         candidates = rng.permutation(np.concatenate(
             [np.flatnonzero(taken | extra), [5000, 7001]]).astype(np.int64))
         for k in (1, 10, 50):

@@ -80,22 +80,19 @@ class DenseVectors:
     def search_within(
         self, query: np.ndarray, k: int, labels: np.ndarray, accept: Accept | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``search`` among ``labels`` only (any order, no repeats; unknown ones skipped): the
-        rows of a few hundred candidates copied and scored, where ``search`` scores every row.
-        The same top-k as ``search`` when every label ``accept`` takes is among ``labels``."""
+        """``search`` among the rows of ``labels`` only (any order; repeats and labels the
+        index lacks ignored): the same answer, ties broken alike (slot order), when they hold
+        every label ``accept`` takes, at the cost of their rows rather than of every row.
+        Each row's cosine is its own dot product with the query (a product over more rows
+        may round it differently in the last bit)."""
         labels = np.asarray(labels, dtype=np.int64)
-        rows = self.rows_of(labels)  # one consistent copy: no slot can change under it
-        scores = rows @ np.asarray(query, dtype=np.float32)
-        known = np.flatnonzero(scores == scores)  # nan: not in the index
-        if accept is not None and len(known):  # given live labels only, as ``search`` does
-            known = known[np.asarray(accept(labels[known]), dtype=bool)]
-        k = min(k, len(known))
-        if k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        cand = scores[known]
-        top = np.argpartition(-cand, k - 1)[:k]
-        top = top[np.lexsort((labels[known[top]], -cand[top]))]
-        return labels[known[top]], cand[top].astype(np.float32)
+        with self._lock:  # the rows copied under the lock: no write changes them meanwhile
+            slot_of = self._slot_of
+            slots = np.unique(slot_of[labels[(labels >= 0) & (labels < len(slot_of))]])
+            slots = slots[slots >= 0]
+            rows, found = self._matrix[slots], self._labels[slots]
+        _, scores, picked = _top_k(rows @ np.asarray(query, dtype=np.float32), found, k, accept)
+        return picked, scores
 
     def scan(self, query: np.ndarray, accept: Accept) -> tuple[np.ndarray, np.ndarray]:
         """Exact cosine of the query with every live accepted row: (labels, scores float32),
