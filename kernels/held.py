@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.flags import kernel
+from kernels.flags import short_kernel
 
 
-@kernel
+@short_kernel  # microseconds: releasing the GIL would cost more than it runs
 def _held_scores(
     terms: np.ndarray, tfs: np.ndarray, sizes: np.ndarray, lengths: np.ndarray,
     wanted: np.ndarray, counted: np.ndarray, scored: np.ndarray, value: np.ndarray,

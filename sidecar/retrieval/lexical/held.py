@@ -92,7 +92,9 @@ def rare_search(index: BM25Index, weights: dict[str, float], k: int, budget: int
         stats = index._stats_locked(groups)
         ids, idf = index._idf_locked(list(weights), stats)
         value = idf * np.fromiter(weights.values(), np.float64, len(weights))
-        best = np.argsort(-value, kind="stable")[:MAX_CONTEXT_TERMS]
+        # np.argsort(-value, kind="stable"), in Python: a handful of terms
+        order = value.tolist()
+        best = sorted(range(len(order)), key=lambda i: -order[i])[:MAX_CONTEXT_TERMS]
         ids, value = ids[best], value[best]
         df = index._df[np.maximum(ids, 0)].tolist()
         snap = index._view(stats)
