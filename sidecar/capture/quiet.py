@@ -6,7 +6,9 @@ to no memory and no text) and no capture of it was written since the read began.
 insert makes a channel hold something again (a capture's outcome only moves from pending to
 one of the others, a release or an erasure only holds less), so the repo forgets a channel's
 quiet as it inserts one of its captures, and a read that began before that insert cannot
-declare it quiet (``begin`` / ``found_none``: every insert moves a counter).
+declare it quiet (``begin`` / ``found_none``: every insert moves a counter). The read that
+declares it is one serialised with the writes (the main connection's, which a transaction
+holds until it commits): a read apart would miss an insert not committed yet.
 
 Exact only where this process writes every capture of the store: the repo keeps none on a
 shared store (PostgreSQL: other sidecars capture on the same channels). A restart starts

@@ -42,6 +42,9 @@ class Held:
 
 _COLUMNS = ("channel_id, key, agent_id, role, turn, content, context, at_us, memory_id, "
             "embedding, user_id")
+_HELD = ("SELECT c.key, c.turn, c.content, m.content FROM captures c LEFT JOIN memories m "
+         "ON m.id = c.memory_id WHERE c.channel_id = ? AND c.held = 1 AND c.outcome IN "
+         "(?, ?, ?)")
 
 
 class CaptureRepo:
@@ -136,18 +139,19 @@ class CaptureRepo:
 
     def held(self, channel_id: str) -> list[Held]:
         """The channel's held captures with their text (pending: the row's; else the
-        memory's). None of them on a quiet channel, unread."""
+        memory's), as committed: read apart, never waiting for a capture being written (the
+        drain's transaction). None of them on a quiet channel, unread; a read that finds
+        none is done again where writes are serialised, which may find the channel quiet."""
         quiet = self.quiet
         if quiet is not None and channel_id in quiet:
             return []
-        began = quiet.begin() if quiet is not None else 0
-        held = [Held(str(r[0]), int(r[1]), str(r[2] or r[3] or "")) for r in self.db.execute(
-            "SELECT c.key, c.turn, c.content, m.content FROM captures c LEFT JOIN memories m "
-            "ON m.id = c.memory_id WHERE c.channel_id = ? AND c.held = 1 AND c.outcome IN "
-            "(?, ?, ?)", (channel_id, PENDING, STORED, DEDUPLICATED))]
-        if not held and quiet is not None:
-            quiet.found_none(channel_id, began)
-        return held
+        rows = self.db.read_apart(_HELD, (channel_id, PENDING, STORED, DEDUPLICATED))
+        if not rows and quiet is not None:
+            began = quiet.begin()
+            rows = self.db.execute(_HELD, (channel_id, PENDING, STORED, DEDUPLICATED))
+            if not rows:
+                quiet.found_none(channel_id, began)
+        return [Held(str(r[0]), int(r[1]), str(r[2] or r[3] or "")) for r in rows]
 
     def release(self, channel_id: str, keys: list[str]) -> None:
         for start in range(0, len(keys), 500):

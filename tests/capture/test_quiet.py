@@ -5,6 +5,7 @@ erasures and restarts; on a shared store (PostgreSQL) every read is done."""
 from __future__ import annotations
 
 import random
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -129,3 +130,33 @@ def test_another_sidecar_on_a_shared_store_is_seen(pg_dsn: str) -> None:
     finally:
         one.close()
         other.close()
+
+
+def test_the_held_read_does_not_wait_for_a_capture_being_written(tmp_path: Path) -> None:
+    db = Database(tmp_path / "store.sqlite3")
+    repo = CaptureRepo(db)
+    with db.transaction():
+        repo.put(Pending("c0", "k", "a", "user", 1, "said", "", 1, "m", None))
+    writing, done = threading.Event(), threading.Event()
+
+    def drain() -> None:  # a capture being written: its transaction open
+        with db.transaction():
+            repo.put(Pending("c0", "k2", "a", "user", 2, "more", "", 2, "m2", None))
+            writing.set()
+            done.wait(10)
+
+    writer = threading.Thread(target=drain)
+    writer.start()
+    assert writing.wait(10)
+    found: list[list[str]] = []
+    reader = threading.Thread(target=lambda: found.append([h.key for h in repo.held("c0")]))
+    reader.start()
+    reader.join(5)
+    finished = not reader.is_alive()
+    done.set()
+    writer.join(10)
+    reader.join(10)
+    assert finished  # it read what was committed, without waiting for the transaction
+    assert found == [["k"]]
+    assert sorted(h.key for h in repo.held("c0")) == ["k", "k2"]
+    db.close()
