@@ -524,10 +524,11 @@ class BM25Index:
             snap = self._view(stats)
         return self._summed(snap, ids, idf)
 
-    def _summed(self, snap: _View, ids: np.ndarray, idf: np.ndarray,
+    def _summed(self, snap: _View, ids: np.ndarray, idf: np.ndarray, short: bool = False,
                 ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
         """The term ``ids``' contributions (at ``idf``) over the view's segments, summed into
-        this thread's buffers, as ``_accumulate`` returns them."""
+        this thread's buffers, as ``_accumulate`` returns them. ``short``: a read of few
+        postings, the GIL kept (``kernels.bm25.bm25_accumulate``)."""
         if snap.n_live == 0 or snap.avgdl <= 0:
             return None
         buffers = scores, seen, touched = self._buffers(snap.n_docs)
@@ -535,7 +536,8 @@ class BM25Index:
         try:
             for seg in snap.segments:
                 count = bm25_accumulate(seg.arrays, snap.doc_len, snap.alive, ids, idf, self.k1,
-                                        self.b, snap.avgdl, scores, seen, touched, count)
+                                        self.b, snap.avgdl, scores, seen, touched, count,
+                                        short)
         except BaseException:
             scores[touched[:count]] = 0.0
             seen[touched[:count]] = 0

@@ -108,5 +108,7 @@ def rare_search(index: BM25Index, weights: dict[str, float], k: int, budget: int
     if not read:
         return NOTHING
     read.sort()  # the search's order: the same sums
-    return top_k(*accepted(index._collect(index._summed(snap, ids[read], value[read])),
-                           accept), k)
+    # at most ``budget`` postings: the GIL kept (released, a busy thread keeps it up to its
+    # switch interval)
+    return top_k(*accepted(index._collect(index._summed(snap, ids[read], value[read],
+                                                        short=True)), accept), k)
