@@ -3,7 +3,8 @@ and without scanning every posting of a term.
 
 - ``terms_held``: how many of a set of query terms each document's indexed text holds (the
   index keeps each document's distinct term ids; a query term is never a stop word, so this
-  is the count a ``query_terms`` analysis of the text would give).
+  is the count a ``query_terms`` analysis of the text would give). The reference of
+  ``held_scores``' counts.
 - ``held_scores``: ``terms_held`` and ``BM25Index.score_documents`` of the same documents in
   one pass over their term ids (a kernel: ``kernels.held``), what a reply's vote asks of the
   memories it looks at.
@@ -13,7 +14,7 @@ and without scanning every posting of a term.
   allows, low in idf, is left out). With every term within the budget it is
   ``search_weighted``.
 
-Both read the index's arrays under its lock, as its own readers do.
+They read the index's arrays under its lock, as its own readers do.
 """
 
 from __future__ import annotations
