@@ -27,25 +27,30 @@ import cProfile
 import json
 import os
 import pstats
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from memsidecar.v1 import injection_pb2
-from memsidecar_client.messages import MessageLike, to_messages
+# Run as a file: ``bench`` from this tree when PYTHONPATH (the tree measured) has none; that
+# tree's ``sidecar`` and ``kernels`` stay first.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
-import sidecar.conversation.focus as focus
-from bench.agent_loop_replay import AgentLoop, config_text, cpu_flags
-from bench.query_context_cost import AGENTS, coqa_exchanges
-from bench.replay_longmemeval import working_copy
-from bench.topic_change import lme_store
-from sidecar import after_reply
-from sidecar.api.injection_servicer import MemoryInjectionServicer
-from sidecar.api.server_config import ServerConfig
-from sidecar.app import App
-from sidecar.embedding.config import EmbeddingConfig
+import numpy as np  # noqa: E402
+from memsidecar.v1 import injection_pb2  # noqa: E402
+from memsidecar_client.messages import MessageLike, to_messages  # noqa: E402
+
+import sidecar.conversation.focus as focus  # noqa: E402
+from bench.agent_loop_replay import AgentLoop, config_text, cpu_flags  # noqa: E402
+from bench.query_context_cost import AGENTS, coqa_exchanges  # noqa: E402
+from bench.replay_longmemeval import working_copy  # noqa: E402
+from bench.topic_change import lme_store  # noqa: E402
+from sidecar import after_reply  # noqa: E402
+from sidecar.api.injection_servicer import MemoryInjectionServicer  # noqa: E402
+from sidecar.api.server_config import ServerConfig  # noqa: E402
+from sidecar.app import App  # noqa: E402
+from sidecar.embedding.config import EmbeddingConfig  # noqa: E402
 
 AGENT = "on"
 
