@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.flags import kernel
+from kernels.flags import kernel, short_kernel
 
 
 @kernel
@@ -40,14 +40,20 @@ def _accumulate(
     return n_touched
 
 
+# The same kernel keeping the GIL, for reads bounded to a few thousand postings (``short``).
+_accumulate_short = short_kernel(getattr(_accumulate, "py_func", _accumulate))
+
+
 def bm25_accumulate(
     segment: tuple[np.ndarray, np.ndarray, np.ndarray],
     doc_len: np.ndarray, alive: np.ndarray, terms: np.ndarray, idf: np.ndarray,
     k1: float, b: float, avgdl: float,
     scores: np.ndarray, seen: np.ndarray, touched: np.ndarray, n_touched: int,
+    short: bool = False,
 ) -> int:
     """Add each query term's BM25 contribution to ``scores`` for every live document of the
-    segment that contains it; record first-touched documents in ``touched``.
+    segment that contains it; record first-touched documents in ``touched``. ``short``: the
+    GIL is kept (``kernels.flags.short_kernel``), for a read of few postings.
 
     ``terms`` (int64 term ids, -1 = unknown) and ``idf`` (float64) are parallel, one entry per
     query occurrence. ``scores`` (float64), ``seen`` (uint8) and ``touched`` (int64) are
@@ -60,8 +66,9 @@ def bm25_accumulate(
         raise ValueError("scores, seen and touched must have one slot per document")
     if avgdl <= 0.0:
         raise ValueError("avgdl must be positive")
-    return int(_accumulate(term_ptr, post_doc, post_tf, doc_len, alive, terms, idf,
-                           float(k1), float(b), float(avgdl), scores, seen, touched, n_touched))
+    run = _accumulate_short if short else _accumulate
+    return int(run(term_ptr, post_doc, post_tf, doc_len, alive, terms, idf, float(k1), float(b),
+                   float(avgdl), scores, seen, touched, n_touched))
 
 
 @kernel
@@ -107,15 +114,18 @@ def bm25_top_k(
 
 
 def warm_up() -> object:
-    """Compile the kernels of this module on a tiny input."""
+    """Compile the kernels of this module on a tiny input (``bm25_accumulate`` both ways)."""
     ptr = np.array([0, 2, 3], dtype=np.int64)
     docs = np.array([0, 1, 1], dtype=np.int32)
     tf = np.array([1.0, 2.0, 1.0], dtype=np.float32)
     n = 2
-    scores, seen, touched = np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int64)
-    count = bm25_accumulate(
-        (ptr, docs, tf), np.array([3.0, 4.0]), np.ones(n, np.uint8),
-        np.array([0, 1], np.int64), np.array([0.5, 0.2]), 1.5, 0.75, 3.5,
-        scores, seen, touched, 0,
-    )
-    return bm25_top_k(scores, seen, touched, count, np.array([7, 8], np.int64), 1)
+    best: object = None
+    for short in (False, True):
+        scores, seen, touched = np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int64)
+        count = bm25_accumulate(
+            (ptr, docs, tf), np.array([3.0, 4.0]), np.ones(n, np.uint8),
+            np.array([0, 1], np.int64), np.array([0.5, 0.2]), 1.5, 0.75, 3.5,
+            scores, seen, touched, 0, short=short,
+        )
+        best = bm25_top_k(scores, seen, touched, count, np.array([7, 8], np.int64), 1)
+    return best

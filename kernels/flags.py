@@ -33,3 +33,14 @@ REASSOCIATE_OPTIONS: dict[str, Any] = {**JIT_OPTIONS, "fastmath": {"reassoc", "c
 def reassociating_kernel(func: F) -> F:
     """Like ``kernel``, but floating-point sums may be reassociated (vectorised)."""
     return numba.njit(**REASSOCIATE_OPTIONS)(func)  # type: ignore[no-any-return]
+
+
+# For kernels that run for microseconds on a call's path: they keep the GIL. Released, it
+# must be taken back from whichever thread took it meanwhile, which a busy thread (a capture
+# being written, a search) gives up only at its switch interval (5 ms).
+SHORT_OPTIONS: dict[str, Any] = {**JIT_OPTIONS, "nogil": False}
+
+
+def short_kernel(func: F) -> F:
+    """Like ``kernel``, but the GIL is kept while it runs."""
+    return numba.njit(**SHORT_OPTIONS)(func)  # type: ignore[no-any-return]

@@ -160,12 +160,15 @@ class Capture:
 
     def _observe(self, agent_id: str, channel_id: str, kept: Sequence[Message], turn: int,
                  mode: str, user_id: str) -> None:
+        last = next((m.content for m in reversed(kept) if not self.is_block(m.content)), None)
+        if last is not None:
+            self._remember(channel_id, last, -1)
+        held = self.repo.held(channel_id)
+        if not held and mode != ALL:  # nothing to release, no reply to capture
+            return
         texts = [(m.role.name.lower(), m.content) for m in kept if not self.is_block(m.content)]
-        if texts:
-            self._remember(channel_id, texts[-1][1], -1)
         shown = "\n".join(content.strip() for _, content in texts)
-        gone = [h.key for h in self.repo.held(channel_id)
-                if h.turn < turn and h.content.strip() not in shown]
+        gone = [h.key for h in held if h.turn < turn and h.content.strip() not in shown]
         replies = self._replies(agent_id, channel_id, texts, turn, user_id) if mode == ALL else []
         if replies and self.drain.full():
             self._refused(QUEUE_FULL, channel_id, turn, ASSISTANT_ROLE)

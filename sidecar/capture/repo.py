@@ -1,6 +1,7 @@
 """Rows of ``captures``: a turn to capture (pending until the drain writes it, its text then
 erased from the row unless the near-duplicate gate resolved it to another memory) and
-whether its text is still in the channel's history (``held``)."""
+whether its text is still in the channel's history (``held``). The channels known to hold
+nothing (``quiet``) are answered without a read."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sidecar.capture.quiet import QuietChannels
 from sidecar.store.contract import SqlStore
 from sidecar.store.memories import blob_to_embedding, embedding_to_blob
 
@@ -40,11 +42,16 @@ class Held:
 
 _COLUMNS = ("channel_id, key, agent_id, role, turn, content, context, at_us, memory_id, "
             "embedding, user_id")
+_HELD = ("SELECT c.key, c.turn, c.content, m.content FROM captures c LEFT JOIN memories m "
+         "ON m.id = c.memory_id WHERE c.channel_id = ? AND c.held = 1 AND c.outcome IN "
+         "(?, ?, ?)")
 
 
 class CaptureRepo:
     def __init__(self, db: SqlStore) -> None:
         self.db = db
+        # None on a shared store: other sidecars write captures this process does not see.
+        self.quiet = QuietChannels() if db.dialect == "sqlite" else None
 
     def add(self, row: Pending) -> bool:
         """In the caller's transaction; False when the key is already captured."""
@@ -59,6 +66,8 @@ class CaptureRepo:
             "ON CONFLICT (channel_id, key) DO NOTHING",
             (row.channel_id, row.key, row.agent_id, row.role, row.turn, row.content,
              row.context, row.at_us, row.memory_id, blob, row.user_id))
+        if self.quiet is not None:
+            self.quiet.written(row.channel_id)
 
     def add_refused(self, row: Pending) -> None:
         """A reply the text gates refused: its key only, so it is judged once."""
@@ -107,6 +116,8 @@ class CaptureRepo:
         """Which of ``ids`` the channel's captures hold back there (turn >= ``min_turn``),
         and the texts of its held captures not written yet (what they resolve to is not
         known yet)."""
+        if self.quiet is not None and channel_id in self.quiet:
+            return set(), []
         marks = ",".join("?" * len(ids)) or "''"
         rows = self.db.execute(
             "SELECT memory_id, outcome, content FROM captures WHERE channel_id = ? AND held = 1 "
@@ -118,6 +129,8 @@ class CaptureRepo:
 
     def held_since(self, channel_id: str, min_turn: int) -> tuple[set[str], list[str]]:
         """``held_among`` of every memory: what the channel's captures hold back there."""
+        if self.quiet is not None and channel_id in self.quiet:
+            return set(), []
         rows = self.db.execute(
             "SELECT memory_id, outcome, content FROM captures WHERE channel_id = ? AND held = 1 "
             "AND turn >= ?", (channel_id, min_turn))
@@ -126,11 +139,19 @@ class CaptureRepo:
 
     def held(self, channel_id: str) -> list[Held]:
         """The channel's held captures with their text (pending: the row's; else the
-        memory's)."""
-        return [Held(str(r[0]), int(r[1]), str(r[2] or r[3] or "")) for r in self.db.execute(
-            "SELECT c.key, c.turn, c.content, m.content FROM captures c LEFT JOIN memories m "
-            "ON m.id = c.memory_id WHERE c.channel_id = ? AND c.held = 1 AND c.outcome IN "
-            "(?, ?, ?)", (channel_id, PENDING, STORED, DEDUPLICATED))]
+        memory's), as committed: read apart, never waiting for a capture being written (the
+        drain's transaction). None of them on a quiet channel, unread; a read that finds
+        none is done again where writes are serialised, which may find the channel quiet."""
+        quiet = self.quiet
+        if quiet is not None and channel_id in quiet:
+            return []
+        rows = self.db.read_apart(_HELD, (channel_id, PENDING, STORED, DEDUPLICATED))
+        if not rows and quiet is not None:
+            began = quiet.begin()
+            rows = self.db.execute(_HELD, (channel_id, PENDING, STORED, DEDUPLICATED))
+            if not rows:
+                quiet.found_none(channel_id, began)
+        return [Held(str(r[0]), int(r[1]), str(r[2] or r[3] or "")) for r in rows]
 
     def release(self, channel_id: str, keys: list[str]) -> None:
         for start in range(0, len(keys), 500):

@@ -127,12 +127,12 @@ def _best_drawn_on(retriever: Retriever, memory_ids: list[str], reply_terms: set
     """Of ``memory_ids``, the one the reply drew on that ``both`` match best."""
     if not memory_ids:
         return None
-    holds = drawn_on(retriever.terms_held(memory_ids, reply_terms), len(reply_terms))
+    held, scores = retriever.held_scores(memory_ids, reply_terms, both)
+    holds = drawn_on(held, len(reply_terms))
     drawn = np.flatnonzero(holds)
     if len(drawn) <= 1:  # none, or the one: no score needed
         return memory_ids[int(drawn[0])] if len(drawn) else None
-    return memory_ids[int(np.argmax(np.where(holds, retriever.term_scores(memory_ids, both),
-                                             -np.inf)))]
+    return memory_ids[int(np.argmax(np.where(holds, scores, -np.inf)))]
 
 
 def tally(recent: Sequence[RecentTurn], turn: int) -> dict[str, float]:

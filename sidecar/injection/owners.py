@@ -45,6 +45,9 @@ class ChannelOwners:
         self.states = states
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[str, int]] = {}  # channel -> (owner, last touch written)
+        # Only this process writes the owners (SQLite, one server per data dir): an owner it
+        # claimed a channel for is the stored one until it releases the channel.
+        self._sole = db.dialect == "sqlite"
         self._provisional: dict[str, str] = {}  # channel -> owner, claimed while store away
 
     def claim(self, channel_id: str, agent_id: str) -> bool:
@@ -117,7 +120,8 @@ class ChannelOwners:
         """PermissionDenied unless the channel is unowned or ``agent_id``'s."""
         owner = self._provisional.get(channel_id)
         if owner is None:
-            owner = self._owner(channel_id)
+            seen = self._seen.get(channel_id) if self._sole else None
+            owner = seen[0] if seen is not None else self._owner(channel_id)
         if owner is not None and owner != agent_id:
             raise _denied(channel_id)
 

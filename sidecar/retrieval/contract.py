@@ -220,9 +220,10 @@ class Retriever(Protocol):
         whatever the store's size; ``term_search`` itself when all of them fit."""
         ...
 
-    def terms_held(self, memory_ids: Sequence[str], terms: Collection[str]) -> np.ndarray:
+    def held_scores(self, memory_ids: Sequence[str], terms: Collection[str],
+                    texts: Weighted) -> tuple[np.ndarray, np.ndarray]:
         """Per memory, how many of the BM25 query ``terms`` (distinct) its text holds, read
-        from the index (-1: not indexed)."""
+        from the index (-1: not indexed), and its ``term_scores`` for ``texts``."""
         ...
 
     def similarity_background(self, query: np.ndarray) -> tuple[float, float, int]:

@@ -459,11 +459,14 @@ class HybridRetriever:
         """With scopes loaded on demand: over the statistics of the memories' scopes and
         the shared one (the scopes of the viewer they were found for, as far as they go)."""
         labels = self.labels_of(memory_ids)
-        groups = None
-        if self.resident.on_demand:
-            groups = {*self.lexical.groups_of(labels), self.resident.code(SHARED)}
         return self.lexical.score_documents(labels, term_weights(self.lexical.analyzer, texts),
-                                            groups)
+                                            self._groups_of(labels))
+
+    def _groups_of(self, labels: Sequence[int]) -> Collection[int] | None:
+        """The BM25 groups ``term_scores`` of ``labels`` reads (None: every document's)."""
+        if not self.resident.on_demand:
+            return None
+        return {*self.lexical.groups_of(labels), self.resident.code(SHARED)}
 
     def term_search(self, texts: Weighted, k: int, viewer: Viewer) -> list[str]:
         with self.resident.using(viewer_scopes(viewer)):
@@ -482,8 +485,12 @@ class HybridRetriever:
             found = map(self.live.get, labels.tolist())
             return [m.id for m in found if m is not None and m.offered_to(viewer)]
 
-    def terms_held(self, memory_ids: Sequence[str], terms: Collection[str]) -> np.ndarray:
-        return held.terms_held(self.lexical, self.labels_of(memory_ids), terms)
+    def held_scores(self, memory_ids: Sequence[str], terms: Collection[str],
+                    texts: Weighted) -> tuple[np.ndarray, np.ndarray]:
+        labels = self.labels_of(memory_ids)
+        return held.held_scores(self.lexical, labels, terms,
+                                term_weights(self.lexical.analyzer, texts),
+                                self._groups_of(labels))
 
     def labels_of(self, memory_ids: Sequence[str]) -> list[int]:
         """Each live memory's label, -1 for one not live."""

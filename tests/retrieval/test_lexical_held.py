@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sidecar.retrieval.lexical.bm25 import BM25Index
-from sidecar.retrieval.lexical.held import rare_search, terms_held
+from sidecar.retrieval.lexical.held import held_scores, rare_search, terms_held
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from tests.retrieval.corpus import QUERIES, corpus
 
@@ -88,3 +88,49 @@ def test_it_reads_the_rarest_terms_while_their_postings_fit_the_budget(budget: i
         assert got[0].tolist() == expected[0].tolist(), (query, budget)
         assert got[1].tolist() == expected[1].tolist(), (query, budget)
         assert sum(df[t] for t in kept) <= budget
+
+
+def changed_index(seed: int, groups: bool) -> tuple[BM25Index, list[int]]:
+    """An index through adds in batches, replacements (some to another group), removals and a
+    compaction, with the labels ever written."""
+    rng = np.random.default_rng(seed)
+    texts = corpus(700, seed=seed)
+    index = BM25Index(background_merge=False, min_main_merge=64, analyzer=Analyzer(True))
+    labels = list(range(1, len(texts) + 1))
+    kinds = rng.integers(0, 4, size=len(labels)).tolist()
+    for start in range(0, 500, 83):
+        batch = labels[start:start + 83]
+        index.add(batch, [texts[i - 1] for i in batch],
+                  groups=[kinds[i - 1] for i in batch] if groups else None)
+    moved = rng.choice(labels[:500], size=40, replace=False).tolist()
+    index.add(moved, [texts[-i] for i in moved],
+              groups=[int(rng.integers(0, 4)) for _ in moved] if groups else None)
+    index.remove(rng.choice(labels[:500], size=300, replace=False).tolist())
+    index.compact()
+    index.add(labels[500:], [texts[i - 1] for i in labels[500:]],
+              groups=[kinds[i - 1] for i in labels[500:]] if groups else None)
+    return index, labels
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("groups", [None, {0}, {1, 3}])
+def test_held_scores_are_terms_held_and_score_documents(seed: int,
+                                                        groups: set[int] | None) -> None:
+    index, labels = changed_index(seed, groups is not None)
+    rng = np.random.default_rng(seed)
+    for query in [*QUERIES, "harbour bread hotels", "zzq unknown words"]:
+        asked = index.analyzer.query_terms(query)
+        weights = {t: (1.0, 2.0, 0.5)[i % 3] for i, t in enumerate(dict.fromkeys(asked))}
+        held_terms = set(asked[::2]) | {"term3", "nosuchterm"}
+        some = [*rng.choice(labels, size=30).tolist(), -1, 10**6]
+        for docs in (some, [], [some[0]]):
+            got = held_scores(index, docs, held_terms, weights, groups)
+            assert got[0].tolist() == terms_held(index, docs, held_terms).tolist(), query
+            # the same float operations in the same order: equal, not close
+            assert got[1].tolist() == index.score_documents(docs, weights, groups).tolist()
+
+
+def test_held_scores_of_an_empty_index() -> None:
+    index = BM25Index(background_merge=False)
+    got = held_scores(index, [1, 2], {"bread"}, {"bread": 1.0})
+    assert got[0].tolist() == [-1, -1] and got[1].tolist() == [0.0, 0.0]

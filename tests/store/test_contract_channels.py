@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import random
+
 import numpy as np
 import pytest
 
@@ -47,3 +50,27 @@ def test_owners_claim_check_release_and_idle(store_db: SqlStore) -> None:
     assert owners.idle_since(0) == []
     owners.release("c")
     assert owners.claim("c", "other")
+
+
+def test_owners_check_answers_as_the_stored_owner(store_db: SqlStore) -> None:
+    """``check`` answers from the owners this process claimed channels for (SQLite) as a
+    read of the store does, through claims, refusals and releases."""
+    owners, reader = ChannelOwners(store_db), ChannelOwners(store_db)  # reader: no claims
+    rng = random.Random(3)
+    for _ in range(300):
+        channel, agent = rng.choice(("c0", "c1", "c2")), rng.choice(("a", "b", ""))
+        step = rng.randrange(3)
+        if step == 0:
+            with contextlib.suppress(PermissionDenied):
+                owners.claim(channel, agent)
+        elif step == 1:
+            owners.release(channel)
+        for asking in ("a", "b", ""):
+            verdicts = []
+            for who in (owners, reader):
+                try:
+                    who.check(channel, asking)
+                    verdicts.append(True)
+                except PermissionDenied:
+                    verdicts.append(False)
+            assert verdicts[0] == verdicts[1], (channel, asking)

@@ -27,6 +27,7 @@ import numpy as np
 from kernels.bm25 import bm25_accumulate, bm25_top_k
 from sidecar.retrieval.contract import Accept, Weighted
 from sidecar.retrieval.lexical.groups import GroupStats, Stats
+from sidecar.retrieval.lexical.idf import IdfMemo
 from sidecar.retrieval.lexical.query import rarest
 from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
 
@@ -110,6 +111,7 @@ class BM25Index:
         self._segments: tuple[Segment, ...] = ()
         self._total_len = 0.0
         self._mean_idf: tuple[int, float] = (-1, 0.0)
+        self._idf_memo = IdfMemo()  # term ids change with the vocabulary
 
     def __len__(self) -> int:
         return len(self._label_doc)
@@ -379,8 +381,21 @@ class BM25Index:
 
     def _idf_locked(self, terms: Sequence[str], stats: Stats) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, idf) per query term, as rank-bm25 computes them over the documents of
-        ``stats`` (unknown term: -1, 0)."""
-        ids = np.array([self._vocab.get(t, -1) for t in terms], np.int64)
+        ``stats`` (unknown term: -1, 0): ``_idf_of`` each term once while the statistics
+        stay the same (``lexical.idf``)."""
+        listed = [self._vocab.get(t, -1) for t in terms]
+        stamp = self._version if stats.groups is None else self._groups.stamp(stats)
+        table = self._idf_memo.table(stats.groups, stamp)
+        missing = [i for i in dict.fromkeys(listed) if i >= 0 and i not in table]
+        if missing:
+            table.update(zip(missing, self._idf_of(np.array(missing, np.int64),
+                                                   stats).tolist(), strict=True))
+        return (np.array(listed, np.int64),
+                np.array([table[i] if i >= 0 else 0.0 for i in listed], np.float64))
+
+    def _idf_of(self, ids: np.ndarray, stats: Stats) -> np.ndarray:
+        """The idf of each term id (-1: unknown, 0) over the documents of ``stats``, computed
+        (the reference of ``_idf_locked``)."""
         n = stats.n
         if stats.groups is None:
             df = self._df[np.maximum(ids, 0)].astype(np.float64)
@@ -394,7 +409,8 @@ class BM25Index:
             mean = (self._mean_idf_locked(n) if stats.groups is None
                     else self._groups.mean_idf(stats))
         idf = np.where(raw < 0, self.epsilon * mean, raw)
-        return ids, np.where(known, idf, 0.0)
+        out: np.ndarray = np.where(known, idf, 0.0)
+        return out
 
     def _mean_idf_locked(self, n: int) -> float:
         version, mean = self._mean_idf
@@ -508,10 +524,11 @@ class BM25Index:
             snap = self._view(stats)
         return self._summed(snap, ids, idf)
 
-    def _summed(self, snap: _View, ids: np.ndarray, idf: np.ndarray,
+    def _summed(self, snap: _View, ids: np.ndarray, idf: np.ndarray, short: bool = False,
                 ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
         """The term ``ids``' contributions (at ``idf``) over the view's segments, summed into
-        this thread's buffers, as ``_accumulate`` returns them."""
+        this thread's buffers, as ``_accumulate`` returns them. ``short``: a read of few
+        postings, the GIL kept (``kernels.bm25.bm25_accumulate``)."""
         if snap.n_live == 0 or snap.avgdl <= 0:
             return None
         buffers = scores, seen, touched = self._buffers(snap.n_docs)
@@ -519,7 +536,8 @@ class BM25Index:
         try:
             for seg in snap.segments:
                 count = bm25_accumulate(seg.arrays, snap.doc_len, snap.alive, ids, idf, self.k1,
-                                        self.b, snap.avgdl, scores, seen, touched, count)
+                                        self.b, snap.avgdl, scores, seen, touched, count,
+                                        short)
         except BaseException:
             scores[touched[:count]] = 0.0
             seen[touched[:count]] = 0

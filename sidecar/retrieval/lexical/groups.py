@@ -45,6 +45,11 @@ class GroupStats:
     def __init__(self) -> None:
         self._groups: dict[int, _Group] = {}
         self._means: dict[tuple[object, ...], float] = {}
+        self._clock = 0  # a group's version is the clock at its last change: never repeated
+
+    def _changed(self, g: _Group) -> None:
+        self._clock += 1
+        g.version = self._clock
 
     def __len__(self) -> int:
         return len(self._groups)
@@ -56,7 +61,7 @@ class GroupStats:
         g.n += 1
         g.total_len += length
         g.df.update(terms.tolist())
-        g.version += 1
+        self._changed(g)
 
     def added_batch(self, groups: Sequence[int], pair_doc: np.ndarray, pair_term: np.ndarray,
                     lengths: np.ndarray) -> None:
@@ -72,7 +77,7 @@ class GroupStats:
             g.n += int(mine.sum())
             g.total_len += float(lengths[mine].sum())
             g.df.update(pair_term[mine[pair_doc]].tolist())
-            g.version += 1
+            self._changed(g)
 
     def removed(self, group: int, terms: np.ndarray, length: float) -> None:
         g = self._groups[group]
@@ -85,7 +90,7 @@ class GroupStats:
                 df[term] = left
             else:
                 del df[term]
-        g.version += 1
+        self._changed(g)
         if g.n == 0:
             del self._groups[group]
             self._means.clear()
@@ -94,6 +99,11 @@ class GroupStats:
         held = tuple(sorted(g for g in set(groups) if g in self._groups))
         return Stats(sum(self._groups[g].n for g in held),
                      sum(self._groups[g].total_len for g in held), held)
+
+    def stamp(self, stats: Stats) -> tuple[int, ...]:
+        """The versions of the stats' groups: the same while none of them changed."""
+        assert stats.groups is not None
+        return tuple(self._groups[g].version for g in stats.groups)
 
     def df(self, stats: Stats, ids: np.ndarray) -> np.ndarray:
         """Document frequency of each term id (ids < 0: 0) in the stats' groups."""
@@ -107,7 +117,7 @@ class GroupStats:
     def mean_idf(self, stats: Stats) -> float:
         """rank-bm25's mean idf over the terms the stats' groups hold."""
         assert stats.groups is not None
-        key = (stats.groups, tuple(self._groups[g].version for g in stats.groups))
+        key = (stats.groups, self.stamp(stats))
         mean = self._means.get(key)
         if mean is None:
             if len(self._means) > 256:

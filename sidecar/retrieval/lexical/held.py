@@ -3,14 +3,18 @@ and without scanning every posting of a term.
 
 - ``terms_held``: how many of a set of query terms each document's indexed text holds (the
   index keeps each document's distinct term ids; a query term is never a stop word, so this
-  is the count a ``query_terms`` analysis of the text would give).
+  is the count a ``query_terms`` analysis of the text would give). The reference of
+  ``held_scores``' counts.
+- ``held_scores``: ``terms_held`` and ``BM25Index.score_documents`` of the same documents in
+  one pass over their term ids (a kernel: ``kernels.held``), what a reply's vote asks of the
+  memories it looks at.
 - ``rare_search``: ``BM25Index.search_weighted`` of the query's rarest terms, taken while
   their document frequencies add up to at most a budget: the postings it reads are bounded
   by the budget whatever the size of the store (a term in more documents than the budget
   allows, low in idf, is left out). With every term within the budget it is
   ``search_weighted``.
 
-Both read the index's arrays under its lock, as its own readers do.
+They read the index's arrays under its lock, as its own readers do.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
+from kernels.held import held_scores as held_scores_kernel
 from sidecar.retrieval.contract import Accept
 from sidecar.retrieval.lexical.bm25 import MAX_CONTEXT_TERMS, BM25Index, accepted, top_k
 
@@ -44,6 +49,37 @@ def terms_held(index: BM25Index, labels: Sequence[int], terms: Collection[str]) 
     return out
 
 
+def held_scores(index: BM25Index, labels: Sequence[int], terms: Collection[str],
+                weights: dict[str, float], groups: Collection[int] | None = None,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """``terms_held(index, labels, terms)`` and ``index.score_documents(labels, weights,
+    groups)``, the same values, from one read of the documents' term ids."""
+    with index._lock:
+        stats = index._stats_locked(groups)
+        ids, idf = index._idf_locked(list(weights), stats)
+        counted = {i for i in map(index._vocab.get, terms) if i is not None}
+        docs = [index._label_doc.get(label) for label in labels]
+        entries = [None if d is None else index._doc_terms[d] for d in docs]
+        lengths = np.array([0.0 if d is None else index._doc_len[d] for d in docs], np.float64)
+        scoring = stats.n > 0 and stats.total_len > 0
+        avgdl = stats.avgdl if scoring else 1.0
+    look: dict[int, tuple[bool, bool, float]] = {i: (True, False, 0.0) for i in counted}
+    if scoring:
+        for i, v in zip(ids.tolist(), (idf * np.fromiter(weights.values(), np.float64,
+                                                         len(weights))).tolist(), strict=True):
+            if i >= 0:
+                look[i] = (i in counted, True, v)
+    wanted = sorted(look)
+    present = [e for e in entries if e is not None]
+    return held_scores_kernel(
+        np.concatenate([e[0] for e in present]) if present else np.zeros(0, np.int64),
+        np.concatenate([e[1] for e in present]) if present else np.zeros(0, np.float32),
+        np.array([-1 if e is None else len(e[0]) for e in entries], np.int64), lengths,
+        np.array(wanted, np.int64), np.array([look[i][0] for i in wanted], bool),
+        np.array([look[i][1] for i in wanted], bool),
+        np.array([look[i][2] for i in wanted], np.float64), index.k1, index.b, avgdl)
+
+
 def rare_search(index: BM25Index, weights: dict[str, float], k: int, budget: int,
                 accept: Accept | None = None,
                 groups: Collection[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +93,9 @@ def rare_search(index: BM25Index, weights: dict[str, float], k: int, budget: int
         stats = index._stats_locked(groups)
         ids, idf = index._idf_locked(list(weights), stats)
         value = idf * np.fromiter(weights.values(), np.float64, len(weights))
-        best = np.argsort(-value, kind="stable")[:MAX_CONTEXT_TERMS]
+        # np.argsort(-value, kind="stable"), in Python: a handful of terms
+        order = value.tolist()
+        best = sorted(range(len(order)), key=lambda i: -order[i])[:MAX_CONTEXT_TERMS]
         ids, value = ids[best], value[best]
         df = index._df[np.maximum(ids, 0)].tolist()
         snap = index._view(stats)
@@ -71,5 +109,7 @@ def rare_search(index: BM25Index, weights: dict[str, float], k: int, budget: int
     if not read:
         return NOTHING
     read.sort()  # the search's order: the same sums
-    return top_k(*accepted(index._collect(index._summed(snap, ids[read], value[read])),
-                           accept), k)
+    # at most ``budget`` postings: the GIL kept (released, a busy thread keeps it up to its
+    # switch interval)
+    return top_k(*accepted(index._collect(index._summed(snap, ids[read], value[read],
+                                                        short=True)), accept), k)
