@@ -205,6 +205,7 @@ class HybridRetriever:
         whole = self._holds_whole_store(memories)
         if not whole:  # hygiene reads every user of an agent: from the store
             self.scopes.agent_rows = lambda agent: memories.agent_rows(agent, self.embedder.dim)
+            self._reserve_for_scopes(memories)
         if whole:
             reserve = getattr(self.vectors, "reserve", None)
             if reserve is not None:
@@ -242,6 +243,21 @@ class HybridRetriever:
         log.info("retrieval indexes loaded", extra={
             "memories": len(self.live), "edges": len(self.graph),
             "elapsed_ms": round((time.perf_counter() - begin) * 1000, 1)})
+
+    def _reserve_for_scopes(self, memories: MemoryRepo) -> None:
+        """Scopes on demand: the columns indexed by seq (the mirror's, the vectors' label
+        index) sized for every stored seq, and the vector matrix for the rows the budget
+        holds, allocated now (zeroed pages, taken as they are written) rather than grown,
+        a copy of every row each time, inside the calls whose loads cross each size."""
+        labels = memories.max_seq() + 1
+        self.live.reserve(labels)
+        room = getattr(self.vectors, "reserve_labels", None)
+        if room is not None:
+            room(labels)
+        reserve = getattr(self.vectors, "reserve", None)
+        if reserve is not None:
+            per_row = self.scope_rows.estimate(1, memories.mean_chars())
+            reserve(min(memories.count(), int(self.config.resident_mb * 2**20) // per_row))
 
     def _holds_whole_store(self, memories: MemoryRepo) -> bool:
         """``residency``: "store", "scopes", or by whether the store fits ``resident_mb``."""

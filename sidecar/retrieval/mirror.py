@@ -186,6 +186,11 @@ class LiveMemories:
 
         return accept
 
+    def reserve(self, labels: int) -> None:
+        """Columns with room for labels below ``labels`` (zeroed: pages are taken as used)."""
+        with self._lock:
+            self._grow(labels)
+
     def _grow(self, needed: int) -> None:
         size = len(self.alive)
         if needed <= size:

@@ -280,6 +280,11 @@ class MemoryRepo:
                                 "memories ORDER BY seq LIMIT ?) AS sample", (sample,))
         return float(row[0]) if row and row[0] is not None else 0.0
 
+    def max_seq(self) -> int:
+        """The highest seq stored (0 for an empty store)."""
+        row = self.db.query_one("SELECT max(seq) FROM memories")
+        return int(row[0]) if row and row[0] is not None else 0
+
     def count(self, *, include_forgotten: bool = False) -> int:
         where = "" if include_forgotten else " WHERE forgotten = 0"
         row = self.db.query_one(f"SELECT count(*) FROM memories{where}")

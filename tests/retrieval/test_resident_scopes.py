@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from itertools import cycle
 from pathlib import Path
 
+import apsw
 import pytest
 from memsidecar.v1 import injection_pb2 as inj
 from memsidecar.v1 import memory_pb2 as m
@@ -439,5 +440,33 @@ def test_a_loaded_scope_is_kept_out_of_the_full_garbage_collections(
         walked = {id(o) for o in gc.get_objects()}  # every generation but the frozen one
         assert not any(id(m) in walked for m in loaded)
         assert all(gc.is_tracked(m) for m in loaded)
+    finally:
+        live.close()
+
+
+def test_start_up_sizes_what_a_load_would_grow(stored: ServerConfig, embedder: Embedder,
+                                               corpus: Corpus) -> None:
+    """Scopes on demand: the columns indexed by seq are sized for every stored seq and the
+    vector matrix for the rows the budget holds at start, so a load grows nothing (a
+    growth copies every row inside the call whose load crosses the size)."""
+    db = apsw.Connection(str(Path(stored.data_dir) / "memsidecar.sqlite3"))
+    with db:  # one user's memories written late in a long store's life: seqs far above
+        db.execute("UPDATE memories SET seq = seq + 50000 WHERE agent_id = 'ana' "
+                   "AND user_id = 'u3'")
+    db.close()
+    live = serve(stored, embedder)
+    try:
+        retriever = engine(live)
+        top = live.server.app.memories.repos.memories.max_seq()
+        assert top > 50000
+        dense = retriever.vectors._dense  # type: ignore[attr-defined]
+        assert len(retriever.live.alive) > top and len(dense._slot_of) > top
+        assert len(dense._labels) >= sum(SCOPES.values())  # the budget holds the store
+        columns = (retriever.live.alive, retriever.live.owner, dense._slot_of, dense._matrix)
+        for viewer in VIEWERS:
+            answer(live, corpus.queries[0], viewer)
+        assert retriever.resident.stats().loads > 0
+        after = (retriever.live.alive, retriever.live.owner, dense._slot_of, dense._matrix)
+        assert all(a is b for a, b in zip(columns, after, strict=True))
     finally:
         live.close()

@@ -89,6 +89,10 @@ class AdaptiveVectorIndex:
         with self._write:
             self._dense.reserve(rows + rows // 8)
 
+    def reserve_labels(self, labels: int) -> None:
+        """Room in the label index for labels below ``labels``."""
+        self._dense.reserve_labels(labels)
+
     def add(self, labels: np.ndarray, vectors: np.ndarray) -> None:
         """Insert or replace (upsert) rows; vectors are L2-normalised float32."""
         labels = np.asarray(labels, dtype=np.int64).ravel()

@@ -165,6 +165,11 @@ class DenseVectors:
         """Record label -> slot (under the lock)."""
         self._index_room(int(labels.max()) + 1 if len(labels) else 0)[labels] = slots
 
+    def reserve_labels(self, labels: int) -> None:
+        """The label -> slot index with room for labels below ``labels``."""
+        with self._lock:
+            self._index_room(labels)
+
     def _index_room(self, need: int) -> np.ndarray:
         """The label -> slot index with room for labels below ``need`` (under the lock); it
         grows as a new array, so a reader's reference stays valid."""
