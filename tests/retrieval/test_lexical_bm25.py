@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
+from sidecar.retrieval.lexical import bm25
 from sidecar.retrieval.lexical.bm25 import MAX_CONTEXT_TERMS, BM25Index, top_k
 from sidecar.retrieval.lexical.tokenize import PLAIN, Analyzer, query_terms, tokenize
 from tests import naive
@@ -91,6 +94,71 @@ def test_background_merge_keeps_results_exact() -> None:
         del docs[start + 1]
     index.wait_for_merge()
     assert_same(index, docs, 1.5, 0.75, 0.25)
+
+
+def test_a_main_merge_is_kept_when_documents_arrive_while_it_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small batches added while the main merge builds merge among themselves, never with a
+    segment the main merge folds: its result is installed (not thrown away and run again)
+    and the scores stay exact."""
+    texts = corpus(600, seed=9)
+    index = BM25Index(min_main_merge=200, tail_fraction=8, background_merge=True)
+    building, release = threading.Event(), threading.Event()
+    fold = bm25._fold
+
+    def held_main(segments: list, vocab: int, alive: np.ndarray) -> object:
+        building.set()  # on the merge thread: hold the build until the batches are in
+        assert release.wait(30)
+        return fold(segments, vocab, alive)
+
+    monkeypatch.setattr(bm25, "_fold", held_main)
+    docs: dict[int, str] = {}
+
+    def add(start: int, n: int) -> None:
+        batch = {i + 1: texts[i] for i in range(start, start + n)}
+        index.add(list(batch), list(batch.values()))
+        docs.update(batch)
+
+    add(0, 150)
+    add(150, 190)
+    add(340, 20)  # the tail now holds over min_main_merge: a main merge of 360 starts
+    assert building.wait(30)
+    merging = index._segments[-1].hi
+    for start in range(360, 560, 10):  # small batches while it builds: the first would
+        add(start, 10)  # merge with the last segment below 360
+    release.set()
+    index.wait_for_merge()
+    assert index._segments[0].lo == 0 and index._segments[0].hi == merging
+    assert_same(index, docs, 1.5, 0.75, 0.25)
+
+
+def test_a_fold_of_the_segments_is_the_segment_a_build_gives() -> None:
+    """``_fold`` (the main merge from the segments' postings) against ``_build_from`` (from
+    the documents): the same arrays after adds in batches of every size, removals and
+    replacements, with stop words and a vocabulary grown since the first segments."""
+    rng = np.random.default_rng(12)
+    texts = corpus(700, seed=13)
+    index = BM25Index(min_main_merge=10**9, background_merge=False)  # segments kept apart
+    label = 0
+    for _ in range(40):
+        n = int(rng.integers(1, 40))
+        labels = list(range(label + 1, label + n + 1))
+        index.add(labels, [texts[int(i)] for i in rng.integers(0, 700, n)])
+        label += n
+        gone = rng.integers(1, label + 1, int(rng.integers(0, 4))).tolist()
+        index.remove(gone)
+        again = rng.integers(1, label + 1, 2).tolist()  # replaced: a new document each
+        index.add(again, [texts[int(i)] for i in rng.integers(0, 700, 2)])
+    segs = index._segments
+    assert len(segs) > 2
+    hi, vocab = segs[-1].hi, len(index._vocab)
+    want = bm25._build_from(index._doc_terms, 0, hi, vocab, index._stop[:vocab])
+    got = bm25._fold(list(segs), vocab, index._alive[:hi].astype(bool))
+    assert (got.lo, got.hi) == (want.lo, want.hi)
+    for a, b in zip(got.arrays, want.arrays, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+    assert not bm25._covers(segs[1:], hi) and bm25._covers(segs, hi)
 
 
 def test_forgotten_and_replaced_text_disappear_at_once() -> None:

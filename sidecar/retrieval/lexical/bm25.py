@@ -94,6 +94,7 @@ class BM25Index:
         self._epoch = 0  # bumped by ``compact``: document ids from before mean nothing
         self._empty()
         self._merging: threading.Thread | None = None
+        self._merging_hi = 0  # the documents below this are being folded into the main one
         self._local = threading.local()
 
     def _empty(self) -> None:
@@ -323,6 +324,8 @@ class BM25Index:
     def _merge_tail_locked(self) -> None:
         segs = list(self._segments)
         while len(segs) >= 3 and _size(segs[-2]) <= self.merge_ratio * _size(segs[-1]):
+            if segs[-2].lo < self._merging_hi < segs[-1].hi:
+                break  # one a main merge in progress folds, one after it: kept apart
             last, prev = segs.pop(), segs.pop()
             segs.append(self._build(prev.lo, last.hi))
         self._segments = tuple(segs)
@@ -339,6 +342,7 @@ class BM25Index:
             if not self.background_merge:
                 self._merge_upto(hi)
                 return
+            self._merging_hi = hi
             self._merging = threading.Thread(
                 target=self._merge_upto, args=(hi,), name="bm25-merge", daemon=True
             )
@@ -346,14 +350,20 @@ class BM25Index:
 
     def _merge_upto(self, hi: int) -> None:
         """Fold every segment below ``hi`` into one. The build runs without the lock: the doc
-        arrays it reads for [0, hi) only change by removals, which the alive flags cover."""
+        arrays it reads for [0, hi) only change by removals, which the alive flags cover.
+        When those segments cover [0, hi), from their postings (``_fold``: array operations
+        that leave the interpreter to the calls meanwhile), else from the documents."""
         with self._lock:
-            docs = self._doc_terms[:hi]
+            segs = [s for s in self._segments if s.hi <= hi]
             vocab = len(self._vocab)
-            stop = self._stop[:vocab].copy()
             epoch = self._epoch
-        merged = _build_from(docs, 0, hi, vocab, stop)
+            fold = _covers(segs, hi)
+            alive = self._alive[:hi].astype(bool)
+            docs = [] if fold else self._doc_terms[:hi]
+            stop = self._stop[:vocab].copy()
+        merged = _fold(segs, vocab, alive) if fold else _build_from(docs, 0, hi, vocab, stop)
         with self._lock:
+            self._merging_hi = 0
             if epoch != self._epoch or any(s.lo < hi < s.hi for s in self._segments):
                 return  # compacted meanwhile, or a synchronous merge() got there first
             self._segments = (merged, *(s for s in self._segments if s.lo >= hi))
@@ -638,6 +648,29 @@ def top_k(labels: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, n
 
 def _size(seg: Segment) -> int:
     return seg.hi - seg.lo
+
+
+def _covers(segments: Sequence[Segment], hi: int) -> bool:
+    """Whether ``segments`` (in order) cover the document ids [0, hi) without a gap."""
+    return bool(segments) and segments[0].lo == 0 and segments[-1].hi == hi and all(
+        a.hi == b.lo for a, b in zip(segments, segments[1:], strict=False))
+
+
+def _fold(segments: Sequence[Segment], vocab: int, alive: np.ndarray) -> Segment:
+    """The segment ``_build_from`` gives over the ids the ``segments`` cover, from their
+    postings: concatenated in document order, the removed documents' (not ``alive``)
+    dropped, ordered by term (stable: within a term, documents ascending, as a build
+    orders them). Stop words were left out when each segment was built."""
+    terms = np.concatenate([np.repeat(np.arange(len(s.term_ptr) - 1, dtype=np.int64),
+                                      np.diff(s.term_ptr)) for s in segments])
+    docs_col = np.concatenate([s.post_doc for s in segments])
+    tfs = np.concatenate([s.post_tf for s in segments])
+    keep = alive[docs_col]
+    terms, docs_col, tfs = terms[keep], docs_col[keep], tfs[keep]
+    order = np.argsort(terms, kind="stable")
+    ptr = np.zeros(vocab + 1, np.int64)
+    np.cumsum(np.bincount(terms, minlength=vocab), out=ptr[1:])
+    return Segment(segments[0].lo, segments[-1].hi, ptr, docs_col[order], tfs[order])
 
 
 def _build_from(
