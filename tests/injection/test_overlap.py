@@ -7,6 +7,7 @@ drained after every turn in both, the fusion's clock frozen (its recency boost r
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,6 +48,19 @@ def _open(config: ServerConfig, embedder: Embedder, data_dir: Path) -> App:
     return app
 
 
+def copies(config: ServerConfig, tmp_path: Path, names: tuple[str, ...],
+           open_app: Callable[[Path], App], monkeypatch: pytest.MonkeyPatch) -> list[App]:
+    """An app on a copy of ``config``'s store per name, the fusion's clock frozen (its
+    recency boost reads it), so two of them given the same turns answer alike."""
+    apps = []
+    for name in names:
+        shutil.copytree(config.data_dir, tmp_path / name)
+        apps.append(open_app(tmp_path / name))
+    monkeypatch.setattr(pooled, "now_us", lambda: FROZEN_US)
+    monkeypatch.setattr(pool, "now_us", lambda: FROZEN_US)
+    return apps
+
+
 def _seen(result: Injection) -> tuple[object, ...]:
     stats = result.stats
     return (result.block, result.skip_reason, result.turn,
@@ -64,12 +78,8 @@ def test_overlapped_turns_match_the_sequential_order(
     for text in MEMORIES.values():
         put(live, text)
     live.close()
-    apps = []
-    for name in ("sequential", "overlapped"):
-        shutil.copytree(config.data_dir, tmp_path / name)
-        apps.append(_open(config, embedder, tmp_path / name))
-    monkeypatch.setattr(pooled, "now_us", lambda: FROZEN_US)
-    monkeypatch.setattr(pool, "now_us", lambda: FROZEN_US)
+    apps = copies(config, tmp_path, ("sequential", "overlapped"),
+                  lambda here: _open(config, embedder, here), monkeypatch)
     sequential = replace(apps[0].injector, overlap=False)
     overlapped = apps[1].injector
     overlapped.beside.close()
