@@ -1,6 +1,15 @@
 """memsidecar: a gRPC sidecar that injects relevant memories into LLM agent turns."""
 
 import logging
+import os
+
+# numpy's BLAS runs one thread unless the operator says otherwise. Set before anything
+# imports numpy (this package is imported first by ``memsidecar`` and ``python -m sidecar``):
+# the hot path's products are small, and a BLAS that splits one across both cores of a
+# small host, while the model or another call holds the second, waits for it, several
+# times slower than one thread (docs/decisions/0036).
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
