@@ -10,6 +10,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from sidecar.embedding.counting import TokenCounter
 from sidecar.embedding.model_files import ModelFiles
 
 MAX_TOKENS = 256
@@ -107,9 +108,7 @@ class Embedder:
         self.max_tokens = max_tokens
         self.long_text_tokens = long_text_tokens
         self._tokenizer = load_tokenizer(str(files.tokenizer), max_tokens)
-        self._counter = Tokenizer.from_file(str(files.tokenizer))
-        self._counter.no_padding()
-        self._counter.no_truncation()
+        self._counter = TokenCounter(Tokenizer.from_file(str(files.tokenizer)))
         session = _session(str(files.onnx), threads, graph_level)
         long = (_session(str(files.onnx), long_text_threads, graph_level)
                 if long_text_threads > threads else None)
@@ -188,7 +187,7 @@ class Embedder:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens or truncation (for budgets)."""
-        return len(self._counter.encode(text, add_special_tokens=False).ids)
+        return self._counter(text)
 
     def _embed_batch(self, texts: list[str], max_tokens: int = 0) -> np.ndarray:
         ids, mask = self._encode(texts, max_tokens)
@@ -198,7 +197,10 @@ class Embedder:
         """(ids, attention mask) of ``texts``, padded to the longest; a single text is cut at
         ``max_tokens`` (0 = the model's cap)."""
         with self._lock:
-            encodings = self._tokenizer.encode_batch(texts)
+            # One text (a query): ``encode`` keeps the GIL for its few microseconds, where
+            # ``encode_batch`` lets it go and then waits for it behind whatever thread runs.
+            encodings = ([self._tokenizer.encode(texts[0])] if len(texts) == 1
+                         else self._tokenizer.encode_batch(texts))
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         cap = self._cap(max_tokens)

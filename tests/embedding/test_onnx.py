@@ -98,3 +98,19 @@ def test_embed_query_cuts_at_max_tokens(embedder: Embedder) -> None:
     assert float(embedder.embed_query(long, 128) @ embedder.embed_query(long)) < 0.9999
     np.testing.assert_allclose(embedder.embed_query(short, 128), embedder.embed_one(short),
                                atol=1e-6)
+
+
+def test_a_query_is_tokenised_as_a_batch_of_one_would_be(embedder: Embedder) -> None:
+    """The single-text path (``encode``) against the batch path it stands for, before and
+    after the cut at ``max_tokens``."""
+    texts = ["short", "What did the ＣＯＭＭＩＴＴＥＥ decide?", "émoji 🚀 ok", "memory " * 400, ""]
+    tokenizer = embedder._tokenizer
+    for text in texts:
+        (batch,) = tokenizer.encode_batch([text])
+        alone = tokenizer.encode(text)
+        assert alone.ids == batch.ids and alone.attention_mask == batch.attention_mask
+        for cap in (0, 8):
+            tokens = embedder.tokenize_query(text, cap)
+            keep = min(len(batch.ids), embedder._cap(cap))
+            assert tokens.ids[0].tolist() == batch.ids[: keep - 1] + batch.ids[-1:]
+            assert tokens.mask[0].tolist() == batch.attention_mask[:keep]
