@@ -8,6 +8,9 @@ and its focus are on by default. Conversations: other sessions (not stored) with
 ``--turns`` user/assistant exchanges, each user text cut to exactly 16 or 64 model tokens,
 driven through the README's loop (PruneHistory keeping 3 blocks -> Inject -> block, text,
 the session's next assistant reply), so follow-ups carry their context and the focus votes.
+Beside the times: the server process's CPU time (user + system, all its threads) a turn
+(its PruneHistory and Inject, and what they leave to background threads), which load on
+other cores changes little: what the calls cost, where the times say what they wait.
 
 Each Inject is timed at the client (the generated stub, no client library around it) next to
 the bare single-query embedding of the same text in this process (same model, same session
@@ -53,6 +56,7 @@ from sidecar.embedding import Embedder
 from sidecar.embedding.config import EmbeddingConfig
 from sidecar.embedding.model_files import TOKENIZER
 from sidecar.embedding.onnx import load_tokenizer
+from sidecar.store.lock import LOCK_FILENAME
 
 LENGTHS = (16, 64)
 STAGES = ("embed", "search", "pinned", "dedup", "budget", "format", "persist")
@@ -192,6 +196,9 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
             with python_path(baseline):
                 clients = {"baseline, ": stack.enter_context(
                     served(Path(tmp) / "baseline", timeout_s=10)), "this tree, ": clients[""]}
+        dirs = {"": data_dir, "baseline, ": Path(tmp) / "baseline", "this tree, ": data_dir}
+        pids = {name: server_pid(dirs[name]) for name in clients}
+        cpu_start = {name: cpu_seconds(pid) for name, pid in pids.items()}
         for tokens in lengths:
             for n, talk in enumerate(conversations(talks, tokens, turns, conversation_count)):
                 channel = f"c{tokens}-{n}"
@@ -206,9 +213,27 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
                         if t > 0:
                             timed.setdefault(f"{name}{tokens} tokens, follow-ups",
                                              []).append(rows[-1])
+        turns_sent = {name: sum(len(rows) for key, rows in timed.items()
+                                if key.startswith(name) and key.endswith("all turns"))
+                      for name in clients}
+        cpu_ms = {name.rstrip(", ") or "this tree": round(
+            (cpu_seconds(pids[name]) - cpu_start[name]) * 1000 / max(turns_sent[name], 1), 2)
+            for name in clients}
     return {"memories": len(stored), "store_build_s": round(built_s, 2), "model": model,
             "config": toml, "cpu_flags": cpu_flags(), "baseline": str(baseline or ""),
+            "server_cpu_ms_a_turn": cpu_ms,
             "rows": {name: summary(rows) for name, rows in sorted(timed.items())}}
+
+
+def server_pid(data_dir: Path) -> int:
+    """The pid of the sidecar serving ``data_dir`` (its lock file holds it)."""
+    return int((data_dir / LOCK_FILENAME).read_text().split()[0])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (every thread)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _logs(_: str, names: list[str]) -> list[str]:
@@ -233,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     assert isinstance(rows, dict)
     for name, s in rows.items():
         print(line(name, s))
+    print("server CPU a turn (PruneHistory + Inject), ms: " + ", ".join(
+        f"{k} {v}" for k, v in result["server_cpu_ms_a_turn"].items()))  # type: ignore[attr-defined]
     print(f"{result['memories']} memories (store built in {result['store_build_s']} s), "
           f"CPU {result['cpu_flags']}, load average {os.getloadavg()[0]:.1f}")
     print(f"results: {write_results('inject_vs_embedding', result)}")
