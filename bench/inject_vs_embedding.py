@@ -26,7 +26,7 @@ a second sidecar imports ``sidecar`` and ``kernels`` from it and serves a copy o
 every turn goes to both, in alternating order: a before/after in one run.
 
 Run:  .venv/bin/python -m bench.inject_vs_embedding [--memories 2000] [--conversations 60]
-      [--turns 5] [--baseline /tmp/before]
+      [--turns 5] [--max-total 10] [--baseline /tmp/before]
 """
 
 from __future__ import annotations
@@ -175,12 +175,12 @@ def line(name: str, s: dict[str, object]) -> str:
 
 def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
         conversation_count: int, turns: int, baseline: Path | None = None,
-        ) -> dict[str, object]:
+        max_total: int = 10) -> dict[str, object]:
     """Serve ``stored`` (channel = session) and time ``conversation_count`` of ``talks``
     per length (see the module's docstring). ``baseline``: a source tree whose sidecar
     serves a copy of the store too, each turn sent to both (in alternating order)."""
     model = EmbeddingConfig().model
-    toml = config_text(None, 10, {**SETTINGS, "embedding": {"model": model}})
+    toml = config_text(None, max_total, {**SETTINGS, "embedding": {"model": model}})
     _, embedder = variant(model=model)
     timed: dict[str, list[Timed]] = {}
     lme_data.CACHE.mkdir(parents=True, exist_ok=True)
@@ -220,6 +220,7 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
             (cpu_seconds(pids[name]) - cpu_start[name]) * 1000 / max(turns_sent[name], 1), 2)
             for name in clients}
     return {"memories": len(stored), "store_build_s": round(built_s, 2), "model": model,
+            "max_total": max_total,
             "config": toml, "cpu_flags": cpu_flags(), "baseline": str(baseline or ""),
             "server_cpu_ms_a_turn": cpu_ms,
             "rows": {name: summary(rows) for name, rows in sorted(timed.items())}}
@@ -249,11 +250,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, object]:
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a source tree (e.g. `git archive` of an earlier commit) whose "
                              "sidecar is timed beside this tree's, turn by turn")
+    parser.add_argument("--max-total", type=int, default=10,
+                        help="[defaults.memory_injection] max_total (the shipped default: 25)")
     args = parser.parse_args(argv)
     data = load_oracle()
     stored = pooled_turns(data, ("user",))[:args.memories]
     talks = sessions(data, {t.session_id for t in stored})
-    result = run(stored, talks, LENGTHS, args.conversations, args.turns, args.baseline)
+    result = run(stored, talks, LENGTHS, args.conversations, args.turns, args.baseline,
+                 args.max_total)
     rows = result["rows"]
     assert isinstance(rows, dict)
     for name, s in rows.items():

@@ -36,6 +36,9 @@ def test_a_tiny_run_writes_every_figure(tmp_path: Path, monkeypatch: pytest.Monk
     assert set(every["stages_ms"]) == set(bench.STAGES)
     assert every["stages_ms"]["embed"][0] > 0 and every["stages_ms"]["persist"][0] > 0
     assert 'capture = "user"' in str(out["config"])
+    cpu = out["server_cpu_ms_a_turn"]
+    assert isinstance(cpu, dict) and set(cpu) == {"baseline", "this tree"}
+    assert all(ms > 0 for ms in cpu.values())  # each server's own process, read from /proc
 
 
 def test_conversations_cut_each_text_and_skip_short_ones() -> None:
