@@ -18,7 +18,7 @@ QUIET = >>$(INSTALL_LOG) 2>&1 || { tail -n 40 $(INSTALL_LOG); \
 	echo "make install failed; the whole output: $(INSTALL_LOG)"; exit 1; }
 .SILENT: $(STAMP)
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml clients/python/setup.py Makefile \
+$(STAMP): pyproject.toml setup.py clients/python/pyproject.toml clients/python/setup.py Makefile \
 		proto/generate.py $(PROTOS) sidecar/embedding/quantize.py sidecar/embedding/model_files.py
 	mkdir -p $(VENV) && : > $(INSTALL_LOG)
 	echo "make install: a Python environment in $(VENV)/ (steps logged to $(INSTALL_LOG))"
