@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 from memsidecar.v1 import store_pb2 as s
 
-from bench import fleet_serve, fleet_store
+from bench import fleet_pair, fleet_serve, fleet_store
 from bench.fleet_content import Fleet, Pool, generate, load_pool
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding import Embedder
@@ -277,3 +278,33 @@ def test_the_bench_asks_each_user_about_the_stories_of_its_memories(
                  for t in pool.sentences[pool.starts[s]:pool.starts[s + 1]]}
         own = [m.content for m in memories if m.user_id == user.user]
         assert all(any(c.startswith(t) for t in texts) for c in own)  # its stories' text
+
+
+def test_the_pair_bench_asks_both_stores_the_same_texts(
+        store: Path, cache: Path, coqa: Path, tmp_path: Path) -> None:
+    large, small = tmp_path / "large", tmp_path / "small"
+    shutil.copytree(store, large)
+    shutil.copytree(store, small)
+    report = fleet_pair.run(fleet_pair.parser().parse_args([
+        "--large", str(large), "--small", str(small), "--active", "4", "--turns", "2",
+        "--data", str(coqa), "--cache", str(cache)]))
+    assert re.search(r"\| large \| 8 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| \d+ \|", report)
+    assert re.search(r"\| small \| 8 \| [\d.]+ \|", report)
+    assert re.search(r"warm p50, large / small: [\d.]+; paired \(median over calls of large "
+                     r"/ small\): [\d.]+", report)
+
+
+def test_a_pair_is_one_agent_s_users_nearest_in_size(pool: Pool) -> None:
+    users = fleet_serve.conversations(FLEET, pool, FLEET.users, seed=1)
+    large = users[::3]
+    matched = fleet_pair.pairs(large, users)
+    assert [a for a, _ in matched] == large
+    taken: set[str] = set()
+    for big, little in matched:
+        assert little.agent == big.agent and little.questions == big.questions
+        left = [u for u in users if u.agent == big.agent and u.user not in taken]
+        assert little.user in {u.user for u in left}
+        assert abs(little.memories - big.memories) == min(abs(u.memories - big.memories)
+                                                          for u in left)
+        if len(left) > 1:
+            taken.add(little.user)
