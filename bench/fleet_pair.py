@@ -9,8 +9,9 @@ two calls embed the same text and differ in the store they search. A first round
 scope (cold, not compared); then ``--turns`` warm rounds, each pair's two calls back to back
 in alternating order, so the machine's load falls on both alike. Prints p50/p99 of each
 store's warm calls at the client and at the server (elapsed, search stage), the ratio of
-the p50s, and the paired ratio (median over pairs of large / small). ``--root`` serves
-another checkout for both.
+the p50s, the paired ratio (median over pairs of large / small) and each server's CPU time
+a warm call (user + system of all its threads, from /proc: what other processes' load
+changes least). ``--root`` serves another checkout for both.
 
 Run:  .venv/bin/python -m bench.fleet_pair --large DIR --small DIR [--active 60]
       [--turns 4] [--seed 1] [--page-cache fill] [--root DIR]
@@ -39,6 +40,7 @@ from bench.fleet_serve import (
     set_page_cache,
 )
 from bench.fleet_store import CACHE, COQA, open_target, pool_for, recorded_fleet
+from bench.inject_vs_embedding import cpu_seconds
 from bench.results import ROOT, write_results
 from sidecar.api.server_config import ServerConfig
 from sidecar.embedding.config import EmbeddingConfig
@@ -89,6 +91,7 @@ def run(args: argparse.Namespace) -> str:
         for big, little in matched:  # every scope loaded: the cold round, not compared
             inject_once(sidecars["large"], big, 0)
             inject_once(sidecars["small"], little, 0)
+        cpu_start = {name: cpu_seconds(s.proc.pid) for name, s in sidecars.items()}
         for turn in range(1, args.turns + 1):
             for i, pair in enumerate(matched):
                 order = (0, 1) if (i + turn) % 2 else (1, 0)
@@ -99,9 +102,12 @@ def run(args: argparse.Namespace) -> str:
                     warm[name].append(ms[side])
                 paired.append(ms[0] / ms[1])
         rss = {name: s.rss_mb() for name, s in sidecars.items()}
+        cpu = {name: (cpu_seconds(s.proc.pid) - cpu_start[name]) * 1000 / len(warm[name])
+               for name, s in sidecars.items()}
     rows = [f"| {name} | {len(warm[name])} | {pct(warm[name], 50)} | {pct(warm[name], 99)} | "
             f"{pct([r[0] for r in stages[name]], 50)} | "
-            f"{pct([r[STAGE_SEARCH] for r in stages[name]], 50)} | {rss[name]:.0f} |"
+            f"{pct([r[STAGE_SEARCH] for r in stages[name]], 50)} | {cpu[name]:.2f} | "
+            f"{rss[name]:.0f} |"
             for name in ("large", "small")]
     sizes = [(a.memories, b.memories) for a, b in matched]
     return "\n".join([
@@ -111,10 +117,11 @@ def run(args: argparse.Namespace) -> str:
         f"{len(matched)} pairs (scope sizes, median: large "
         f"{np.median([s[0] for s in sizes]):.0f}, small {np.median([s[1] for s in sizes]):.0f}),"
         f" {args.turns} warm turns each, seed {args.seed}", "",
-        "| store | warm calls | p50 ms | p99 ms | server p50 ms | search stage p50 ms | RSS MB |",
-        "|---|---|---|---|---|---|---|", *rows, "",
+        "| store | warm calls | p50 ms | p99 ms | server p50 ms | search stage p50 ms | "
+        "server CPU ms a call | RSS MB |", "|---|---|---|---|---|---|---|---|", *rows, "",
         f"warm p50, large / small: {np.median(warm['large']) / np.median(warm['small']):.3f}; "
-        f"paired (median over calls of large / small): {np.median(paired):.3f}"])
+        f"paired (median over calls of large / small): {np.median(paired):.3f}; "
+        f"server CPU a call, large / small: {cpu['large'] / cpu['small']:.3f}"])
 
 
 STAGE_SEARCH = 3  # inject_once's row: elapsed, embed, pinned, search, ...
