@@ -1,6 +1,18 @@
 from __future__ import annotations
 
-from sidecar.retrieval.lexical.tokenize import STOP_WORDS, Analyzer, query_terms, tokenize
+import threading
+
+import pytest
+
+from sidecar.retrieval.lexical import tokenize as tokenize_module
+from sidecar.retrieval.lexical.tokenize import (
+    STOP_WORDS,
+    Analyzer,
+    query_terms,
+    stemmed_terms,
+    tokenize,
+)
+from tests.retrieval.sentences import docstring_sentences
 
 
 def test_lowercase_unicode_and_punctuation() -> None:
@@ -37,3 +49,33 @@ def test_stemming_is_shared_by_documents_and_queries() -> None:
         assert stem.query_terms(word) == stem.terms(word) == ["flight"]
     assert all(stem.terms(w) == [w] for w in STOP_WORDS)  # stop words are never stemmed
     assert stem.name != Analyzer().name
+
+
+def test_remembered_terms_are_the_stemmers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Terms read from the memo of words seen against stemming each text afresh, on prose,
+    while the memo fills, is dropped when full (a small cap here) and is dropped by another
+    thread between the reads."""
+    monkeypatch.setattr(tokenize_module, "MAX_TERMS", 300)
+    monkeypatch.setattr(tokenize_module, "_TERMS", {})
+    stem = Analyzer(stemming=True)
+    texts = docstring_sentences(["json", "os", "re", "typing", "email"])
+    assert len(texts) > 200
+    for text in texts * 2:
+        expected = stemmed_terms(tokenize(text))
+        assert stem.terms(text) == expected, text
+        assert stem.query_terms(text) == stemmed_terms(query_terms(text)), text
+        assert len(tokenize_module._TERMS) <= 300
+    stop = threading.Event()
+
+    def drop() -> None:
+        while not stop.is_set():
+            tokenize_module._TERMS.clear()
+
+    dropper = threading.Thread(target=drop)
+    dropper.start()
+    try:
+        for text in texts:
+            assert stem.terms(text) == stemmed_terms(tokenize(text)), text
+    finally:
+        stop.set()
+        dropper.join()

@@ -78,8 +78,29 @@ class Analyzer:
     def _stem(self, tokens: list[str]) -> list[str]:
         if not self.stemming:
             return tokens
-        return [t if t in STOP_WORDS or s in STOP_WORDS else s
-                for t, s in zip(tokens, stem_words(tokens), strict=True)]
+        terms = [_TERMS.get(t) for t in tokens]
+        if None not in terms:
+            return terms  # type: ignore[return-value]
+        new = list(dict.fromkeys(t for t, term in zip(tokens, terms, strict=True)
+                                 if term is None))
+        found = dict(zip(new, stemmed_terms(new), strict=True))
+        if len(_TERMS) + len(new) > MAX_TERMS:
+            _TERMS.clear()
+        _TERMS.update(found)
+        return [found[t] if term is None else term
+                for t, term in zip(tokens, terms, strict=True)]
+
+
+def stemmed_terms(tokens: list[str]) -> list[str]:
+    """Rule 4 for each token (the reference ``Analyzer(stemming=True)`` remembers)."""
+    return [t if t in STOP_WORDS or s in STOP_WORDS else s
+            for t, s in zip(tokens, stem_words(tokens), strict=True)]
+
+
+# Rule 4's term of each word seen, shared by every thread (a word's term depends on the word
+# alone): a document's terms are then a dictionary read per token. Dropped when full.
+MAX_TERMS = 200_000
+_TERMS: dict[str, str] = {}
 
 
 PLAIN = Analyzer()
