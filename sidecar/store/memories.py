@@ -49,6 +49,13 @@ def embedding_to_blob(vector: np.ndarray) -> bytes:
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
+def scope_filter(user_id: str) -> str:
+    """The condition on ``user_id`` of a scope's rows, its value bound once: through the
+    partial index memories_user or memories_own (the literal conditions let SQLite use them;
+    left to itself it walks the agent's every row instead)."""
+    return "user_id = ? AND user_id != ''" if user_id else "user_id = ? AND user_id = ''"
+
+
 def blob_to_embedding(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
@@ -223,16 +230,13 @@ class MemoryRepo:
                    batch: int = 4096) -> Iterable[tuple[list[Memory], np.ndarray]]:
         """The live memories of one scope (agent_id and user_id exactly; '' '' = the shared
         ones) with their embeddings, in seq order, in batches."""
-        # Through the partial index memories_user or memories_own (the literal conditions
-        # let SQLite use them; left to itself it walks the agent's every row instead).
-        which = "user_id = ? AND user_id != ''" if user_id else "user_id = ? AND user_id = ''"
         index = "memories_user" if user_id else "memories_own"
         hint = f" INDEXED BY {index}" if self.db.dialect == "sqlite" else ""
         last = 0
         while True:
             rows = self.db.read_apart(
-                f"SELECT {COLUMNS}, embedding FROM memories{hint} WHERE agent_id = ? AND {which} "
-                "AND forgotten = 0 AND seq > ? ORDER BY seq LIMIT ?",
+                f"SELECT {COLUMNS}, embedding FROM memories{hint} WHERE agent_id = ? AND "
+                f"{scope_filter(user_id)} AND forgotten = 0 AND seq > ? ORDER BY seq LIMIT ?",
                 (agent_id, user_id, last, batch))
             if not rows:
                 return

@@ -1,7 +1,8 @@
 """A cold scope read from the store into the indexes, and an evicted one taken out.
 
 ``read`` is the load's first step, holding no lock (``ResidentScopes`` calls it): the
-scope's live rows with their embeddings, the edges from them and their BM25 terms. It
+scope's live rows with their embeddings, the edges from them (``sidecar.store.scope_rows``:
+on PostgreSQL one round trip per 4,096 memories) and their BM25 terms. It
 returns the second step, which puts them into the indexes (called under the read side).
 
 The edges read are those *from* the scope's memories: the graph keeps every edge it was
@@ -24,6 +25,7 @@ from sidecar.records import Edge, Memory
 from sidecar.retrieval.resident.keys import ScopeKey
 from sidecar.store.edges import EdgeRepo
 from sidecar.store.memories import MemoryRepo
+from sidecar.store.scope_rows import scope_rows
 
 UNAVAILABLE = (
     "this call needs memories this sidecar does not hold in memory (a scope not used since "
@@ -60,8 +62,7 @@ class ScopeLoader:
         the indexes (``ResidentScopes`` calls both once)."""
         assert self._memories is not None and self._edges is not None
         try:
-            batches = list(self._memories.iter_scope(*key))
-            edges = self._edges.committed_from([m.id for b, _ in batches for m in b])
+            batches, edges = scope_rows(self._memories, self._edges, *key)
         except Unavailable as away:
             raise Unavailable(UNAVAILABLE) from away
         analyse = self.indexes.terms

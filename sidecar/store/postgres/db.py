@@ -194,11 +194,14 @@ class PgDatabase:
 
     def read_apart(self, sql: str, params: Params = ()) -> list[Row]:
         """A read on a pooled connection of its own, outside this thread's transaction or
-        batch: it sees what is committed and never waits for this thread's writes."""
+        batch: it sees what is committed and never waits for this thread's writes. Its rows
+        come in the binary format (a scope's embeddings as they are stored, not as hex
+        text; the same Python values)."""
         self._check_open()
         self._reachable()
         with self._errors(), self._pool.connection() as conn:
-            cur = conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
+            cur = (conn.execute(_pg(sql), params, binary=True) if params
+                   else conn.execute(sql.encode()))
             return cur.fetchall() if cur.description is not None else []
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:

@@ -108,16 +108,20 @@ class ChangeFeed:
         """Hand on every change committed since the last read, each once; the number handed
         on."""
         with self.follower.paused(), self._lock:
-            if self._missed(self._pruned_xid()):
-                self._reload()
-            # One statement, one snapshot: its first row is the snapshot, then the rows of the
-            # transactions the last read did not see (then running, or started since).
-            rows = self.db.execute(
-                "SELECT 0, 0, 0, pg_current_snapshot()::text, NULL, NULL, NULL, NULL UNION ALL "
-                "SELECT 1, xid, seq, origin, memory_id, source_id, target_id, relation "
-                "FROM changes "
-                "WHERE xid >= ? OR xid = ANY(?) ORDER BY 1, 2, 3",
-                (self.seen.xmax, list(self.seen.running)))
+            while True:
+                # One statement, one snapshot, one round trip: its first row is the snapshot
+                # and the newest transaction of a row retention deleted, then the rows of the
+                # transactions the last read did not see (then running, or started since).
+                rows = self.db.execute(
+                    "SELECT 0, 0, 0, pg_current_snapshot()::text, (SELECT value FROM meta "
+                    "WHERE key = ?), NULL, NULL, NULL UNION ALL "
+                    "SELECT 1, xid, seq, origin, memory_id, source_id, target_id, relation "
+                    "FROM changes "
+                    "WHERE xid >= ? OR xid = ANY(?) ORDER BY 1, 2, 3",
+                    (PRUNED_KEY, self.seen.xmax, list(self.seen.running)))
+                if not self._missed(-1 if rows[0][4] is None else int(rows[0][4])):
+                    break
+                self._reload()  # then read again from the reload's snapshot
             now = Snapshot.parse(str(rows[0][3]))
             changes = [_change(r) for r in rows[1:] if r[3] != self.db.origin]
             for at in range(0, len(changes), BATCH):
@@ -165,11 +169,6 @@ class ChangeFeed:
         ``pruned``, and each had finished before every transaction then running, so once
         a read sees past them this never holds again)."""
         return pruned >= self.seen.xmax or any(x <= pruned for x in self.seen.running)
-
-    def _pruned_xid(self) -> int:
-        """The newest transaction a row deleted by retention belonged to (-1: none)."""
-        row = self.db.query_one("SELECT value FROM meta WHERE key = ?", (PRUNED_KEY,))
-        return -1 if row is None else int(row[0])
 
     def _run(self) -> None:
         conn: psycopg.Connection[Any] | None = None
