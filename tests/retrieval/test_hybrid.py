@@ -206,6 +206,10 @@ class CountingTokenizer:
         self.calls.append(list(texts))
         return self.inner.encode_batch(texts)
 
+    def encode(self, text: str) -> Any:
+        self.calls.append([text])
+        return self.inner.encode(text)
+
     def restore(self) -> None:
         self.embedder._tokenizer = self.inner
 
