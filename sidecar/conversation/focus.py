@@ -79,10 +79,14 @@ KinSearch = Callable[[Sequence[Memory], np.ndarray, Retriever, Viewer], list[Mem
 
 @dataclass(frozen=True, slots=True)
 class Focused:
-    """A turn's focus: the memories it was taken around and the candidates it puts first."""
+    """A turn's focus: the memories it was taken around and its offers (``candidates``, best
+    first), of which the first ``leading`` (those scoring at least
+    ``query_context_focus_lead``) come before the turn's own hits beyond the guaranteed ones
+    and the others after them."""
 
     anchors: tuple[str, ...] = ()
     candidates: tuple[Candidate, ...] = ()
+    leading: int = 0
 
 
 NONE = Focused()
@@ -294,11 +298,13 @@ def focus(config: MemoryInjectionConfig, taken: Around, steered: Steered, in_vie
     order = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if passes[i]]
     ranks = {c.memory.id: c.ranks for c in steered.hits}
     now = retriever.live_memories([ids[i] for i in order], viewer)
-    return Focused(taken.anchors, tuple(
+    offers = tuple(
         Candidate(memory=memory, section=Section.CONTEXTUAL, score=float(scores[i]),
                   cosine=cosine_of(cosines[i]), embedding=vectors[i],
                   ranks=ranks.get(memory.id, ()))
-        for i, memory in zip(order, now, strict=True) if memory is not None))
+        for i, memory in zip(order, now, strict=True) if memory is not None)
+    return Focused(taken.anchors, offers,
+                   sum(c.score >= config.query_context_focus_lead for c in offers))
 
 
 def far_from(taken: Around, hit: Candidate, cohesion_min: float) -> bool:
