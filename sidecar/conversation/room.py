@@ -11,8 +11,9 @@ A turn is first searched by its own text, as Search would (the pipeline's pool).
   same embedding, no second model call), and the focus offers what was written next to what
   the conversation drew on. ``merged`` puts the turn's guaranteed own hits first, then the
   focus's strong offers, its further own hits, the focus's weaker offers and the steered
-  search's: the context adds and reorders within ``max_total`` and ``max_tokens``, and never
-  displaces what the turn's own text would inject first.
+  search's hits (with a focus, those reading like it): the context adds and reorders
+  within ``max_total`` and ``max_tokens``, and never displaces what the turn's own text
+  would inject first.
 
 A turn's context is its own speaker's recent turns (and the replies to them) when the
 request names the speaker, else every recent turn.
@@ -209,11 +210,13 @@ def merged(own: ContextualPool, focused: Focused, steered: ContextualPool | None
            kept: int = 0) -> list[Candidate]:
     """The turn's contextual candidates in priority order: its own search's first ``kept``
     hits (0: all), then the focus's leading offers, then its further own hits, then the
-    focus's other offers, then the steered search's hits, captured turns of both searches
-    last (evidence of what was said, not answers); each memory once (its first place)."""
+    focus's other offers, then the steered search's hits (``akin``: with a focus, those
+    reading like it), captured turns of both searches last (evidence of what was said, not
+    answers); each memory once (its first place)."""
     out: list[Candidate] = []
     seen: set[str] = set()
-    later = (steered.answers, steered.captured) if steered is not None else ((), ())
+    later = ((akin(steered.answers, focused), steered.captured) if steered is not None
+             else ((), ()))
     first = guaranteed(own.answers, kept)
     rest = own.answers[len(first):]
     leading = focused.candidates[:focused.leading]
@@ -223,6 +226,14 @@ def merged(own: ContextualPool, focused: Focused, steered: ContextualPool | None
             seen.add(c.memory.id)
             out.append(c)
     return out
+
+
+def akin(answers: Sequence[Candidate], focused: Focused) -> Sequence[Candidate]:
+    """The steered search's ``answers`` a focused block takes: those reading like the focus
+    (``Focused.akin``); all of them when the turn has no focus."""
+    if focused.akin is None:
+        return answers
+    return [c for c in answers if c.memory.id in focused.akin]
 
 
 def guaranteed(answers: Sequence[Candidate], kept: int) -> Sequence[Candidate]:

@@ -95,8 +95,8 @@ class MemoryInjectionConfig:
     query_context_focus_cohesion: float = field(default=0.2, metadata=unit(
         "Cosine to an anchor (other than itself) from which a neighbour reads like the "
         "conversation's memories: a terse follow-up takes it from 0.6 x "
-        "contextual_min_score; a turn's own best hit under it for every anchor is far from "
-        "the focus."))
+        "contextual_min_score; a focused block takes the steered search's hits from it; a "
+        "turn's own best hit under it for every anchor is far from the focus."))
     query_context_new_subject: float = field(default=0.7, metadata=unit(
         "Cosine from which a turn's own best hit, far from the conversation's focus, makes "
         "the turn a new subject: it is searched alone, neither steered nor focused; 1 = "
