@@ -79,10 +79,17 @@ KinSearch = Callable[[Sequence[Memory], np.ndarray, Retriever, Viewer], list[Mem
 
 @dataclass(frozen=True, slots=True)
 class Focused:
-    """A turn's focus: the memories it was taken around and the candidates it puts first."""
+    """A turn's focus: the memories it was taken around and its offers (``candidates``, best
+    first), of which the first ``leading`` (those scoring at least
+    ``query_context_focus_lead``) come before the turn's own hits beyond the guaranteed ones
+    and the others after them; ``akin``: the steered search's hits that read like an anchor
+    (cosine at least ``query_context_focus_cohesion``), the only ones of them the block
+    takes (None: no focus, all of them)."""
 
     anchors: tuple[str, ...] = ()
     candidates: tuple[Candidate, ...] = ()
+    leading: int = 0
+    akin: frozenset[str] | None = None
 
 
 NONE = Focused()
@@ -294,11 +301,15 @@ def focus(config: MemoryInjectionConfig, taken: Around, steered: Steered, in_vie
     order = [i for i in np.argsort(-scores, kind="stable")[:limit].tolist() if passes[i]]
     ranks = {c.memory.id: c.ranks for c in steered.hits}
     now = retriever.live_memories([ids[i] for i in order], viewer)
-    return Focused(taken.anchors, tuple(
+    offers = tuple(
         Candidate(memory=memory, section=Section.CONTEXTUAL, score=float(scores[i]),
                   cosine=cosine_of(cosines[i]), embedding=vectors[i],
                   ranks=ranks.get(memory.id, ()))
-        for i, memory in zip(order, now, strict=True) if memory is not None))
+        for i, memory in zip(order, now, strict=True) if memory is not None)
+    return Focused(taken.anchors, offers,
+                   sum(c.score >= config.query_context_focus_lead for c in offers),
+                   frozenset(c.memory.id for c in steered.hits
+                             if reads_like(taken, c, config.query_context_focus_cohesion)))
 
 
 def far_from(taken: Around, hit: Candidate, cohesion_min: float) -> bool:
@@ -306,10 +317,13 @@ def far_from(taken: Around, hit: Candidate, cohesion_min: float) -> bool:
     its anchors (cosine to each under ``cohesion_min``); anywhere when there is no focus."""
     if not taken.anchors:
         return True
-    if hit.memory.id in taken.ids:
-        return False
+    return hit.memory.id not in taken.ids and not reads_like(taken, hit, cohesion_min)
+
+
+def reads_like(taken: Around, hit: Candidate, cohesion_min: float) -> bool:
+    """``hit`` has a cosine of at least ``cohesion_min`` to one of the focus's anchors."""
     cosines = taken.anchor_rows @ hit.embedding.astype(taken.anchor_rows.dtype, copy=False)
-    return bool((cosines < cohesion_min).all())
+    return bool((cosines >= cohesion_min).any())
 
 
 def cohesion(ids: Sequence[str], vectors: np.ndarray, anchor_ids: Sequence[str],

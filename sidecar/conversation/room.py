@@ -4,13 +4,16 @@ A turn is first searched by its own text, as Search would (the pipeline's pool).
 
 - a content-free turn ("ok thanks", "lol", an emoji: ``chatter``) gets nothing: ``Plan.quiet``;
 - a turn that says enough to stand alone (``query_context.gate`` 0), a channel's first turn,
-  and a turn whose own best hit is confident (cosine at least ``query_context_new_subject``)
-  and far from the conversation's focus (a new subject) keep their own search alone;
+  and a turn whose own best hit is as close as a restatement (cosine at least
+  ``query_context_new_subject``) and far from the conversation's focus (a new subject) keep
+  their own search alone;
 - any other turn is a follow-up: the pipeline searches again steered by its context (the
   same embedding, no second model call), and the focus offers what was written next to what
-  the conversation drew on. ``merged`` puts the turn's own hits first, then the focus's
-  offers, then the steered search's: the context adds and reorders within ``max_total`` and
-  ``max_tokens``, and never displaces what the turn's own text would inject.
+  the conversation drew on. ``merged`` puts the turn's guaranteed own hits first, then the
+  focus's strong offers, its further own hits, the focus's weaker offers and the steered
+  search's hits (with a focus, those reading like it): the context adds and reorders
+  within ``max_total`` and ``max_tokens``, and never displaces what the turn's own text
+  would inject first.
 
 A turn's context is its own speaker's recent turns (and the replies to them) when the
 request names the speaker, else every recent turn.
@@ -206,19 +209,31 @@ class Conversation:
 def merged(own: ContextualPool, focused: Focused, steered: ContextualPool | None,
            kept: int = 0) -> list[Candidate]:
     """The turn's contextual candidates in priority order: its own search's first ``kept``
-    hits (0: all), then the focus's offers, then its further own hits, then the steered
-    search's hits, captured turns of both searches last (evidence of what was said, not
+    hits (0: all), then the focus's leading offers, then its further own hits, then the
+    focus's other offers, then the steered search's hits (``akin``: with a focus, those
+    reading like it), captured turns of both searches last (evidence of what was said, not
     answers); each memory once (its first place)."""
     out: list[Candidate] = []
     seen: set[str] = set()
-    later = (steered.answers, steered.captured) if steered is not None else ((), ())
+    later = ((akin(steered.answers, focused), steered.captured) if steered is not None
+             else ((), ()))
     first = guaranteed(own.answers, kept)
     rest = own.answers[len(first):]
-    for c in (*first, *focused.candidates, *rest, *later[0], *own.captured, *later[1]):
+    leading = focused.candidates[:focused.leading]
+    trailing = focused.candidates[focused.leading:]
+    for c in (*first, *leading, *rest, *trailing, *later[0], *own.captured, *later[1]):
         if c.memory.id not in seen:
             seen.add(c.memory.id)
             out.append(c)
     return out
+
+
+def akin(answers: Sequence[Candidate], focused: Focused) -> Sequence[Candidate]:
+    """The steered search's ``answers`` a focused block takes: those reading like the focus
+    (``Focused.akin``); all of them when the turn has no focus."""
+    if focused.akin is None:
+        return answers
+    return [c for c in answers if c.memory.id in focused.akin]
 
 
 def guaranteed(answers: Sequence[Candidate], kept: int) -> Sequence[Candidate]:

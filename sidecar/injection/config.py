@@ -87,25 +87,29 @@ class MemoryInjectionConfig:
         "Memories written next to what the conversation drew on that a follow-up leaning on "
         "its context may add to its block, within max_total and max_tokens, after what its "
         "own text finds (never instead of it); 0 = off.", ge=0, le=20))
-    # The next three measured on CoQA and LongMemEval conversations
-    # (docs/decisions/0018-focus-from-the-whole-store.md, 0020-context-adds-never-takes.md).
+    # The next five measured on CoQA and LongMemEval conversations (docs/decisions/0018,
+    # 0020 and 0034).
     query_context_focus_radius: int = field(default=12, metadata=knob(
         "Places on each side of a focus anchor, in its writer's own sequence of writes "
         "(agent, end user, source, channel), whose memories the focus may offer.", ge=1, le=200))
     query_context_focus_cohesion: float = field(default=0.2, metadata=unit(
         "Cosine to an anchor (other than itself) from which a neighbour reads like the "
         "conversation's memories: a terse follow-up takes it from 0.6 x "
-        "contextual_min_score; a turn's own best hit under it for every anchor is far from "
-        "the focus."))
-    query_context_new_subject: float = field(default=0.5, metadata=unit(
+        "contextual_min_score; a focused block takes the steered search's hits from it; a "
+        "turn's own best hit under it for every anchor is far from the focus."))
+    query_context_new_subject: float = field(default=0.7, metadata=unit(
         "Cosine from which a turn's own best hit, far from the conversation's focus, makes "
         "the turn a new subject: it is searched alone, neither steered nor focused; 1 = "
         "never."))
+    query_context_focus_lead: float = field(default=0.32, metadata=unit(
+        "Score (cosine to the steered query plus the BM25 share) from which an offer of "
+        "the focus comes before a follow-up's own hits beyond query_context_own_hits; "
+        "weaker offers come after them; 0 = every offer before them."))
     query_context_own_hits: int = field(default=3, metadata=knob(
         "How many of a follow-up's own hits (what its text alone would inject, in its "
         "search's ranking) come before everything the context and the focus add, so that "
-        "they are never displaced; its further own hits come after the focus's offers; 0 = "
-        "every own hit first.", ge=0, le=100))
+        "they are never displaced; its further own hits come after the focus's offers that "
+        "reach query_context_focus_lead; 0 = every own hit first.", ge=0, le=100))
     query_context_decay: float = field(default=0.5, metadata=unit(
         "Each earlier turn counts this x the turn after it (1 = all alike)."))
     item_age_date_days: int = field(default=90, metadata=knob(
