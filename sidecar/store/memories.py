@@ -60,6 +60,11 @@ def blob_to_embedding(blob: bytes) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32)
 
 
+def embeddings_of(rows: Sequence[Row]) -> np.ndarray:
+    """The embeddings of rows whose last column is one, as one (n, dim) float32 array."""
+    return np.frombuffer(b"".join(row[-1] for row in rows), np.float32).reshape(len(rows), -1)
+
+
 INSERT = (
     "INSERT INTO memories (id, content, type, importance, created_at, updated_at, "
     "last_accessed_at, access_count, source, channel_id, agent_id, forgotten, version, "
@@ -242,8 +247,7 @@ class MemoryRepo:
                 return
             memories = [row_to_memory(row) for row in rows]
             last = memories[-1].seq
-            yield memories, np.frombuffer(b"".join(row[-1] for row in rows),
-                                          np.float32).reshape(len(rows), -1)
+            yield memories, embeddings_of(rows)
             if len(rows) < batch:  # the last batch: no read that finds nothing
                 return
 

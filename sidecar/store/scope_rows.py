@@ -9,15 +9,18 @@ from the page's memories as they were committed when the page was read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from sidecar.records import Edge, Memory
 from sidecar.store import edges as edge_rows
-from sidecar.store.contract import Row
 from sidecar.store.edges import EdgeRepo, row_to_edge
-from sidecar.store.memories import COLUMNS, MemoryRepo, row_to_memory, scope_filter
+from sidecar.store.memories import (
+    COLUMNS,
+    MemoryRepo,
+    embeddings_of,
+    row_to_memory,
+    scope_filter,
+)
 
 PAGE = 4096  # memories per read
 Pages = list[tuple[list[Memory], np.ndarray]]  # (memories, their embeddings (n, dim))
@@ -56,7 +59,7 @@ def scope_rows_joined(memories: MemoryRepo, agent_id: str, user_id: str,
         found_edges += [row_to_edge(row[_MEMORY_WIDTH + 1:]) for row in rows if row[0] == 1]
         if not found:
             return pages, found_edges
-        pages.append(([row_to_memory(row) for row in found], _embeddings(found)))
+        pages.append(([row_to_memory(row) for row in found], embeddings_of(found)))
         last = found[-1][0]
         if len(found) < page:  # the last page: no read that finds nothing
             return pages, found_edges
@@ -75,6 +78,3 @@ def _joined(user_id: str) -> str:
         f"SELECT 0, page.*, {edge_nulls} FROM page UNION ALL "
         f"SELECT 1, {nulls}, {from_edge} FROM edges e JOIN page ON e.source_id = page.id")
 
-
-def _embeddings(rows: Sequence[Row]) -> np.ndarray:
-    return np.frombuffer(b"".join(row[-1] for row in rows), np.float32).reshape(len(rows), -1)
