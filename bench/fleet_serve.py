@@ -12,7 +12,8 @@ Over a store made by ``bench.fleet_store`` (its spec is read from the store):
    p50/p99 of each at the client, the process's RSS after them, and the server's metrics on
    resident scopes, their loads and evictions where it exposes them (names holding
    ``resident``, ``evict`` or ``scope``; else "n/a"). The cold calls of scopes of 50 to 150
-   memories are reported apart, and the share of the store file in the OS page cache
+   memories are reported apart (and again those whose agent's own scope an earlier call
+   loaded: only the user's scope is cold), and the share of the store file in the OS page cache
    (SQLite: a cold scope's rows come from the disk or from there; ``--page-cache`` drops
    or fills it first). ``--beside N``: a second client keeps N more users' scopes busy while
    the first Injects load theirs (their p50/p99: what loads cost the calls of held scopes).
@@ -208,7 +209,8 @@ class Talk:
     """Client-side ms of each Inject: a user's first (with its scope's size) and later ones,
     and the calls of the users kept warm beside the first ones (``--beside``)."""
 
-    cold: list[tuple[int, float]] = field(default_factory=list)  # (memories, ms)
+    # (memories, the agent's own scope used by an earlier call, ms)
+    cold: list[tuple[int, bool, float]] = field(default_factory=list)
     warm: list[float] = field(default_factory=list)
     beside: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # the second client's failed calls
@@ -261,9 +263,12 @@ def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) ->
     second = threading.Thread(target=keep_warm, daemon=True)
     if beside:
         second.start()
+    agents = {user.agent for user in beside}  # whose own scope an earlier call loaded
     try:
         for user in users:
-            out.cold.append((user.memories, inject_once(sidecar, user, 0, out.cold_stages)))
+            ms = inject_once(sidecar, user, 0, out.cold_stages)
+            out.cold.append((user.memories, user.agent in agents, ms))
+            agents.add(user.agent)
     finally:
         done.set()
         if beside:
@@ -404,8 +409,9 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
 def serve_users(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) -> str:
     before = sidecar.metrics()
     talked = talk(sidecar, users, turns, beside)
-    cold = [ms for _, ms in talked.cold]
-    near = [ms for size, ms in talked.cold if NEAR[0] <= size <= NEAR[1]]
+    cold = [ms for _, _, ms in talked.cold]
+    near = [ms for size, _, ms in talked.cold if NEAR[0] <= size <= NEAR[1]]
+    alone = [ms for size, held, ms in talked.cold if held and NEAR[0] <= size <= NEAR[1]]
     after = sidecar.metrics()
     scopes = ", ".join(f"{k} {before.get(k, 0):g} -> {v:g}"
                        for k, v in scope_metrics(after).items())
@@ -420,6 +426,8 @@ def serve_users(sidecar: Sidecar, users: list[User], turns: int, beside: list[Us
         f"| cold (a user's first) | {len(cold)} | {pct(cold, 50)} | {pct(cold, 99)} |",
         f"| cold, scopes of {NEAR[0]}-{NEAR[1]} memories | {len(near)} | {pct(near, 50)} | "
         f"{pct(near, 99)} |",
+        f"| cold, scopes of {NEAR[0]}-{NEAR[1]} memories, the agent's own scope held | "
+        f"{len(alone)} | {pct(alone, 50)} | {pct(alone, 99)} |",
         f"| warm (later) | {len(talked.warm)} | {pct(talked.warm, 50)} | "
         f"{pct(talked.warm, 99)} |",
         f"| warm, {len(beside)} users beside the cold ones (a second client) | "

@@ -192,3 +192,22 @@ def test_walks_racing_edge_and_memory_changes() -> None:
         got = reach((live, graph), seeds, "", 3, 50)
         assert (got[0].tolist(), got[1].tolist()) == want
         assert want[0] or seeds == [5, 60]  # m1..m100 are forgotten
+
+
+def test_a_reserved_graph_binds_high_seqs_in_place_with_the_same_walks() -> None:
+    """``reserve`` sizes the seq -> node column once: memories stored later up to that seq
+    bind without a new column, and the walks are those of a graph that grew."""
+    worlds = []
+    for reserved in (0, 5000):
+        live = LiveMemories()
+        graph = EdgeGraph(live)
+        graph.reserve(reserved)
+        column = graph._seq_node
+        live.put([mem(1, 0.9), mem(4000, 0.6), mem(4999, 0.8)])
+        graph.changed([Edge("m1", "m4000", Relation.UPDATES, 0.5),
+                       Edge("m4000", "m4999", Relation.RELATED_TO, 1.0)], [])
+        assert (graph._seq_node is column) == bool(reserved)
+        worlds.append(reach((live, graph), [1], "", 2, 10))
+    for a, b in zip(*worlds, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert sorted(worlds[0][0].tolist()) == [4000, 4999]

@@ -107,8 +107,9 @@ def test_a_main_merge_is_kept_when_documents_arrive_while_it_runs(
     fold = bm25._fold
 
     def held_main(segments: list, vocab: int, alive: np.ndarray) -> object:
-        building.set()  # on the merge thread: hold the build until the batches are in
-        assert release.wait(30)
+        if threading.current_thread().name == "bm25-merge":  # not the tail's folds
+            building.set()  # hold the main merge's build until the batches are in
+            assert release.wait(30)
         return fold(segments, vocab, alive)
 
     monkeypatch.setattr(bm25, "_fold", held_main)
@@ -159,6 +160,49 @@ def test_a_fold_of_the_segments_is_the_segment_a_build_gives() -> None:
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
     assert not bm25._covers(segs[1:], hi) and bm25._covers(segs, hi)
+
+
+def postings(seg: bm25.Segment, alive: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """``seg``'s (term, document, count) columns, of the ``alive`` documents when given."""
+    terms = np.repeat(np.arange(len(seg.term_ptr) - 1), np.diff(seg.term_ptr))
+    keep = alive[seg.post_doc] != 0 if alive is not None else slice(None)
+    return terms[keep], seg.post_doc[keep], seg.post_tf[keep]
+
+
+def test_every_segment_the_tail_folds_is_the_segment_a_build_gives() -> None:
+    """The tail's merges fold the two last segments' postings: after adds in batches of
+    every size, removals and replacements, each segment equals ``_build_from`` over its ids
+    (the build from the documents), and the scores stay rank-bm25's."""
+    rng = np.random.default_rng(21)
+    texts = corpus(900, seed=22)
+    index = BM25Index(min_main_merge=10**9, background_merge=False)  # only tail merges
+    docs: dict[int, str] = {}
+    label, folded = 0, 0
+    for _ in range(60):
+        n = int(rng.integers(1, 60))
+        batch = {label + i + 1: texts[int(rng.integers(0, 900))] for i in range(n)}
+        label += n
+        before = index.segment_count
+        index.add(list(batch), list(batch.values()))
+        docs.update(batch)
+        folded += index.segment_count <= before
+        gone = [g for g in rng.integers(1, label + 1, int(rng.integers(0, 5))).tolist()
+                if g in docs]
+        index.remove(gone)
+        for g in gone:
+            docs.pop(g, None)
+        again = {int(a): texts[int(rng.integers(0, 900))]
+                 for a in rng.integers(1, label + 1, 2) if int(a) in docs}
+        index.add(list(again), list(again.values()))
+        docs.update(again)
+        vocab = len(index._vocab)
+        for seg in index._segments:  # its live postings: (term, document, count) in order
+            want = bm25._build_from(index._doc_terms, seg.lo, seg.hi, vocab,
+                                    index._stop[:vocab])
+            for a, b in zip(postings(seg, index._alive), postings(want), strict=True):
+                np.testing.assert_array_equal(a, b)
+    assert folded > 10  # the tail merged many times
+    assert_same(index, docs, 1.5, 0.75, 0.25)
 
 
 def test_forgotten_and_replaced_text_disappear_at_once() -> None:

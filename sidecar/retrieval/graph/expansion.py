@@ -66,6 +66,13 @@ class EdgeGraph:
                 if node is not None:
                     self._bind(node, m.seq)
 
+    def reserve(self, seqs: int) -> None:
+        """The seq -> node column with room for seqs below ``seqs``, allocated now rather
+        than grown (a copy of the whole column) inside the call whose load crosses a size."""
+        with self._lock:
+            if seqs > len(self._seq_node):
+                self._seq_node = _grown(self._seq_node, seqs)
+
     def memories_forgotten(self, memories: Iterable[Memory]) -> None:
         with self._lock:
             for m in memories:

@@ -327,7 +327,8 @@ class BM25Index:
             if segs[-2].lo < self._merging_hi < segs[-1].hi:
                 break  # one a main merge in progress folds, one after it: kept apart
             last, prev = segs.pop(), segs.pop()
-            segs.append(self._build(prev.lo, last.hi))
+            # From their postings: array operations, not a pass over each document.
+            segs.append(_fold((prev, last), len(self._vocab), self._alive))
         self._segments = tuple(segs)
 
     def _maybe_merge_main(self) -> None:
@@ -658,14 +659,14 @@ def _covers(segments: Sequence[Segment], hi: int) -> bool:
 
 def _fold(segments: Sequence[Segment], vocab: int, alive: np.ndarray) -> Segment:
     """The segment ``_build_from`` gives over the ids the ``segments`` cover, from their
-    postings: concatenated in document order, the removed documents' (not ``alive``)
+    postings (``alive``: non-zero for a live document id, indexed by id): concatenated in document order, the removed documents' (not ``alive``)
     dropped, ordered by term (stable: within a term, documents ascending, as a build
     orders them). Stop words were left out when each segment was built."""
     terms = np.concatenate([np.repeat(np.arange(len(s.term_ptr) - 1, dtype=np.int64),
                                       np.diff(s.term_ptr)) for s in segments])
     docs_col = np.concatenate([s.post_doc for s in segments])
     tfs = np.concatenate([s.post_tf for s in segments])
-    keep = alive[docs_col]
+    keep = alive[docs_col] != 0
     terms, docs_col, tfs = terms[keep], docs_col[keep], tfs[keep]
     order = np.argsort(terms, kind="stable")
     ptr = np.zeros(vocab + 1, np.int64)
