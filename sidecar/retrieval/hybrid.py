@@ -246,9 +246,10 @@ class HybridRetriever:
 
     def _reserve_for_scopes(self, memories: MemoryRepo) -> None:
         """Scopes on demand: the columns indexed by seq (the mirror's, the vectors' label
-        index, the graph's nodes) sized for every stored seq, and the vector matrix for the rows the budget
-        holds, allocated now (zeroed pages, taken as they are written) rather than grown,
-        a copy of every row each time, inside the calls whose loads cross each size."""
+        index, the graph's nodes) sized for every stored seq, and the vector matrix for the
+        rows the budget holds, allocated now (zeroed pages, taken as they are written)
+        rather than grown, a copy of every row each time, inside the calls whose loads
+        cross each size."""
         labels = memories.max_seq() + 1
         self.live.reserve(labels)
         self.graph.reserve(labels)

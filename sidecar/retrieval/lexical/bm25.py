@@ -659,9 +659,10 @@ def _covers(segments: Sequence[Segment], hi: int) -> bool:
 
 def _fold(segments: Sequence[Segment], vocab: int, alive: np.ndarray) -> Segment:
     """The segment ``_build_from`` gives over the ids the ``segments`` cover, from their
-    postings (``alive``: non-zero for a live document id, indexed by id): concatenated in document order, the removed documents' (not ``alive``)
-    dropped, ordered by term (stable: within a term, documents ascending, as a build
-    orders them). Stop words were left out when each segment was built."""
+    postings (``alive``: non-zero for a live document id, indexed by id): concatenated in
+    document order, the removed documents' (not ``alive``) dropped, ordered by term
+    (stable: within a term, documents ascending, as a build orders them). Stop words were
+    left out when each segment was built."""
     terms = np.concatenate([np.repeat(np.arange(len(s.term_ptr) - 1, dtype=np.int64),
                                       np.diff(s.term_ptr)) for s in segments])
     docs_col = np.concatenate([s.post_doc for s in segments])
