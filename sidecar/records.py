@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TypeVar
 
 
 class MemoryType(IntEnum):
@@ -54,6 +56,23 @@ class Relation(IntEnum):
 
 
 DEFAULT_EDGE_WEIGHT = 0.5
+
+
+E = TypeVar("E", bound=IntEnum)
+
+
+def member_of(kind: type[E]) -> Callable[[int], E]:
+    """``kind(value)`` for a stored column: a dictionary read per row (a scope's load
+    converts a few hundred), the enum's own error for a value it does not have."""
+    members: dict[int, E] = {int(m): m for m in kind}
+
+    def member(value: int) -> E:
+        found = members.get(value)
+        return found if found is not None else kind(value)
+    return member
+
+
+memory_type, tier_of, relation_of = member_of(MemoryType), member_of(Tier), member_of(Relation)
 # Memory.source of every captured turn (sidecar.capture writes them; the vault and the
 # store's erasure treat them apart).
 CAPTURE_SOURCE = "capture"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sidecar.records import Edge, Relation
+from sidecar.records import Edge, Relation, relation_of
 from sidecar.store.contract import Row, SqlStore
 
 COLUMNS = "source_id, target_id, relation, weight, created_at"
@@ -12,7 +12,7 @@ COLUMNS = "source_id, target_id, relation, weight, created_at"
 
 def row_to_edge(row: Row) -> Edge:
     return Edge(
-        source_id=row[0], target_id=row[1], relation=Relation(row[2]),
+        source_id=row[0], target_id=row[1], relation=relation_of(row[2]),
         weight=float(row[3]), created_at=row[4],
     )
 

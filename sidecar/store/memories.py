@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from sidecar.records import Memory, MemoryType, Tier
+from sidecar.records import Memory, MemoryType, Tier, memory_type, tier_of
 from sidecar.store.contract import Row, SqlStore, unhinted
 from sidecar.store.page_tokens import PageTokens
 from sidecar.store.versions import CREATE, UPDATE, VersionRepo
@@ -27,7 +27,7 @@ def row_to_memory(row: Row) -> Memory:
         seq=row[0],
         id=row[1],
         content=row[2],
-        type=MemoryType(row[3]),
+        type=memory_type(row[3]),
         importance=float(row[4]),
         created_at=row[5],
         updated_at=row[6],
@@ -38,7 +38,7 @@ def row_to_memory(row: Row) -> Memory:
         agent_id=row[11],
         forgotten=bool(row[12]),
         version=row[13],
-        tier=Tier(row[14]),
+        tier=tier_of(row[14]),
         topic_id=row[15],
         user_id=row[16],
         channel_private=bool(row[17]),

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sidecar.records import Memory, MemoryType, Tier
+from sidecar.records import Memory, MemoryType, Tier, memory_type, tier_of
 from sidecar.store.contract import Row, SqlStore
 
 # Event names recorded in memory_versions.event.
@@ -49,8 +49,8 @@ class MemoryVersion:
 def row_to_version(row: Row) -> MemoryVersion:
     return MemoryVersion(
         memory_id=row[0], version=row[1], event=row[2], recorded_at=row[3], actor=row[4],
-        content=row[5], type=MemoryType(row[6]), importance=float(row[7]), source=row[8],
-        channel_id=row[9], agent_id=row[10], forgotten=bool(row[11]), tier=Tier(row[12]),
+        content=row[5], type=memory_type(row[6]), importance=float(row[7]), source=row[8],
+        channel_id=row[9], agent_id=row[10], forgotten=bool(row[11]), tier=tier_of(row[12]),
         topic_id=row[13], user_id=row[14], channel_private=bool(row[15]),
     )
 
