@@ -86,47 +86,42 @@ class Saved:
     dropped: Dropped | None = None
 
 
+# ``StateRepo.load``'s reads, in its order; each takes the channel id (the last, a limit too).
+_LOAD = (
+    "SELECT turn FROM injection_channels WHERE channel_id = ?",
+    "SELECT memory_id, turn, version, injected_at FROM injection_ids WHERE channel_id = ?",
+    "SELECT memory_id, turn, embedding FROM injection_buffer WHERE channel_id = ? ORDER BY seq",
+    "SELECT turn, digest FROM injection_blocks WHERE channel_id = ? ORDER BY turn",
+    "SELECT keep, reply FROM injection_replies WHERE channel_id = ?",
+    "SELECT turn, text, embedding, reply, votes, reply_votes, speaker FROM injection_context "
+    "WHERE channel_id = ? ORDER BY turn",
+    "SELECT user_id FROM channel_speakers WHERE channel_id = ? LIMIT ?",
+)
+
+
 class StateRepo:
     def __init__(self, db: SqlStore) -> None:
         self.db = db
 
     def load(self, channel_id: str) -> SavedChannel | None:
-        row = self.db.query_one(
-            "SELECT turn FROM injection_channels WHERE channel_id = ?", (channel_id,)
-        )
-        if row is None:
+        """The channel's stored state (None: none): its reads in one snapshot, one round
+        trip on a shared store."""
+        turn, ids, buffer, blocks, reply, recent, speakers = self.db.read_together(
+            [(sql, (channel_id,)) for sql in _LOAD[:-1]]
+            + [(_LOAD[-1], (channel_id, SPEAKERS_KEPT))])
+        if not turn:
             return None
-        injected = [
-            InjectedRow(r[0], r[1], r[2], r[3])
-            for r in self.db.execute(
-                "SELECT memory_id, turn, version, injected_at FROM injection_ids "
-                "WHERE channel_id = ?", (channel_id,)
-            )
-        ]
-        buffer = [
-            BufferRow(r[0], r[1], blob_to_embedding(r[2]).copy())
-            for r in self.db.execute(
-                "SELECT memory_id, turn, embedding FROM injection_buffer "
-                "WHERE channel_id = ? ORDER BY seq", (channel_id,)
-            )
-        ]
-        blocks = [(int(r[0]), str(r[1])) for r in self.db.execute(
-            "SELECT turn, digest FROM injection_blocks WHERE channel_id = ? ORDER BY turn",
-            (channel_id,))]
-        reply = self.db.query_one(
-            "SELECT keep, reply FROM injection_replies WHERE channel_id = ?", (channel_id,))
-        recent = [RecentTurn(int(r[0]), str(r[1]), blob_to_embedding(r[2]).copy(), str(r[3]),
-                             votes_from_json(r[4]), votes_from_json(r[5]), str(r[6]))
-                  for r in self.db.execute(
-                      "SELECT turn, text, embedding, reply, votes, reply_votes, speaker FROM "
-                      "injection_context WHERE channel_id = ? ORDER BY turn", (channel_id,))]
-        speakers = frozenset(str(r[0]) for r in self.db.execute(
-            "SELECT user_id FROM channel_speakers WHERE channel_id = ? LIMIT ?",
-            (channel_id, SPEAKERS_KEPT)))
-        return SavedChannel(turn=int(row[0]), injected=injected, buffer=buffer, blocks=blocks,
-                            keep=None if reply is None or reply[0] is None else int(reply[0]),
-                            reply=None if reply is None else json.loads(reply[1]),
-                            recent=recent, speakers=speakers)
+        return SavedChannel(
+            turn=int(turn[0][0]),
+            injected=[InjectedRow(r[0], r[1], r[2], r[3]) for r in ids],
+            buffer=[BufferRow(r[0], r[1], blob_to_embedding(r[2]).copy()) for r in buffer],
+            blocks=[(int(r[0]), str(r[1])) for r in blocks],
+            keep=None if not reply or reply[0][0] is None else int(reply[0][0]),
+            reply=None if not reply else json.loads(reply[0][1]),
+            recent=[RecentTurn(int(r[0]), str(r[1]), blob_to_embedding(r[2]).copy(), str(r[3]),
+                               votes_from_json(r[4]), votes_from_json(r[5]), str(r[6]))
+                    for r in recent],
+            speakers=frozenset(str(r[0]) for r in speakers))
 
     def save(self, channel_id: str, saved: Saved, expect: int | None = None) -> None:
         """Upsert the turn, the reply and the new rows in one transaction of writes (a

@@ -8,6 +8,7 @@ statements that differ ask ``dialect``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol
 
@@ -49,6 +50,11 @@ class SqlStore(Protocol):
         ...
 
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None: ...
+
+    def read_together(self, reads: Sequence[tuple[str, tuple[Any, ...]]]) -> list[list[Row]]:
+        """Each read's rows, all from one snapshot: on a server, sent in one round trip (in
+        this thread's transaction when it has one, which they then read)."""
+        ...
 
     def changes(self) -> int:
         """Rows changed by this thread's last statement."""

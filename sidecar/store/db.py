@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -392,6 +392,12 @@ class Database:
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
         rows = self.execute(sql, params)
         return rows[0] if rows else None
+
+    def read_together(self, reads: Sequence[tuple[str, tuple[Any, ...]]]) -> list[list[Row]]:
+        """One after another under the connection's lock: this process's writes (the only
+        ones, on the one connection that writes) wait for all of them."""
+        with self._lock:
+            return [self.execute(sql, params) for sql, params in reads]
 
     def changes(self) -> int:
         with self._lock:

@@ -5,6 +5,9 @@ must change a row, else its error is raised and nothing of the batch is written.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from sidecar.injection.state_repo import ChannelMoved, StateRepo
@@ -114,3 +117,47 @@ def test_stale_compare_and_swap_writes_none_of_the_turn(store_db: SqlStore) -> N
     assert [r.memory_id for r in loaded.buffer] == ["a", "b"]
     assert {r.memory_id for r in loaded.injected} == {"a", "b"}
     assert loaded.blocks == [(1, "digest1"), (2, "digest2")]
+
+
+def test_reads_together_give_each_reads_rows_in_order(store_db: SqlStore) -> None:
+    _put(store_db, "a", "1")
+    _put(store_db, HOSTILE, HOSTILE)
+    reads = [("SELECT value FROM meta WHERE key = ?", (HOSTILE,)),
+             ("SELECT key FROM meta WHERE key = ? OR key = ? ORDER BY key", ("a", HOSTILE)),
+             ("SELECT value FROM meta WHERE key = ?", ("none",)),
+             ("SELECT count(*) FROM meta WHERE key = ?", ("a",))]
+    assert store_db.read_together(reads) == [store_db.execute(sql, p) for sql, p in reads]
+    with store_db.transaction():  # in a transaction: its own writes are read
+        _put(store_db, "b", "2")
+        assert store_db.read_together(reads[:1] + [
+            ("SELECT value FROM meta WHERE key = ?", ("b",))]) == [[(HOSTILE,)], [("2",)]]
+
+
+def test_reads_together_read_one_snapshot_on_postgres(pg_dsn: str) -> None:
+    """A row committed by another connection while the reads run is in none of them (on
+    SQLite the reads hold the one connection's lock: no writer runs between them)."""
+    store_db = PgDatabase(pg_dsn)
+    try:
+        one_snapshot(store_db)
+    finally:
+        store_db.close()
+
+
+def one_snapshot(store_db: PgDatabase) -> None:
+    count = ("SELECT count(*) FROM meta WHERE key LIKE ?", ("seen%",))
+    committed = threading.Event()
+
+    def write_during_the_sleep() -> None:
+        while not store_db.execute("SELECT 1 FROM pg_stat_activity WHERE state = 'active' "
+                                   "AND query LIKE ?", ("SELECT pg_sleep%",)):
+            time.sleep(0.01)
+        _put(store_db, "seen-later", "x")
+        committed.set()
+
+    writer = threading.Thread(target=write_during_the_sleep)
+    writer.start()
+    rows = store_db.read_together([count, ("SELECT pg_sleep(?)", (1.0,)), count])
+    writer.join(10)
+    assert committed.is_set()
+    assert rows[0] == rows[2] == [(0,)]
+    assert store_db.execute(*count) == [(1,)]

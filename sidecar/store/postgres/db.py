@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -219,6 +219,23 @@ class PgDatabase:
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
         rows = self.execute(sql, params)
         return rows[0] if rows else None
+
+    def read_together(self, reads: Sequence[tuple[str, tuple[Any, ...]]]) -> list[list[Row]]:
+        """In one round trip: a read-only REPEATABLE READ transaction (one snapshot) of the
+        reads, pipelined on a pooled connection. In this thread's transaction or batch, its
+        statements, one after another (a batch cannot read)."""
+        self._not_batched("read_together()")
+        if getattr(self._local, "conn", None) is not None:
+            return [self.execute(sql, params) for sql, params in reads]
+        self._check_open()
+        self._reachable()
+        with self._errors(), self._pool.connection() as conn:
+            with conn.pipeline():
+                conn.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cursors = [conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
+                           for sql, params in reads]
+                conn.execute(b"COMMIT")
+            return [cur.fetchall() for cur in cursors]
 
     def changes(self) -> int:
         self._not_batched("changes()")
