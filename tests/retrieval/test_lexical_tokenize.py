@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import random
 import threading
 
 import pytest
@@ -11,6 +12,7 @@ from sidecar.retrieval.lexical.tokenize import (
     query_terms,
     stemmed_terms,
     tokenize,
+    unicode_tokens,
 )
 from tests.retrieval.sentences import docstring_sentences
 
@@ -23,6 +25,20 @@ def test_lowercase_unicode_and_punctuation() -> None:
     assert tokenize("ﬁle １２") == ["file", "12"]
     assert tokenize("東京 の 天気") == ["東京", "の", "天気"]
     assert tokenize("") == []
+
+
+def test_ascii_texts_are_cut_as_the_unicode_rules_cut_them() -> None:
+    """``tokenize``'s ASCII path against the rules' regex: every ASCII character (controls,
+    ``_``, ``'``, DEL) in random texts, and real sentences."""
+    rng = random.Random(5)
+    alphabet = [chr(c) for c in range(128)] + list("aZ9 ") * 20
+    texts = ["".join(rng.choices(alphabet, k=rng.randint(0, 80))) for _ in range(3000)]
+    texts += docstring_sentences(["json", "os", "re", "typing", "email"])
+    texts += ["", " ", "_", "a_b", "x\x00y", "C3PO's 2nd"]
+    assert all(t.isascii() for t in texts[:3000])
+    for text in texts:
+        assert tokenize(text) == unicode_tokens(text), repr(text)
+    assert tokenize("Hello_World\tDON'T 42x") == ["hello", "world", "don", "t", "42x"]
 
 
 def test_queries_drop_stop_words_documents_keep_them() -> None:

@@ -45,8 +45,21 @@ STOP_WORDS: frozenset[str] = frozenset(
 )
 
 
+# ASCII: a letter or digit stays, every other byte becomes a space (rules 1-2 on ASCII text,
+# which NFKC leaves as it is and casefold lowercases, are then a split at whitespace).
+_ASCII_SEPARATORS = bytes(c if chr(c).isascii() and chr(c).isalnum() else 32
+                          for c in range(256))
+
+
 def tokenize(text: str) -> list[str]:
     """All tokens of a document, in order (rules 1-2)."""
+    if text.isascii():  # the same tokens as ``unicode_tokens``, without the regex
+        return text.lower().encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
+    return unicode_tokens(text)
+
+
+def unicode_tokens(text: str) -> list[str]:
+    """Rules 1-2 for any text (``tokenize``'s reference)."""
     return _TOKEN.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
@@ -78,7 +91,7 @@ class Analyzer:
     def _stem(self, tokens: list[str]) -> list[str]:
         if not self.stemming:
             return tokens
-        terms = [_TERMS.get(t) for t in tokens]
+        terms = list(map(_TERMS.get, tokens))
         if None not in terms:
             return terms  # type: ignore[return-value]
         new = list(dict.fromkeys(t for t, term in zip(tokens, terms, strict=True)
