@@ -182,9 +182,11 @@ class Injector:
         if request.source.strip().lower() == SYSTEM_SOURCE:
             return self._skip(request, start, "system_source", request.turn, InjectStats())
         config = self.config.get().injection_for(request.agent_id)
+        # The channel's state first: read from the store while no load holds the GIL (each
+        # row's step gives it up and waits to take it back).
+        state = self.states.get(request.channel_id)
         if config.enabled:  # cold scopes load beside what comes before the search
             self.retriever.prefetch(Viewer(request.agent_id, request.user_id))
-        state = self.states.get(request.channel_id)
         stats = InjectStats()
         with state.lock:
             turn = next_turn(state.turn, request.turn)
