@@ -394,7 +394,8 @@ def _restore(state: ChannelState, saved: SavedChannel, fetch: replies.Fetch) -> 
     state.recent = list(saved.recent)
     state.speakers = saved.speakers
     if saved.reply is not None:
-        state.last = replies.from_json(saved.reply, fetch)
+        reply = saved.reply
+        state.stored_reply = lambda: replies.from_json(reply, fetch)
     if saved.buffer:
         state.buffer = np.vstack([r.embedding for r in saved.buffer]).astype(np.float32)
         state.buffer_ids = [r.memory_id for r in saved.buffer]

@@ -191,7 +191,7 @@ class Injector:
         with state.lock:
             turn = next_turn(state.turn, request.turn)
             if turn is None:
-                return self._retry(request, state.last, state.turn)
+                return self._retry(request, state.reply(), state.turn)
             if not config.enabled:
                 result = self._skip(request, start, "disabled", turn, stats)
                 self._commit(state, config, result, [], alive, request)

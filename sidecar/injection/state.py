@@ -9,6 +9,7 @@ loads a channel from SQLite on first use and writes every change through a ``Wri
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -95,6 +96,9 @@ class ChannelState:
     # Users who have spoken in the channel ('' = a turn without user_id), at most
     # SPEAKERS_KEPT of them: two or more make it a channel several people read.
     speakers: frozenset[str] = frozenset()
+    # The reply of ``turn`` as stored, when read from the store and not needed yet: its
+    # memories are fetched on a retry (``reply``), not when the channel is read.
+    stored_reply: Callable[[], Injection] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def copy(self) -> ChannelState:
@@ -102,7 +106,7 @@ class ChannelState:
         return ChannelState(self.channel_id, self.turn, dict(self.injected), list(self.blocks),
                             self.keep, self.last, list(self.buffer_ids),
                             list(self.buffer_turns), self.buffer, list(self.recent),
-                            speakers=self.speakers)
+                            speakers=self.speakers, stored_reply=self.stored_reply)
 
     def restore(self, saved: ChannelState) -> None:
         """Undo a ``record`` whose write failed (the lock stays this state's)."""
@@ -110,6 +114,13 @@ class ChannelState:
         self.keep, self.last, self.buffer = saved.keep, saved.last, saved.buffer
         self.buffer_ids, self.buffer_turns = saved.buffer_ids, saved.buffer_turns
         self.recent, self.speakers = saved.recent, saved.speakers
+        self.stored_reply = saved.stored_reply
+
+    def reply(self) -> Injection | None:
+        """The reply of ``turn`` (None: none kept), read from the store on first use."""
+        if self.stored_reply is not None:
+            self.last, self.stored_reply = self.stored_reply(), None
+        return self.last
 
     def shared_with(self, user_id: str) -> bool:
         """Whether a turn of ``user_id`` makes (or finds) the channel one where several
@@ -157,7 +168,7 @@ class ChannelState:
         """Commit ``entry`` and forget blocks the agent no longer holds.
 
         Returns whether rows were dropped (SQLite then needs the same prune)."""
-        self.turn, self.last = entry.turn, entry.reply
+        self.turn, self.last, self.stored_reply = entry.turn, entry.reply, None
         if entry.speaker is not None and len(self.speakers) < SPEAKERS_KEPT:
             self.speakers |= {entry.speaker}
         if entry.asked is not None:

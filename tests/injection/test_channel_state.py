@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from sidecar.injection.replies import Fetch
 from sidecar.injection.state import BUFFER_MAX, ChannelState, Committed
 from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.types import Injection, InjectStats
+from sidecar.records import Memory
 from sidecar.store.db import Database
 from sidecar.store.repos import Repositories
 from sidecar.store.write_behind import Job
@@ -93,11 +95,20 @@ def test_round_trip_through_sqlite(tmp_path: Path) -> None:
     states.commit(state, entry(2, []), keep=3, depth=10)
     db.close()
     db = Database(tmp_path / "s.sqlite3")
-    loaded = ChannelStates(StateRepo(db), fetch(db)).get("c")
+    asked: list[list[str]] = []
+
+    def counted(ids: Sequence[str]) -> Mapping[str, Memory]:
+        asked.append(list(ids))
+        return fetch(db)(ids)
+
+    loaded = ChannelStates(StateRepo(db), counted).get("c")
     assert loaded.turn == 2 and loaded.buffer_ids == ["a", "b"]
     assert loaded.injected["b"].version == 3 and loaded.injected["b"].at_us == 77
     assert [(b.turn, b.digest) for b in loaded.blocks] == [(1, "d1")]
-    assert loaded.last is not None and loaded.last.turn == 2
+    assert asked == []  # the reply's memories are read on a retry, not with the channel
+    reply = loaded.reply()
+    assert reply is not None and reply.turn == 2 and len(asked) == 1
+    assert loaded.reply() is reply and len(asked) == 1
     np.testing.assert_array_equal(loaded.buffer, first.embeddings)
     # blocks that fell out are pruned in SQLite as in memory
     states = ChannelStates(StateRepo(db), fetch(db))
@@ -105,8 +116,9 @@ def test_round_trip_through_sqlite(tmp_path: Path) -> None:
         states.commit(loaded, entry(turn, [f"z{turn}"], turn), keep=2, depth=10)
     again = ChannelStates(StateRepo(db), fetch(db)).get("c")
     assert again.buffer_ids == ["z4", "z5"] and set(again.injected) == {"z4", "z5"}
-    assert [b.turn for b in again.blocks] == [4, 5] and again.last is not None
-    assert again.last.block == "block 5"
+    last = again.reply()
+    assert [b.turn for b in again.blocks] == [4, 5] and last is not None
+    assert last.block == "block 5"
     assert states.observe("c", {"d5"}, keep=4) == [4]
     reported = ChannelStates(StateRepo(db), fetch(db)).get("c")
     assert reported.keep == 4 and [b.turn for b in reported.blocks] == [5]
