@@ -41,7 +41,7 @@ def _accumulate(
 
 
 # The same kernel keeping the GIL, for reads bounded to a few thousand postings (``short``).
-_accumulate_short = short_kernel(getattr(_accumulate, "py_func", _accumulate))
+_accumulate_short = short_kernel(_accumulate)
 
 
 def bm25_accumulate(
