@@ -19,8 +19,9 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,7 @@ class BM25Index:
         self._total_len = 0.0
         self._mean_idf: tuple[int, float] = (-1, 0.0)
         self._idf_memo = IdfMemo()  # term ids change with the vocabulary
+        self._looked: dict[Hashable, Any] = {}  # ``lexical.held``'s memo, under the lock
 
     def __len__(self) -> int:
         return len(self._label_doc)
