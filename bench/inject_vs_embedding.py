@@ -23,7 +23,8 @@ Writes bench/results/inject_vs_embedding.json.
 
 With ``--baseline TREE`` (a source tree, e.g. ``git archive`` of an earlier commit unpacked)
 a second sidecar imports ``sidecar`` and ``kernels`` from it and serves a copy of the store;
-every turn goes to both, in alternating order: a before/after in one run.
+every turn goes to both, in alternating order (and the bare embedding before or after each
+Inject, alternating apart from it): a before/after in one run.
 
 Run:  .venv/bin/python -m bench.inject_vs_embedding [--memories 2000] [--conversations 60]
       [--turns 5] [--max-total 10] [--baseline /tmp/before]
@@ -204,11 +205,16 @@ def run(stored: Sequence[Turn], talks: dict[str, Talk], lengths: Sequence[int],
                 channel = f"c{tokens}-{n}"
                 loops = {name: AgentLoop(c, channel, AGENT) for name, c in clients.items()}
                 for t, (text, reply) in enumerate(talk):
+                    # which sidecar goes first and whether the bare embedding goes before or
+                    # after each Inject vary apart: tied together, the baseline's PruneHistory
+                    # always came right after an Inject (a capture still being written), this
+                    # tree's after a bare embedding
                     names = list(clients) if (n + t) % 2 else list(reversed(clients))
+                    bare_first = (n + t) // 2 % 2 == 0
                     for name in names:
                         rows = timed.setdefault(f"{name}{tokens} tokens, all turns", [])
                         seen = loops[name].turn(text, reply, timed_inject(
-                            clients[name], embedder, rows, channel, (n + t) % 2 == 0))
+                            clients[name], embedder, rows, channel, bare_first))
                         rows[-1].prune = seen.prune_ms
                         if t > 0:
                             timed.setdefault(f"{name}{tokens} tokens, follow-ups",

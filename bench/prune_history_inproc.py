@@ -9,12 +9,15 @@ defers until a reply is sent (``sidecar.after_reply``) runs after each call, as 
 PruneHistory is timed (wall, and the CPU time of its thread); ``--votes FILE`` records every
 reply vote (the turn, the reply, the memories in view, the vote); ``--profile`` prints the
 cProfile of the PruneHistory calls alone; ``--compare A B`` prints how many of two files'
-votes are the same.
+votes are the same; ``--replay FILE`` casts a file's votes again on the store with nothing
+run between them (each vote's thread CPU, and whether it is the vote recorded).
 
     PYTHONPATH=TREE .venv/bin/python bench/prune_history_inproc.py [--conversations 150]
         [--turns 6] [--coqa ../shared/data/coqa_dev.json] [--votes /tmp/votes.json]
         [--profile] [--capture user]
     .venv/bin/python bench/prune_history_inproc.py --compare /tmp/a.json /tmp/b.json
+    PYTHONPATH=TREE .venv/bin/python bench/prune_history_inproc.py --replay /tmp/a.json
+        [--rounds 3]
 
 (PYTHONPATH: the tree whose ``sidecar`` is measured, e.g. ``git archive`` of an earlier
 commit unpacked; this tree's otherwise.)
@@ -51,6 +54,7 @@ from sidecar.api.injection_servicer import MemoryInjectionServicer  # noqa: E402
 from sidecar.api.server_config import ServerConfig  # noqa: E402
 from sidecar.app import App  # noqa: E402
 from sidecar.embedding.config import EmbeddingConfig  # noqa: E402
+from sidecar.records import Viewer  # noqa: E402
 
 AGENT = "on"
 
@@ -152,6 +156,34 @@ def replay(args: argparse.Namespace) -> None:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
 
 
+def replay_votes(path: Path, rounds: int) -> None:
+    """Each vote of ``path`` (``--votes``) cast again on the store, nothing else run between:
+    the thread CPU of ``focus.reply_vote`` alone, and how many give the vote recorded."""
+    votes = json.loads(path.read_text(encoding="utf-8"))
+    model = EmbeddingConfig().model
+    cpu_us: list[float] = []
+    same = 0
+    with working_copy(lme_store(model), config_text(None, 10, {"embedding": {"model": model}})
+                      ) as data_dir:
+        app = App.open(ServerConfig(listen="127.0.0.1:0", data_dir=str(data_dir)))
+        app.warm_up()
+        try:
+            retriever, viewer = app.injector.retriever, Viewer(AGENT)
+            for round_ in range(rounds):
+                for asked, reply, in_view, recorded in votes:
+                    start = time.thread_time()
+                    got = focus.reply_vote(retriever, viewer, asked, in_view, reply)
+                    cpu_us.append((time.thread_time() - start) * 1e6)
+                    if round_ == 0:
+                        same += [list(v) for v in got] == recorded
+        finally:
+            app.close()
+    p50, p90 = np.percentile(cpu_us, [50, 90])
+    print(f"{len(votes)} reply votes x {rounds}: thread CPU p50 {p50:.1f} / mean "
+          f"{np.mean(cpu_us):.1f} / p90 {p90:.1f} us; the recorded vote: {same} / {len(votes)}; "
+          f"CPU {cpu_flags()}, load average {os.getloadavg()[0]:.1f}")
+
+
 def compare(a: Path, b: Path) -> None:
     one, other = (json.loads(p.read_text(encoding="utf-8")) for p in (a, b))
     same_turns = sum(x[:3] == y[:3] for x, y in zip(one, other, strict=False))
@@ -170,9 +202,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--capture", default="off", help='the agents\' capture mode ("user")')
     parser.add_argument("--compare", type=Path, nargs=2, default=None)
+    parser.add_argument("--replay", type=Path, default=None,
+                        help="cast the votes of a --votes file again, timing the vote alone")
+    parser.add_argument("--rounds", type=int, default=3, help="--replay: passes over them")
     args = parser.parse_args(argv)
     if args.compare is not None:
         compare(*args.compare)
+    elif args.replay is not None:
+        replay_votes(args.replay, args.rounds)
     else:
         replay(args)
 

@@ -6,18 +6,19 @@ Serves a copy of the topic-change bench's LongMemEval store (5,432 memories, bui
 by ``bench.topic_change``) with three agents: ``off`` (``query_context_turns = 0``),
 ``context`` (``query_context_focus = 0``) and ``on`` (the defaults). Conversations of
 ``--turns`` turns run through the README's loop (PruneHistory -> Inject -> block, text, a
-reply), the agents' turns alternating, so all see the same load. Each turn's text is a
-LongMemEval user turn cut to exactly 16 or 64 model tokens; the reply is the session's next
-assistant turn; ``--coqa`` adds CoQA conversations (question, gold answer: short follow-ups,
-most of them leaning on their context). Only turns 2.. are timed (the first turn has no
-context either way). Prints client-side Inject p50/p99 per length and setting, over all
-follow-ups and over those the context applied to, with the p50/p99 of the PruneHistory
-before each of those turns (where the reply's focus vote and the next turn's anchors are
-worked out), and appends them to bench/results/query_context_cost.md.
+reply), the agents' turns in a shuffled order each turn, so all see the same load. Each
+turn's text is a LongMemEval user turn cut to exactly 16 or 64 model tokens; the reply is
+the session's next assistant turn; ``--coqa`` adds CoQA conversations (question, gold
+answer: short follow-ups, most of them leaning on their context). Only turns 2.. are timed
+(the first turn has no context either way). Prints client-side Inject p50/p99 per length and
+setting, over all follow-ups and over those the context applied to, with the p50/p99 of the
+PruneHistory before each of those turns (where the reply's focus vote and the next turn's
+anchors are worked out), and appends them to bench/results/query_context_cost.md.
 
 With ``--baseline TREE`` (a source tree, e.g. ``git archive`` of an earlier commit unpacked)
 a second sidecar imports ``sidecar`` and ``kernels`` from it and serves another copy of the
-store; every turn goes to both, in alternating order (its rows: "baseline <agent>").
+store; every turn goes to both, the six agents in one shuffled order (its rows: "baseline
+<agent>").
 
     .venv/bin/python -m bench.query_context_cost [--conversations 60] [--turns 6]
         [--coqa ../shared/data/coqa_dev.json] [--baseline /tmp/before]
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -132,8 +134,12 @@ def main(argv: Sequence[str] | None = None) -> None:
                          for tree, c in clients.items() for a in AGENTS}
                 spent: dict[str, list[tuple[float, float]]] = {a: [] for a in loops}
                 for t, (text, reply) in enumerate(talk):
-                    for agent, loop in (loops.items() if (n + t) % 2 else
-                                        reversed(loops.items())):
+                    # a shuffled order: forward and backward in turn, one sidecar's "on"
+                    # agent always came after one of its own Injects, the other's half the
+                    # time after the other sidecar's (0.2-0.3 ms apart at p50, trees swapped)
+                    order = list(loops.items())
+                    random.Random(f"{tokens}-{n}-{t}").shuffle(order)
+                    for agent, loop in order:
                         seen = loop.turn(text, reply)
                         spent[agent].append((seen.inject_ms, seen.prune_ms))
                 trace = clients[""].get_injection_trace(f"on-{tokens}-{n}", agent_id="on")

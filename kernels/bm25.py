@@ -41,7 +41,7 @@ def _accumulate(
 
 
 # The same kernel keeping the GIL, for reads bounded to a few thousand postings (``short``).
-_accumulate_short = short_kernel(getattr(_accumulate, "py_func", _accumulate))
+_accumulate_short = short_kernel(_accumulate)
 
 
 def bm25_accumulate(
@@ -72,6 +72,24 @@ def bm25_accumulate(
 
 
 @kernel
+def _insert(best_label: np.ndarray, best_score: np.ndarray, held: int, k: int, label: int,
+            score: float) -> int:
+    """``label`` at ``score`` into the best list of ``held`` entries (at most ``k``, score
+    descending then label ascending): how many it holds after."""
+    if k == 0 or held == k and not (score > best_score[k - 1] or (
+            score == best_score[k - 1] and label < best_label[k - 1])):
+        return held
+    j = held if held < k else k - 1  # insertion into the sorted best list
+    while j > 0 and (score > best_score[j - 1] or (
+            score == best_score[j - 1] and label < best_label[j - 1])):
+        if j < k:
+            best_score[j], best_label[j] = best_score[j - 1], best_label[j - 1]
+        j -= 1
+    best_score[j], best_label[j] = score, label
+    return min(held + 1, k)
+
+
+@kernel
 def _top_touched(
     scores: np.ndarray, seen: np.ndarray, touched: np.ndarray, n_touched: int,
     doc_label: np.ndarray, k: int,
@@ -85,17 +103,18 @@ def _top_touched(
         score, label = scores[d], doc_label[d]
         scores[d] = 0.0
         seen[d] = 0
-        if k == 0 or held == k and not (score > best_score[k - 1] or (
-                score == best_score[k - 1] and label < best_label[k - 1])):
-            continue
-        j = held if held < k else k - 1  # insertion into the sorted best list
-        while j > 0 and (score > best_score[j - 1] or (
-                score == best_score[j - 1] and label < best_label[j - 1])):
-            if j < k:
-                best_score[j], best_label[j] = best_score[j - 1], best_label[j - 1]
-            j -= 1
-        best_score[j], best_label[j] = score, label
-        held = min(held + 1, k)
+        held = _insert(best_label, best_score, held, k, label, score)
+    return best_label, best_score
+
+
+@short_kernel  # a few thousand candidates at most: the GIL kept (a sort would let it go)
+def _best_of(labels: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    k = min(k, labels.shape[0])
+    best_label = np.empty(k, dtype=np.int64)
+    best_score = np.empty(k, dtype=np.float64)
+    held = 0
+    for i in range(labels.shape[0]):
+        held = _insert(best_label, best_score, held, k, labels[i], scores[i])
     return best_label, best_score
 
 
@@ -113,6 +132,17 @@ def bm25_top_k(
     return _top_touched(scores, seen, touched, int(n_touched), doc_label, int(k))
 
 
+def best_k(labels: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k best of (``labels``, ``scores``): (labels int64, scores float64), score
+    descending then label ascending, keeping the GIL (no sort: numpy's sorts release it,
+    and a busy thread then keeps it up to its switch interval). For a few thousand."""
+    if labels.shape != scores.shape or labels.ndim != 1:
+        raise ValueError("labels and scores must be 1-d arrays of the same length")
+    if k < 0:
+        raise ValueError("k must be >= 0")
+    return _best_of(np.asarray(labels, np.int64), np.asarray(scores, np.float64), int(k))
+
+
 def warm_up() -> object:
     """Compile the kernels of this module on a tiny input (``bm25_accumulate`` both ways)."""
     ptr = np.array([0, 2, 3], dtype=np.int64)
@@ -128,4 +158,5 @@ def warm_up() -> object:
             scores, seen, touched, 0, short=short,
         )
         best = bm25_top_k(scores, seen, touched, count, np.array([7, 8], np.int64), 1)
+    best_k(np.array([3, 1], np.int64), np.array([0.5, 0.5]), 1)
     return best

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -42,5 +43,15 @@ SHORT_OPTIONS: dict[str, Any] = {**JIT_OPTIONS, "nogil": False}
 
 
 def short_kernel(func: F) -> F:
-    """Like ``kernel``, but the GIL is kept while it runs."""
-    return numba.njit(**SHORT_OPTIONS)(func)  # type: ignore[no-any-return]
+    """Like ``kernel``, but the GIL is kept while it runs. ``func`` (or a kernel's
+    ``py_func``) is compiled as a copy named ``<name>_short``: Numba's on-disk cache files an
+    entry under the function's name and keys it by signature and bytecode, not by options, so
+    a function compiled both ways would load one cached machine code for both, and the
+    first compiled decides whether either keeps the GIL."""
+    plain = getattr(func, "py_func", func)
+    copy = types.FunctionType(plain.__code__, plain.__globals__, f"{plain.__name__}_short",
+                              plain.__defaults__, plain.__closure__)
+    copy.__qualname__ = f"{plain.__qualname__}_short"
+    copy.__module__ = plain.__module__
+    copy.__doc__ = plain.__doc__
+    return numba.njit(**SHORT_OPTIONS)(copy)  # type: ignore[no-any-return]

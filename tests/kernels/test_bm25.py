@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernels.bm25 import bm25_accumulate, bm25_top_k
+from kernels.bm25 import best_k, bm25_accumulate, bm25_top_k
 from tests import naive
 
 
@@ -108,3 +108,26 @@ def test_the_short_kernel_sums_as_the_other(seed: int) -> None:
         got.append((touched[:count].tolist(), scores.tolist()))
     assert got[0] == got[1]
     assert got[0][0]  # something was summed
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("k", [0, 1, 5, 20, 500])
+def test_best_k_is_the_first_k_by_score_then_label(seed: int, k: int) -> None:
+    """Against sorting every pair: ties of score (many, scores from a few values) by label."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    labels = rng.permutation(10 * n + 1)[:n].astype(np.int64)
+    scores = rng.choice([0.0, -0.0, 0.5, 1.25, 3.0, -2.0, 7.5], size=n) + (
+        rng.random(n) if seed % 2 else 0.0)
+    expected = sorted(zip(labels.tolist(), scores.tolist(), strict=True),
+                      key=lambda pair: (-pair[1], pair[0]))[:k]
+    got = best_k(labels, scores, k)
+    assert got[0].dtype == np.int64 and got[1].dtype == np.float64
+    assert list(zip(got[0].tolist(), got[1].tolist(), strict=True)) == expected
+
+
+def test_best_k_rejects_what_it_cannot_rank() -> None:
+    with pytest.raises(ValueError, match="same length"):
+        best_k(np.arange(3), np.zeros(2), 1)
+    with pytest.raises(ValueError, match="k must"):
+        best_k(np.arange(2), np.zeros(2), -1)

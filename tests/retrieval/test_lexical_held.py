@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from sidecar.retrieval.lexical.bm25 import BM25Index
-from sidecar.retrieval.lexical.held import held_scores, rare_search, terms_held
+from sidecar.retrieval.lexical.held import (
+    Looked,
+    _looked,
+    held_scores,
+    looked_up,
+    rare_search,
+    terms_held,
+)
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from tests.retrieval.corpus import QUERIES, corpus
 
@@ -134,3 +141,44 @@ def test_held_scores_of_an_empty_index() -> None:
     index = BM25Index(background_merge=False)
     got = held_scores(index, [1, 2], {"bread"}, {"bread": 1.0})
     assert got[0].tolist() == [-1, -1] and got[1].tolist() == [0.0, 0.0]
+
+
+def same_looked(a: Looked, b: Looked) -> bool:
+    return (a.wanted.tolist() == b.wanted.tolist() and a.counted.tolist() == b.counted.tolist()
+            and a.scored.tolist() == b.scored.tolist() and a.value.tolist() == b.value.tolist()
+            and a.avgdl == b.avgdl)
+
+
+@pytest.mark.parametrize("groups", [None, {0}, {1, 3}])
+def test_what_held_scores_looks_for_is_remembered_while_the_documents_stay(
+        groups: set[int] | None) -> None:
+    """The remembered ``Looked`` against working it out afresh, asked again after each change
+    of the index: adds (new terms too), a replacement into another group, removals, a
+    compaction; and held_scores against its references meanwhile."""
+    index, labels = changed_index(3, groups is not None)
+    rng = np.random.default_rng(3)
+    asked = [index.analyzer.query_terms(q) for q in [*QUERIES, "harbour zzqnew bread"]]
+    changes = [
+        lambda: index.add([9001], ["zzqnew harbour bread rye"], groups=[0] if groups else None),
+        lambda: index.add([labels[0]], ["harbour harbour hotel"],
+                          groups=[3] if groups else None),
+        lambda: index.remove(labels[1:40]),
+        lambda: index.add([9002], ["zzqnew again"], groups=[2] if groups else None),
+        index.compact,
+        lambda: index.remove([9001]),
+    ]
+    for change in [lambda: None, *changes]:
+        change()
+        some = [*rng.choice([*labels, 9001, 9002], size=20).tolist(), -1]
+        for terms in asked:
+            weights = {t: (1.0, 2.0)[i % 2] for i, t in enumerate(dict.fromkeys(terms))}
+            held_terms = set(terms[1::2]) | {"zzqnew"}
+            with index._lock:
+                first = _looked(index, held_terms, weights, groups)
+                again = _looked(index, held_terms, dict(weights), groups)
+                fresh = looked_up(index, held_terms, weights, index._stats_locked(groups))
+            assert again is first  # remembered
+            assert same_looked(first, fresh)
+            got = held_scores(index, some, held_terms, weights, groups)
+            assert got[0].tolist() == terms_held(index, some, held_terms).tolist()
+            assert got[1].tolist() == index.score_documents(some, weights, groups).tolist()

@@ -5,10 +5,12 @@ keeps what was remembered for queries that do not read it."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
-from sidecar.retrieval.lexical.bm25 import BM25Index
+from sidecar.retrieval.lexical.bm25 import FEW, BM25Index
 from sidecar.retrieval.lexical.idf import IdfMemo
 from sidecar.retrieval.lexical.tokenize import Analyzer
 from tests.retrieval.corpus import corpus
@@ -16,14 +18,14 @@ from tests.retrieval.corpus import corpus
 GROUPS = (None, (0,), (1,), (0, 2), (1, 2, 3), (3,))
 
 
-def terms_of(index: BM25Index, rng: np.random.Generator) -> list[str]:
+def terms_of(index: BM25Index, rng: np.random.Generator, size: int) -> list[str]:
     vocab = list(index._vocab)
-    return [*rng.choice(vocab, size=12).tolist(), "nosuchterm", "the"] if vocab else ["x"]
+    return [*rng.choice(vocab, size=size).tolist(), "nosuchterm", "the"] if vocab else ["x"]
 
 
 def assert_remembered_is_computed(index: BM25Index, rng: np.random.Generator) -> None:
-    for groups in GROUPS:
-        terms = terms_of(index, rng)
+    for groups, size in itertools.product(GROUPS, (12, 3 * FEW)):  # in Python; in numpy
+        terms = terms_of(index, rng, size)
         with index._lock:
             stats = index._stats_locked(groups)
             for _ in range(2):  # computed, then remembered
