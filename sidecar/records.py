@@ -73,6 +73,7 @@ def member_of(kind: type[E]) -> Callable[[int], E]:
 
 
 memory_type, tier_of, relation_of = member_of(MemoryType), member_of(Tier), member_of(Relation)
+
 # Memory.source of every captured turn (sidecar.capture writes them; the vault and the
 # store's erasure treat them apart).
 CAPTURE_SOURCE = "capture"
