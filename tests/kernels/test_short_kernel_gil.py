@@ -13,11 +13,11 @@ import pytest
 ROOT = Path(__file__).parent.parent.parent
 
 # Compiles (or loads) both kernels, the one that releases the GIL first; then runs each on
-# ~20M posting reads while a thread that wakes every 0.5 ms counts, and prints how often it
-# counted during each kernel. The switch interval is made long, so the only way the counter
-# runs while the main thread works is a kernel that lets the GIL go.
+# ~20M posting reads while a thread that was just released waits for the GIL, and prints how
+# often it ran during each kernel. The switch interval is made long, so the only way the
+# thread runs while the main thread works is a kernel that lets the GIL go.
 PROBE = """
-import sys, threading, time
+import sys, threading
 import numpy as np
 from kernels.bm25 import bm25_accumulate
 n = 100_000
@@ -31,24 +31,17 @@ def run(short, buffers):
                            short=short)
 run(False, buffers())
 run(True, buffers())
-count, stop = [0], []
-def counter():
-    while not stop:
-        count[0] += 1
-        time.sleep(0.0005)
-thread = threading.Thread(target=counter)
-thread.start()
 sys.setswitchinterval(30.0)
-during = {}
+during = {False: 0, True: 0}
 for short in (False, True, False, True):
-    held = buffers()
-    time.sleep(0.02)
-    before = count[0]
+    held, go, ran = buffers(), threading.Event(), []
+    waiter = threading.Thread(target=lambda: (go.wait(), ran.append(1)))
+    waiter.start()  # returns once it waits for ``go`` (it keeps the GIL until then)
+    go.set()  # from here it only needs the GIL, which the main thread holds
     run(short, held)
-    during[short] = during.get(short, 0) + count[0] - before
+    during[short] += len(ran)  # read before anything here lets the GIL go
+    waiter.join()
 sys.setswitchinterval(0.005)
-stop.append(1)
-thread.join()
 print(during[True], during[False])
 """
 
@@ -64,5 +57,5 @@ def test_the_short_kernel_keeps_the_gil_when_loaded_from_the_cache(tmp_path: Pat
         assert proc.returncode == 0, proc.stderr[-3000:]
         counts.append([int(x) for x in proc.stdout.split()])
     assert any(tmp_path.rglob("*_accumulate_short*.nbi"))  # an entry of its own
-    # the counter never ran while the short kernel did
+    # the released thread never ran while the short kernel did
     assert [short for short, _ in counts] == [0, 0], counts

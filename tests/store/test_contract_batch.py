@@ -5,9 +5,6 @@ must change a row, else its error is raised and nothing of the batch is written.
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
 from sidecar.injection.state_repo import ChannelMoved, StateRepo
@@ -134,30 +131,19 @@ def test_reads_together_give_each_reads_rows_in_order(store_db: SqlStore) -> Non
 
 
 def test_reads_together_read_one_snapshot_on_postgres(pg_dsn: str) -> None:
-    """A row committed by another connection while the reads run is in none of them (on
-    SQLite the reads hold the one connection's lock: no writer runs between them)."""
+    """The reads run in one read-only REPEATABLE READ transaction: one snapshot for all of
+    them (on SQLite they hold the one connection's lock: no writer runs between them)."""
     store_db = PgDatabase(pg_dsn)
     try:
-        one_snapshot(store_db)
+        _put(store_db, "seen", "x")
+        where = ("SELECT current_setting('transaction_isolation'), "
+                 "current_setting('transaction_read_only'), now(), "
+                 "pg_current_snapshot()::text", ())
+        first, count, last = store_db.read_together(
+            [where, ("SELECT count(*) FROM meta WHERE key = ?", ("seen",)), where])
+        assert first == last  # the same transaction (now()) and the same snapshot
+        assert first[0][:2] == ("repeatable read", "on") and count == [(1,)]
+        alone = store_db.execute(where[0])  # a statement of its own: another transaction
+        assert alone[0][0] == "read committed"
     finally:
         store_db.close()
-
-
-def one_snapshot(store_db: PgDatabase) -> None:
-    count = ("SELECT count(*) FROM meta WHERE key LIKE ?", ("seen%",))
-    committed = threading.Event()
-
-    def write_during_the_sleep() -> None:
-        while not store_db.execute("SELECT 1 FROM pg_stat_activity WHERE state = 'active' "
-                                   "AND query LIKE ?", ("SELECT pg_sleep%",)):
-            time.sleep(0.01)
-        _put(store_db, "seen-later", "x")
-        committed.set()
-
-    writer = threading.Thread(target=write_during_the_sleep)
-    writer.start()
-    rows = store_db.read_together([count, ("SELECT pg_sleep(?)", (1.0,)), count])
-    writer.join(10)
-    assert committed.is_set()
-    assert rows[0] == rows[2] == [(0,)]
-    assert store_db.execute(*count) == [(1,)]
