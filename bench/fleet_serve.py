@@ -21,9 +21,16 @@ The server's RSS is watched throughout: above ``--rss-limit-mb`` it is stopped a
 reports so (a shared machine is not pushed into swapping). Its output of the last start is
 in ``DATA_DIR/fleet_serve.log``.
 
+``--sidecars N`` (PostgreSQL only): N sidecars serve the one store, as a fleet does, each with
+its own data dir (``DATA_DIR/sidecar-K``) and each started in turn; a user talks to one of
+them (``user-U`` to sidecar U mod N). The calls go one at a time, round robin as above: on one
+host, sidecars serving at once would measure how its cores are shared, where a fleet gives
+each its own. The report gives each sidecar's start, RSS and scope metrics.
+
 Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://...]
       [--active 500] [--turns 5] [--starts 2] [--no-settle] [--config FILE] [--root DIR]
       [--rss-limit-mb 8000] [--beside 10] [--page-cache drop|fill] [--label NAME]
+      [--sidecars 2]
 ``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
 own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
 ``--root``: serve the code of another checkout (its own tree first on the path, checked
@@ -221,6 +228,11 @@ class Talk:
 STAGES = ("embed", "pinned", "search", "dedup", "budget", "format", "persist")
 
 
+def serving(sidecars: list[Sidecar], user: User) -> Sidecar:
+    """The sidecar of the fleet that ``user`` talks to (``user-U``: sidecar U mod N)."""
+    return sidecars[int(user.user.rsplit("-", 1)[1]) % len(sidecars)]
+
+
 def inject_once(sidecar: Sidecar, user: User, turn: int,
                 stages: list[list[float]] | None = None) -> float:
     """The call's ms at the client; the server's (elapsed, then each of ``STAGES``) ms
@@ -238,13 +250,14 @@ def inject_once(sidecar: Sidecar, user: User, turn: int,
     return ms
 
 
-def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) -> Talk:
-    """Round robin over the users, one Inject each per round. During the first round (every
-    scope cold), a second client talks with the ``beside`` users, whose scopes it loaded
-    first: their calls measure what the loads cost the scopes already held."""
+def talk(sidecars: list[Sidecar], users: list[User], turns: int, beside: list[User]) -> Talk:
+    """Round robin over the users, one Inject each per round, each to its own sidecar.
+    During the first round (every scope cold), a second client talks with the ``beside``
+    users, whose scopes it loaded first: their calls measure what the loads cost the scopes
+    already held."""
     out = Talk()
     for user in beside:
-        inject_once(sidecar, user, 0)
+        inject_once(serving(sidecars, user), user, 0)
     done = threading.Event()
 
     begin = time.perf_counter()
@@ -254,7 +267,7 @@ def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) ->
         while not done.is_set():
             for user in beside:
                 try:
-                    out.beside.append(inject_once(sidecar, user, turn))
+                    out.beside.append(inject_once(serving(sidecars, user), user, turn))
                 except grpc.RpcError as err:  # reported with the figures
                     out.errors.append(f"{err.code().name} after "  # type: ignore[attr-defined]
                                       f"{time.perf_counter() - begin:.1f} s")
@@ -266,7 +279,7 @@ def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) ->
     agents = {user.agent for user in beside}  # whose own scope an earlier call loaded
     try:
         for user in users:
-            ms = inject_once(sidecar, user, 0, out.cold_stages)
+            ms = inject_once(serving(sidecars, user), user, 0, out.cold_stages)
             out.cold.append((user.memories, user.agent in agents, ms))
             agents.add(user.agent)
     finally:
@@ -274,7 +287,8 @@ def talk(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) ->
         if beside:
             second.join(120)
     for turn in range(1, turns):
-        out.warm += [inject_once(sidecar, user, turn, out.warm_stages) for user in users]
+        out.warm += [inject_once(serving(sidecars, user), user, turn, out.warm_stages)
+                     for user in users]
     return out
 
 
@@ -344,6 +358,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--page-cache", choices=("as-is", "drop", "fill"), default="as-is",
                    help="before the users talk, drop the store file from the OS page cache "
                    "(SQLite: cold scopes read from disk) or fill it (read the file once)")
+    p.add_argument("--sidecars", type=int, default=1,
+                   help="sidecars serving the store (PostgreSQL only), each user one of them")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--label", default="", help="appended to the results file's name")
     p.add_argument("--data", type=Path, default=COQA, help="CoQA json the store was made from")
@@ -376,52 +392,62 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
     users = [u for u in drawn if u not in beside]
     args.data_dir.mkdir(parents=True, exist_ok=True)
     config = sidecar_config(args.config, args.dsn, args.data_dir)
-    sidecar = Sidecar(args.data_dir, args.root, config, args.rss_limit_mb)
+    dirs = ([args.data_dir] if args.sidecars == 1 else
+            [args.data_dir / f"sidecar-{k}" for k in range(args.sidecars)])
+    sidecars = [Sidecar(d, args.root, config, args.rss_limit_mb) for d in dirs]
+    for d in dirs:
+        d.mkdir(exist_ok=True)
     lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
              f"served: {args.root} at {commit(args.root)} (imports {imported_from(args.root)}); "
              f"config: {args.config or 'defaults'}; "
              f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
-             "| start | SERVING s | RSS MB | index build s | load average |",
-             "|---|---|---|---|---|"]
-    present = [f for f in INDEX_FILES if (args.data_dir / f).exists()]
-    first = f"first ({', '.join(present)} present)" if present else "first (builds indexes)"
+             "| start | sidecar | SERVING s | RSS MB | index build s | load average |",
+             "|---|---|---|---|---|---|"]
     try:
         for start in range(args.starts + 1):
-            with sidecar.running() as serving_s:
-                rss = sidecar.rss_mb()
-                built = "-"  # not waited for
-                if start == 0 and args.settle:
-                    built = f"{sidecar.settle(7200):.0f}"
-                name = first if start == 0 else f"restart {start}"
-                lines.append(f"| {name} | {serving_s:.2f} | {rss:.0f} | {built} | "
-                             f"{os.getloadavg()[0]:.1f} |")
-                print(lines[-1], flush=True)
+            with contextlib.ExitStack() as running:
+                for k, sidecar in enumerate(sidecars):
+                    present = [f for f in INDEX_FILES if (sidecar.data_dir / f).exists()]
+                    first = (f"first ({', '.join(present)} present)" if present
+                             else "first (builds indexes)")
+                    serving_s = running.enter_context(sidecar.running())
+                    rss = sidecar.rss_mb()
+                    built = "-"  # not waited for
+                    if start == 0 and args.settle:
+                        built = f"{sidecar.settle(7200):.0f}"
+                    name = first if start == 0 else f"restart {start}"
+                    lines.append(f"| {name} | {k + 1} | {serving_s:.2f} | {rss:.0f} | {built} | "
+                                 f"{os.getloadavg()[0]:.1f} |")
+                    print(lines[-1], flush=True)
                 if start == args.starts and users:
                     set_page_cache(store_file(args), args.page_cache)
                     lines.append(f"store file in the OS page cache: "
                                  f"{page_cached(store_file(args)):.0%}")
-                    lines.append(serve_users(sidecar, users, args.turns, beside))
+                    lines.append(serve_users(sidecars, users, args.turns, beside))
     except RuntimeError as err:
-        lines.append(f"\nstopped: {err} (peak RSS {sidecar.peak_mb:.0f} MB)")
+        peaks = ", ".join(f"{s.peak_mb:.0f}" for s in sidecars)
+        lines.append(f"\nstopped: {err} (peak RSS {peaks} MB)")
     return fleet, "\n".join(lines)
 
 
-def serve_users(sidecar: Sidecar, users: list[User], turns: int, beside: list[User]) -> str:
-    before = sidecar.metrics()
-    talked = talk(sidecar, users, turns, beside)
+def serve_users(sidecars: list[Sidecar], users: list[User], turns: int,
+                beside: list[User]) -> str:
+    before = [s.metrics() for s in sidecars]
+    talked = talk(sidecars, users, turns, beside)
     cold = [ms for _, _, ms in talked.cold]
     near = [ms for size, _, ms in talked.cold if NEAR[0] <= size <= NEAR[1]]
     alone = [ms for size, held, ms in talked.cold if held and NEAR[0] <= size <= NEAR[1]]
-    after = sidecar.metrics()
-    scopes = ", ".join(f"{k} {before.get(k, 0):g} -> {v:g}"
-                       for k, v in scope_metrics(after).items())
+    after = [s.metrics() for s in sidecars]
+    scopes = ["; ".join(f"sidecar {k + 1}: " + (", ".join(
+        f"{name} {was.get(name, 0):g} -> {v:g}" for name, v in scope_metrics(now).items())
+        or "n/a") for k, (was, now) in enumerate(zip(before, after, strict=True)))]
+    rss = ", ".join(f"{s.rss_mb():.0f} MB (peak {s.peak_mb:.0f} MB)" for s in sidecars)
+    reembed = sum(a.get("memsidecar_reembed_total_rows", 0) for a in after)
     return "\n".join([
         "", f"{len(users)} users (memories in their scopes: median "
         f"{np.median([u.memories for u in users]):.0f}, {min(u.memories for u in users)}-"
         f"{max(u.memories for u in users)}), {turns} Injects each (round robin); RSS after: "
-        f"{sidecar.rss_mb():.0f} MB (peak {sidecar.peak_mb:.0f} MB); re-embed rows: "
-        f"{after.get('memsidecar_reembed_total_rows', 0):.0f}; load average "
-        f"{os.getloadavg()[0]:.1f}", "",
+        f"{rss}; re-embed rows: {reembed:.0f}; load average {os.getloadavg()[0]:.1f}", "",
         "| Inject | calls | p50 ms | p99 ms |", "|---|---|---|---|",
         f"| cold (a user's first) | {len(cold)} | {pct(cold, 50)} | {pct(cold, 99)} |",
         f"| cold, scopes of {NEAR[0]}-{NEAR[1]} memories | {len(near)} | {pct(near, 50)} | "
@@ -440,11 +466,13 @@ def serve_users(sidecar: Sidecar, users: list[User], turns: int, beside: list[Us
           if stages), "",
         *([f"second client's failed calls: {', '.join(talked.errors)}", ""]
           if talked.errors else []),
-        f"scope metrics (before -> after): {scopes or 'n/a'}"])
+        f"scope metrics (before -> after): {scopes[0]}"])
 
 
 def main() -> None:
     args = parser().parse_args()
+    if args.sidecars < 1 or (args.sidecars > 1 and not args.dsn):
+        parser().error("--sidecars N > 1 needs --dsn: a SQLite store is served by one sidecar")
     fleet, report = run(args)
     print(report)
     name = f"fleet_serve_{fleet.memories}{'_postgres' if args.dsn else ''}"

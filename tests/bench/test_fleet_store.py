@@ -220,6 +220,37 @@ def test_the_same_spec_makes_the_same_store_on_postgres(
         live.close()
 
 
+def test_the_bench_serves_a_postgres_store_with_two_sidecars(
+        pool: Pool, cache: Path, coqa: Path, pg_dsn: str, tmp_path: Path) -> None:
+    fleet_store.build(fleet_store.parser().parse_args([
+        "--memories", "2000", "--users", "40", "--agents", "4", "--shared", "100",
+        "--per-agent", "25", "--dsn", pg_dsn, "--stories", str(STORIES), "--data", str(coqa),
+        "--cache", str(cache)]))
+    config = tmp_path / "scopes.toml"
+    config.write_text('[retrieval]\nresidency = "scopes"\n')
+    report = fleet_serve.run(fleet_serve.parser().parse_args([
+        "--data-dir", str(tmp_path / "fleet"), "--dsn", pg_dsn, "--sidecars", "2",
+        "--config", str(config), "--active", "8", "--turns", "2", "--starts", "0",
+        "--data", str(coqa), "--cache", str(cache)]))[1]
+    assert "stopped" not in report
+    for k in (1, 2):
+        assert re.search(rf"\| first \(builds indexes\) \| {k} \| [\d.]+ \| \d+ \|", report)
+        assert (tmp_path / "fleet" / f"sidecar-{k - 1}" / fleet_serve.LOG).exists()
+    assert re.search(r"\| cold \(a user's first\) \| 8 \| \d", report)
+    assert re.search(r"\| warm \(later\) \| 8 \| \d", report)
+    assert re.search(r"RSS after: \d+ MB \(peak \d+ MB\), \d+ MB \(peak \d+ MB\)", report)
+    users = fleet_serve.conversations(FLEET, pool, 8, seed=1)
+    for k in (0, 1):  # each sidecar loaded the scopes of its own users, and only those
+        mine = [u for u in users if int(u.user[5:]) % 2 == k]
+        assert mine
+        loads = re.search(rf"sidecar {k + 1}: [^;]*memsidecar_scope_loads_total (\d+) -> (\d+)",
+                          report)
+        assert loads is not None
+        started, ended = map(int, loads.groups())
+        scopes = {u.user for u in mine} | {u.agent for u in mine}
+        assert ended - started == len(scopes)
+
+
 def test_the_seed_decides_the_store(pool: Pool) -> None:
     small = Fleet(500, 10, 2, shared=20, per_agent=5)
     first, again = (next(generate(small, pool)) for _ in range(2))
