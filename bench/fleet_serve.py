@@ -25,12 +25,14 @@ in ``DATA_DIR/fleet_serve.log``.
 its own data dir (``DATA_DIR/sidecar-K``) and each started in turn; a user talks to one of
 them (``user-U`` to sidecar U mod N). The calls go one at a time, round robin as above: on one
 host, sidecars serving at once would measure how its cores are shared, where a fleet gives
-each its own. The report gives each sidecar's start, RSS and scope metrics.
+each its own. The report gives each sidecar's start, RSS and scope metrics, and each one's
+cold and warm calls. ``--roots A B`` serves checkout A from the first sidecar and B from the
+second: an A/B in one run, the machine's load falling on both alike.
 
 Run:  .venv/bin/python -m bench.fleet_serve --data-dir DIR [--dsn postgresql://...]
       [--active 500] [--turns 5] [--starts 2] [--no-settle] [--config FILE] [--root DIR]
       [--rss-limit-mb 8000] [--beside 10] [--page-cache drop|fill] [--label NAME]
-      [--sidecars 2]
+      [--sidecars 2 [--roots DIR DIR]]
 ``--dsn``: the store is that PostgreSQL database (``--data-dir`` then holds the sidecar's
 own files); ``--config``: the sidecar's config file (e.g. a ``[retrieval]`` budget);
 ``--root``: serve the code of another checkout (its own tree first on the path, checked
@@ -216,9 +218,9 @@ class Talk:
     """Client-side ms of each Inject: a user's first (with its scope's size) and later ones,
     and the calls of the users kept warm beside the first ones (``--beside``)."""
 
-    # (memories, the agent's own scope used by an earlier call, ms)
-    cold: list[tuple[int, bool, float]] = field(default_factory=list)
-    warm: list[float] = field(default_factory=list)
+    # (memories, the agent's own scope used by an earlier call, ms, the sidecar's index)
+    cold: list[tuple[int, bool, float, int]] = field(default_factory=list)
+    warm: list[tuple[float, int]] = field(default_factory=list)
     beside: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # the second client's failed calls
     cold_stages: list[list[float]] = field(default_factory=list)  # server ms (inject_once)
@@ -230,7 +232,11 @@ STAGES = ("embed", "pinned", "search", "dedup", "budget", "format", "persist")
 
 def serving(sidecars: list[Sidecar], user: User) -> Sidecar:
     """The sidecar of the fleet that ``user`` talks to (``user-U``: sidecar U mod N)."""
-    return sidecars[int(user.user.rsplit("-", 1)[1]) % len(sidecars)]
+    return sidecars[index_of(sidecars, user)]
+
+
+def index_of(sidecars: list[Sidecar], user: User) -> int:
+    return int(user.user.rsplit("-", 1)[1]) % len(sidecars)
 
 
 def inject_once(sidecar: Sidecar, user: User, turn: int,
@@ -280,15 +286,16 @@ def talk(sidecars: list[Sidecar], users: list[User], turns: int, beside: list[Us
     try:
         for user in users:
             ms = inject_once(serving(sidecars, user), user, 0, out.cold_stages)
-            out.cold.append((user.memories, user.agent in agents, ms))
+            out.cold.append((user.memories, user.agent in agents, ms,
+                             index_of(sidecars, user)))
             agents.add(user.agent)
     finally:
         done.set()
         if beside:
             second.join(120)
     for turn in range(1, turns):
-        out.warm += [inject_once(serving(sidecars, user), user, turn, out.warm_stages)
-                     for user in users]
+        out.warm += [(inject_once(serving(sidecars, user), user, turn, out.warm_stages),
+                      index_of(sidecars, user)) for user in users]
     return out
 
 
@@ -360,6 +367,8 @@ def parser() -> argparse.ArgumentParser:
                    "(SQLite: cold scopes read from disk) or fill it (read the file once)")
     p.add_argument("--sidecars", type=int, default=1,
                    help="sidecars serving the store (PostgreSQL only), each user one of them")
+    p.add_argument("--roots", type=Path, nargs="+", default=[],
+                   help="with --sidecars: the checkout each sidecar serves (instead of --root)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--label", default="", help="appended to the results file's name")
     p.add_argument("--data", type=Path, default=COQA, help="CoQA json the store was made from")
@@ -394,11 +403,14 @@ def run(args: argparse.Namespace) -> tuple[Fleet, str]:
     config = sidecar_config(args.config, args.dsn, args.data_dir)
     dirs = ([args.data_dir] if args.sidecars == 1 else
             [args.data_dir / f"sidecar-{k}" for k in range(args.sidecars)])
-    sidecars = [Sidecar(d, args.root, config, args.rss_limit_mb) for d in dirs]
+    roots = args.roots or [args.root] * len(dirs)
+    sidecars = [Sidecar(d, root, config, args.rss_limit_mb)
+                for d, root in zip(dirs, roots, strict=True)]
     for d in dirs:
         d.mkdir(exist_ok=True)
     lines = [f"store: {fleet} on {'PostgreSQL' if args.dsn else 'SQLite'}",
-             f"served: {args.root} at {commit(args.root)} (imports {imported_from(args.root)}); "
+             "served: " + "; ".join(f"{root} at {commit(root)} (imports {imported_from(root)})"
+                                    for root in dict.fromkeys(roots)) + "; "
              f"config: {args.config or 'defaults'}; "
              f"{os.cpu_count()} CPUs, flags {cpu_flags()}", "",
              "| start | sidecar | SERVING s | RSS MB | index build s | load average |",
@@ -434,9 +446,10 @@ def serve_users(sidecars: list[Sidecar], users: list[User], turns: int,
                 beside: list[User]) -> str:
     before = [s.metrics() for s in sidecars]
     talked = talk(sidecars, users, turns, beside)
-    cold = [ms for _, _, ms in talked.cold]
-    near = [ms for size, _, ms in talked.cold if NEAR[0] <= size <= NEAR[1]]
-    alone = [ms for size, held, ms in talked.cold if held and NEAR[0] <= size <= NEAR[1]]
+    cold = [ms for _, _, ms, _ in talked.cold]
+    near = [ms for size, _, ms, _ in talked.cold if NEAR[0] <= size <= NEAR[1]]
+    alone = [ms for size, held, ms, _ in talked.cold if held and NEAR[0] <= size <= NEAR[1]]
+    warm = [ms for ms, _ in talked.warm]
     after = [s.metrics() for s in sidecars]
     scopes = ["; ".join(f"sidecar {k + 1}: " + (", ".join(
         f"{name} {was.get(name, 0):g} -> {v:g}" for name, v in scope_metrics(now).items())
@@ -454,14 +467,13 @@ def serve_users(sidecars: list[Sidecar], users: list[User], turns: int,
         f"{pct(near, 99)} |",
         f"| cold, scopes of {NEAR[0]}-{NEAR[1]} memories, the agent's own scope held | "
         f"{len(alone)} | {pct(alone, 50)} | {pct(alone, 99)} |",
-        f"| warm (later) | {len(talked.warm)} | {pct(talked.warm, 50)} | "
-        f"{pct(talked.warm, 99)} |",
+        f"| warm (later) | {len(warm)} | {pct(warm, 50)} | {pct(warm, 99)} |",
+        *(each_sidecar(talked, k) for k in range(len(sidecars)) if len(sidecars) > 1),
         f"| warm, {len(beside)} users beside the cold ones (a second client) | "
         f"{len(talked.beside)} | {pct(talked.beside, 50)} | {pct(talked.beside, 99)} |", "",
         *(f"{kind} calls at the server, mean ms (p99 of the whole call "
-          f"{np.percentile([r[0] for r in stages], 99):.1f}): " + ", ".join(
-              f"{name} {np.mean([r[i] for r in stages]):.1f}"
-              for i, name in enumerate(("call", *STAGES)))
+          f"{np.percentile([r[0] for r in stages], 99):.1f}): " + mean_stages(stages)
+          + "; the slowest 5 %: " + mean_stages(slowest(stages, 5))
           for kind, stages in (("cold", talked.cold_stages), ("warm", talked.warm_stages))
           if stages), "",
         *([f"second client's failed calls: {', '.join(talked.errors)}", ""]
@@ -469,10 +481,31 @@ def serve_users(sidecars: list[Sidecar], users: list[User], turns: int,
         f"scope metrics (before -> after): {scopes[0]}"])
 
 
+def each_sidecar(talked: Talk, k: int) -> str:
+    """Sidecar ``k``'s rows: its cold calls of scopes of 50-150 memories, its warm ones."""
+    near = [ms for size, _, ms, at in talked.cold if at == k and NEAR[0] <= size <= NEAR[1]]
+    warm = [ms for ms, at in talked.warm if at == k]
+    return (f"| sidecar {k + 1}: cold, scopes of {NEAR[0]}-{NEAR[1]} memories | {len(near)} | "
+            f"{pct(near, 50)} | {pct(near, 99)} |\n"
+            f"| sidecar {k + 1}: warm | {len(warm)} | {pct(warm, 50)} | {pct(warm, 99)} |")
+
+
+def mean_stages(stages: list[list[float]]) -> str:
+    return ", ".join(f"{name} {np.mean([r[i] for r in stages]):.1f}"
+                     for i, name in enumerate(("call", *STAGES)))
+
+
+def slowest(stages: list[list[float]], percent: float) -> list[list[float]]:
+    """The calls whose whole call at the server took longest (at least one)."""
+    return sorted(stages, key=lambda r: r[0])[-max(1, round(len(stages) * percent / 100)):]
+
+
 def main() -> None:
     args = parser().parse_args()
     if args.sidecars < 1 or (args.sidecars > 1 and not args.dsn):
         parser().error("--sidecars N > 1 needs --dsn: a SQLite store is served by one sidecar")
+    if args.roots and len(args.roots) != args.sidecars:
+        parser().error("--roots names one checkout per sidecar")
     fleet, report = run(args)
     print(report)
     name = f"fleet_serve_{fleet.memories}{'_postgres' if args.dsn else ''}"

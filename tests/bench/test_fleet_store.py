@@ -230,6 +230,7 @@ def test_the_bench_serves_a_postgres_store_with_two_sidecars(
     config.write_text('[retrieval]\nresidency = "scopes"\n')
     report = fleet_serve.run(fleet_serve.parser().parse_args([
         "--data-dir", str(tmp_path / "fleet"), "--dsn", pg_dsn, "--sidecars", "2",
+        "--roots", str(fleet_serve.ROOT), str(fleet_serve.ROOT),
         "--config", str(config), "--active", "8", "--turns", "2", "--starts", "0",
         "--data", str(coqa), "--cache", str(cache)]))[1]
     assert "stopped" not in report
@@ -238,6 +239,9 @@ def test_the_bench_serves_a_postgres_store_with_two_sidecars(
         assert (tmp_path / "fleet" / f"sidecar-{k - 1}" / fleet_serve.LOG).exists()
     assert re.search(r"\| cold \(a user's first\) \| 8 \| \d", report)
     assert re.search(r"\| warm \(later\) \| 8 \| \d", report)
+    warm = [int(re.search(rf"\| sidecar {k}: warm \| (\d+) \|", report).group(1))  # type: ignore[union-attr]
+            for k in (1, 2)]
+    assert sum(warm) == 8 and min(warm) > 0
     assert re.search(r"RSS after: \d+ MB \(peak \d+ MB\), \d+ MB \(peak \d+ MB\)", report)
     users = fleet_serve.conversations(FLEET, pool, 8, seed=1)
     for k in (0, 1):  # each sidecar loaded the scopes of its own users, and only those
@@ -279,7 +283,8 @@ def test_the_bench_serves_it_and_stops_a_server_over_its_rss_limit(
                      served)
     assert re.search(r"store file in the OS page cache: \d+%", served)
     assert re.search(r"cold calls at the server, mean ms \(p99 of the whole call [\d.]+\): "
-                     r"call [\d.]+, embed [\d.]+, pinned", served)
+                     r"call [\d.]+, embed [\d.]+, pinned.*; the slowest 5 %: call [\d.]+, embed",
+                     served)
     assert "stopped" not in served
     stopped = report("--starts", "0", "--rss-limit-mb", "40")
     assert "stopped: the sidecar stopped before SERVING (RSS over the limit: True)" in stopped
