@@ -15,6 +15,10 @@ changes least). ``--root`` serves another checkout for both.
 
 Run:  .venv/bin/python -m bench.fleet_pair --large DIR --small DIR [--active 60]
       [--turns 4] [--seed 1] [--page-cache fill] [--root DIR]
+      [--large-dsn postgresql://... --small-dsn postgresql://...]
+``--large-dsn``/``--small-dsn``: the stores are those PostgreSQL databases (made by
+``bench.fleet_store --dsn``), each served on its defaults as a SQLite store is; ``--large``
+and ``--small`` then hold each sidecar's own files.
 Copy the stores first: serving writes into their data dirs. Writes
 bench/results/fleet_pair.md.
 """
@@ -38,6 +42,7 @@ from bench.fleet_serve import (
     inject_once,
     pct,
     set_page_cache,
+    sidecar_config,
 )
 from bench.fleet_store import CACHE, COQA, open_target, pool_for, recorded_fleet
 from bench.inject_vs_embedding import cpu_seconds
@@ -47,8 +52,8 @@ from sidecar.embedding.config import EmbeddingConfig
 
 
 def users_of(data_dir: Path, active: int, seed: int, data: Path = COQA,
-             cache: Path = CACHE) -> list[User]:
-    db = open_target(data_dir, "")
+             cache: Path = CACHE, dsn: str = "") -> list[User]:
+    db = open_target(data_dir, dsn)
     try:
         fleet = recorded_fleet(db)
     finally:
@@ -77,15 +82,19 @@ def pairs(large: list[User], small: list[User]) -> list[tuple[User, User]]:
 
 
 def run(args: argparse.Namespace) -> str:
-    matched = pairs(users_of(args.large, args.active, args.seed, args.data, args.cache),
-                    users_of(args.small, 10**9, args.seed, args.data, args.cache))
+    matched = pairs(
+        users_of(args.large, args.active, args.seed, args.data, args.cache, args.large_dsn),
+        users_of(args.small, 10**9, args.seed, args.data, args.cache, args.small_dsn))
     warm: dict[str, list[float]] = {"large": [], "small": []}
     stages: dict[str, list[list[float]]] = {"large": [], "small": []}
     paired: list[float] = []
     with ExitStack() as stack:
         sidecars = {}
-        for name, folder in (("large", args.large), ("small", args.small)):
-            sidecars[name] = Sidecar(folder, args.root, None, args.rss_limit_mb)
+        for name, folder, dsn in (("large", args.large, args.large_dsn),
+                                  ("small", args.small, args.small_dsn)):
+            folder.mkdir(parents=True, exist_ok=True)
+            config = sidecar_config(None, dsn, folder)
+            sidecars[name] = Sidecar(folder, args.root, config, args.rss_limit_mb)
             stack.enter_context(sidecars[name].running())
             set_page_cache(ServerConfig(data_dir=str(folder)).db_path, args.page_cache)
         for big, little in matched:  # every scope loaded: the cold round, not compared
@@ -138,6 +147,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--root", type=Path, default=ROOT, help="the checkout served")
     p.add_argument("--rss-limit-mb", type=float, default=8000)
     p.add_argument("--data", type=Path, default=COQA, help="CoQA json the stores were made from")
+    p.add_argument("--large-dsn", default="", help="the large store is this PostgreSQL database")
+    p.add_argument("--small-dsn", default="", help="the small store is this PostgreSQL database")
     p.add_argument("--cache", type=Path, default=CACHE, help="where the pool's vectors are kept")
     return p
 

@@ -30,6 +30,7 @@ from sidecar.store.model_repo import TARGET_KEY, ModelRepo
 from sidecar.store.postgres.db import PgDatabase
 from sidecar.store.repos import Repositories
 from tests.conftest import Running, on_postgres, start_server
+from tests.pg.cluster import Cluster
 
 COQA = Path(os.environ.get("MEMSIDECAR_COQA", str(fleet_store.COQA)))
 STORIES = 30  # of CoQA's 350: ~600 sentences to embed
@@ -329,6 +330,25 @@ def test_the_pair_bench_asks_both_stores_the_same_texts(
     assert re.search(r"\| small \| 8 \| [\d.]+ \|", report)
     assert re.search(r"warm p50, large / small: [\d.]+; paired \(median over calls of large "
                      r"/ small\): [\d.]+; server CPU a call, large / small: [\d.]+", report)
+
+
+def test_the_pair_bench_serves_postgres_stores(cache: Path, coqa: Path, pg_cluster: Cluster,
+                                              tmp_path: Path) -> None:
+    dsns = []
+    for memories in (2000, 1000):
+        dsns.append(pg_cluster.new_database())
+        fleet_store.build(fleet_store.parser().parse_args([
+            "--memories", str(memories), "--users", "40", "--agents", "4", "--shared", "100",
+            "--per-agent", "25", "--dsn", dsns[-1], "--stories", str(STORIES),
+            "--data", str(coqa), "--cache", str(cache)]))
+    report = fleet_pair.run(fleet_pair.parser().parse_args([
+        "--large", str(tmp_path / "large"), "--small", str(tmp_path / "small"),
+        "--large-dsn", dsns[0], "--small-dsn", dsns[1], "--active", "4", "--turns", "2",
+        "--data", str(coqa), "--cache", str(cache)]))
+    assert re.search(r"\| large \| 8 " + r"\| [\d.]+ " * 5 + r"\| \d+ \|", report)
+    assert re.search(r"\| small \| 8 \| [\d.]+ \|", report)
+    for name in ("large", "small"):  # each sidecar served its own database
+        assert "postgres" in (tmp_path / name / "fleet_serve.toml").read_text()
 
 
 def test_a_pair_is_one_agent_s_users_nearest_in_size(pool: Pool) -> None:
