@@ -17,6 +17,9 @@ run no model:
 - the sidecar (``retrieval_worker.py``): the engine ``Search`` and ``Inject`` use, opened as
   the server opens the store (default ``[retrieval]``: hnsw above 5,000 memories), given the
   query text and vector: vector and BM25 lists, graph expansion, score fusion, hydrated hits;
+- the same engine in an Inject's order (``--finish``, a third worker): the lexical list
+  before the vector arrives (``ahead``, beside the model in a server; untimed), then the
+  rest (``finish``, timed): what an Inject waits for after its model;
 - txtai: ``Embeddings(method="external", content=True, hybrid=True)`` (its defaults: faiss,
   BM25 terms index, convex fusion, content in SQLite), its transform a lookup of the
   precomputed vector; ``search(text, limit)``.
@@ -29,7 +32,8 @@ side's evidence rate (queries with a hit from an answer session, among those who
 sessions are in the corpus): a check that both return sensible hits. With ``--baseline
 TREE`` (a source tree, e.g. ``git archive main | tar -x -C /tmp/before``), a second sidecar
 worker imports ``sidecar`` and ``kernels`` from TREE over a copy of the store: before and
-after in the same run, and whether every query's hits (ids and scores) are identical.
+after in the same run, and on how many queries both give the same hits in the same order
+(with the largest score difference: the recency boost reads the clock).
 """
 
 from __future__ import annotations
@@ -172,8 +176,17 @@ def overlap(a: Side, b: Side, k: int) -> float:
     return float(np.mean(shared)) / k
 
 
-def identical(a: Side, b: Side) -> int:
-    return sum(1 for i in a.answers if a.answers[i] == b.answers[i])
+def same_hits(a: Side, b: Side) -> tuple[int, float]:
+    """Queries whose hits are the same memories in the same order, and the largest score
+    difference between them (the recency boost reads the clock: not bit-equal)."""
+    same, gap = 0, 0.0
+    for i, answer in a.answers.items():
+        other = b.answers[i]
+        if answer["ids"] == other["ids"]:
+            same += 1
+            gap = max([gap, *(abs(float(x) - float(y))  # type: ignore[arg-type]
+                              for x, y in zip(answer["scores"], other["scores"], strict=True))])
+    return same, gap
 
 
 def run(sides: list[Side], count: int, rounds: int, warmup: int, limit: int) -> None:
@@ -203,9 +216,10 @@ def report(sides: list[Side], ours: Side, txtai: Side, sessions: dict[str, str],
               f"{evidence_rate(side, sessions, wanted, limit)} |")
     print(f"\ntop-{limit} overlap sidecar / txtai: {overlap(ours, txtai, limit):.3f}")
     for side in sides:
-        if side.name.startswith("baseline"):
-            print(f"{side.name}: hits identical to the sidecar's on "
-                  f"{identical(ours, side)}/{len(ours.answers)} queries; p50 "
+        if side is not ours and side is not txtai:
+            same, gap = same_hits(ours, side)
+            print(f"{side.name}: the sidecar's hits in its order on {same}/"
+                  f"{len(ours.answers)} queries (scores within {gap:.1e}); p50 "
                   f"{pct(side.us, 50) / pct(ours.us, 50):.2f}x the sidecar's")
     for side in sides:
         print(f"{side.name} worker: {json.dumps(side.ready)}")
@@ -223,6 +237,8 @@ def main() -> None:
     parser.add_argument("--txtai-threads", type=int, default=1,
                         help="OMP_NUM_THREADS of txtai's worker (faiss); the sidecar searches "
                              "on one thread below parallel_min_memories")
+    parser.add_argument("--finish", action="store_true",
+                        help="also time the sidecar in an Inject's order (ahead, then finish)")
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a source tree whose sidecar is measured beside this one")
     args = parser.parse_args()
@@ -245,6 +261,12 @@ def main() -> None:
                        sidecar_env(ROOT)),
                  start(TXTAI, [str(args.txtai_python), str(HERE / "txtai_worker.py"),
                                str(folder)], txtai_env)]
+        if args.finish:
+            copy = folder / "finish_store"
+            shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns("*.lock"))
+            sides.append(start("sidecar, finish after ahead",
+                               [sys.executable, *worker, str(copy), INT8, "finish"],
+                               sidecar_env(ROOT)))
         if args.baseline is not None:
             copy = folder / "baseline_store"
             shutil.copytree(data_dir, copy, ignore=shutil.ignore_patterns("*.lock"))

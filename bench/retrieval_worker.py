@@ -1,13 +1,15 @@
 """The sidecar's side of ``retrieval_vs_txtai.py``: ``python bench/retrieval_worker.py DIR
-DATA_DIR MODEL``, with the tree to measure first on PYTHONPATH and PYTHONSAFEPATH=1 (so a
-baseline tree's ``sidecar`` and ``kernels`` are the ones imported).
+DATA_DIR MODEL [search|finish]``, with the tree to measure first on PYTHONPATH and
+PYTHONSAFEPATH=1 (so a baseline tree's ``sidecar`` and ``kernels`` are the ones imported).
 
 Opens ``DATA_DIR`` as the server does (``App.open``, default ``[retrieval]``, embedding model
 ``MODEL``, warmed up, the vector index ready) and answers the bench's requests with the
 engine ``Search`` and ``Inject`` use (``App.retriever.search``), given each query's text and
 precomputed vector (``DIR/queries.json``, ``DIR/query_vectors.npy``) as agent ``bench``: the
 vector and BM25 lists, graph expansion, fusion and the hydrated hits, everything after the
-embedding. Protocol as ``txtai_worker.py``: ``{"ready": {...}}`` once, then one
+embedding. ``finish``: as an Inject orders it, the lexical list first (``ahead``, which a
+server runs beside the model; untimed), then the rest (``finish``, timed): what an Inject
+waits for after its model. Protocol as ``txtai_worker.py``: ``{"ready": {...}}`` once, then one
 ``{"query": i, "limit": k}`` -> ``{"us": ..., "ids": [...], "scores": [...]}`` per line, the
 ``search`` call timed with ``time.perf_counter`` in this process.
 """
@@ -50,6 +52,7 @@ def open_app(data_dir: Path, model: str) -> App:
 
 def main() -> None:
     folder, data_dir, model = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    finish = sys.argv[4:] == ["finish"]
     texts = json.loads((folder / "queries.json").read_text(encoding="utf-8"))
     vectors = np.load(folder / "query_vectors.npy")
     app = open_app(data_dir, model)
@@ -65,8 +68,13 @@ def main() -> None:
             i = request["query"]
             query = SearchQuery(texts[i], agent_id="bench", limit=request["limit"],
                                 embedding=vectors[i])
-            start = time.perf_counter()
-            result = engine.search(query)
+            if finish:
+                ahead = engine.ahead(query)
+                start = time.perf_counter()
+                result = engine.finish(ahead, vectors[i])
+            else:
+                start = time.perf_counter()
+                result = engine.search(query)
             us = (time.perf_counter() - start) * 1e6
             print(json.dumps({"us": us, "ids": [h.memory.id for h in result.hits],
                               "scores": [h.score for h in result.hits]}), flush=True)
