@@ -27,9 +27,10 @@ run no model:
 Each side times its own call with ``time.perf_counter`` in its own process (the pipes are not
 counted); which side goes first alternates query by query (rotates with a baseline), over
 ``--rounds`` passes, after ``--warmup`` untimed queries each. Prints p50/p99 per side, txtai's
-over the sidecar's (the speed-up), the mean top-k overlap of the two sides' hits, and each
-side's evidence rate (queries with a hit from an answer session, among those whose answer
-sessions are in the corpus): a check that both return sensible hits. With ``--baseline
+over the sidecar's (the speed-up), the sidecar's own stage laps, the mean top-k overlap of
+the two sides' hits, and each side's evidence rate (queries with a hit from an answer
+session, among those whose answer sessions are in the corpus): a check that both return
+sensible hits. With ``--baseline
 TREE`` (a source tree, e.g. ``git archive main | tar -x -C /tmp/before``), a second sidecar
 worker imports ``sidecar`` and ``kernels`` from TREE over a copy of the store: before and
 after in the same run, and on how many queries both give the same hits in the same order
@@ -80,6 +81,7 @@ class Side:
     process: subprocess.Popen[str]
     ready: dict[str, object] = field(default_factory=dict)
     us: list[float] = field(default_factory=list)
+    stages: dict[str, list[float]] = field(default_factory=dict)
     answers: dict[int, dict[str, list[object]]] = field(default_factory=dict)
 
     def ask(self, query: int, limit: int) -> dict[str, object]:
@@ -200,8 +202,10 @@ def run(sides: list[Side], count: int, rounds: int, warmup: int, limit: int) -> 
             for side in sides[shift:] + sides[:shift]:
                 answer = side.ask(i, limit)
                 side.us.append(float(answer["us"]))  # type: ignore[arg-type]
+                for stage, us in dict(answer.get("stages") or {}).items():
+                    side.stages.setdefault(stage, []).append(float(us))
                 side.answers[i] = {k: v for k, v in answer.items()  # type: ignore[misc]
-                                   if k != "us"}
+                                   if k in ("ids", "scores")}
 
 
 def report(sides: list[Side], ours: Side, txtai: Side, sessions: dict[str, str],
@@ -215,6 +219,11 @@ def report(sides: list[Side], ours: Side, txtai: Side, sessions: dict[str, str],
               f"{pct(txtai.us, 99) / pct(side.us, 99):.2f}x | "
               f"{evidence_rate(side, sessions, wanted, limit)} |")
     print(f"\ntop-{limit} overlap sidecar / txtai: {overlap(ours, txtai, limit):.3f}")
+    for side in sides:
+        if side.stages:
+            print(f"{side.name} stages, p50 / p99 ms: " + ", ".join(
+                f"{stage} {pct(us, 50):.3f} / {pct(us, 99):.3f}"
+                for stage, us in side.stages.items()))
     for side in sides:
         if side is not ours and side is not txtai:
             same, gap = same_hits(ours, side)

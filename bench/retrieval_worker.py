@@ -10,8 +10,9 @@ vector and BM25 lists, graph expansion, fusion and the hydrated hits, everything
 embedding. ``finish``: as an Inject orders it, the lexical list first (``ahead``, which a
 server runs beside the model; untimed), then the rest (``finish``, timed): what an Inject
 waits for after its model. Protocol as ``txtai_worker.py``: ``{"ready": {...}}`` once, then one
-``{"query": i, "limit": k}`` -> ``{"us": ..., "ids": [...], "scores": [...]}`` per line, the
-``search`` call timed with ``time.perf_counter`` in this process.
+``{"query": i, "limit": k}`` -> ``{"us": ..., "ids": [...], "scores": [...], "stages": {...}}``
+per line, the call timed with ``time.perf_counter`` in this process (``stages``: the engine's
+own laps, ``SearchResult.timings_us``).
 """
 
 from __future__ import annotations
@@ -77,7 +78,8 @@ def main() -> None:
                 result = engine.search(query)
             us = (time.perf_counter() - start) * 1e6
             print(json.dumps({"us": us, "ids": [h.memory.id for h in result.hits],
-                              "scores": [h.score for h in result.hits]}), flush=True)
+                              "scores": [h.score for h in result.hits],
+                              "stages": result.timings_us}), flush=True)
     finally:
         app.close()
 
