@@ -129,14 +129,17 @@ def store(ids: list[str], texts: list[str], vectors: np.ndarray) -> Path:
 
 
 def exchange(folder: Path, ids: list[str], texts: list[str], vectors: np.ndarray,
-             queries: list[str], query_vectors: np.ndarray) -> None:
+             queries: list[str], query_vectors: np.ndarray, txtai_config: str) -> None:
     """The files both workers read."""
     (folder / "docs.json").write_text(json.dumps(list(zip(ids, texts, strict=True))),
                                       encoding="utf-8")
     np.save(folder / "doc_vectors.npy", vectors.astype(np.float32))
     (folder / "queries.json").write_text(json.dumps(queries), encoding="utf-8")
     np.save(folder / "query_vectors.npy", query_vectors.astype(np.float32))
-    (folder / "config.json").write_text(json.dumps({}), encoding="utf-8")
+    config = json.loads(txtai_config)
+    if not isinstance(config, dict):
+        raise SystemExit("--txtai-config: a JSON object of Embeddings keyword arguments")
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
 
 
 def start(name: str, argv: list[str], env: dict[str, str]) -> Side:
@@ -246,6 +249,9 @@ def main() -> None:
     parser.add_argument("--txtai-threads", type=int, default=1,
                         help="OMP_NUM_THREADS of txtai's worker (faiss); the sidecar searches "
                              "on one thread below parallel_min_memories")
+    parser.add_argument("--txtai-config", default="{}",
+                        help='more Embeddings keyword arguments, JSON (e.g. \'{"backend": '
+                             '"hnsw"}\'); default: txtai\'s own')
     parser.add_argument("--finish", action="store_true",
                         help="also time the sidecar in an Inject's order (ahead, then finish)")
     parser.add_argument("--baseline", type=Path, default=None,
@@ -260,7 +266,8 @@ def main() -> None:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="retrieval_vs_txtai_") as tmp:
         folder = Path(tmp)
-        exchange(folder, ids, texts, vectors, [q.text for q in asked], query_vectors)
+        exchange(folder, ids, texts, vectors, [q.text for q in asked], query_vectors,
+                 args.txtai_config)
         txtai_env = {**os.environ, "OMP_NUM_THREADS": str(args.txtai_threads),
                      "OPENBLAS_NUM_THREADS": str(args.txtai_threads),
                      "TOKENIZERS_PARALLELISM": "false", "PYTHONSAFEPATH": "1"}
