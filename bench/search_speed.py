@@ -66,6 +66,14 @@ def build(n: int) -> Path:
     data_dir = CACHE / f"speed_{n}"
     ids, texts, vectors = corpus(n)
     build_store(data_dir, ids, texts, vectors)
+    with_graph(data_dir, ids)
+    return data_dir
+
+
+def with_graph(data_dir: Path, ids: list[str]) -> None:
+    """Once per store: every 10th memory a DECISION (importance 0.8: a graph seed) and one
+    random edge per 5 memories, so graph expansion runs."""
+    n = len(ids)
     db = Database(data_dir / "memsidecar.sqlite3")
     try:
         edges = EdgeRepo(db)
@@ -81,7 +89,6 @@ def build(n: int) -> Path:
                         edges.upsert(Edge(ids[s], ids[t], Relation(r), 0.5, 0))
     finally:
         db.close()
-    return data_dir
 
 
 def pct(values: list[float], q: float) -> float:
