@@ -7,6 +7,10 @@ same reply to a retried turn (docs/decisions/0015-durable-turn.md). What a Prune
 SQLite (a channel loaded, a reset) first wait for that channel's queued writes. Never reset on
 compaction; only ``reset`` (a new conversation) clears a channel.
 
+A channel is read from the store by the first call that needs it, while the other calls go on
+(those of the same channel wait for that read, once); a ``drop`` or ``reset`` during the read
+makes it read again.
+
 A shared store away: the turn is served from the memory copy, and its commit is kept here
 with what the turn's transaction had to write with it (``durable``: its capture), written by
 the next commit or a background catch-up once the store is back
@@ -19,6 +23,7 @@ import logging
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from itertools import islice
 
 import numpy as np
@@ -51,6 +56,14 @@ MAX_DEFERRED = 10_000
 PROMISED_GROUP = 64
 
 
+@dataclass(eq=False)
+class _Reading:
+    """A channel's read from the store in flight: the calls of that channel wait for it."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    stale: bool = False  # dropped or reset meanwhile: what it read is not kept
+
+
 class ChannelStates:
     def __init__(self, repo: StateRepo, fetch: replies.Fetch, writer: Writer | None = None,
                  max_cached: int = MAX_CACHED_CHANNELS, shared: bool = False) -> None:
@@ -68,7 +81,8 @@ class ChannelStates:
         self.writer = writer if writer is not None else WriteThrough(repo.db)
         self.max_cached = max_cached
         self._channels: OrderedDict[str, ChannelState] = OrderedDict()
-        self._lock = threading.Lock()
+        self._reading: dict[str, _Reading] = {}
+        self._lock = threading.Lock()  # the two above; never held over a read of the store
         self._pending: dict[str, int] = {}  # channel -> writes queued, not yet run
         self._pending_lock = threading.Lock()
         # Queued writes not handed to the writer yet (after the reply: ``_send``), in order.
@@ -77,15 +91,39 @@ class ChannelStates:
         self._held: set[str] = set()  # claimed provisionally: commits wait for the claim
 
     def get(self, channel_id: str) -> ChannelState:
-        with self._lock:
-            state = self._channels.get(channel_id)
-            if state is None:
+        while True:
+            with self._lock:
+                state = self._channels.get(channel_id)
+                if state is not None:
+                    self._channels.move_to_end(channel_id)
+                    return state
+                reading = self._reading.get(channel_id)
+                mine = reading is None
+                if reading is None:
+                    reading = self._reading[channel_id] = _Reading()
+            if not mine:  # another call reads it: its copy, or a read of this call's own
+                reading.done.wait()
+                continue
+            try:
                 state = self._load(channel_id)
+            except BaseException:
+                self._read(channel_id, reading)
+                raise
+            if self._read(channel_id, reading, state):
+                return state
+
+    def _read(self, channel_id: str, reading: _Reading,
+              state: ChannelState | None = None) -> bool:
+        """The read of ``channel_id`` is over (``state``: what it read, None: it failed);
+        whether its copy is kept (not dropped or reset meanwhile)."""
+        with self._lock:
+            del self._reading[channel_id]
+            kept = state is not None and not reading.stale
+            if state is not None and kept:
                 self._channels[channel_id] = state
                 self._evict()
-            else:
-                self._channels.move_to_end(channel_id)
-            return state
+        reading.done.set()
+        return kept
 
     def _evict(self) -> None:
         """Drop least recently used idle channels beyond the cap (they are all persisted)."""
@@ -109,9 +147,16 @@ class ChannelStates:
         return state
 
     def drop(self, channel_id: str) -> None:
-        """Forget the memory copy (the next ``get`` reads the store)."""
+        """Forget the memory copy (the next ``get`` reads the store, and a read in flight is
+        made again)."""
         with self._lock:
             self._channels.pop(channel_id, None)
+            self._stale(channel_id)
+
+    def _stale(self, channel_id: str) -> None:
+        reading = self._reading.get(channel_id)
+        if reading is not None:
+            reading.stale = True
 
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
                also: Callable[[], None] | None = None,
@@ -322,6 +367,7 @@ class ChannelStates:
     def reset(self, channel_id: str) -> bool:
         with self._lock:
             had = self._channels.pop(channel_id, None)
+            self._stale(channel_id)  # a read in flight may hold rows deleted below
             if had is None:
                 self._settle(channel_id)
                 return self.repo.delete(channel_id)

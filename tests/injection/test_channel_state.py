@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from sidecar import after_reply
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.replies import Fetch
 from sidecar.injection.state import BUFFER_MAX, ChannelState, Committed
-from sidecar.injection.state_repo import StateRepo
+from sidecar.injection.state_repo import SavedChannel, StateRepo
 from sidecar.injection.types import Injection, InjectStats
 from sidecar.records import Memory
 from sidecar.store.db import Database
@@ -236,4 +238,110 @@ def test_a_view_reaches_the_writer_after_the_reply_or_before_a_commit_waits(
     assert loaded.turn == 4 and loaded.keep == 4 and [b.turn for b in loaded.blocks] == [4]
     after_reply.run(later)  # nothing left to hand over
     assert not writer.jobs
+    db.close()
+
+
+class HeldReads(StateRepo):
+    """The store's reads of chosen channels held after they read, until let go: a slow
+    round trip to the store, made deterministic."""
+
+    def __init__(self, db: Database, held: set[str]) -> None:
+        super().__init__(db)
+        self.held = held
+        self.reading = threading.Event()  # a held read has read
+        self.go = threading.Event()
+        self.reads: list[str] = []
+
+    def load(self, channel_id: str) -> SavedChannel | None:
+        saved = super().load(channel_id)
+        self.reads.append(channel_id)
+        if channel_id in self.held:
+            self.reading.set()
+            assert self.go.wait(30)
+        return saved
+
+
+def reading_thread(states: ChannelStates, channel_id: str,
+                   out: list[ChannelState]) -> threading.Thread:
+    thread = threading.Thread(target=lambda: out.append(states.get(channel_id)), daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_channel_read_from_the_store_holds_no_other_channel_up(tmp_path: Path) -> None:
+    db = Database(tmp_path / "s.sqlite3")
+    writer = ChannelStates(StateRepo(db), fetch(db))
+    for name in ("slow", "other"):
+        writer.commit(writer.get(name), entry(3, [f"m-{name}"]), keep=3, depth=10)
+    repo = HeldReads(db, {"slow"})
+    states = ChannelStates(repo, fetch(db))
+    cached = states.get("cached")
+    got: list[ChannelState] = []
+    slow = [reading_thread(states, "slow", got), reading_thread(states, "slow", got)]
+    assert repo.reading.wait(30)
+    assert states.get("cached") is cached  # held in memory: no wait
+    assert states.get("other").turn == 3  # another channel's read: no wait either
+    assert all(t.is_alive() for t in slow) and got == []
+    repo.go.set()
+    for thread in slow:
+        thread.join(30)
+    assert len(got) == 2 and got[0] is got[1] and got[0].turn == 3
+    assert repo.reads.count("slow") == 1  # two calls, one read
+    db.close()
+
+
+def test_a_reset_during_a_read_is_not_undone_by_it(tmp_path: Path) -> None:
+    db = Database(tmp_path / "s.sqlite3")
+    writer = ChannelStates(StateRepo(db), fetch(db))
+    writer.commit(writer.get("c"), entry(4, ["m"]), keep=3, depth=10)
+    repo = HeldReads(db, {"c"})
+    states = ChannelStates(repo, fetch(db))
+    got: list[ChannelState] = []
+    thread = reading_thread(states, "c", got)
+    assert repo.reading.wait(30)  # it read turn 4
+    assert states.reset("c")  # the rows go while that read is in flight
+    repo.held.clear()
+    repo.go.set()
+    thread.join(30)
+    assert len(got) == 1 and got[0].turn == 0 and not got[0].injected  # read again
+    assert states.get("c") is got[0]
+    assert repo.reads == ["c", "c"]
+    db.close()
+
+
+def test_a_drop_during_a_read_reads_again(tmp_path: Path) -> None:
+    db = Database(tmp_path / "s.sqlite3")
+    writer = ChannelStates(StateRepo(db), fetch(db))
+    writer.commit(writer.get("c"), entry(1, ["m"]), keep=3, depth=10)
+    repo = HeldReads(db, {"c"})
+    states = ChannelStates(repo, fetch(db))
+    got: list[ChannelState] = []
+    thread = reading_thread(states, "c", got)
+    assert repo.reading.wait(30)
+    writer.commit(writer.get("c"), entry(2, ["n"]), keep=3, depth=10)  # e.g. another sidecar
+    states.drop("c")
+    repo.held.clear()
+    repo.go.set()
+    thread.join(30)
+    assert len(got) == 1 and got[0].turn == 2 and repo.reads == ["c", "c"]
+    db.close()
+
+
+def test_a_failed_read_is_tried_again_by_the_next_call(tmp_path: Path) -> None:
+    db = Database(tmp_path / "s.sqlite3")
+    ChannelStates(StateRepo(db), fetch(db)).get("c")
+
+    class Failing(StateRepo):
+        fail = True
+
+        def load(self, channel_id: str) -> SavedChannel | None:
+            if self.fail:
+                self.fail = False
+                raise RuntimeError("disk away")
+            return super().load(channel_id)
+
+    states = ChannelStates(Failing(db), fetch(db))
+    with pytest.raises(RuntimeError, match="disk away"):
+        states.get("c")
+    assert states.get("c").turn == 0 and not states._reading
     db.close()
