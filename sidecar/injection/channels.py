@@ -101,7 +101,7 @@ class ChannelStates:
                 mine = reading is None
                 if reading is None:
                     reading = self._reading[channel_id] = _Reading()
-            if not mine:  # another call reads it: its copy, or a read of this call's own
+            if not mine:  # another call reads it: then its copy is held, or this call reads
                 reading.done.wait()
                 continue
             try:
@@ -118,12 +118,13 @@ class ChannelStates:
         whether its copy is kept (not dropped or reset meanwhile)."""
         with self._lock:
             del self._reading[channel_id]
-            kept = state is not None and not reading.stale
-            if state is not None and kept:
+            if state is None or reading.stale:
+                state = None
+            else:
                 self._channels[channel_id] = state
                 self._evict()
         reading.done.set()
-        return kept
+        return state is not None
 
     def _evict(self) -> None:
         """Drop least recently used idle channels beyond the cap (they are all persisted)."""
