@@ -451,9 +451,9 @@ def serve_users(sidecars: list[Sidecar], users: list[User], turns: int,
     alone = [ms for size, held, ms, _ in talked.cold if held and NEAR[0] <= size <= NEAR[1]]
     warm = [ms for ms, _ in talked.warm]
     after = [s.metrics() for s in sidecars]
-    scopes = ["; ".join(f"sidecar {k + 1}: " + (", ".join(
+    scopes = "; ".join(f"sidecar {k + 1}: " + (", ".join(
         f"{name} {was.get(name, 0):g} -> {v:g}" for name, v in scope_metrics(now).items())
-        or "n/a") for k, (was, now) in enumerate(zip(before, after, strict=True)))]
+        or "n/a") for k, (was, now) in enumerate(zip(before, after, strict=True)))
     rss = ", ".join(f"{s.rss_mb():.0f} MB (peak {s.peak_mb:.0f} MB)" for s in sidecars)
     reembed = sum(a.get("memsidecar_reembed_total_rows", 0) for a in after)
     return "\n".join([
@@ -478,7 +478,7 @@ def serve_users(sidecars: list[Sidecar], users: list[User], turns: int,
           if stages), "",
         *([f"second client's failed calls: {', '.join(talked.errors)}", ""]
           if talked.errors else []),
-        f"scope metrics (before -> after): {scopes[0]}"])
+        f"scope metrics (before -> after): {scopes}"])
 
 
 def each_sidecar(talked: Talk, k: int) -> str:
