@@ -9,7 +9,7 @@ compaction; only ``reset`` (a new conversation) clears a channel.
 
 A channel is read from the store by the first call that needs it, while the other calls go on
 (those of the same channel wait for that read, once); a ``drop`` or ``reset`` during the read
-makes it read again.
+makes it read again. A ``reset`` holds up the calls of its channel only.
 
 A shared store away: the turn is served from the memory copy, and its commit is kept here
 with what the turn's transaction had to write with it (``durable``: its capture), written by
@@ -58,7 +58,8 @@ PROMISED_GROUP = 64
 
 @dataclass(eq=False)
 class _Reading:
-    """A channel's read from the store in flight: the calls of that channel wait for it."""
+    """A channel's read from the store, or its reset, in flight: the calls of that channel
+    wait for it."""
 
     done: threading.Event = field(default_factory=threading.Event)
     stale: bool = False  # dropped or reset meanwhile: what it read is not kept
@@ -82,7 +83,8 @@ class ChannelStates:
         self.max_cached = max_cached
         self._channels: OrderedDict[str, ChannelState] = OrderedDict()
         self._reading: dict[str, _Reading] = {}
-        self._lock = threading.Lock()  # the two above; never held over a read of the store
+        self._resetting: dict[str, _Reading] = {}
+        self._lock = threading.Lock()  # the three above; never held over the store's work
         self._pending: dict[str, int] = {}  # channel -> writes queued, not yet run
         self._pending_lock = threading.Lock()
         # Queued writes not handed to the writer yet (after the reply: ``_send``), in order.
@@ -97,12 +99,11 @@ class ChannelStates:
                 if state is not None:
                     self._channels.move_to_end(channel_id)
                     return state
-                reading = self._reading.get(channel_id)
-                mine = reading is None
-                if reading is None:
+                busy = self._resetting.get(channel_id) or self._reading.get(channel_id)
+                if busy is None:
                     reading = self._reading[channel_id] = _Reading()
-            if not mine:  # another call reads it: then its copy is held, or this call reads
-                reading.done.wait()
+            if busy is not None:  # reset, or read by another call: then held, or read here
+                busy.done.wait()
                 continue
             try:
                 state = self._load(channel_id)
@@ -366,15 +367,26 @@ class ChannelStates:
             self.writer.flush()
 
     def reset(self, channel_id: str) -> bool:
-        with self._lock:
-            had = self._channels.pop(channel_id, None)
-            self._stale(channel_id)  # a read in flight may hold rows deleted below
+        while True:
+            with self._lock:
+                busy = self._resetting.get(channel_id)
+                if busy is None:
+                    had = self._channels.pop(channel_id, None)
+                    self._stale(channel_id)  # a read in flight may hold rows deleted below
+                    resetting = self._resetting[channel_id] = _Reading()
+                    break
+            busy.done.wait()  # another reset of it first
+        try:
             if had is None:
                 self._settle(channel_id)
                 return self.repo.delete(channel_id)
             with had.lock:  # let an Inject in flight on this channel finish first
                 self._settle(channel_id)
                 return self.repo.delete(channel_id)
+        finally:
+            with self._lock:
+                del self._resetting[channel_id]
+            resetting.done.set()
 
     def close(self) -> None:
         """Write everything still queued."""

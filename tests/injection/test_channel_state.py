@@ -345,3 +345,36 @@ def test_a_failed_read_is_tried_again_by_the_next_call(tmp_path: Path) -> None:
         states.get("c")
     assert states.get("c").turn == 0 and not states._reading
     db.close()
+
+
+def test_a_reset_holds_up_only_its_own_channel(tmp_path: Path) -> None:
+    db = Database(tmp_path / "s.sqlite3")
+
+    class HeldDelete(StateRepo):
+        """A reset's delete held until let go: a slow store, made deterministic."""
+
+        deleting, go = threading.Event(), threading.Event()
+
+        def delete(self, channel_id: str) -> bool:
+            self.deleting.set()
+            assert self.go.wait(30)
+            return super().delete(channel_id)
+
+    repo = HeldDelete(db)
+    states = ChannelStates(repo, fetch(db))
+    for name in ("a", "b", "c"):
+        states.commit(states.get(name), entry(2, [f"m-{name}"]), keep=3, depth=10)
+    states.drop("c")  # read from the store on its next call
+    reset: list[bool] = []
+    resetting = threading.Thread(target=lambda: reset.append(states.reset("a")), daemon=True)
+    resetting.start()
+    assert repo.deleting.wait(30)
+    assert states.get("b").turn == 2 and states.get("c").turn == 2  # not held up
+    got: list[ChannelState] = []
+    waiting = reading_thread(states, "a", got)
+    assert got == []  # its own calls wait for the reset
+    repo.go.set()
+    resetting.join(30)
+    waiting.join(30)
+    assert reset == [True] and len(got) == 1 and got[0].turn == 0 and not got[0].injected
+    db.close()
