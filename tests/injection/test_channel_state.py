@@ -290,26 +290,8 @@ def test_a_channel_read_from_the_store_holds_no_other_channel_up(tmp_path: Path)
     db.close()
 
 
-def test_a_reset_during_a_read_is_not_undone_by_it(tmp_path: Path) -> None:
-    db = Database(tmp_path / "s.sqlite3")
-    writer = ChannelStates(StateRepo(db), fetch(db))
-    writer.commit(writer.get("c"), entry(4, ["m"]), keep=3, depth=10)
-    repo = HeldReads(db, {"c"})
-    states = ChannelStates(repo, fetch(db))
-    got: list[ChannelState] = []
-    thread = reading_thread(states, "c", got)
-    assert repo.reading.wait(30)  # it read turn 4
-    assert states.reset("c")  # the rows go while that read is in flight
-    repo.held.clear()
-    repo.go.set()
-    thread.join(30)
-    assert len(got) == 1 and got[0].turn == 0 and not got[0].injected  # read again
-    assert states.get("c") is got[0]
-    assert repo.reads == ["c", "c"]
-    db.close()
-
-
-def test_a_drop_during_a_read_reads_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("meanwhile", ["reset", "drop"])
+def test_a_reset_or_a_drop_during_a_read_reads_again(tmp_path: Path, meanwhile: str) -> None:
     db = Database(tmp_path / "s.sqlite3")
     writer = ChannelStates(StateRepo(db), fetch(db))
     writer.commit(writer.get("c"), entry(1, ["m"]), keep=3, depth=10)
@@ -317,13 +299,19 @@ def test_a_drop_during_a_read_reads_again(tmp_path: Path) -> None:
     states = ChannelStates(repo, fetch(db))
     got: list[ChannelState] = []
     thread = reading_thread(states, "c", got)
-    assert repo.reading.wait(30)
-    writer.commit(writer.get("c"), entry(2, ["n"]), keep=3, depth=10)  # e.g. another sidecar
-    states.drop("c")
+    assert repo.reading.wait(30)  # it read turn 1
+    if meanwhile == "reset":  # the rows go while that read is in flight
+        assert states.reset("c")
+        expected = 0
+    else:  # a newer turn, e.g. another sidecar's, and the copy forgotten
+        writer.commit(writer.get("c"), entry(2, ["n"]), keep=3, depth=10)
+        states.drop("c")
+        expected = 2
     repo.held.clear()
     repo.go.set()
     thread.join(30)
-    assert len(got) == 1 and got[0].turn == 2 and repo.reads == ["c", "c"]
+    assert len(got) == 1 and got[0].turn == expected and repo.reads == ["c", "c"]
+    assert states.get("c") is got[0]
     db.close()
 
 
