@@ -9,14 +9,19 @@ question and gold answer appended):
 - alone: the first turn of a fresh channel;
 - after a topic change: the third turn of a fresh channel whose first two turns are two
   other questions (the next ones in a fixed shuffled order whose evidence sessions share
-  none with the question's or with each other's), their gold answers as the replies.
+  none with the question's or with each other's), their gold answers as the replies;
+- in sequence (``--sequence N``): the questions in a fixed shuffled order, N after one
+  another on each channel (a user asking one question after another about a long shared
+  history, each its own turn).
 
 Scored on what the model has in view at the question (its block and the blocks the pruned
 history still holds): turn R@k = the share of the question's answer-bearing turns in view,
 session R@k = the share of its evidence sessions with a turn in view, k = ``max_total``
-(10 unless ``--config`` sets it).
+(10 unless ``--config`` sets it). Own-hit retention (every turn but the alone ones): of the
+memories the question's block holds when asked alone, the share in its block or in view.
 
     .venv/bin/python -m bench.topic_change [--config extra.toml] [--limit 100] [--label L]
+        [--sequence 10]
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from memsidecar_client import Client
 
 from bench.agent_loop_replay import (
     AgentLoop,
@@ -95,10 +101,15 @@ class Scores:
     session: list[float] = field(default_factory=list)
     own_turn: list[float] = field(default_factory=list)
     inject_ms: list[float] = field(default_factory=list)
+    alone: int = 0  # memories the questions' blocks hold when asked alone
+    retained: int = 0  # of those, in the turn's block or in view
 
     def add(self, view: set[str], own: set[str], evidence: set[str], q: Question,
-            ms: float) -> None:
+            ms: float, alone: set[str] | None = None) -> None:
         self.inject_ms.append(ms)
+        if alone is not None:
+            self.alone += len(alone)
+            self.retained += len(alone & view)
         sessions = {memory_id.split("#", 1)[0] for memory_id in view}
         self.session.append(len(sessions & q.evidence_sessions) / len(q.evidence_sessions))
         if evidence:
@@ -108,12 +119,14 @@ class Scores:
 
 def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
         answers: dict[str, str], evidence: dict[str, set[str]],
-        prepend: int = 0) -> dict[str, Scores]:
+        prepend: int = 0, sequence: int = 0) -> dict[str, Scores]:
     before = predecessors(qs)
     scores = {"alone": Scores(), "after a topic change": Scores()}
+    alone: dict[str, set[str]] = {}
     with served(data_dir) as client:
         for n, q in enumerate(chosen):
             seen = AgentLoop(client, f"alone-{n}", AGENT).turn(q.text, answers[q.id])
+            alone[q.id] = seen.own
             scores["alone"].add(seen.own | seen.held, seen.own, evidence[q.id], q,
                                 seen.inject_ms)
             loop = AgentLoop(client, f"after-{n}", AGENT, prepend)
@@ -121,20 +134,42 @@ def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
                 loop.turn(qs[j].text, answers[qs[j].id])
             seen = loop.turn(q.text, answers[q.id])
             scores["after a topic change"].add(seen.own | seen.held, seen.own,
-                                               evidence[q.id], q, seen.inject_ms)
+                                               evidence[q.id], q, seen.inject_ms, alone[q.id])
+        if sequence > 0:
+            scores[f"in sequence ({sequence} a channel)"] = in_sequence(
+                client, chosen, answers, evidence, alone, sequence, prepend)
+    return scores
+
+
+def in_sequence(client: Client, chosen: Sequence[Question], answers: dict[str, str],
+                evidence: dict[str, set[str]], alone: dict[str, set[str]], per_channel: int,
+                prepend: int = 0) -> Scores:
+    """The questions in a fixed shuffled order, ``per_channel`` after one another on each
+    channel, each turn scored with its own-hit retention against ``alone``."""
+    order = [int(i) for i in np.random.default_rng(SEED + 1).permutation(len(chosen))]
+    scores = Scores()
+    for start in range(0, len(order), per_channel):
+        loop = AgentLoop(client, f"sequence-{start}", AGENT, prepend)
+        for i in order[start:start + per_channel]:
+            q = chosen[i]
+            seen = loop.turn(q.text, answers[q.id])
+            scores.add(seen.own | seen.held, seen.own, evidence[q.id], q, seen.inject_ms,
+                       alone[q.id])
     return scores
 
 
 HEADER = ("| label | question asked | questions | turn R@k in view | session R@k in view "
-          "| turn R@k own block | Inject p50 / p99 ms |\n|---|---|---|---|---|---|---|")
+          "| turn R@k own block | own-hit retention | Inject p50 / p99 ms |\n"
+          "|---|---|---|---|---|---|---|---|")
 
 
 def rows(label: str, scores: dict[str, Scores]) -> list[str]:
     out = []
     for name, s in scores.items():
         p50, p99 = np.percentile(s.inject_ms, [50, 99])
+        kept = f"{s.retained:,} / {s.alone:,}" if s.alone else "-"
         out.append(f"| {label} | {name} | {len(s.session)} | {np.mean(s.turn):.3f} "
-                   f"| {np.mean(s.session):.3f} | {np.mean(s.own_turn):.3f} "
+                   f"| {np.mean(s.session):.3f} | {np.mean(s.own_turn):.3f} | {kept} "
                    f"| {p50:.1f} / {p99:.1f} |")
     return out
 
@@ -152,6 +187,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--prepend-exchanges", type=int, default=0,
                         help="the client prepends this many earlier question/answer pairs to "
                              "Inject's text (the naive alternative; 0: the question alone)")
+    parser.add_argument("--sequence", type=int, default=0,
+                        help="also ask the questions in a shuffled order, this many after one "
+                             "another on each channel (0: not)")
     args = parser.parse_args(argv)
     data = load_oracle()
     qs = questions(data)
@@ -165,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     label = label_of(args.config, args.label, args.prepend_exchanges)
     start = time.perf_counter()
     with working_copy(data_dir, toml) as copy:
-        scores = run(copy, qs, chosen, answers, evidence, args.prepend_exchanges)
+        scores = run(copy, qs, chosen, answers, evidence, args.prepend_exchanges,
+                     args.sequence)
     report(args.out, "topic_change", HEADER, rows(label, scores), toml,
            f"{len(chosen)} questions", start)
 
