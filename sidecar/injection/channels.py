@@ -9,7 +9,9 @@ compaction; only ``reset`` (a new conversation) clears a channel.
 
 A channel is read from the store by the first call that needs it, while the other calls go on
 (those of the same channel wait for that read, once); a ``drop`` or ``reset`` during the read
-makes it read again. A ``reset`` holds up the calls of its channel only.
+makes it read again. A ``reset`` holds up the calls of its channel only. A call works on the
+channel under its lock (``locked``): a copy reset, dropped or evicted while the call waited
+for the lock is not the channel's any more, and the call gets the channel again.
 
 A shared store away: the turn is served from the memory copy, and its commit is kept here
 with what the turn's transaction had to write with it (``durable``: its capture), written by
@@ -22,7 +24,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -112,6 +115,20 @@ class ChannelStates:
                 raise
             if self._read(channel_id, reading, state):
                 return state
+
+    @contextmanager
+    def locked(self, channel_id: str) -> Iterator[ChannelState]:
+        """The channel's copy with its lock held. One reset, dropped or evicted between the
+        ``get`` and the lock is not used (a commit on it would write the old conversation
+        over a reset, or a second copy's turn): the channel is got again."""
+        while True:
+            state = self.get(channel_id)
+            with state.lock:
+                with self._lock:
+                    current = self._channels.get(channel_id) is state
+                if current:
+                    yield state
+                    return
 
     def _read(self, channel_id: str, reading: _Reading,
               state: ChannelState | None = None) -> bool:
@@ -300,15 +317,21 @@ class ChannelStates:
         if kept:
             return
         with self._deferred_lock:
-            dropped = [entry for entry in self._deferred if entry[0] == channel_id]
-            others = [entry for entry in self._deferred if entry[0] != channel_id]
-            self._deferred.clear()
-            self._deferred.extend(others)
+            dropped = self._undefer(channel_id)
         self.drop(channel_id)
         if dropped:
             log.warning("channel claimed by another sidecar while the shared store was away: "
                         "the turns served here are dropped, not merged",
-                        extra={"channel": channel_id, "turns": len(dropped)})
+                        extra={"channel": channel_id, "turns": dropped})
+
+    def _undefer(self, channel_id: str) -> int:
+        """Drop the channel's kept commits (``_deferred_lock`` held); how many."""
+        others = [entry for entry in self._deferred if entry[0] != channel_id]
+        dropped = len(self._deferred) - len(others)
+        if dropped:
+            self._deferred.clear()
+            self._deferred.extend(others)
+        return dropped
 
     def observe(self, channel_id: str, digests: set[str], keep: int, reply: str = "",
                 votes: tuple[tuple[str, float], ...] = (), voted: int = 0) -> list[int]:
@@ -317,8 +340,7 @@ class ChannelStates:
         answer to the last turn, as the history ends with it ("" : none); ``votes``: the
         reply's focus votes, worked out for the recent turn ``voted`` (dropped when that is
         no longer the last). Returns the turns of the blocks no longer held."""
-        state = self.get(channel_id)
-        with state.lock:
+        with self.locked(channel_id) as state:
             gone = [b.turn for b in state.blocks if b.digest not in digests]
             state.keep = keep
             state.retain(frozenset(b.turn for b in state.blocks if b.digest in digests))
@@ -379,14 +401,25 @@ class ChannelStates:
         try:
             if had is None:
                 self._settle(channel_id)
-                return self.repo.delete(channel_id)
+                return self._delete(channel_id)
             with had.lock:  # let an Inject in flight on this channel finish first
                 self._settle(channel_id)
-                return self.repo.delete(channel_id)
+                return self._delete(channel_id)
         finally:
             with self._lock:
                 del self._resetting[channel_id]
             resetting.done.set()
+
+    def _delete(self, channel_id: str) -> bool:
+        """Delete the channel's rows with its commits kept for a store away (written after
+        the delete, they would bring the old conversation back); whether it had any. None
+        of its commits can be kept meanwhile: a reset holds the channel's calls."""
+        with self._deferred_lock:
+            if any(c == channel_id for c, _ in self._deferred):
+                # held over the delete: the catch-up writes none of them meanwhile
+                existed = self.repo.delete(channel_id)
+                return bool(self._undefer(channel_id)) or existed
+        return self.repo.delete(channel_id)
 
     def close(self) -> None:
         """Write everything still queued."""

@@ -130,9 +130,8 @@ class Injector:
         digests = {self.signer.mac_of(m.content) for m in history}
         reply = kept_text(last_reply(history, self.signer.is_block), self.holds_secret)
         config = self.config.get().injection_for(agent_id)
-        state = self.states.get(channel_id)
-        viewer = state.viewer(agent_id)
-        with state.lock:
+        with self.states.locked(channel_id) as state:
+            viewer = state.viewer(agent_id)
             last = state.recent[-1] if state.recent else None
             in_view = sorted(state.injected)
         votes: tuple[tuple[str, float], ...] = ()
@@ -184,11 +183,11 @@ class Injector:
         config = self.config.get().injection_for(request.agent_id)
         # The channel's state first: read from the store while no load holds the GIL (each
         # row's step gives it up and waits to take it back).
-        state = self.states.get(request.channel_id)
+        self.states.get(request.channel_id)
         if config.enabled:  # cold scopes load beside what comes before the search
             self.retriever.prefetch(Viewer(request.agent_id, request.user_id))
         stats = InjectStats()
-        with state.lock:
+        with self.states.locked(request.channel_id) as state:
             turn = next_turn(state.turn, request.turn)
             if turn is None:
                 return self._retry(request, state.reply(), state.turn)
