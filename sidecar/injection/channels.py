@@ -179,12 +179,15 @@ class ChannelStates:
 
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
                also: Callable[[], None] | None = None,
-               durable: Callable[[], None] | None = None) -> None:
+               durable: Callable[[], None] | None = None,
+               guard: Callable[[], None] | None = None) -> None:
         """Record ``entry`` in memory and in SQLite (with ``also`` and ``durable``, in the same
         transaction), committed before this returns; a failed write leaves the memory copy as
-        it was and raises. On a shared store ``also`` goes through the writer, ``durable``
-        stays in the turn's transaction. SQLite mirrors the memory rows (loaded from it,
-        changed only here), so its prune runs only when the memory one dropped something."""
+        it was and raises (``guard``, run first in that transaction, raises to write nothing).
+        On a shared store ``also`` goes through the writer, ``durable`` stays in the turn's
+        transaction, and ``guard`` is not run. SQLite mirrors the memory rows (loaded from
+        it, changed only here), so its prune runs only when the memory one dropped
+        something."""
         expect = state.turn
         before = state.copy()
         saved = rows_of(state, entry, state.record(entry, keep, depth),
@@ -203,6 +206,8 @@ class ChannelStates:
         try:
             self._settle(channel_id)  # a PruneHistory's view queued before this turn
             with self.repo.db.transaction():
+                if guard is not None:
+                    guard()
                 self.repo.write(channel_id, saved)
                 for write in (also, durable):
                     if write is not None:

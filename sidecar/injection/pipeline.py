@@ -37,7 +37,7 @@ from sidecar.injection.pools import (
     pinned_pool,
 )
 from sidecar.injection.state import ChannelState, Committed
-from sidecar.injection.state_repo import ChannelMoved
+from sidecar.injection.state_repo import ChannelMoved, ChosenErased
 from sidecar.injection.tokens import TokenMemo
 from sidecar.injection.trace import DropReason, TracedDrop, TraceRing, trace_turn, traced_drop
 from sidecar.injection.turns import next_turn
@@ -167,7 +167,7 @@ class Injector:
         """Build the block of the channel's next turn and commit it, unless ``alive()`` is
         false at the commit point (then :class:`Abandoned` is raised and nothing is recorded).
         On a shared store, another sidecar's commit of the channel first means building
-        again on its state."""
+        again on its state; so does a memory the turn chose erased before its commit."""
         for _ in range(MOVED_ATTEMPTS):
             try:
                 return self._inject(request, alive)
@@ -374,7 +374,14 @@ class Injector:
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
-                           else None, durable=capture)
+                           else None, durable=capture,
+                           guard=partial(self._not_erased, chosen_ids) if chosen else None)
+
+    def _not_erased(self, chosen_ids: list[str]) -> None:
+        """ChosenErased when a memory of the turn was erased for good since it was chosen
+        (its rows would bring it back); in the turn's transaction on SQLite."""
+        if self.memories.existing(chosen_ids) < len(set(chosen_ids)):
+            raise ChosenErased("a memory of the turn was erased while it was built")
 
     def _record(self, request: InjectRequest, result: Injection, start: int,
                 chosen: list[Candidate], dropped: list[TracedDrop],

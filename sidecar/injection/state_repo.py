@@ -27,6 +27,11 @@ class ChannelMoved(Exception):
     """Another sidecar committed a turn of the channel since this one read its state."""
 
 
+class ChosenErased(ChannelMoved):
+    """A memory the turn chose was erased while the turn was built: nothing is written,
+    and the turn is built again."""
+
+
 @dataclass(frozen=True, slots=True)
 class InjectedRow:
     memory_id: str
