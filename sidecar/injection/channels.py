@@ -65,7 +65,8 @@ class _Reading:
     wait for it."""
 
     done: threading.Event = field(default_factory=threading.Event)
-    stale: bool = False  # dropped or reset meanwhile: what it read is not kept
+    # Dropped or reset meanwhile: what it read (a failed reset: the copy it took) is not kept.
+    stale: bool = False
 
 
 class ChannelStates:
@@ -173,9 +174,9 @@ class ChannelStates:
             self._stale(channel_id)
 
     def _stale(self, channel_id: str) -> None:
-        reading = self._reading.get(channel_id)
-        if reading is not None:
-            reading.stale = True
+        for busy in (self._reading.get(channel_id), self._resetting.get(channel_id)):
+            if busy is not None:
+                busy.stale = True
 
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
                also: Callable[[], None] | None = None,
@@ -394,6 +395,8 @@ class ChannelStates:
             self.writer.flush()
 
     def reset(self, channel_id: str) -> bool:
+        """Delete the channel's state; whether it had one. A reset that fails (the store
+        away) keeps the memory copy, unless it was dropped meanwhile."""
         while True:
             with self._lock:
                 busy = self._resetting.get(channel_id)
@@ -410,6 +413,12 @@ class ChannelStates:
             with had.lock:  # let an Inject in flight on this channel finish first
                 self._settle(channel_id)
                 return self._delete(channel_id)
+        except BaseException:
+            if had is not None:
+                with self._lock:  # no other copy is read while it resets
+                    if not resetting.stale:
+                        self._channels[channel_id] = had
+            raise
         finally:
             with self._lock:
                 del self._resetting[channel_id]

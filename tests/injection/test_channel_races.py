@@ -5,8 +5,10 @@ old conversation, in the store or in memory, and the memory copy stays the store
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from memsidecar.v1 import injection_pb2 as inj
 
 from sidecar.errors import Unavailable
@@ -161,6 +163,7 @@ class Away(StateRepo):
     is raised here)."""
 
     away = False
+    deleting: Callable[[], None] = staticmethod(lambda: None)
 
     def _check(self) -> None:
         if self.away:
@@ -179,6 +182,7 @@ class Away(StateRepo):
         super().merge(channel_id, saved)
 
     def delete(self, channel_id: str) -> bool:
+        self.deleting()
         self._check()
         return super().delete(channel_id)
 
@@ -230,4 +234,29 @@ def test_a_failed_reset_keeps_the_commits_kept_for_a_store_away(tmp_path: Path) 
     with (other := states.get("other")).lock:  # writes what waits for the store
         states.commit(other, entry(2, ["m2"]), keep=3, depth=10)
     assert stored(db, "c").turn == 2
+    db.close()
+
+
+def test_a_failed_reset_keeps_the_memory_copy(tmp_path: Path) -> None:
+    """A reset refused by a shared store away changes nothing: a retry of the last turn
+    still finds its committed turn (a lost copy was read again as an empty state, and the
+    retry built a new turn 2)."""
+    db = Database(tmp_path / "s.sqlite3")
+    repo = Away(db)
+    states = ChannelStates(repo, fetch(db), shared=True)
+    states._catch_up.close()
+    with (state := states.get("c")).lock:
+        states.commit(state, entry(1, ["m"]), keep=3, depth=10)
+    repo.away = True
+    with state.lock:
+        states.commit(state, entry(2, ["kept"]), keep=3, depth=10)
+    for _ in range(2):
+        with pytest.raises(Unavailable):
+            states.reset("c")
+        kept = states.get("c")
+        assert kept is state and kept.turn == 2 and "kept" in kept.injected
+    repo.deleting = lambda: states.drop("c")  # e.g. an erasure blanked its saved reply
+    with pytest.raises(Unavailable):
+        states.reset("c")
+    assert states.get("c").turn == 0  # not put back: the store away, an empty copy serves
     db.close()
