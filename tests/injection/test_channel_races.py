@@ -260,3 +260,48 @@ def test_a_failed_reset_keeps_the_memory_copy(tmp_path: Path) -> None:
         states.reset("c")
     assert states.get("c").turn == 0  # not put back: the store away, an empty copy serves
     db.close()
+
+
+def test_a_read_that_fails_during_a_reset_leaves_nothing_behind(tmp_path: Path) -> None:
+    """A read held, the channel reset meanwhile, then the read fails: its caller gets the
+    error, the calls that waited for it and the reset go on, and no entry is left."""
+    db = Database(tmp_path / "s.sqlite3")
+    ChannelStates(StateRepo(db), fetch(db)).commit(
+        ChannelStates(StateRepo(db), fetch(db)).get("c"), entry(1, ["m"]), keep=3, depth=10)
+
+    class FailingHeld(StateRepo):
+        reading, go = threading.Event(), threading.Event()
+        failed = False
+
+        def load(self, channel_id: str) -> SavedChannel | None:
+            if not self.failed:
+                self.failed = True
+                self.reading.set()
+                assert self.go.wait(30)
+                raise OSError("disk away")
+            return super().load(channel_id)
+
+    repo = FailingHeld(db)
+    states = ChannelStates(repo, fetch(db))
+    errors: list[BaseException] = []
+
+    def first() -> None:
+        try:
+            states.get("c")
+        except OSError as err:
+            errors.append(err)
+
+    reader = threading.Thread(target=first, daemon=True)
+    reader.start()
+    assert repo.reading.wait(30)
+    got: list[ChannelState] = []
+    waiter = threading.Thread(target=lambda: got.append(states.get("c")), daemon=True)
+    waiter.start()
+    assert states.reset("c")
+    repo.go.set()
+    reader.join(30)
+    waiter.join(30)
+    assert [str(e) for e in errors] == ["disk away"]
+    assert len(got) == 1 and got[0].turn == 0 and states.get("c") is got[0]
+    assert not states._reading and not states._resetting
+    db.close()
