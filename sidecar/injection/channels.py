@@ -285,6 +285,11 @@ class ChannelStates:
             return False
         return self.deferred == 0
 
+    def write_waiting(self) -> None:
+        """Write now what waits for a shared store that was away (Unavailable while it
+        still is), so an erasure after it finds it."""
+        self._reconcile()
+
     def _reconcile(self) -> None:
         """Write the durable writes of the turns made while the store was away, apart from
         their state (they are kept whatever becomes of it; one may run again after a commit

@@ -118,6 +118,11 @@ class Injector:
             self.capture.reset(channel_id)
         return existed
 
+    def write_waiting(self) -> None:
+        """The turns kept for a shared store away (their state and captures) are written
+        now (Unavailable while it still is)."""
+        self.states.write_waiting()
+
     def refresh(self, channel_id: str) -> None:
         """The channel's memory copy is read again from the store on its next turn."""
         self.states.drop(channel_id)
