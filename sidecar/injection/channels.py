@@ -119,9 +119,9 @@ class ChannelStates:
 
     @contextmanager
     def locked(self, channel_id: str) -> Iterator[ChannelState]:
-        """The channel's copy with its lock held. One reset, dropped or evicted between the
-        ``get`` and the lock is not used (a commit on it would write the old conversation
-        over a reset, or a second copy's turn): the channel is got again."""
+        """The channel's copy with its lock held. A copy reset, dropped or evicted between
+        the ``get`` and the lock is not used (a commit on it would write the old
+        conversation over a reset, or a second copy's turn): the channel is got again."""
         while True:
             state = self.get(channel_id)
             with state.lock:
