@@ -335,6 +335,23 @@ class ChannelStates:
                         "the turns served here are dropped, not merged",
                         extra={"channel": channel_id, "turns": dropped})
 
+    def confirm(self, state: ChannelState) -> None:
+        """On a shared store, before a retry answers from ``state``: ChannelMoved when the
+        channel's rows are gone from the store (another sidecar reset or erased it) while
+        the copy has turns and no commit of it is kept here (the store away: the copy
+        serves)."""
+        if not self.shared or not state.turn:
+            return
+        with self._deferred_lock:
+            if any(c == state.channel_id for c, _ in self._deferred):
+                return
+        try:
+            stored = self.repo.stored(state.channel_id)
+        except Unavailable:
+            return
+        if not stored:
+            raise ChannelMoved(state.channel_id)
+
     def _undefer(self, channel_id: str) -> int:
         """Drop the channel's kept commits (``_deferred_lock`` held); how many."""
         others = [entry for entry in self._deferred if entry[0] != channel_id]

@@ -195,6 +195,7 @@ class Injector:
         with self.states.locked(request.channel_id) as state:
             turn = next_turn(state.turn, request.turn)
             if turn is None:
+                self.states.confirm(state)  # not erased by another sidecar meanwhile
                 return self._retry(request, state.reply(), state.turn)
             if not config.enabled:
                 result = self._skip(request, start, "disabled", turn, stats)

@@ -272,6 +272,10 @@ class StateRepo:
             "SELECT seq FROM injection_buffer WHERE channel_id = ? ORDER BY seq DESC LIMIT ?)",
             (channel_id, channel_id, BUFFER_MAX))
 
+    def stored(self, channel_id: str) -> bool:
+        """Whether the channel has a state in the store."""
+        return bool(self.db.execute(_LOAD[0], (channel_id,)))
+
     def delete(self, channel_id: str) -> bool:
         with self.db.transaction():
             existed = self.db.query_one(
