@@ -14,7 +14,11 @@ its scope as the run goes); this is capture's own cost on the reply path (the te
 pending row in the turn's transaction, the own-channel hold), the drain's work included as it
 happens beside the calls.
 
+With ``--guard`` the two modes are the commit with and without its erased-memory guard (a
+count of the turn's ids in ``memories``, in the turn's transaction; both durable).
+
 Run:  .venv/bin/python -m bench.durable_turn [--memories 2000] [--turns 400] [--capture]
+      [--guard]
 """
 
 from __future__ import annotations
@@ -85,6 +89,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=400)
     parser.add_argument("--capture", action="store_true",
                         help="capture off vs capture = \"user\" instead of the two commits")
+    parser.add_argument("--guard", action="store_true",
+                        help="the erased-memory guard on vs off instead of the two commits")
     args = parser.parse_args()
     embedder = Embedder(bundled_model_files())
     turns = user_turns(args.turns)
@@ -108,12 +114,19 @@ def main() -> None:
             if args.capture:
                 modes = {"capture off": states.commit, "capture user": states.commit}
                 agents = {"capture off": "bench", "capture user": CAPTURING}
+            guards: dict[str, Callable[[list[str]], None]] = {}
+            if args.guard:
+                modes = {"guard": states.commit, "no guard": states.commit}
+                agents = {"guard": "bench", "no guard": "bench"}
+                guards = {"guard": injector._not_erased, "no guard": lambda ids: None}
             total: dict[str, list[float]] = {m: [] for m in modes}
             persist: dict[str, list[float]] = {m: [] for m in modes}
             for n, (qid, text) in enumerate(turns):
                 order = list(modes) if n % 2 == 0 else list(reversed(modes))
                 for mode in order:
                     states.commit = modes[mode]  # type: ignore[method-assign]
+                    if guards:
+                        injector._not_erased = guards[mode]  # type: ignore[method-assign]
                     start = time.perf_counter_ns()
                     out = injector.inject(InjectRequest(agent_id=agents[mode], text=text,
                                                         channel_id=f"{qid}-{mode}"))
@@ -135,7 +148,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import sys
+
     from bench.results import recorded
 
-    with recorded("durable_turn"):
+    with recorded("durable_turn_guard" if "--guard" in sys.argv else "durable_turn"):
         main()

@@ -9,7 +9,9 @@ compaction; only ``reset`` (a new conversation) clears a channel.
 
 A channel is read from the store by the first call that needs it, while the other calls go on
 (those of the same channel wait for that read, once); a ``drop`` or ``reset`` during the read
-makes it read again. A ``reset`` holds up the calls of its channel only.
+makes it read again. A ``reset`` holds up the calls of its channel only. A call works on the
+channel under its lock (``locked``): a copy reset, dropped or evicted while the call waited
+for the lock is not the channel's any more, and the call gets the channel again.
 
 A shared store away: the turn is served from the memory copy, and its commit is kept here
 with what the turn's transaction had to write with it (``durable``: its capture), written by
@@ -22,7 +24,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -62,7 +65,8 @@ class _Reading:
     wait for it."""
 
     done: threading.Event = field(default_factory=threading.Event)
-    stale: bool = False  # dropped or reset meanwhile: what it read is not kept
+    # Dropped or reset meanwhile: what it read (a failed reset: the copy it took) is not kept.
+    stale: bool = False
 
 
 class ChannelStates:
@@ -113,6 +117,20 @@ class ChannelStates:
             if self._read(channel_id, reading, state):
                 return state
 
+    @contextmanager
+    def locked(self, channel_id: str) -> Iterator[ChannelState]:
+        """The channel's copy with its lock held. A copy reset, dropped or evicted between
+        the ``get`` and the lock is not used (a commit on it would write the old
+        conversation over a reset, or a second copy's turn): the channel is got again."""
+        while True:
+            state = self.get(channel_id)
+            with state.lock:
+                with self._lock:
+                    current = self._channels.get(channel_id) is state
+                if current:
+                    yield state
+                    return
+
     def _read(self, channel_id: str, reading: _Reading,
               state: ChannelState | None = None) -> bool:
         """The read of ``channel_id`` is over (``state``: what it read, None: it failed);
@@ -156,18 +174,21 @@ class ChannelStates:
             self._stale(channel_id)
 
     def _stale(self, channel_id: str) -> None:
-        reading = self._reading.get(channel_id)
-        if reading is not None:
-            reading.stale = True
+        for busy in (self._reading.get(channel_id), self._resetting.get(channel_id)):
+            if busy is not None:
+                busy.stale = True
 
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
                also: Callable[[], None] | None = None,
-               durable: Callable[[], None] | None = None) -> None:
+               durable: Callable[[], None] | None = None,
+               guard: Callable[[], None] | None = None) -> None:
         """Record ``entry`` in memory and in SQLite (with ``also`` and ``durable``, in the same
         transaction), committed before this returns; a failed write leaves the memory copy as
-        it was and raises. On a shared store ``also`` goes through the writer, ``durable``
-        stays in the turn's transaction. SQLite mirrors the memory rows (loaded from it,
-        changed only here), so its prune runs only when the memory one dropped something."""
+        it was and raises (``guard``, run first in that transaction, raises to write nothing).
+        On a shared store ``also`` goes through the writer, ``durable`` stays in the turn's
+        transaction, and ``guard`` is not run. SQLite mirrors the memory rows (loaded from
+        it, changed only here), so its prune runs only when the memory one dropped
+        something."""
         expect = state.turn
         before = state.copy()
         saved = rows_of(state, entry, state.record(entry, keep, depth),
@@ -186,6 +207,8 @@ class ChannelStates:
         try:
             self._settle(channel_id)  # a PruneHistory's view queued before this turn
             with self.repo.db.transaction():
+                if guard is not None:
+                    guard()
                 self.repo.write(channel_id, saved)
                 for write in (also, durable):
                     if write is not None:
@@ -262,6 +285,11 @@ class ChannelStates:
             return False
         return self.deferred == 0
 
+    def write_waiting(self) -> None:
+        """Write now what waits for a shared store that was away (Unavailable while it
+        still is), so an erasure after it finds it."""
+        self._reconcile()
+
     def _reconcile(self) -> None:
         """Write the durable writes of the turns made while the store was away, apart from
         their state (they are kept whatever becomes of it; one may run again after a commit
@@ -300,15 +328,38 @@ class ChannelStates:
         if kept:
             return
         with self._deferred_lock:
-            dropped = [entry for entry in self._deferred if entry[0] == channel_id]
-            others = [entry for entry in self._deferred if entry[0] != channel_id]
-            self._deferred.clear()
-            self._deferred.extend(others)
+            dropped = self._undefer(channel_id)
         self.drop(channel_id)
         if dropped:
             log.warning("channel claimed by another sidecar while the shared store was away: "
                         "the turns served here are dropped, not merged",
-                        extra={"channel": channel_id, "turns": len(dropped)})
+                        extra={"channel": channel_id, "turns": dropped})
+
+    def confirm(self, state: ChannelState) -> None:
+        """On a shared store, before a retry answers from ``state``: ChannelMoved when the
+        channel's rows are gone from the store (another sidecar reset or erased it) while
+        the copy has turns and no commit of it is kept here (the store away: the copy
+        serves)."""
+        if not self.shared or not state.turn:
+            return
+        with self._deferred_lock:
+            if any(c == state.channel_id for c, _ in self._deferred):
+                return
+        try:
+            stored = self.repo.stored(state.channel_id)
+        except Unavailable:
+            return
+        if not stored:
+            raise ChannelMoved(state.channel_id)
+
+    def _undefer(self, channel_id: str) -> int:
+        """Drop the channel's kept commits (``_deferred_lock`` held); how many."""
+        others = [entry for entry in self._deferred if entry[0] != channel_id]
+        dropped = len(self._deferred) - len(others)
+        if dropped:
+            self._deferred.clear()
+            self._deferred.extend(others)
+        return dropped
 
     def observe(self, channel_id: str, digests: set[str], keep: int, reply: str = "",
                 votes: tuple[tuple[str, float], ...] = (), voted: int = 0) -> list[int]:
@@ -317,8 +368,7 @@ class ChannelStates:
         answer to the last turn, as the history ends with it ("" : none); ``votes``: the
         reply's focus votes, worked out for the recent turn ``voted`` (dropped when that is
         no longer the last). Returns the turns of the blocks no longer held."""
-        state = self.get(channel_id)
-        with state.lock:
+        with self.locked(channel_id) as state:
             gone = [b.turn for b in state.blocks if b.digest not in digests]
             state.keep = keep
             state.retain(frozenset(b.turn for b in state.blocks if b.digest in digests))
@@ -367,6 +417,8 @@ class ChannelStates:
             self.writer.flush()
 
     def reset(self, channel_id: str) -> bool:
+        """Delete the channel's state; whether it had one. A reset that fails (the store
+        away) keeps the memory copy, unless it was dropped meanwhile."""
         while True:
             with self._lock:
                 busy = self._resetting.get(channel_id)
@@ -379,14 +431,31 @@ class ChannelStates:
         try:
             if had is None:
                 self._settle(channel_id)
-                return self.repo.delete(channel_id)
+                return self._delete(channel_id)
             with had.lock:  # let an Inject in flight on this channel finish first
                 self._settle(channel_id)
-                return self.repo.delete(channel_id)
+                return self._delete(channel_id)
+        except BaseException:
+            if had is not None:
+                with self._lock:  # no other copy is read while it resets
+                    if not resetting.stale:
+                        self._channels[channel_id] = had
+            raise
         finally:
             with self._lock:
                 del self._resetting[channel_id]
             resetting.done.set()
+
+    def _delete(self, channel_id: str) -> bool:
+        """Delete the channel's rows with its commits kept for a store away (written after
+        the delete, they would bring the old conversation back); whether it had any. None
+        of its commits can be kept meanwhile: a reset holds the channel's calls."""
+        with self._deferred_lock:
+            if any(c == channel_id for c, _ in self._deferred):
+                # held over the delete: the catch-up writes none of them meanwhile
+                existed = self.repo.delete(channel_id)
+                return bool(self._undefer(channel_id)) or existed
+        return self.repo.delete(channel_id)
 
     def close(self) -> None:
         """Write everything still queued."""

@@ -37,7 +37,7 @@ from sidecar.injection.pools import (
     pinned_pool,
 )
 from sidecar.injection.state import ChannelState, Committed
-from sidecar.injection.state_repo import ChannelMoved
+from sidecar.injection.state_repo import ChannelMoved, ChosenErased
 from sidecar.injection.tokens import TokenMemo
 from sidecar.injection.trace import DropReason, TracedDrop, TraceRing, trace_turn, traced_drop
 from sidecar.injection.turns import next_turn
@@ -118,6 +118,11 @@ class Injector:
             self.capture.reset(channel_id)
         return existed
 
+    def write_waiting(self) -> None:
+        """The turns kept for a shared store away (their state and captures) are written
+        now (Unavailable while it still is)."""
+        self.states.write_waiting()
+
     def refresh(self, channel_id: str) -> None:
         """The channel's memory copy is read again from the store on its next turn."""
         self.states.drop(channel_id)
@@ -130,9 +135,8 @@ class Injector:
         digests = {self.signer.mac_of(m.content) for m in history}
         reply = kept_text(last_reply(history, self.signer.is_block), self.holds_secret)
         config = self.config.get().injection_for(agent_id)
-        state = self.states.get(channel_id)
-        viewer = state.viewer(agent_id)
-        with state.lock:
+        with self.states.locked(channel_id) as state:
+            viewer = state.viewer(agent_id)
             last = state.recent[-1] if state.recent else None
             in_view = sorted(state.injected)
         votes: tuple[tuple[str, float], ...] = ()
@@ -168,7 +172,7 @@ class Injector:
         """Build the block of the channel's next turn and commit it, unless ``alive()`` is
         false at the commit point (then :class:`Abandoned` is raised and nothing is recorded).
         On a shared store, another sidecar's commit of the channel first means building
-        again on its state."""
+        again on its state; so does a memory the turn chose erased before its commit."""
         for _ in range(MOVED_ATTEMPTS):
             try:
                 return self._inject(request, alive)
@@ -184,13 +188,14 @@ class Injector:
         config = self.config.get().injection_for(request.agent_id)
         # The channel's state first: read from the store while no load holds the GIL (each
         # row's step gives it up and waits to take it back).
-        state = self.states.get(request.channel_id)
+        self.states.get(request.channel_id)
         if config.enabled:  # cold scopes load beside what comes before the search
             self.retriever.prefetch(Viewer(request.agent_id, request.user_id))
         stats = InjectStats()
-        with state.lock:
+        with self.states.locked(request.channel_id) as state:
             turn = next_turn(state.turn, request.turn)
             if turn is None:
+                self.states.confirm(state)  # not erased by another sidecar meanwhile
                 return self._retry(request, state.reply(), state.turn)
             if not config.enabled:
                 result = self._skip(request, start, "disabled", turn, stats)
@@ -375,7 +380,14 @@ class Injector:
         self.states.commit(state, entry, _keep(config),
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
-                           else None, durable=capture)
+                           else None, durable=capture,
+                           guard=partial(self._not_erased, chosen_ids) if chosen else None)
+
+    def _not_erased(self, chosen_ids: list[str]) -> None:
+        """ChosenErased when a memory of the turn was erased for good since it was chosen
+        (its rows would bring it back); in the turn's transaction on SQLite."""
+        if self.memories.existing(chosen_ids) < len(set(chosen_ids)):
+            raise ChosenErased("a memory of the turn was erased while it was built")
 
     def _record(self, request: InjectRequest, result: Injection, start: int,
                 chosen: list[Candidate], dropped: list[TracedDrop],

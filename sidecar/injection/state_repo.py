@@ -27,6 +27,11 @@ class ChannelMoved(Exception):
     """Another sidecar committed a turn of the channel since this one read its state."""
 
 
+class ChosenErased(ChannelMoved):
+    """A memory the turn chose was erased while the turn was built: nothing is written,
+    and the turn is built again."""
+
+
 @dataclass(frozen=True, slots=True)
 class InjectedRow:
     memory_id: str
@@ -266,6 +271,10 @@ class StateRepo:
             "DELETE FROM injection_buffer WHERE channel_id = ? AND seq NOT IN ("
             "SELECT seq FROM injection_buffer WHERE channel_id = ? ORDER BY seq DESC LIMIT ?)",
             (channel_id, channel_id, BUFFER_MAX))
+
+    def stored(self, channel_id: str) -> bool:
+        """Whether the channel has a state in the store."""
+        return bool(self.db.execute(_LOAD[0], (channel_id,)))
 
     def delete(self, channel_id: str) -> bool:
         with self.db.transaction():

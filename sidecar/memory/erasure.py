@@ -43,6 +43,10 @@ class Channels(Protocol):
         """Its memory copy is read again from the store (a saved reply was blanked)."""
         ...
 
+    def write_waiting(self) -> None:
+        """Write the turns kept for a shared store away (Unavailable while it still is)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Erased:
@@ -87,6 +91,8 @@ class Eraser:
         if not user_id:
             raise InvalidArgument("user_id is required", field="user_id")
         begin = time.perf_counter()
+        if self.channels is not None:  # turns kept through an outage: erased with the rest
+            self.channels.write_waiting()
         channels = self.repo.user_channels(agent_id, user_id)
         done = Erased(captures=self._transaction(
             lambda: self.repo.erase_user_captures(agent_id, user_id)))

@@ -136,6 +136,18 @@ class MemoryRepo:
     def forgotten_ids(self) -> list[str]:
         return [str(r[0]) for r in self.db.execute("SELECT id FROM memories WHERE forgotten = 1")]
 
+    def existing(self, ids: Sequence[str]) -> int:
+        """How many of the distinct ``ids`` have a row (forgotten ones too)."""
+        found = 0
+        unique = sorted(set(ids))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            row = self.db.query_one(f"SELECT COUNT(*) FROM memories WHERE id IN ({marks})",
+                                    tuple(chunk))
+            found += int(row[0]) if row else 0
+        return found
+
     def exists(self, memory_id: str) -> bool:
         return self.db.query_one("SELECT 1 FROM memories WHERE id = ?", (memory_id,)) is not None
 

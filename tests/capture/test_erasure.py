@@ -320,3 +320,41 @@ def test_the_channel_sweep_runs_retention_after_each_sweep(serve: Serve) -> None
         assert ran.wait(30)
     finally:
         sweeper.close()
+
+
+def test_a_memory_erased_while_an_inject_holds_it_is_not_written_by_the_turn(
+        serve: Serve) -> None:
+    """A hard ForgetMemory between an Inject's choice of the memory and its commit: the
+    turn's rows (ids, buffer, the reply kept for a retry) never name it, nor does the memory
+    copy a retry of the turn reads."""
+    live = serve()
+    note = upsert(live, ALICE_NOTE)
+    app = app_of(live)
+    established = app.injector.retriever.established
+    got, go = threading.Event(), threading.Event()
+
+    def held(ids: list[str]) -> None:  # the commit point, the block built
+        if not got.is_set():
+            got.set()
+            assert go.wait(30)
+        established(ids)
+
+    app.injector.retriever.established = held  # type: ignore[method-assign]
+    replies: list[inj.InjectResponse] = []
+    call = threading.Thread(target=lambda: replies.append(live.injection.Inject(
+        inj.InjectRequest(agent_id=AGENT, channel_id="c1",
+                          text="Where should the invoices be mailed?"))), daemon=True)
+    call.start()
+    assert got.wait(30)
+    live.store.ForgetMemory(s.ForgetMemoryRequest(id=note.id, agent_id=AGENT, hard=True))
+    go.set()
+    call.join(30)
+    assert len(replies) == 1 and "Vandelinha" not in replies[0].block  # built again
+    db = app.db
+    for table in ("injection_ids", "injection_buffer"):
+        assert not db.execute(f"SELECT 1 FROM {table} WHERE memory_id = ?", (note.id,)), table
+    assert not db.execute("SELECT 1 FROM injection_replies WHERE reply LIKE '%Vandelinha%'")
+    retried = live.injection.Inject(inj.InjectRequest(
+        agent_id=AGENT, channel_id="c1", text="Where should the invoices be mailed?",
+        turn=replies[0].turn))
+    assert "Vandelinha" not in retried.block and note.id not in [i.id for i in retried.items]

@@ -195,3 +195,45 @@ def test_a_turn_beyond_what_a_sidecar_can_keep_is_refused_not_forgotten(
         if app is not None:
             app.close()
         cluster.remove()
+
+
+def test_a_user_forgotten_once_the_store_is_back_keeps_none_of_the_turns_kept_meanwhile(
+        config: ServerConfig, embedder: Embedder) -> None:
+    """A user's turns acknowledged while the store was away, then ForgetUser once it is
+    back, before the catch-up wrote them: their captures are written first and erased with
+    the rest (before, the next commit wrote them after the erasure and the drain stored
+    them as the user's memories again)."""
+    cluster = Cluster()
+    cluster.start()
+    app = None
+    secret = "My locker code at the gym is Zanzibar-Thimble"
+    try:
+        app = open_capturing(config, "a", embedder, cluster.new_database())
+        app.injector.states._catch_up.close()  # what waits is written when this test says
+        app.injector.inject(InjectRequest("ops", "c", said(0), user_id="alice"))
+        cluster.stop()
+        app.injector.inject(InjectRequest("ops", "c", secret, user_id="alice"))
+        assert app.injector.states.deferred == 2  # the commit and its capture
+        cluster.start(cluster.port)
+
+        def answers() -> bool:
+            try:
+                assert app is not None
+                app.db.execute("SELECT 1")
+                return True
+            except Unavailable:
+                return False
+
+        wait_for(answers)
+        gone = app.eraser.forget_user("ops", "alice")
+        assert gone.channels == 1
+        app.injector.inject(InjectRequest("ops", "other", said(1)))  # writes what waits
+        app.injector.capture.drain.flush()  # type: ignore[union-attr]
+        assert app.injector.states.deferred == 0
+        assert not app.db.execute("SELECT 1 FROM captures WHERE user_id = 'alice'")
+        assert not app.db.execute("SELECT 1 FROM memories WHERE content LIKE '%Zanzibar%'")
+        assert not app.db.execute("SELECT 1 FROM injection_channels WHERE channel_id = 'c'")
+    finally:
+        if app is not None:
+            app.close()
+        cluster.remove()

@@ -71,3 +71,24 @@ def test_near_duplicates_written_at_once_on_two_sidecars_store_one(
         thread.join()
     assert len(set(ids)) == 1  # one wins, the other gets its id
     assert pair[0].memories.memories.count() == 1
+
+
+def test_a_retry_on_another_sidecar_never_answers_from_a_channel_erased_meanwhile(
+        pair: tuple[App, App]) -> None:
+    """ForgetUser on one sidecar, then a retry of the user's last turn on the other: it is
+    built again on the erased channel's empty state, not answered from the other's memory
+    copy (which quoted the erased memory)."""
+    a, b = pair
+    b.memories.import_stream([MemoryDraft("Alice's locker code at the gym is Zanzibar-Thimble",
+                                          MemoryType.FACT, agent_id="ops", user_id="alice")])
+    wait_for(lambda: len(b.retriever.live) == 1)
+    b.owners.claim("c", "ops")  # as the Inject servicer does
+    first = b.injector.inject(InjectRequest("ops", "c", "what is my locker code?",
+                                            user_id="alice"))
+    assert "Zanzibar" in first.block
+    wait_for(lambda: len(a.retriever.live) == 1)
+    assert a.eraser.forget_user("ops", "alice").channels == 1
+    wait_for(lambda: len(b.retriever.live) == 0)  # the memory's erasure, through the feed
+    again = b.injector.inject(InjectRequest("ops", "c", "what is my locker code?", turn=1,
+                                            user_id="alice"))  # a retry of the turn
+    assert "Zanzibar" not in again.block
