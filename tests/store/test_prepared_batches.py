@@ -118,20 +118,33 @@ def test_a_guard_refused_through_execute_writes_nothing(db: PgDatabase) -> None:
 def test_a_statement_prepared_on_one_connection_is_prepared_again_on_another(
         pg_dsn: str) -> None:
     statements = PreparedStatements()
+    sql = "INSERT INTO t VALUES (?, ?, ?)"
     with psycopg.connect(pg_dsn, autocommit=True) as one, \
             psycopg.connect(pg_dsn, autocommit=True) as two:
         one.execute("CREATE TABLE t (k text PRIMARY KEY, v bytea, n integer)")
+        seen: dict[int, dict[str, str]] = {}
         for n, conn in enumerate((one, two, one, two)):
-            composed = statements.compose(conn, [("INSERT INTO t VALUES (?, ?, ?)",
-                                                  (f"k{n}", bytes([n, 0, 92]), None))])
-            assert (b"PREPARE" in composed.text) == (n < 2)  # each prepares it once
+            composed = statements.compose(conn, [(sql, (f"k{n}", bytes([n, 0, 92]), None))])
+            assert composed.executes and composed.text.count(b"EXECUTE") == 1
             conn.execute(composed.text, prepare=False)
-            statements.sent(conn, composed)
-            assert set(_on_server(conn)) == set(statements.prepared(conn))
-        for conn in (one, two):
-            assert list(statements.prepared(conn).values()) == ["INSERT INTO t VALUES (?, ?, ?)"]
+            held = statements.prepared(conn)
+            assert list(held.values()) == [sql] and set(_on_server(conn)) == set(held)
+            assert seen.setdefault(id(conn), held) == held  # prepared once, then kept
         assert one.execute("SELECT k, v, n FROM t ORDER BY k").fetchall() == [
             (f"k{n}", bytes([n, 0, 92]), None) for n in range(4)]
+
+
+def test_a_prepared_statement_keeps_no_copy_of_a_batchs_values(db: PgDatabase) -> None:
+    """The server keeps the source text of a prepared statement: the batch's literals (a
+    turn's embeddings, its reply) are not in it."""
+    secret = "a value of the batch " * 50
+    with db.batched():
+        db.execute(PUT, ("a", secret))
+        db.execute(SET, (secret, "a"))
+    with _pooled(db) as conn:
+        there = _on_server(conn)
+    assert len(there) == 2 and not any("a value of the batch" in text for text in there.values())
+    assert _meta(db) == {"a": secret}
 
 
 def test_the_least_recently_used_text_is_deallocated(db: PgDatabase) -> None:
@@ -183,17 +196,16 @@ def test_a_connection_the_server_emptied_is_sent_plainly(db: PgDatabase) -> None
 
 
 def test_a_text_the_server_cannot_prepare_is_sent_plainly(db: PgDatabase) -> None:
-    """``? IS NULL`` has no type to infer: the batch goes through plainly, and the text is
-    not prepared again."""
+    """``? IS NULL`` has no type to infer: its PREPARE fails, the batch goes through with it
+    plain, and it is not prepared again; the texts after it are prepared by the next batch."""
     odd = "INSERT INTO meta (key, value) SELECT ?, ? WHERE ? IS NULL"
-    for n in range(2):
+    for n in range(3):
         with db.batched():
             db.execute(odd, (f"odd{n}", "1", None))
             db.execute(odd, (f"none{n}", "1", "x"))
-    assert _meta(db) == {"odd0": "1", "odd1": "1"} and _agrees(db) == {}
-    with db.batched():
-        db.execute(PUT, ("a", "1"))
-    assert set(_agrees(db).values()) == {PUT}
+            db.execute(PUT, (f"put{n}", "1"))
+        assert set(_agrees(db).values()) == (set() if n == 0 else {PUT})
+    assert _meta(db) == {f"{k}{n}": "1" for k in ("odd", "put") for n in range(3)}
 
 
 def test_a_refused_batch_raises_the_plain_error_and_writes_nothing(db: PgDatabase) -> None:

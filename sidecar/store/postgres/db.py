@@ -167,16 +167,12 @@ class PgDatabase:
                 # No parameters, never prepared by psycopg: the simple protocol, one message.
                 conn.execute(composed.text, prepare=False)
             except psycopg.Error as err:
-                if _guard_index(err) is not None:
-                    self.prepared.sent(conn, composed)  # a guard runs after the preparations
+                if (not composed.executes or _guard_index(err) is not None
+                        or isinstance(err, psycopg.OperationalError)):
                     raise
-                if not self.prepared.failed(conn, composed, err):
-                    raise
+                self.prepared.failed(conn, err)
                 conn.execute(plain(psycopg.ClientCursor(conn), batch.statements),
                              prepare=False)
-                self.prepared.resent(composed)
-            else:
-                self.prepared.sent(conn, composed)
 
     def guard(self, sql: str, params: Params, error: Exception) -> None:
         """``sql`` wrapped so that the server fails the statement when it changes no row:

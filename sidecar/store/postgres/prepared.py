@@ -4,18 +4,20 @@ A batch (``PgDatabase.batched``) is one simple-protocol query string, and the se
 analyses and plans every statement in it, every time. Here a statement text with parameters
 is sent as ``EXECUTE name(literal, ...)`` (the literals still bound client-side by psycopg's
 escaping) of a statement the connection prepared (``PREPARE name AS`` the text with ``$n``
-parameters, of the types the server infers from their places). A text the connection has not
-prepared is prepared in the same string, ahead of the statements: still one round trip. The
-batch runs with ``plan_cache_mode = force_generic_plan`` (``SET LOCAL``: its statements only):
-a prepared statement is planned once, not on each of its first five runs.
+parameters, of the types the server infers from their places). The batch runs with
+``plan_cache_mode = force_generic_plan`` (``SET LOCAL``: its statements only): a prepared
+statement is planned once, not on each of its first five runs.
 
-Each connection keeps at most ``size`` prepared texts (the multi-row ``VALUES`` of a turn's
-rows differ by their row count); the least recently used are deallocated in the string that
-prepares new ones. Names are never reused on a connection. A connection the pool replaces is
-a new object with none. A batch that fails otherwise than by a ``guard`` is asked about: the
-connection's prepared statements are read back from the server and the batch is sent again
-as plain statements (nothing of the first try was committed: one string is one transaction);
-a text prepared by a batch that only went through plainly is never prepared again. A server
+Texts a connection has not prepared are prepared in a round trip of their own before the
+batch (a connection's first turns; a statement prepared inside the batch's string would keep
+a copy of that whole string, literals and all, for as long as it lives). Each connection
+keeps at most ``size`` texts (the multi-row ``VALUES`` of a turn's rows differ by their row
+count); the least recently used are deallocated in that round trip. Names are never reused
+on a connection; a connection the pool replaces is a new object, with none.
+
+A text the server cannot prepare is sent plainly from then on. A batch of EXECUTEs that fails
+otherwise than by a ``guard`` is sent again as plain statements (nothing of the first try was
+committed: one string is one transaction), so its error is the one it always had. A server
 that forgets prepared statements (a transaction pooler between) turns preparing off.
 """
 
@@ -54,11 +56,10 @@ class _Session:
 
 @dataclass(frozen=True, slots=True)
 class Composed:
-    """A batch's query string and what the connection holds once its head has run."""
+    """A batch's query string; whether it executes prepared statements."""
 
     text: bytes
-    names: OrderedDict[str, str] | None = None  # None: nothing prepared or executed
-    fresh: tuple[str, ...] = ()  # texts this string prepares
+    executes: bool = False
 
 
 class PreparedStatements:
@@ -69,6 +70,7 @@ class PreparedStatements:
         self._sessions: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Session] = (
             weakref.WeakKeyDictionary())
         self._unpreparable: set[str] = set()
+        self.preparations = 0  # round trips that prepared texts
 
     def prepared(self, conn: psycopg.Connection[Any]) -> dict[str, str]:
         """The texts ``conn`` holds prepared, by name."""
@@ -76,73 +78,91 @@ class PreparedStatements:
         return {} if session is None else {name: sql for sql, name in session.names.items()}
 
     def compose(self, conn: psycopg.Connection[Any], statements: Sequence[Statement]) -> Composed:
-        """The batch as one query string: its deallocations and preparations, then its
-        statements, the ones with parameters as EXECUTEs."""
-        wanted = [sql for sql in dict.fromkeys(sql for sql, params in statements
-                                               if self._preparable(sql, params))]
-        if not wanted or self.size <= 0:
+        """The batch as one query string, the statements ``conn`` holds prepared (having
+        prepared the ones it lacked) as EXECUTEs."""
+        names = self._prepare(conn, statements)
+        if not names:
             return Composed(plain(psycopg.ClientCursor(conn), statements))
-        session = self._sessions.setdefault(conn, _Session())
-        names = session.names.copy()
-        held = [sql for sql in wanted if sql in names]
-        for sql in held:
-            names.move_to_end(sql)
-        fresh = [sql for sql in wanted if sql not in names][:max(0, self.size - len(held))]
-        for sql in fresh:
-            names[sql] = f"{PREFIX}{session.made}"
-            session.made += 1
-        head = []
-        while len(names) > self.size:  # the batch's own texts are last: never evicted here
-            head.append(f"DEALLOCATE {names.popitem(last=False)[1]}".encode())
-        head += [f"PREPARE {names[sql]} AS {_numbered(sql)}".encode() for sql in fresh]
-        head.append(GENERIC)
         literal = Transformer.from_context(conn).as_literal  # psycopg's escaping, as mogrify's
         bind = psycopg.ClientCursor(conn)
         body = [b"EXECUTE %s(%s)" % (names[sql].encode(), b", ".join(
                     b"NULL" if value is None else literal(value) for value in params))
-                if sql in names else _plain_one(bind, sql, params).encode()
+                if sql in names and params else _plain_one(bind, sql, params).encode()
                 for sql, params in statements]
-        return Composed(b"\n;\n".join(head + body), names, tuple(fresh))
+        return Composed(b"\n;\n".join([GENERIC, *body]), executes=True)
 
-    def sent(self, conn: psycopg.Connection[Any], composed: Composed) -> None:
-        """``composed`` ran (or stopped at a guard: its head had run)."""
-        if composed.names is not None:
-            self._sessions.setdefault(conn, _Session()).names = composed.names
+    def failed(self, conn: psycopg.Connection[Any], err: psycopg.Error) -> None:
+        """A batch of EXECUTEs failed with ``err`` (not a guard's refusal, not a lost
+        connection); it is sent again plainly."""
+        if isinstance(err, psycopg.errors.InvalidSqlStatementName):
+            self._turn_off(conn, err)
 
-    def failed(self, conn: psycopg.Connection[Any], composed: Composed,
-               err: psycopg.Error) -> bool:
-        """``composed`` failed with ``err`` (not a guard): whether to send it again plainly.
-        The connection's prepared statements are read back from the server."""
-        if composed.names is None:
-            return False
-        if isinstance(err, psycopg.OperationalError):
-            self._sessions.pop(conn, None)  # the pool drops a broken connection
-            return False
-        if isinstance(err, psycopg.errors.InvalidSqlStatementName) and self.size > 0:
-            log.warning("the server forgot prepared statements (a transaction pooler?): "
-                        "batches are sent unprepared", extra={"sqlstate": err.sqlstate})
-            self.size = 0
-        try:
-            rows = conn.execute("SELECT name FROM pg_prepared_statements WHERE "
-                                "starts_with(name, %s)", (PREFIX,)).fetchall()
-        except psycopg.Error:
-            self._sessions.pop(conn, None)
-            return False
-        there = {str(row[0]) for row in rows}
+    def _prepare(self, conn: psycopg.Connection[Any],
+                 statements: Sequence[Statement]) -> dict[str, str]:
+        """Prepare on ``conn`` the texts of ``statements`` it lacks, in one round trip (none
+        when it holds them all); the batch's texts ``conn`` holds, by text."""
+        wanted = list(dict.fromkeys(sql for sql, params in statements
+                                    if self._preparable(sql, params)))
+        if not wanted or self.size <= 0:
+            return {}
         session = self._sessions.setdefault(conn, _Session())
-        session.names = OrderedDict((sql, name) for sql, name in composed.names.items()
-                                    if name in there and self.size > 0)
-        for name in there - set(session.names.values()):  # evicted, or preparing turned off
-            conn.execute(f"DEALLOCATE {name}".encode(), prepare=False)
-        return True
+        names = session.names
+        held = [sql for sql in wanted if sql in names]
+        for sql in held:
+            names.move_to_end(sql)
+        fresh = [sql for sql in wanted if sql not in names][:max(0, self.size - len(held))]
+        if fresh:
+            before = names.copy()
+            for sql in fresh:
+                names[sql] = f"{PREFIX}{session.made}"
+                session.made += 1
+            head = []
+            while len(names) > self.size:  # the batch's texts are last: never evicted here
+                head.append(f"DEALLOCATE {names.popitem(last=False)[1]}")
+            head += [f"PREPARE {names[sql]} AS {_numbered(sql)}" for sql in fresh]
+            self.preparations += 1
+            try:
+                conn.execute("\n;\n".join(head).encode(), prepare=False)
+            except psycopg.OperationalError:
+                self._sessions.pop(conn, None)  # the pool drops a broken connection
+                raise
+            except psycopg.Error as err:
+                if isinstance(err, psycopg.errors.InvalidSqlStatementName):
+                    self._turn_off(conn, err)
+                    return {}
+                self._refused(conn, session, before, fresh)
+        return {sql: session.names[sql] for sql in wanted if sql in session.names}
 
-    def resent(self, composed: Composed) -> None:
-        """``composed`` failed and went through plainly: its new texts are not prepared
-        again (one of them could not be, or its literals do not fit the inferred types)."""
-        if len(self._unpreparable) + len(composed.fresh) > UNPREPARABLE_KEPT:
-            self._unpreparable.clear()
-        self._unpreparable.update(composed.fresh)
-        log.info("batch sent again unprepared", extra={"fresh": len(composed.fresh)})
+    def _refused(self, conn: psycopg.Connection[Any], session: _Session,
+                 before: OrderedDict[str, str], fresh: list[str]) -> None:
+        """A PREPARE failed: what the server holds is read back; the first new text it
+        lacks is the one it refused (the statements of a string run in order)."""
+        there = self._on_server(conn)
+        known = before | session.names
+        session.names = OrderedDict((sql, name) for sql, name in known.items() if name in there)
+        for name in there - set(session.names.values()):
+            conn.execute(f"DEALLOCATE {name}".encode(), prepare=False)
+        refused = next((sql for sql in fresh if sql not in session.names), None)
+        if refused is not None:
+            if len(self._unpreparable) >= UNPREPARABLE_KEPT:
+                self._unpreparable.clear()
+            self._unpreparable.add(refused)
+            log.info("a statement the server cannot prepare: sent plainly",
+                     extra={"statement": refused[:60]})
+
+    def _turn_off(self, conn: psycopg.Connection[Any], err: psycopg.Error) -> None:
+        log.warning("the server forgot prepared statements (a transaction pooler?): "
+                    "batches are sent unprepared", extra={"sqlstate": err.sqlstate})
+        self.size = 0
+        self._sessions.pop(conn, None)
+        for name in self._on_server(conn):
+            conn.execute(f"DEALLOCATE {name}".encode(), prepare=False)
+
+    @staticmethod
+    def _on_server(conn: psycopg.Connection[Any]) -> set[str]:
+        rows = conn.execute("SELECT name FROM pg_prepared_statements WHERE "
+                            "starts_with(name, %s)", (PREFIX,)).fetchall()
+        return {str(row[0]) for row in rows}
 
     def _preparable(self, sql: str, params: Params) -> bool:
         return (isinstance(params, tuple) and len(params) > 0
@@ -170,5 +190,3 @@ def _numbered(sql: str) -> str:
     parts = sql.split("?")
     return "".join(part + (f"${n + 1}" if n < len(parts) - 1 else "")
                    for n, part in enumerate(parts))
-
-
