@@ -231,6 +231,9 @@ def main() -> None:
             "inject": rounds(timed, args.injects, args.rounds),
             "round_trips_per_inject": trips_per_inject(a, min(args.injects, 100)),
         }
+        assert isinstance(a.db, PgDatabase)
+        result["prepared"] = {"preparing_round_trips": a.db.prepared.preparations,
+                              "batches_resent_plainly": a.db.prepared.resent}
         if not args.inject_only:
             result.update({
                 "visible_sequential": visible([a], b, args.writes, 1),

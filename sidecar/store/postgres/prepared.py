@@ -71,6 +71,7 @@ class PreparedStatements:
             weakref.WeakKeyDictionary())
         self._unpreparable: set[str] = set()
         self.preparations = 0  # round trips that prepared texts
+        self.resent = 0  # batches of EXECUTEs sent again plainly
 
     def prepared(self, conn: psycopg.Connection[Any]) -> dict[str, str]:
         """The texts ``conn`` holds prepared, by name."""
@@ -94,6 +95,9 @@ class PreparedStatements:
     def failed(self, conn: psycopg.Connection[Any], err: psycopg.Error) -> None:
         """A batch of EXECUTEs failed with ``err`` (not a guard's refusal, not a lost
         connection); it is sent again plainly."""
+        self.resent += 1
+        log.info("batch refused as EXECUTEs: sent again plainly",
+                 extra={"sqlstate": err.sqlstate})
         if isinstance(err, psycopg.errors.InvalidSqlStatementName):
             self._turn_off(conn, err)
 
