@@ -133,6 +133,23 @@ def test_a_statement_prepared_on_one_connection_is_prepared_again_on_another(
             assert seen.setdefault(id(conn), held) == held  # prepared once, then kept
         assert one.execute("SELECT k, v, n FROM t ORDER BY k").fetchall() == [
             (f"k{n}", bytes([n, 0, 92]), None) for n in range(4)]
+        assert not set(statements.prepared(one)) & set(statements.prepared(two))
+
+
+def test_an_execute_reaching_another_session_runs_no_other_text(pg_dsn: str) -> None:
+    """Two stores (two sidecars) prepare different texts at the same place in their first
+    batch; one's batch sent on the other's session (a transaction pooler between) finds no
+    statement of its names, rather than another's."""
+    mine, theirs = PreparedStatements(), PreparedStatements()
+    with psycopg.connect(pg_dsn, autocommit=True) as one, \
+            psycopg.connect(pg_dsn, autocommit=True) as two:
+        one.execute("CREATE TABLE t (k text PRIMARY KEY, n integer)")
+        sent = mine.compose(one, [("INSERT INTO t VALUES (?, ?)", ("mine", 1))])
+        theirs.compose(two, [("DELETE FROM t WHERE k <> ? AND n <> ?", ("x", 0))])
+        with pytest.raises(psycopg.errors.InvalidSqlStatementName):
+            two.execute(sent.text, prepare=False)
+        one.execute(sent.text, prepare=False)
+        assert one.execute("SELECT k, n FROM t").fetchall() == [("mine", 1)]
 
 
 def test_a_prepared_statement_keeps_no_copy_of_a_batchs_values(db: PgDatabase) -> None:

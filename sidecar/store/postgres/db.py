@@ -135,12 +135,12 @@ class PgDatabase:
     def batched(self) -> Iterator[None]:
         """A transaction of writes sent in one round trip: the statements are kept here and
         sent on exit as one query string (parameters bound client-side, by psycopg's
-        escaping; a text the connection has seen as an EXECUTE of the statement it prepared,
-        ``prepared.py``). PostgreSQL runs the statements of one query string as one implicit
-        transaction: all committed, or, when one fails (a ``guard``), none (the error is
-        raised). Nothing is sent when the block raises. Nothing inside may read a result or
-        call ``changes()``; a ``transaction()`` inside is part of the batch. Nested in a
-        transaction: a savepoint."""
+        escaping; a text as an EXECUTE of the statement the connection prepared, in a round
+        trip before the first time it sees the text: ``prepared.py``). PostgreSQL runs the
+        statements of one query string as one implicit transaction: all committed, or, when
+        one fails (a ``guard``), none (the error is raised). Nothing is sent when the block
+        raises. Nothing inside may read a result or call ``changes()``; a ``transaction()``
+        inside is part of the batch. Nested in a transaction: a savepoint."""
         with self._lock:
             self._check_open()
             if getattr(self._local, "batch", None) is not None:

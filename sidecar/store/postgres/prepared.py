@@ -13,7 +13,8 @@ batch (a connection's first turns; a statement prepared inside the batch's strin
 a copy of that whole string, literals and all, for as long as it lives). Each connection
 keeps at most ``size`` texts (the multi-row ``VALUES`` of a turn's rows differ by their row
 count); the least recently used are deallocated in that round trip. Names are never reused
-on a connection; a connection the pool replaces is a new object, with none.
+anywhere (a random part for each store object); a connection the pool replaces is a new
+object, with none.
 
 A text the server cannot prepare is sent plainly from then on. A batch of EXECUTEs that fails
 otherwise than by a ``guard`` is sent again as plain statements (nothing of the first try was
@@ -23,7 +24,9 @@ that forgets prepared statements (a transaction pooler between) turns preparing 
 
 from __future__ import annotations
 
+import itertools
 import logging
+import secrets
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -51,7 +54,6 @@ class _Session:
     """What one connection has prepared: text -> name, least recently used first."""
 
     names: OrderedDict[str, str] = field(default_factory=OrderedDict)
-    made: int = 0  # names given on this connection
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,10 @@ class PreparedStatements:
 
     def __init__(self, size: int = PER_CONNECTION) -> None:
         self.size = size
+        # Names unique to this store object, never reused: an EXECUTE that reaches a session
+        # other than its connection's (a pooler between) finds its own text or none.
+        self._prefix = f"{PREFIX}{secrets.token_hex(4)}_"
+        self._made = itertools.count()
         self._sessions: weakref.WeakKeyDictionary[psycopg.Connection[Any], _Session] = (
             weakref.WeakKeyDictionary())
         self._unpreparable: set[str] = set()
@@ -118,8 +124,7 @@ class PreparedStatements:
         if fresh:
             before = names.copy()
             for sql in fresh:
-                names[sql] = f"{PREFIX}{session.made}"
-                session.made += 1
+                names[sql] = f"{self._prefix}{next(self._made)}"
             head = []
             while len(names) > self.size:  # the batch's texts are last: never evicted here
                 head.append(f"DEALLOCATE {names.popitem(last=False)[1]}")
@@ -162,10 +167,9 @@ class PreparedStatements:
         for name in self._on_server(conn):
             conn.execute(f"DEALLOCATE {name}".encode(), prepare=False)
 
-    @staticmethod
-    def _on_server(conn: psycopg.Connection[Any]) -> set[str]:
+    def _on_server(self, conn: psycopg.Connection[Any]) -> set[str]:
         rows = conn.execute("SELECT name FROM pg_prepared_statements WHERE "
-                            "starts_with(name, %s)", (PREFIX,)).fetchall()
+                            "starts_with(name, %s)", (self._prefix,)).fetchall()
         return {str(row[0]) for row in rows}
 
     def _preparable(self, sql: str, params: Params) -> bool:
