@@ -17,6 +17,7 @@ written too); queries and written memories are embedded by the real model.
 
 Run:  .venv/bin/python -m bench.pg_store [--size 10000] [--injects 300] [--writes 200]
       .venv/bin/python -m bench.pg_store --size 2000 --rounds 5 --inject-only [--embed]
+          [--ab-unprepared]
 Writes bench/results/pg_store.json.
 """
 
@@ -48,6 +49,7 @@ from sidecar.store.copy import copy_store
 from sidecar.store.db import Database
 from sidecar.store.model_repo import MODEL_KEY, ModelRepo
 from sidecar.store.postgres.db import PgDatabase
+from sidecar.store.postgres.prepared import PreparedStatements
 from sidecar.store.repos import Repositories
 from tests.pg.cluster import Cluster
 
@@ -101,7 +103,8 @@ def injects(apps: dict[str, App], count: int, tag: str = "",
     timings: dict[str, list[float]] = {name: [] for name in apps}
     items: dict[str, int] = {name: 0 for name in apps}
     for n, query in enumerate(queries):
-        order = list(apps) if n % 2 == 0 else list(reversed(apps))
+        names = list(apps)
+        order = names[n % len(names):] + names[:n % len(names)]  # each first in turn
         for name in order:
             start = time.perf_counter()
             done = apps[name].injector.inject(InjectRequest("", f"{name}{tag}-{n // 10}", query))
@@ -117,15 +120,25 @@ def injects(apps: dict[str, App], count: int, tag: str = "",
 
 
 def rounds(apps: dict[str, App], count: int, times: int) -> dict[str, object]:
-    """``injects`` ``times`` over; the median p50 of each backend and the median ratio."""
+    """``injects`` ``times`` over; the median p50 of each backend and the median ratio to
+    SQLite's (of each PostgreSQL sidecar: ``postgres``, and with --ab-unprepared
+    ``postgres_unprepared``)."""
     runs = [injects(apps, count, tag=f"r{r}", seed=11 + r) for r in range(times)]
-    ratios = [run["postgres"]["p50_ms"] / run["sqlite"]["p50_ms"] for run in runs]
-    print("inject rounds:", [(run["sqlite"]["p50_ms"], run["postgres"]["p50_ms"]) for run in runs])
+    shared = [name for name in apps if name != "sqlite"]
+    ratios = {name: [run[name]["p50_ms"] / run["sqlite"]["p50_ms"] for run in runs]
+              for name in shared}
+    print("inject rounds:", [tuple(run[name]["p50_ms"] for name in apps) for run in runs],
+          "of", list(apps))
     p50s = {name: [run[name]["p50_ms"] for run in runs] for name in apps}
-    return {"rounds": runs,
-            "median_p50_ms": {name: round(float(np.median(v)), 2) for name, v in p50s.items()},
-            "ratios": [round(r, 3) for r in ratios],
-            "median_ratio": round(float(np.median(ratios)), 3)}
+    result: dict[str, object] = {
+        "rounds": runs,
+        "median_p50_ms": {name: round(float(np.median(v)), 2) for name, v in p50s.items()},
+        "ratios": [round(r, 3) for r in ratios["postgres"]],
+        "median_ratio": round(float(np.median(ratios["postgres"])), 3)}
+    for name in shared[1:]:
+        result[f"ratios_{name}"] = [round(r, 3) for r in ratios[name]]
+        result[f"median_ratio_{name}"] = round(float(np.median(ratios[name])), 3)
+    return result
 
 
 def trips_per_inject(app: App, count: int) -> float:
@@ -183,6 +196,9 @@ def main() -> None:
                         help="Inject timings and round trips only (no writes, no imports)")
     parser.add_argument("--embed", action="store_true",
                         help="store the model's vectors (Injects carry items)")
+    parser.add_argument("--ab-unprepared", action="store_true",
+                        help="a third sidecar on the same store whose batches are sent as "
+                             "plain statements (none prepared), interleaved with the others")
     args = parser.parse_args()
     name = EmbeddingConfig().model
     embedder = Embedder(model_files(name), **ServerConfig().embedder_options())  # type: ignore[arg-type]
@@ -203,12 +219,21 @@ def main() -> None:
         lite = open_app(root / "sqlite", embedder, StoreConfig())
         a, b, c = (open_app(root / n, embedder, pg) for n in ("a", "b", "c"))
         apps += [lite, a, b, c]
+        timed = {"sqlite": lite, "postgres": a}
+        if args.ab_unprepared:
+            timed["postgres_unprepared"] = unprepared = open_app(root / "d", embedder, pg)
+            apps.append(unprepared)
+            assert isinstance(unprepared.db, PgDatabase)
+            unprepared.db.prepared = PreparedStatements(0)
         result: dict[str, object] = {
             "size": args.size, "embed": args.embed, "load_before": os.getloadavg(),
             "migrate_rows_per_s": round(args.size / migrate_s),
-            "inject": rounds({"sqlite": lite, "postgres": a}, args.injects, args.rounds),
+            "inject": rounds(timed, args.injects, args.rounds),
             "round_trips_per_inject": trips_per_inject(a, min(args.injects, 100)),
         }
+        assert isinstance(a.db, PgDatabase)
+        result["prepared"] = {"preparing_round_trips": a.db.prepared.preparations,
+                              "batches_resent_plainly": a.db.prepared.resent}
         if not args.inject_only:
             result.update({
                 "visible_sequential": visible([a], b, args.writes, 1),

@@ -10,7 +10,7 @@ SQLite data dir and, with ``--pg``, a database on a throwaway local PostgreSQL 1
 (tests/pg/cluster.py: fsync off, synchronous_commit on). Prints p50/p99 of a commit in ms and
 PostgreSQL's round trips per commit on the calling thread.
 
-Run:  .venv/bin/python -m bench.turn_commit [--turns 2000] [--pg] [--capture]
+Run:  .venv/bin/python -m bench.turn_commit [--turns 2000] [--pg [--ab-unprepared]] [--capture]
 """
 
 from __future__ import annotations
@@ -112,6 +112,9 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=5)
     parser.add_argument("--pg", action="store_true", help="PostgreSQL beside SQLite")
     parser.add_argument("--capture", action="store_true", help="a pending capture row too")
+    parser.add_argument("--ab-unprepared", action="store_true",
+                        help="with --pg, a second database whose batches are sent as plain "
+                             "statements (none prepared), interleaved with the others")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
     texts = [t.content[:1200] for t in pooled_turns(load_oracle(), ("user", "assistant"))]
@@ -136,6 +139,12 @@ def main() -> None:
                 cluster.start()
                 backends["postgres"] = Backend(PgDatabase(cluster.new_database()), memories,
                                                vectors)
+                if args.ab_unprepared:
+                    from sidecar.store.postgres.prepared import PreparedStatements
+
+                    unprepared = PgDatabase(cluster.new_database())
+                    unprepared.prepared = PreparedStatements(0)
+                    backends["postgres_unprepared"] = Backend(unprepared, memories, vectors)
             trips = stack.enter_context(round_trips()) if args.pg else None
             times: dict[str, list[float]] = {name: [] for name in backends}
             rounds: list[int] = []
@@ -145,7 +154,8 @@ def main() -> None:
                 chosen = pick.sample(range(args.memories), args.items)
                 entry = entry_of(turn, pick.choice(asked), [memories[i] for i in chosen],
                                  vectors[chosen], rng)
-                order = list(backends) if n % 2 == 0 else list(reversed(backends))
+                names = list(backends)
+                order = names[n % len(names):] + names[:n % len(names)]  # each first in turn
                 for name in order:
                     before = trips() if trips is not None and name == "postgres" else 0
                     start = time.perf_counter_ns()

@@ -37,8 +37,8 @@ from sidecar.store import scope_rows
 from sidecar.store.config import StoreConfig
 from sidecar.store.edges import COLUMNS as EDGE_COLUMNS
 from sidecar.store.memories import COLUMNS, scope_filter
-from sidecar.store.postgres import db as pg
 from sidecar.store.postgres.db import PgDatabase
+from sidecar.store.postgres.prepared import psycopg_sql
 
 Key = tuple[str, str]
 
@@ -82,7 +82,7 @@ def reads(dsn: str, keys: list[Key]) -> None:
 def _text_read_apart(self: PgDatabase, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
     """``read_apart`` as it was: rows in the text format."""
     with self._pool.connection() as conn:
-        return conn.execute(pg._pg(sql), params).fetchall()
+        return conn.execute(psycopg_sql(sql), params).fetchall()
 
 
 @contextmanager

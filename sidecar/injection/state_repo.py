@@ -215,9 +215,10 @@ class StateRepo:
                 self.db.execute("DELETE FROM injection_context WHERE channel_id = ? AND "
                                 "text = '' AND turn <> ?", (channel_id, asked.turn))
             self.db.execute(
-                "DELETE FROM injection_context WHERE channel_id = ? AND turn NOT IN (SELECT turn "
-                "FROM injection_context WHERE channel_id = ? ORDER BY turn DESC LIMIT ?)",
-                (channel_id, channel_id, MAX_TURNS))
+                "DELETE FROM injection_context WHERE channel_id = ? AND turn NOT IN (SELECT "
+                "turn FROM injection_context WHERE channel_id = ? ORDER BY turn DESC "
+                f"LIMIT {MAX_TURNS})",
+                (channel_id, channel_id))
 
     def _rows(self, statement: tuple[str, str, int], rows: list[tuple[object, ...]]) -> None:
         """``rows`` by one multi-row statement, or on SQLite (in process: no round trips)
@@ -267,10 +268,13 @@ class StateRepo:
             self.db.execute(
                 f"DELETE FROM {table} WHERE channel_id = ? AND turn NOT {held_in}",
                 (channel_id, *turns))
+        # The bounds are in the text, not parameters: a server's plan made once for every
+        # channel (a prepared statement's) knows them (an unknown LIMIT is planned as a scan
+        # of the whole table by seq).
         self.db.execute(
-            "DELETE FROM injection_buffer WHERE channel_id = ? AND seq NOT IN ("
-            "SELECT seq FROM injection_buffer WHERE channel_id = ? ORDER BY seq DESC LIMIT ?)",
-            (channel_id, channel_id, BUFFER_MAX))
+            "DELETE FROM injection_buffer WHERE channel_id = ? AND seq NOT IN (SELECT seq "
+            f"FROM injection_buffer WHERE channel_id = ? ORDER BY seq DESC LIMIT {BUFFER_MAX})",
+            (channel_id, channel_id))
 
     def stored(self, channel_id: str) -> bool:
         """Whether the channel has a state in the store."""

@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import psycopg
@@ -26,6 +25,7 @@ from sidecar.errors import FailedPrecondition, Unavailable
 from sidecar.store.contract import Dialect, Params, Row
 from sidecar.store.postgres.dsn import describe, scrub
 from sidecar.store.postgres.migrations import MIGRATIONS, SCHEMA_VERSION
+from sidecar.store.postgres.prepared import PreparedStatements, plain, psycopg_sql
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ class PgDatabase:
         self._local = threading.local()
         self._closed = False
         self._down_at: float | None = None  # monotonic time the server was last found away
+        self.prepared = PreparedStatements()  # a batch's statements, prepared per connection
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max_connections, open=False, timeout=timeout_s,
             kwargs={"autocommit": True}, configure=self._configure, name="memsidecar-store")
@@ -134,11 +135,12 @@ class PgDatabase:
     def batched(self) -> Iterator[None]:
         """A transaction of writes sent in one round trip: the statements are kept here and
         sent on exit as one query string (parameters bound client-side, by psycopg's
-        escaping). PostgreSQL runs the statements of one query string as one implicit
-        transaction: all committed, or, when one fails (a ``guard``), none (the error is
-        raised). Nothing is sent when the block raises. Nothing inside may read a result or
-        call ``changes()``; a ``transaction()`` inside is part of the batch. Nested in a
-        transaction: a savepoint."""
+        escaping; a text as an EXECUTE of the statement the connection prepared, in a round
+        trip before the first time it sees the text: ``prepared.py``). PostgreSQL runs the
+        statements of one query string as one implicit transaction: all committed, or, when
+        one fails (a ``guard``), none (the error is raised). Nothing is sent when the block
+        raises. Nothing inside may read a result or call ``changes()``; a ``transaction()``
+        inside is part of the batch. Nested in a transaction: a savepoint."""
         with self._lock:
             self._check_open()
             if getattr(self._local, "batch", None) is not None:
@@ -160,11 +162,17 @@ class PgDatabase:
     def _send(self, batch: _Batch) -> None:
         self._reachable()
         with self._errors(), self._pool.connection() as conn, _guarded(batch.guards):
-            bind = psycopg.ClientCursor(conn)
-            text = "\n;\n".join(bind.mogrify(_pg(sql), params) if params else sql
-                                for sql, params in batch.statements)
-            # No parameters, never prepared: the simple protocol, one message.
-            conn.execute(text.encode(), prepare=False)
+            composed = self.prepared.compose(conn, batch.statements)
+            try:
+                # No parameters, never prepared by psycopg: the simple protocol, one message.
+                conn.execute(composed.text, prepare=False)
+            except psycopg.Error as err:
+                if (not composed.executes or _guard_index(err) is not None
+                        or isinstance(err, psycopg.OperationalError)):
+                    raise
+                self.prepared.failed(conn, err)
+                conn.execute(plain(psycopg.ClientCursor(conn), batch.statements),
+                             prepare=False)
 
     def guard(self, sql: str, params: Params, error: Exception) -> None:
         """``sql`` wrapped so that the server fails the statement when it changes no row:
@@ -188,7 +196,7 @@ class PgDatabase:
             batch.statements.append((sql, params))
             return []
         with self._connection() as conn:
-            cur = conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
+            cur = conn.execute(psycopg_sql(sql), params) if params else conn.execute(sql.encode())
             self._local.cursor = cur
             return cur.fetchall() if cur.description is not None else []
 
@@ -200,7 +208,7 @@ class PgDatabase:
         self._check_open()
         self._reachable()
         with self._errors(), self._pool.connection() as conn:
-            cur = (conn.execute(_pg(sql), params, binary=True) if params
+            cur = (conn.execute(psycopg_sql(sql), params, binary=True) if params
                    else conn.execute(sql.encode()))
             return cur.fetchall() if cur.description is not None else []
 
@@ -213,7 +221,7 @@ class PgDatabase:
             return
         with self._connection() as conn:
             cur = conn.cursor()
-            cur.executemany(_pg(sql), rows)
+            cur.executemany(psycopg_sql(sql), rows)
             self._local.cursor = cur
 
     def query_one(self, sql: str, params: tuple[Any, ...] = ()) -> Row | None:
@@ -232,7 +240,8 @@ class PgDatabase:
         with self._errors(), self._pool.connection() as conn:
             with conn.pipeline():
                 conn.execute(b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cursors = [conn.execute(_pg(sql), params) if params else conn.execute(sql.encode())
+                cursors = [conn.execute(psycopg_sql(sql), params) if params
+                           else conn.execute(sql.encode())
                            for sql, params in reads]
                 conn.execute(b"COMMIT")
             return [cur.fetchall() for cur in cursors]
@@ -310,12 +319,6 @@ class PgDatabase:
             raise FailedPrecondition("the database is closed (the sidecar is shutting down)")
 
 
-@lru_cache(maxsize=1024)
-def _pg(sql: str) -> bytes:
-    """The contract's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled)."""
-    return sql.replace("%", "%%").replace("?", "%s").encode()
-
-
 @dataclass(slots=True)
 class _Batch:
     """The statements of a ``batched`` block, and the errors of its guards by index."""
@@ -330,7 +333,15 @@ def _guarded(guards: list[Exception]) -> Iterator[None]:
     try:
         yield
     except psycopg.errors.InvalidTextRepresentation as err:
-        message = err.diag.message_primary or ""
-        if GUARD not in message:
+        index = _guard_index(err)
+        if index is None:
             raise
-        raise guards[int(message.split(GUARD, 1)[1].split('"')[0])] from None
+        raise guards[index] from None
+
+
+def _guard_index(err: psycopg.Error) -> int | None:
+    """The index of the ``guard`` that failed ``err`` (None: not a guard's failure)."""
+    message = err.diag.message_primary or ""
+    if not isinstance(err, psycopg.errors.InvalidTextRepresentation) or GUARD not in message:
+        return None
+    return int(message.split(GUARD, 1)[1].split('"')[0])
