@@ -1,0 +1,376 @@
+"""Exact top-k BM25 over one CSR segment that skips the documents that cannot enter the top k
+(MaxScore), with the scores ``kernels.bm25._accumulate`` gives, bit for bit.
+
+Each query occurrence (term id, idf) has an upper bound of what it can add to a document's
+score in the segment: ``w / (1 + base / max_tf + per_len * min(dl / tf))`` over the term's
+postings (``w = idf (k1 + 1)``; ``tf / (tf + base + per_len dl)`` is largest at the largest
+tf and the smallest dl / tf), from two per-term figures of the segment worked out once
+(``bounds``, NaN until a query needs them). The occurrences are scanned from the largest
+bound down, adding into partial sums (lower bounds of the final scores: every contribution
+is positive), until the bounds of the ones left add up to less than the k-th best partial
+sum ``theta`` among the accepted documents (and the exact scores ``best`` of the segments
+searched before): a document none of the scanned terms holds cannot reach the top k. The
+candidates left whose partial sum plus that rest reaches theta are looked up in the other
+terms' postings (a galloping search: the candidates in document order), term by term, and
+dropped once they cannot reach theta. Each survivor is then scored as ``_accumulate`` scores
+it: the contributions summed in the query's order, the same expression.
+
+Comparisons keep a relative margin (``MARGIN``, far above the rounding of sums of a few
+hundred terms in another order): a document is left out only when its bound is below theta
+by more than the margin, so its exact score is strictly below the k-th best and neither its
+score nor a tie with its label could have placed it.
+
+The buffers are the caller's, one slot per document (``partial`` float64, ``seen`` and
+``acc`` uint8, ``touched`` int64), zero on entry and left zero by ``_finish``. ``acc`` marks
+each touched document 1 accepted or 2 rejected by the caller's filter; 0 (unknown, or no
+filter) counts as accepted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.bm25 import _insert
+from kernels.flags import kernel
+
+MARGIN = 1e-9
+REJECTED = 2
+
+
+@kernel
+def _push(heap: np.ndarray, size: int, k: int, value: float) -> int:
+    """``value`` into the min-heap of the k largest values seen (``size`` held)."""
+    if size < k:
+        i = size
+        heap[i] = value
+        while i > 0 and heap[(i - 1) // 2] > heap[i]:
+            parent = (i - 1) // 2
+            heap[i], heap[parent] = heap[parent], heap[i]
+            i = parent
+        return size + 1
+    if value <= heap[0]:
+        return size
+    heap[0] = value
+    i = 0
+    while True:
+        low, left, right = i, 2 * i + 1, 2 * i + 2
+        if left < k and heap[left] < heap[low]:
+            low = left
+        if right < k and heap[right] < heap[low]:
+            low = right
+        if low == i:
+            return size
+        heap[i], heap[low] = heap[low], heap[i]
+        i = low
+
+
+@kernel
+def _theta(best_score: np.ndarray, held: int, partial: np.ndarray, docs: np.ndarray,
+           n_docs: int, acc: np.ndarray, k: int, heap: np.ndarray) -> float:
+    """The k-th largest of the ``held`` exact scores and the partial sums of the accepted
+    ``docs[:n_docs]``; -inf when there are fewer than k."""
+    size = 0
+    for i in range(held):
+        size = _push(heap, size, k, best_score[i])
+    for i in range(n_docs):
+        d = docs[i]
+        if acc[d] != REJECTED:
+            size = _push(heap, size, k, partial[d])
+    return heap[0] if size == k else -np.inf
+
+
+@kernel
+def _seek(post_doc: np.ndarray, lo: int, hi: int, d: int) -> int:
+    """The first position in [lo, hi) of the ascending ``post_doc`` holding >= d (hi if
+    none): probes at growing steps from lo, then bisects."""
+    step, probe = 1, lo
+    while probe < hi and post_doc[probe] < d:
+        lo = probe + 1
+        probe = lo + step
+        step *= 2
+    probe = min(probe, hi)
+    while lo < probe:
+        mid = (lo + probe) // 2
+        if post_doc[mid] < d:
+            lo = mid + 1
+        else:
+            probe = mid
+    return lo
+
+
+@kernel
+def _plan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
+          bounds: np.ndarray, doc_len: np.ndarray, terms: np.ndarray, idf: np.ndarray,
+          k1: float, base: float, per_len: float,
+          upper: np.ndarray, order: np.ndarray, rest: np.ndarray) -> int:
+    """Each occurrence's bound in ``upper`` (0 without postings here), the ones with postings
+    in ``order`` by bound descending (ties: query order), ``rest[j]``: the sum of the bounds
+    of ``order[j:]``, with the margin. ``bounds[t]`` (max tf, min dl / tf) filled where NaN.
+    Returns how many are listed; -1 when a known term's idf is not positive (not exact)."""
+    for q in range(terms.shape[0]):
+        if terms[q] >= 0 and not 0.0 < idf[q] < np.inf:
+            return -1
+    n_terms = term_ptr.shape[0] - 1
+    m = 0
+    for q in range(terms.shape[0]):
+        t = terms[q]
+        upper[q] = 0.0
+        if t < 0 or t >= n_terms or term_ptr[t] == term_ptr[t + 1]:
+            continue
+        if bounds[t, 0] != bounds[t, 0]:  # NaN: not worked out yet
+            max_tf, min_ratio = 0.0, np.inf
+            for p in range(term_ptr[t], term_ptr[t + 1]):
+                tf = np.float64(post_tf[p])
+                max_tf = max(max_tf, tf)
+                min_ratio = min(min_ratio, doc_len[post_doc[p]] / tf)
+            bounds[t, 1] = min_ratio
+            bounds[t, 0] = max_tf
+        w = idf[q] * (k1 + 1.0)
+        upper[q] = w / (1.0 + base / bounds[t, 0] + per_len * bounds[t, 1]) * (1.0 + MARGIN)
+        order[m] = q
+        m += 1
+    # insertion sort by bound descending, stable: a query has a few dozen terms at most
+    for i in range(1, m):
+        q = order[i]
+        j = i
+        while j > 0 and upper[order[j - 1]] < upper[q]:
+            order[j] = order[j - 1]
+            j -= 1
+        order[j] = q
+    rest[m] = 0.0
+    for j in range(m - 1, -1, -1):
+        rest[j] = (rest[j + 1] + upper[order[j]]) * (1.0 + MARGIN)
+    return m
+
+
+@kernel
+def _scan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
+          doc_len: np.ndarray, alive: np.ndarray, terms: np.ndarray, idf: np.ndarray,
+          k1: float, base: float, per_len: float, order: np.ndarray, rest: np.ndarray,
+          m: int, j: int, partial: np.ndarray, seen: np.ndarray, touched: np.ndarray,
+          n_touched: int, acc: np.ndarray, best_score: np.ndarray, held: int,
+          heap: np.ndarray, top: np.ndarray) -> tuple[int, int, float]:
+    """Scans ``order[j:]`` into the partial sums until the rest's bound is below theta by
+    the margin (checked before each term: a caller that has since marked rejected
+    documents calls again from where it stopped). ``top[0]``: the largest partial sum so far
+    (theta is no larger: worked out only once the rest is below it). Returns (next j,
+    touched count, theta where it stopped or -inf)."""
+    k = heap.shape[0]
+    largest = top[0]
+    if held > 0:
+        largest = max(largest, best_score[0])
+    theta = -np.inf
+    while j < m:
+        theta = -np.inf
+        if largest > 0.0 and rest[j] < largest * (1.0 - MARGIN):
+            theta = _theta(best_score, held, partial, touched, n_touched, acc, k, heap)
+            if theta > 0.0 and rest[j] < theta * (1.0 - MARGIN):
+                break
+            theta = -np.inf
+        q = order[j]
+        t = terms[q]
+        w = idf[q] * (k1 + 1.0)
+        for p in range(term_ptr[t], term_ptr[t + 1]):
+            d = post_doc[p]
+            if not alive[d]:
+                continue
+            tf = post_tf[p]
+            partial[d] += w * tf / (tf + (base + per_len * doc_len[d]))
+            largest = max(largest, partial[d])
+            if not seen[d]:
+                seen[d] = 1
+                touched[n_touched] = d
+                n_touched += 1
+        j += 1
+    top[0] = largest
+    return j, n_touched, theta
+
+
+@kernel
+def _exact(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
+           doc_len: np.ndarray, terms: np.ndarray, idf: np.ndarray, k1: float, base: float,
+           per_len: float, d: int) -> float:
+    """Document ``d``'s score as ``kernels.bm25._accumulate`` sums it: term by term in query
+    order, the same expression."""
+    n_terms = term_ptr.shape[0] - 1
+    score = 0.0
+    for q in range(terms.shape[0]):
+        t = terms[q]
+        if t < 0 or t >= n_terms:
+            continue
+        hi = term_ptr[t + 1]
+        p = _seek(post_doc, term_ptr[t], hi, d)
+        if p < hi and post_doc[p] == d:
+            w = idf[q] * (k1 + 1.0)
+            tf = post_tf[p]
+            score += w * tf / (tf + (base + per_len * doc_len[d]))
+    return score
+
+
+CANDIDATE = 2  # ``seen`` of a document still in the running after the scan
+SEEK_BELOW = 48  # postings per candidate under which each candidate is sought, not scanned for
+
+
+@kernel
+def _finish(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
+            doc_len: np.ndarray, doc_label: np.ndarray, terms: np.ndarray, idf: np.ndarray,
+            k1: float, base: float, per_len: float, order: np.ndarray, rest: np.ndarray,
+            m: int, j: int, partial: np.ndarray, seen: np.ndarray, touched: np.ndarray,
+            n_touched: int, acc: np.ndarray, best_label: np.ndarray, best_score: np.ndarray,
+            held: int, heap: np.ndarray, theta: float) -> int:
+    """The candidates ``_scan`` left: their partial sums completed with ``order[j:]``, term
+    by term (the term's postings read for the candidates among them, or each candidate
+    sought in them when they are few), those that can no longer reach theta dropped after
+    each; the survivors scored exactly and put into the best list (``best_label``,
+    ``best_score``, ``held`` entries, at most k = ``len(heap)``). ``theta``: the scan's
+    where it stopped (-inf: worked out here). Zeroes the buffers. Returns ``held``."""
+    k = heap.shape[0]
+    if theta == -np.inf:
+        theta = _theta(best_score, held, partial, touched, n_touched, acc, k, heap)
+    cand = np.empty(n_touched, np.int64)
+    n = 0
+    for i in range(n_touched):
+        d = touched[i]
+        if acc[d] != REJECTED and not (
+                theta > 0.0 and partial[d] + rest[j] < theta * (1.0 - MARGIN)):
+            cand[n] = d
+            seen[d] = CANDIDATE
+            n += 1
+    for i in range(j, m):
+        if n == 0:
+            break
+        q = order[i]
+        t = terms[q]
+        w = idf[q] * (k1 + 1.0)
+        lo, hi = term_ptr[t], term_ptr[t + 1]
+        if n * SEEK_BELOW < hi - lo:
+            for c in range(n):
+                d = cand[c]
+                p = _seek(post_doc, lo, hi, d)
+                if p < hi and post_doc[p] == d:
+                    tf = post_tf[p]
+                    partial[d] += w * tf / (tf + (base + per_len * doc_len[d]))
+        else:
+            for p in range(lo, hi):
+                d = post_doc[p]
+                if seen[d] == CANDIDATE:
+                    tf = post_tf[p]
+                    partial[d] += w * tf / (tf + (base + per_len * doc_len[d]))
+        if i + 1 < m and n * SEEK_BELOW >= term_ptr[terms[order[i + 1]] + 1] - term_ptr[
+                terms[order[i + 1]]]:
+            continue  # the next term's postings are read whole: pruning now saves nothing
+        theta = max(theta, _theta(best_score, held, partial, cand, n, acc, k, heap))
+        if theta > 0.0:
+            kept = 0
+            for c in range(n):
+                d = cand[c]
+                if partial[d] + rest[i + 1] >= theta * (1.0 - MARGIN):
+                    cand[kept] = d
+                    kept += 1
+                else:
+                    seen[d] = 1
+            n = kept
+    for c in range(n):
+        d = cand[c]
+        held = _insert(best_label, best_score, held, k, doc_label[d],
+                       _exact(term_ptr, post_doc, post_tf, doc_len, terms, idf, k1, base,
+                              per_len, d))
+    for i in range(n_touched):
+        d = touched[i]
+        partial[d] = 0.0
+        seen[d] = 0
+        acc[d] = 0
+    return held
+
+
+@kernel
+def _step(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
+          bounds: np.ndarray, doc_len: np.ndarray, alive: np.ndarray, doc_label: np.ndarray,
+          terms: np.ndarray, idf: np.ndarray, k1: float, base: float, per_len: float,
+          upper: np.ndarray, order: np.ndarray, rest: np.ndarray, state: np.ndarray,
+          top: np.ndarray, partial: np.ndarray, seen: np.ndarray, touched: np.ndarray,
+          acc: np.ndarray, asked: int, filtered: bool, best_label: np.ndarray,
+          best_score: np.ndarray, heap: np.ndarray) -> bool:
+    """One segment's search, resumable: plans (``state[0]`` < 0), scans, and finishes,
+    unless ``filtered`` and documents past ``asked`` were touched: then returns False, for
+    the caller to mark them in ``acc`` and call again. ``state``: (listed occurrences m, or
+    -1 before the plan and -2 when not exact; next occurrence j; touched count; entries of
+    the best list). True when done."""
+    m = state[0]
+    if m == -1:
+        m = state[0] = _plan(term_ptr, post_doc, post_tf, bounds, doc_len, terms, idf, k1,
+                             base, per_len, upper, order, rest)
+        top[0] = 0.0
+    if m < 0:
+        state[0] = -2
+        return True
+    if m == 0:
+        return True
+    j, n, theta = _scan(term_ptr, post_doc, post_tf, doc_len, alive, terms, idf, k1, base,
+                        per_len, order, rest, m, state[1], partial, seen, touched, state[2],
+                        acc, best_score, state[3], heap, top)
+    state[1], state[2] = j, n
+    if filtered and n > asked:
+        return False
+    state[3] = _finish(term_ptr, post_doc, post_tf, doc_len, doc_label, terms, idf, k1, base,
+                       per_len, order, rest, m, j, partial, seen, touched, n, acc, best_label,
+                       best_score, state[3], heap, theta)
+    return True
+
+
+def maxscore_step(
+    segment: tuple[np.ndarray, np.ndarray, np.ndarray], bounds: np.ndarray,
+    docs: tuple[np.ndarray, np.ndarray, np.ndarray], terms: np.ndarray, idf: np.ndarray,
+    norm: tuple[float, float, float], plan: tuple[np.ndarray, np.ndarray, np.ndarray],
+    state: np.ndarray, top: np.ndarray,
+    buffers: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], asked: int,
+    filtered: bool, best: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> bool:
+    """``_step`` over one segment: ``bounds`` its (terms, 2) float64 figures (NaN where not
+    worked out); ``docs`` (doc_len, alive, doc_label) by document id; ``norm`` (k1, base,
+    per_len) as ``kernels.bm25._accumulate`` computes them; ``plan`` (upper, order, rest) of
+    ``len(terms)``, ``len(terms)``, ``len(terms) + 1`` slots; ``state`` int64[4] (-1, 0, 0,
+    entries of the best list) on the first call; ``top`` float64[1]; ``buffers`` (partial,
+    seen, touched, acc); ``best`` (labels, scores, heap) of k slots each."""
+    term_ptr, post_doc, post_tf = segment
+    doc_len, alive, doc_label = docs
+    upper, order, rest = plan
+    partial, seen, touched, acc = buffers
+    best_label, best_score, heap = best
+    if bounds.shape != (term_ptr.shape[0] - 1, 2):
+        raise ValueError("bounds must have one row per term of the segment")
+    if terms.shape != idf.shape or terms.ndim != 1 or not (
+            upper.shape[0] == order.shape[0] == terms.shape[0] == rest.shape[0] - 1):
+        raise ValueError("terms, idf, upper and order need a slot per occurrence, rest one more")
+    if not (partial.shape[0] == seen.shape[0] == touched.shape[0] == acc.shape[0]
+            <= doc_len.shape[0]):
+        raise ValueError("partial, seen, touched and acc must have one slot per document")
+    if not best_label.shape == best_score.shape == heap.shape or heap.shape[0] == 0:
+        raise ValueError("best_label, best_score and heap must have k > 0 slots")
+    k1, base, per_len = norm
+    if base < 0.0 or per_len < 0.0:
+        raise ValueError("base and per_len must be >= 0 (k1 > 0, 0 <= b <= 1)")
+    return bool(_step(term_ptr, post_doc, post_tf, bounds, doc_len, alive, doc_label, terms,
+                      idf, float(k1), float(base), float(per_len), upper, order, rest, state,
+                      top, partial, seen, touched, acc, int(asked), bool(filtered),
+                      best_label, best_score, heap))
+
+
+def warm_up() -> object:
+    """Compile the kernels of this module on a tiny input, with and without a filter."""
+    segment = (np.array([0, 2, 3], np.int64), np.array([0, 1, 1], np.int32),
+               np.array([1.0, 2.0, 1.0], np.float32))
+    docs = (np.array([3.0, 4.0]), np.ones(2, np.uint8), np.array([7, 8], np.int64))
+    terms, idf = np.array([0, 1], np.int64), np.array([0.5, 0.2])
+    norm = (1.5, 1.5 * 0.25, 1.5 * 0.75 / 3.5)
+    best: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.empty(0, np.int64),) * 3
+    for filtered in (False, True):
+        buffers = (np.zeros(2), np.zeros(2, np.uint8), np.empty(2, np.int64),
+                   np.zeros(2, np.uint8))
+        best = (np.empty(1, np.int64), np.empty(1), np.empty(1))
+        state = np.array([-1, 0, 0, 0], np.int64)
+        plan = (np.empty(2), np.empty(2, np.int64), np.empty(3))
+        while not maxscore_step(segment, np.full((2, 2), np.nan), docs, terms, idf, norm, plan,
+                                state, np.zeros(1), buffers, int(state[2]), filtered, best):
+            buffers[3][buffers[2][: state[2]]] = 1
+    return best

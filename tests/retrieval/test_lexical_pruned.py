@@ -1,0 +1,204 @@
+"""The pruned top-k BM25 (``lexical.pruned``, ``kernels.maxscore``) against scoring every
+posting: the same labels, the same float scores, the same order, ties included."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from kernels.maxscore import _plan, _seek, maxscore_step
+from sidecar.retrieval.lexical import pruned
+from sidecar.retrieval.lexical.bm25 import BM25Index, accepted, top_k
+
+Accept = Callable[[np.ndarray], np.ndarray]
+KS = [1, 2, 3, 7, 20, 64, 100_000]
+FILTERS: dict[str, Accept | None] = {
+    "none": None,
+    "all": lambda labels: np.ones(len(labels), bool),
+    "two thirds": lambda labels: labels % 3 != 0,
+    "one in 13": lambda labels: labels % 13 == 5,
+    "nothing": lambda labels: np.zeros(len(labels), bool),
+}
+
+
+def words(rng: np.random.Generator, vocab: int, n: int) -> list[str]:
+    """``n`` words of a Zipfian vocabulary: a few common words, a long tail of rare ones."""
+    ranks = np.minimum(rng.zipf(1.3, n), vocab)
+    return [f"w{r}x" for r in ranks.tolist()]
+
+
+def zipf_texts(rng: np.random.Generator, n: int, vocab: int) -> list[str]:
+    texts = [" ".join(words(rng, vocab, int(rng.integers(1, 40)))) for _ in range(n)]
+    for i in rng.choice(n, n // 10, replace=False).tolist():  # copies: equal scores, ties
+        texts[i] = texts[int(rng.integers(0, n))]
+    return texts
+
+
+def built(seed: int, n: int = 600, vocab: int = 400, batches: int = 6,
+          groups: bool = False) -> tuple[BM25Index, np.random.Generator]:
+    """An index over ``n`` Zipfian texts added in batches (several segments), some removed
+    and some replaced (dead postings)."""
+    rng = np.random.default_rng(seed)
+    index = BM25Index(min_main_merge=10_000, background_merge=False)
+    texts = zipf_texts(rng, n, vocab)
+    labels = list(range(1, n + 1))
+    for part in np.array_split(np.arange(n), batches):
+        chosen = [labels[i] for i in part.tolist()]
+        index.add(chosen, [texts[i] for i in part.tolist()],
+                  groups=[label % 2 for label in chosen] if groups else None)
+    gone = rng.choice(labels, n // 8, replace=False).tolist()
+    index.remove(gone[: len(gone) // 2])
+    again = gone[len(gone) // 2:]
+    index.add(again, zipf_texts(rng, len(again), vocab),
+              groups=[label % 2 for label in again] if groups else None)
+    return index, rng
+
+
+def queries(rng: np.random.Generator, count: int, vocab: int = 400) -> list[str]:
+    out = [" ".join(words(rng, vocab, int(rng.integers(1, 9)))) for _ in range(count)]
+    return [*out, "w1x w1x w2x", "w399x w1x", "nowhere w3x", "nowhere"]
+
+
+def same(got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndarray]) -> None:
+    assert got[0].tolist() == want[0].tolist()
+    assert got[1].tolist() == want[1].tolist()  # the same floats, not close ones
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("name", list(FILTERS))
+def test_search_equals_every_posting_scored(seed: int, name: str) -> None:
+    index, rng = built(seed)
+    assert index.segment_count > 1
+    accept = FILTERS[name]
+    for text in queries(rng, 40):
+        for k in KS:
+            want = top_k(*accepted(index.scores(text), accept), k)
+            same(index.search(text, k, accept), want)
+
+
+@pytest.mark.parametrize("max_terms", [1, 3])
+def test_search_of_the_rarest_terms_equals_every_posting_scored(max_terms: int) -> None:
+    index, rng = built(4)
+    for text in queries(rng, 30):
+        for k in (1, 10, 1000):
+            same(index.search(text, k, FILTERS["two thirds"], max_terms),
+                 top_k(*accepted(index.scores(text, max_terms), FILTERS["two thirds"]), k))
+
+
+def test_search_with_group_statistics_equals_every_posting_scored() -> None:
+    index, rng = built(5, groups=True)
+    for text in queries(rng, 30):
+        for k in (1, 5, 50):
+            for groups in ({0}, {1}, {0, 1}):
+                same(index.search(text, k, None, groups=groups),
+                     top_k(*index.scores(text, groups=groups), k))
+
+
+@pytest.mark.parametrize("name", ["none", "two thirds", "one in 13"])
+def test_weighted_search_equals_every_posting_scored(name: str) -> None:
+    index, rng = built(6)
+    accept = FILTERS[name]
+    for _ in range(30):
+        weights = {w: float(rng.uniform(0.05, 2.0)) for w in words(rng, 400, 6)}
+        for k in (1, 4, 20, 5000):
+            every = index._collect(index._accumulate(extra=weights))
+            same(index.search_weighted(weights, k, accept), top_k(*accepted(every, accept), k))
+
+
+def test_one_segment_and_many_ties() -> None:
+    """Every text one of a few: whole groups of documents tie at the k-th score."""
+    rng = np.random.default_rng(8)
+    index = BM25Index(background_merge=False)
+    kinds = zipf_texts(rng, 12, 60)
+    index.add(list(range(1, 2001)), [kinds[i % len(kinds)] for i in range(2000)])
+    index.merge()
+    assert index.segment_count == 1
+    for text in queries(rng, 20, 60):
+        for k in (1, 5, 150, 167, 168, 3000):
+            same(index.search(text, k), top_k(*index.scores(text), k))
+            same(index.search(text, k, FILTERS["two thirds"]),
+                 top_k(*accepted(index.scores(text), FILTERS["two thirds"]), k))
+
+
+def test_the_pruned_path_runs_and_skips_postings() -> None:
+    """Not a fallback: ``search_pruned`` answers; and for a query of a rare term and common
+    ones the scan stops before the most common term (its postings are read only for the
+    candidates), which the answer being exact would not show."""
+    rng = np.random.default_rng(9)
+    index = BM25Index(background_merge=False)
+    index.add(list(range(1, 3001)), zipf_texts(rng, 3000, 400))
+    index.merge()
+    text = "w1x w2x w3x w300x"
+    query = index._query(index.analyzer.query_terms(text))
+    assert query is not None
+    snap, ids, idf = query
+    seg = snap.segments[0]
+    found = pruned.search_pruned([(seg.arrays, seg.bounds())], snap.doc_len, snap.alive,
+                                 snap.doc_label, snap.n_docs, ids, idf, index.k1, index.b,
+                                 snap.avgdl, 5, None, index._buffers(snap.n_docs))
+    assert found is not None
+    same(found, top_k(*index.scores(text), 5))
+    k1, b = index.k1, index.b
+    norm = (k1, k1 * (1 - b), k1 * b / snap.avgdl)
+    plan = (np.empty(4), np.empty(4, np.int64), np.empty(5))
+    state = np.array([-1, 0, 0, 0], np.int64)
+    best = (np.empty(5, np.int64), np.empty(5), np.empty(5))
+    buffers = (*index._buffers(snap.n_docs), np.zeros(snap.n_docs, np.uint8))
+    done = maxscore_step(seg.arrays, seg.bounds(), (snap.doc_len, snap.alive, snap.doc_label),
+                         ids, idf, norm, plan, state, np.zeros(1), buffers, 0, False, best)
+    assert done and state[0] == 4 and state[1] < 4  # stopped before the last term
+    same((best[0][: state[3]], best[1][: state[3]]), found)
+    assert not buffers[0].any() and not buffers[1].any() and not buffers[3].any()
+
+
+def test_bounds_cover_every_contribution() -> None:
+    """The per-term bound of ``kernels.maxscore`` is >= each posting's contribution, and
+    the occurrences are listed by bound descending."""
+    index, rng = built(10, batches=1)
+    seg = index._segments[0]
+    snap = index._view(index._stats_locked(None))
+    k1, b = index.k1, index.b
+    base, per_len = k1 * (1 - b), k1 * b / snap.avgdl
+    terms = np.arange(len(seg.term_ptr) - 1, dtype=np.int64)
+    idf = rng.uniform(0.1, 5.0, len(terms))
+    upper, order, rest = np.empty(len(terms)), np.empty(len(terms), np.int64), np.empty(
+        len(terms) + 1)
+    m = _plan(*seg.arrays, seg.bounds(), snap.doc_len, terms, idf, k1, base, per_len, upper,
+              order, rest)
+    assert m == int((np.diff(seg.term_ptr) > 0).sum())
+    for t in terms.tolist():
+        lo, hi = seg.term_ptr[t], seg.term_ptr[t + 1]
+        tf = seg.post_tf[lo:hi].astype(np.float64)
+        dl = snap.doc_len[seg.post_doc[lo:hi]]
+        contribution = idf[t] * (k1 + 1) * tf / (tf + (base + per_len * dl))
+        assert (contribution <= upper[t]).all()
+    assert (np.diff(upper[order[:m]]) <= 0).all()
+    assert np.allclose(rest[:m], np.cumsum(upper[order[:m]][::-1])[::-1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 3, 50])
+def test_idf_at_or_below_zero_falls_back_to_every_posting(k: int) -> None:
+    """A term in most documents of a small store can score below 0 (the idf floor of a
+    vocabulary of common terms): not pruned, and the same answer."""
+    index = BM25Index(background_merge=False)
+    index.add(list(range(1, 9)), ["alpha beta", "alpha beta", "alpha gamma", "alpha beta",
+                                  "beta alpha", "alpha", "beta", "alpha beta gamma"])
+    query = index._query(index.analyzer.query_terms("alpha beta"))
+    assert query is not None
+    snap, ids, idf = query
+    assert (idf <= 0).any()
+    segments = [(s.arrays, s.bounds()) for s in snap.segments]
+    assert pruned.search_pruned(segments, snap.doc_len, snap.alive, snap.doc_label,
+                                snap.n_docs, ids, idf, index.k1, index.b, snap.avgdl, k, None,
+                                index._buffers(snap.n_docs)) is None
+    same(index.search("alpha beta", k), top_k(*index.scores("alpha beta"), k))
+
+
+def test_seek_finds_the_first_posting_at_or_after_a_document() -> None:
+    rng = np.random.default_rng(11)
+    docs = np.unique(rng.integers(0, 500, 120)).astype(np.int32)
+    for lo in (0, 5, 60):
+        for d in range(-1, 502):
+            assert _seek(docs, lo, len(docs), d) == lo + int(np.searchsorted(docs[lo:], d))
