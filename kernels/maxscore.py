@@ -5,25 +5,25 @@ Each query occurrence (term id, idf) has an upper bound of what it can add to a 
 score in the segment: ``w / (1 + base / max_tf + per_len * min(dl / tf))`` over the term's
 postings (``w = idf (k1 + 1)``; ``tf / (tf + base + per_len dl)`` is largest at the largest
 tf and the smallest dl / tf), from two per-term figures of the segment worked out once
-(``bounds``, NaN until a query needs them). The occurrences are scanned from the largest
-bound down, adding into partial sums (lower bounds of the final scores: every contribution
-is positive), until the bounds of the ones left add up to less than the k-th best partial
-sum ``theta`` among the accepted documents (and the exact scores ``best`` of the segments
-searched before): a document none of the scanned terms holds cannot reach the top k. The
-candidates left whose partial sum plus that rest reaches theta are looked up in the other
-terms' postings (a galloping search: the candidates in document order), term by term, and
-dropped once they cannot reach theta. Each survivor is then scored as ``_accumulate`` scores
-it: the contributions summed in the query's order, the same expression.
+(``bounds``, NaN until a query needs them; a removed document's postings only loosen them).
+The occurrences are scanned from the largest bound down, adding into partial sums (lower
+bounds of the final scores: every contribution is positive), until the bounds of the ones
+left add up to less than the k-th best partial sum, theta (counting the exact scores already
+in the best list, from the segments searched before): a document none of the scanned terms
+holds cannot reach the top k. The touched documents whose partial sum plus that rest reaches
+theta stay candidates; the terms left add to them term by term (each term's postings read
+for the candidates among them, or each candidate sought in them when they are few), and a
+candidate that can no longer reach theta is dropped. Each survivor is then scored as
+``_accumulate`` scores it: the contributions summed in the query's order, the same
+expression.
 
 Comparisons keep a relative margin (``MARGIN``, far above the rounding of sums of a few
 hundred terms in another order): a document is left out only when its bound is below theta
 by more than the margin, so its exact score is strictly below the k-th best and neither its
 score nor a tie with its label could have placed it.
 
-The buffers are the caller's, one slot per document (``partial`` float64, ``seen`` and
-``acc`` uint8, ``touched`` int64), zero on entry and left zero by ``_finish``. ``acc`` marks
-each touched document 1 accepted or 2 rejected by the caller's filter; 0 (unknown, or no
-filter) counts as accepted.
+The buffers are the caller's, one slot per document (``partial`` float64 and ``seen`` uint8,
+zero on entry and left zero; ``touched`` and ``cand`` int64).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from kernels.bm25 import _insert
 from kernels.flags import kernel
 
 MARGIN = 1e-9
-REJECTED = 2
 
 
 @kernel
@@ -66,16 +65,15 @@ def _push(heap: np.ndarray, size: int, k: int, value: float) -> int:
 
 @kernel
 def _theta(best_score: np.ndarray, held: int, partial: np.ndarray, docs: np.ndarray,
-           n_docs: int, acc: np.ndarray, k: int, heap: np.ndarray) -> float:
-    """The k-th largest of the ``held`` exact scores and the partial sums of the accepted
-    ``docs[:n_docs]``; -inf when there are fewer than k."""
+           n_docs: int, heap: np.ndarray) -> float:
+    """The k-th largest (k = ``len(heap)``) of the ``held`` exact scores and the partial
+    sums of ``docs[:n_docs]``; -inf when there are fewer than k."""
+    k = heap.shape[0]
     size = 0
     for i in range(held):
         size = _push(heap, size, k, best_score[i])
     for i in range(n_docs):
-        d = docs[i]
-        if acc[d] != REJECTED:
-            size = _push(heap, size, k, partial[d])
+        size = _push(heap, size, k, partial[docs[i]])
     return heap[0] if size == k else -np.inf
 
 
@@ -143,30 +141,25 @@ def _plan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
     return m
 
 
+
+
 @kernel
 def _scan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
           doc_len: np.ndarray, alive: np.ndarray, terms: np.ndarray, idf: np.ndarray,
           k1: float, base: float, per_len: float, order: np.ndarray, rest: np.ndarray,
-          m: int, j: int, partial: np.ndarray, seen: np.ndarray, touched: np.ndarray,
-          n_touched: int, acc: np.ndarray, best_score: np.ndarray, held: int,
-          heap: np.ndarray, top: np.ndarray) -> tuple[int, int, float]:
-    """Scans ``order[j:]`` into the partial sums until the rest's bound is below theta by
-    the margin (checked before each term: a caller that has since marked rejected
-    documents calls again from where it stopped). ``top[0]``: the largest partial sum so far
-    (theta is no larger: worked out only once the rest is below it). Returns (next j,
-    touched count, theta where it stopped or -inf)."""
-    k = heap.shape[0]
-    largest = top[0]
-    if held > 0:
-        largest = max(largest, best_score[0])
-    theta = -np.inf
-    while j < m:
-        theta = -np.inf
+          m: int, partial: np.ndarray, seen: np.ndarray, touched: np.ndarray,
+          best_score: np.ndarray, held: int, heap: np.ndarray) -> tuple[int, int, float]:
+    """Scans ``order`` into the partial sums until the rest's bound is below theta by the
+    margin, checked before each term (only once the rest is below the largest partial sum
+    so far: theta is no larger). Returns (next j, touched count, theta where it stopped or
+    -inf)."""
+    largest = best_score[0] if held > 0 else 0.0
+    n_touched = 0
+    for j in range(m):
         if largest > 0.0 and rest[j] < largest * (1.0 - MARGIN):
-            theta = _theta(best_score, held, partial, touched, n_touched, acc, k, heap)
+            theta = _theta(best_score, held, partial, touched, n_touched, heap)
             if theta > 0.0 and rest[j] < theta * (1.0 - MARGIN):
-                break
-            theta = -np.inf
+                return j, n_touched, theta
         q = order[j]
         t = terms[q]
         w = idf[q] * (k1 + 1.0)
@@ -181,9 +174,7 @@ def _scan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
                 seen[d] = 1
                 touched[n_touched] = d
                 n_touched += 1
-        j += 1
-    top[0] = largest
-    return j, n_touched, theta
+    return m, n_touched, -np.inf
 
 
 @kernel
@@ -213,26 +204,22 @@ SEEK_BELOW = 48  # postings per candidate under which each candidate is sought, 
 
 @kernel
 def _finish(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
-            doc_len: np.ndarray, doc_label: np.ndarray, terms: np.ndarray, idf: np.ndarray,
-            k1: float, base: float, per_len: float, order: np.ndarray, rest: np.ndarray,
-            m: int, j: int, partial: np.ndarray, seen: np.ndarray, touched: np.ndarray,
-            n_touched: int, acc: np.ndarray, best_label: np.ndarray, best_score: np.ndarray,
-            held: int, heap: np.ndarray, theta: float) -> int:
-    """The candidates ``_scan`` left: their partial sums completed with ``order[j:]``, term
-    by term (the term's postings read for the candidates among them, or each candidate
-    sought in them when they are few), those that can no longer reach theta dropped after
-    each; the survivors scored exactly and put into the best list (``best_label``,
-    ``best_score``, ``held`` entries, at most k = ``len(heap)``). ``theta``: the scan's
-    where it stopped (-inf: worked out here). Zeroes the buffers. Returns ``held``."""
-    k = heap.shape[0]
+            doc_len: np.ndarray, terms: np.ndarray, idf: np.ndarray, k1: float, base: float,
+            per_len: float, order: np.ndarray, rest: np.ndarray, m: int, j: int,
+            partial: np.ndarray, seen: np.ndarray, touched: np.ndarray, n_touched: int,
+            best_score: np.ndarray, held: int, heap: np.ndarray, theta: float,
+            cand: np.ndarray) -> int:
+    """The candidates ``_scan`` left (partial sum and rest reaching theta): their partial
+    sums completed with ``order[j:]``, term by term (the term's postings read for the
+    candidates among them, or each candidate sought in them when they are few), those that
+    can no longer reach theta dropped. ``theta``: where the scan stopped (-inf: worked out
+    here). The survivors go to ``cand``: how many."""
     if theta == -np.inf:
-        theta = _theta(best_score, held, partial, touched, n_touched, acc, k, heap)
-    cand = np.empty(n_touched, np.int64)
+        theta = _theta(best_score, held, partial, touched, n_touched, heap)
     n = 0
     for i in range(n_touched):
         d = touched[i]
-        if acc[d] != REJECTED and not (
-                theta > 0.0 and partial[d] + rest[j] < theta * (1.0 - MARGIN)):
+        if not (theta > 0.0 and partial[d] + rest[j] < theta * (1.0 - MARGIN)):
             cand[n] = d
             seen[d] = CANDIDATE
             n += 1
@@ -259,7 +246,7 @@ def _finish(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
         if i + 1 < m and n * SEEK_BELOW >= term_ptr[terms[order[i + 1]] + 1] - term_ptr[
                 terms[order[i + 1]]]:
             continue  # the next term's postings are read whole: pruning now saves nothing
-        theta = max(theta, _theta(best_score, held, partial, cand, n, acc, k, heap))
+        theta = max(theta, _theta(best_score, held, partial, cand, n, heap))
         if theta > 0.0:
             kept = 0
             for c in range(n):
@@ -270,6 +257,30 @@ def _finish(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
                 else:
                     seen[d] = 1
             n = kept
+    return n
+
+
+@kernel
+def _search(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
+            bounds: np.ndarray, doc_len: np.ndarray, alive: np.ndarray, doc_label: np.ndarray,
+            terms: np.ndarray, idf: np.ndarray, k1: float, base: float, per_len: float,
+            upper: np.ndarray, order: np.ndarray, rest: np.ndarray, partial: np.ndarray,
+            seen: np.ndarray, touched: np.ndarray, cand: np.ndarray, best_label: np.ndarray,
+            best_score: np.ndarray, held: int, heap: np.ndarray) -> int:
+    """One segment's documents into the best list (``best_label``, ``best_score``, ``held``
+    entries, at most k = ``len(heap)``): plan, scan, finish, then the survivors scored
+    exactly. The buffers left zero. Returns ``held``; -1 (nothing done) when not exact."""
+    m = _plan(term_ptr, post_doc, post_tf, bounds, doc_len, terms, idf, k1, base, per_len,
+              upper, order, rest)
+    if m <= 0:
+        return held if m == 0 else -1
+    j, n_touched, theta = _scan(term_ptr, post_doc, post_tf, doc_len, alive, terms, idf, k1,
+                                base, per_len, order, rest, m, partial, seen, touched,
+                                best_score, held, heap)
+    n = _finish(term_ptr, post_doc, post_tf, doc_len, terms, idf, k1, base, per_len, order,
+                rest, m, j, partial, seen, touched, n_touched, best_score, held, heap, theta,
+                cand)
+    k = heap.shape[0]
     for c in range(n):
         d = cand[c]
         held = _insert(best_label, best_score, held, k, doc_label[d],
@@ -279,98 +290,56 @@ def _finish(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
         d = touched[i]
         partial[d] = 0.0
         seen[d] = 0
-        acc[d] = 0
     return held
 
 
-@kernel
-def _step(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
-          bounds: np.ndarray, doc_len: np.ndarray, alive: np.ndarray, doc_label: np.ndarray,
-          terms: np.ndarray, idf: np.ndarray, k1: float, base: float, per_len: float,
-          upper: np.ndarray, order: np.ndarray, rest: np.ndarray, state: np.ndarray,
-          top: np.ndarray, partial: np.ndarray, seen: np.ndarray, touched: np.ndarray,
-          acc: np.ndarray, asked: int, filtered: bool, best_label: np.ndarray,
-          best_score: np.ndarray, heap: np.ndarray) -> bool:
-    """One segment's search, resumable: plans (``state[0]`` < 0), scans, and finishes,
-    unless ``filtered`` and documents past ``asked`` were touched: then returns False, for
-    the caller to mark them in ``acc`` and call again. ``state``: (listed occurrences m, or
-    -1 before the plan and -2 when not exact; next occurrence j; touched count; entries of
-    the best list). True when done."""
-    m = state[0]
-    if m == -1:
-        m = state[0] = _plan(term_ptr, post_doc, post_tf, bounds, doc_len, terms, idf, k1,
-                             base, per_len, upper, order, rest)
-        top[0] = 0.0
-    if m < 0:
-        state[0] = -2
-        return True
-    if m == 0:
-        return True
-    j, n, theta = _scan(term_ptr, post_doc, post_tf, doc_len, alive, terms, idf, k1, base,
-                        per_len, order, rest, m, state[1], partial, seen, touched, state[2],
-                        acc, best_score, state[3], heap, top)
-    state[1], state[2] = j, n
-    if filtered and n > asked:
-        return False
-    state[3] = _finish(term_ptr, post_doc, post_tf, doc_len, doc_label, terms, idf, k1, base,
-                       per_len, order, rest, m, j, partial, seen, touched, n, acc, best_label,
-                       best_score, state[3], heap, theta)
-    return True
-
-
-def maxscore_step(
+def maxscore_search(
     segment: tuple[np.ndarray, np.ndarray, np.ndarray], bounds: np.ndarray,
     docs: tuple[np.ndarray, np.ndarray, np.ndarray], terms: np.ndarray, idf: np.ndarray,
     norm: tuple[float, float, float], plan: tuple[np.ndarray, np.ndarray, np.ndarray],
-    state: np.ndarray, top: np.ndarray,
-    buffers: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], asked: int,
-    filtered: bool, best: tuple[np.ndarray, np.ndarray, np.ndarray],
-) -> bool:
-    """``_step`` over one segment: ``bounds`` its (terms, 2) float64 figures (NaN where not
+    buffers: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    best: tuple[np.ndarray, np.ndarray, np.ndarray], held: int,
+) -> int:
+    """``_search`` over one segment: ``bounds`` its (terms, 2) float64 figures (NaN where not
     worked out); ``docs`` (doc_len, alive, doc_label) by document id; ``norm`` (k1, base,
     per_len) as ``kernels.bm25._accumulate`` computes them; ``plan`` (upper, order, rest) of
-    ``len(terms)``, ``len(terms)``, ``len(terms) + 1`` slots; ``state`` int64[4] (-1, 0, 0,
-    entries of the best list) on the first call; ``top`` float64[1]; ``buffers`` (partial,
-    seen, touched, acc); ``best`` (labels, scores, heap) of k slots each."""
+    ``len(terms)``, ``len(terms)``, ``len(terms) + 1`` slots; ``buffers`` (partial, seen,
+    touched, cand) of one slot per document, partial and seen zero; ``best`` (labels,
+    scores, heap) of k slots each, ``held`` entries of the best list so far. Returns the
+    entries after, or -1 when a known term's idf is not positive (not exact; nothing done)."""
     term_ptr, post_doc, post_tf = segment
     doc_len, alive, doc_label = docs
     upper, order, rest = plan
-    partial, seen, touched, acc = buffers
+    partial, seen, touched, cand = buffers
     best_label, best_score, heap = best
     if bounds.shape != (term_ptr.shape[0] - 1, 2):
         raise ValueError("bounds must have one row per term of the segment")
     if terms.shape != idf.shape or terms.ndim != 1 or not (
             upper.shape[0] == order.shape[0] == terms.shape[0] == rest.shape[0] - 1):
         raise ValueError("terms, idf, upper and order need a slot per occurrence, rest one more")
-    if not (partial.shape[0] == seen.shape[0] == touched.shape[0] == acc.shape[0]
+    if not (partial.shape[0] == seen.shape[0] == touched.shape[0] == cand.shape[0]
             <= doc_len.shape[0]):
-        raise ValueError("partial, seen, touched and acc must have one slot per document")
+        raise ValueError("partial, seen, touched and cand must have one slot per document")
     if not best_label.shape == best_score.shape == heap.shape or heap.shape[0] == 0:
         raise ValueError("best_label, best_score and heap must have k > 0 slots")
+    if not 0 <= held <= heap.shape[0]:
+        raise ValueError("held must be within the best list")
     k1, base, per_len = norm
     if base < 0.0 or per_len < 0.0:
         raise ValueError("base and per_len must be >= 0 (k1 > 0, 0 <= b <= 1)")
-    return bool(_step(term_ptr, post_doc, post_tf, bounds, doc_len, alive, doc_label, terms,
-                      idf, float(k1), float(base), float(per_len), upper, order, rest, state,
-                      top, partial, seen, touched, acc, int(asked), bool(filtered),
-                      best_label, best_score, heap))
+    return int(_search(term_ptr, post_doc, post_tf, bounds, doc_len, alive, doc_label, terms,
+                       idf, float(k1), float(base), float(per_len), upper, order, rest,
+                       partial, seen, touched, cand, best_label, best_score, int(held), heap))
 
 
 def warm_up() -> object:
-    """Compile the kernels of this module on a tiny input, with and without a filter."""
+    """Compile the kernels of this module on a tiny input."""
     segment = (np.array([0, 2, 3], np.int64), np.array([0, 1, 1], np.int32),
                np.array([1.0, 2.0, 1.0], np.float32))
     docs = (np.array([3.0, 4.0]), np.ones(2, np.uint8), np.array([7, 8], np.int64))
-    terms, idf = np.array([0, 1], np.int64), np.array([0.5, 0.2])
-    norm = (1.5, 1.5 * 0.25, 1.5 * 0.75 / 3.5)
-    best: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.empty(0, np.int64),) * 3
-    for filtered in (False, True):
-        buffers = (np.zeros(2), np.zeros(2, np.uint8), np.empty(2, np.int64),
-                   np.zeros(2, np.uint8))
-        best = (np.empty(1, np.int64), np.empty(1), np.empty(1))
-        state = np.array([-1, 0, 0, 0], np.int64)
-        plan = (np.empty(2), np.empty(2, np.int64), np.empty(3))
-        while not maxscore_step(segment, np.full((2, 2), np.nan), docs, terms, idf, norm, plan,
-                                state, np.zeros(1), buffers, int(state[2]), filtered, best):
-            buffers[3][buffers[2][: state[2]]] = 1
-    return best
+    buffers = (np.zeros(2), np.zeros(2, np.uint8), np.empty(2, np.int64), np.empty(2, np.int64))
+    best = (np.empty(1, np.int64), np.empty(1), np.empty(1))
+    held = maxscore_search(segment, np.full((2, 2), np.nan), docs, np.array([0, 1], np.int64),
+                           np.array([0.5, 0.2]), (1.5, 1.5 * 0.25, 1.5 * 0.75 / 3.5),
+                           (np.empty(2), np.empty(2, np.int64), np.empty(3)), buffers, best, 0)
+    return best[0][:held], best[1][:held]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from kernels.maxscore import _plan, _seek, maxscore_step
+from kernels.maxscore import _plan, _scan, _seek
 from sidecar.retrieval.lexical import pruned
 from sidecar.retrieval.lexical.bm25 import BM25Index, accepted, top_k
 
@@ -69,6 +69,8 @@ def same(got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndarray]
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("name", list(FILTERS))
 def test_search_equals_every_posting_scored(seed: int, name: str) -> None:
+    """Unfiltered, the pruned path; filtered, every posting scored (``lexical.pruned``):
+    either way the reference's answer."""
     index, rng = built(seed)
     assert index.segment_count > 1
     accept = FILTERS[name]
@@ -76,6 +78,36 @@ def test_search_equals_every_posting_scored(seed: int, name: str) -> None:
         for k in KS:
             want = top_k(*accepted(index.scores(text), accept), k)
             same(index.search(text, k, accept), want)
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+def test_pruning_is_exact_at_any_k(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``MAX_K`` pruning costs more than it saves but stays exact: k up to more than
+    the documents that match, on several segments with removed documents."""
+    monkeypatch.setattr(pruned, "MAX_K", 10**9)
+    index, rng = built(seed)
+    for text in queries(rng, 30):
+        for k in KS:
+            same(index.search(text, k), top_k(*index.scores(text), k))
+
+
+@pytest.mark.parametrize("seed", [12, 13])
+def test_a_filter_rejecting_the_best_documents(seed: int) -> None:
+    """The documents that would hold the top places are rejected: the k-th place goes to
+    documents further down, which the scan must reach (or ask the filter about)."""
+    index, rng = built(seed)
+    for text in queries(rng, 30):
+        labels, scores = index.scores(text)
+        if not len(labels):
+            continue
+        for worst in (1, 5, 30):
+            cut = top_k(labels, scores, worst)[0]
+
+            def accept(found: np.ndarray, cut: np.ndarray = cut) -> np.ndarray:
+                return ~np.isin(found, cut)
+
+            for k in (1, 5, 20, 1000):
+                same(index.search(text, k, accept), top_k(*accepted((labels, scores), accept), k))
 
 
 @pytest.mark.parametrize("max_terms", [1, 3])
@@ -124,7 +156,7 @@ def test_one_segment_and_many_ties() -> None:
 
 def test_the_pruned_path_runs_and_skips_postings() -> None:
     """Not a fallback: ``search_pruned`` answers; and for a query of a rare term and common
-    ones the scan stops before the most common term (its postings are read only for the
+    ones the scan stops before the last term (whose postings are then read only for the
     candidates), which the answer being exact would not show."""
     rng = np.random.default_rng(9)
     index = BM25Index(background_merge=False)
@@ -141,16 +173,17 @@ def test_the_pruned_path_runs_and_skips_postings() -> None:
     assert found is not None
     same(found, top_k(*index.scores(text), 5))
     k1, b = index.k1, index.b
-    norm = (k1, k1 * (1 - b), k1 * b / snap.avgdl)
-    plan = (np.empty(4), np.empty(4, np.int64), np.empty(5))
-    state = np.array([-1, 0, 0, 0], np.int64)
-    best = (np.empty(5, np.int64), np.empty(5), np.empty(5))
-    buffers = (*index._buffers(snap.n_docs), np.zeros(snap.n_docs, np.uint8))
-    done = maxscore_step(seg.arrays, seg.bounds(), (snap.doc_len, snap.alive, snap.doc_label),
-                         ids, idf, norm, plan, state, np.zeros(1), buffers, 0, False, best)
-    assert done and state[0] == 4 and state[1] < 4  # stopped before the last term
-    same((best[0][: state[3]], best[1][: state[3]]), found)
-    assert not buffers[0].any() and not buffers[1].any() and not buffers[3].any()
+    base, per_len = k1 * (1 - b), k1 * b / snap.avgdl
+    upper, order, rest = np.empty(4), np.empty(4, np.int64), np.empty(5)
+    m = _plan(*seg.arrays, seg.bounds(), snap.doc_len, ids, idf, k1, base, per_len, upper,
+              order, rest)
+    partial, seen, touched = index._buffers(snap.n_docs)
+    j, count, theta = _scan(*seg.arrays, snap.doc_len, snap.alive, ids, idf, k1, base, per_len,
+                            order, rest, m, partial, seen, touched, np.empty(5), 0, np.empty(5))
+    partial[touched[:count]] = 0.0
+    seen[touched[:count]] = 0
+    assert m == 4 and j < 4 and theta > rest[j]  # stopped before the last term
+    assert count < len(index.scores(text)[0])  # touched fewer documents than hold a term
 
 
 def test_bounds_cover_every_contribution() -> None:
