@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from kernels.maxscore import _plan, _scan, _seek
+from kernels.maxscore import _plan, _scan
 from sidecar.retrieval.lexical import pruned
 from sidecar.retrieval.lexical.bm25 import BM25Index, accepted, top_k
 
@@ -227,11 +227,3 @@ def test_idf_at_or_below_zero_falls_back_to_every_posting(k: int) -> None:
                                 snap.n_docs, ids, idf, index.k1, index.b, snap.avgdl, k, None,
                                 index._buffers(snap.n_docs)) is None
     same(index.search("alpha beta", k), top_k(*index.scores("alpha beta"), k))
-
-
-def test_seek_finds_the_first_posting_at_or_after_a_document() -> None:
-    rng = np.random.default_rng(11)
-    docs = np.unique(rng.integers(0, 500, 120)).astype(np.int32)
-    for lo in (0, 5, 60):
-        for d in range(-1, 502):
-            assert _seek(docs, lo, len(docs), d) == lo + int(np.searchsorted(docs[lo:], d))
