@@ -123,7 +123,8 @@ def test_seek_and_theta_against_numpy() -> None:
     partial = rng.uniform(0, 10, 50)
     docs = rng.permutation(50).astype(np.int64)
     seed_scores = np.sort(rng.uniform(0, 10, 4))[::-1].copy()
-    for k in (1, 3, 54, 55):
-        theta = _theta(seed_scores, 4, partial, docs, 50, np.empty(k))
-        values = np.sort(np.concatenate([seed_scores, partial]))[::-1]
+    for k in (1, 3, 44, 45):
+        seen = np.where(np.arange(50) % 5 == 0, 3, 1).astype(np.uint8)  # 3: rejected
+        theta = _theta(seed_scores, 4, partial, seen, docs, 50, np.empty(k))
+        values = np.sort(np.concatenate([seed_scores, partial[seen != 3]]))[::-1]
         assert theta == (values[k - 1] if k <= len(values) else -np.inf)

@@ -8,9 +8,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from kernels.maxscore import _plan, _scan
+from kernels.maxscore import NO_FILTER, _plan, _scan
+from sidecar.records import Memory, MemoryType, Viewer
 from sidecar.retrieval.lexical import pruned
 from sidecar.retrieval.lexical.bm25 import BM25Index, accepted, top_k
+from sidecar.retrieval.mirror import LiveMemories
 
 Accept = Callable[[np.ndarray], np.ndarray]
 KS = [1, 2, 3, 7, 20, 64, 100_000]
@@ -89,6 +91,59 @@ def test_pruning_is_exact_at_any_k(seed: int, monkeypatch: pytest.MonkeyPatch) -
     for text in queries(rng, 30):
         for k in KS:
             same(index.search(text, k), top_k(*index.scores(text), k))
+
+
+def scoped(rng: np.random.Generator, n: int) -> LiveMemories:
+    """A mirror of memories 1..n: shared, agents', users' and channels' private ones, of
+    every type, some dropped."""
+    kinds = list(MemoryType)
+    memories = []
+    for seq in range(1, n + 1):
+        agent = str(rng.choice(["", "a", "b"]))
+        user = str(rng.choice(["", "", "u1", "u2"])) if agent else ""
+        memories.append(Memory(
+            id=f"m{seq}", content="", type=kinds[int(rng.integers(len(kinds)))], importance=0.5,
+            created_at=0, updated_at=0, last_accessed_at=0, access_count=0, source="",
+            channel_id=str(rng.choice(["c1", "c2"])), agent_id=agent, forgotten=False,
+            version=1, seq=seq, user_id=user,
+            channel_private=bool(agent and not user and rng.random() < 0.3)))
+    live = LiveMemories(capacity=8)
+    live.put(memories)
+    live.drop(memories[::11])
+    return live
+
+
+@pytest.mark.parametrize("seed", [31, 32])
+def test_search_with_visibility_columns_equals_the_filter_over_every_posting(
+        seed: int) -> None:
+    """The kernel applies the mirror's columns itself: for viewers of every kind and type
+    filters, the answer of the filter function over every posting scored."""
+    index, rng = built(seed)
+    live = scoped(rng, 600)
+    kinds = list(MemoryType)
+    viewers = [(Viewer(agent, user, channel, shared), tuple(kinds[:n]))
+               for agent in ("", "a") for user in ("", "u1") for channel in ("", "c1")
+               for shared in (False, True) for n in (0, 1, 3)]
+    for text in queries(rng, 12):
+        every = index.scores(text)
+        for viewer, types in viewers:
+            accept = live.filter(viewer, types)
+            columns = live.visibility(viewer, types)
+            for k in (1, 4, 20, 32):
+                want = top_k(*accepted(every, accept), k)
+                same(index.search(text, k, accept, visibility=columns), want)
+    query = index._query(index.analyzer.query_terms("w1x w2x w5x w40x"))
+    assert query is not None
+    snap, ids, idf = query
+    segments = [(s.arrays, s.bounds()) for s in snap.segments]
+    viewer, types = viewers[5]
+    found = pruned.search_pruned(segments, snap.doc_len, snap.alive, snap.doc_label,
+                                 snap.n_docs, ids, idf, index.k1, index.b, snap.avgdl, 10,
+                                 live.filter(viewer, types), index._buffers(snap.n_docs),
+                                 live.visibility(viewer, types))
+    assert found is not None  # pruned, not the fallback
+    same(found, top_k(*accepted(index.scores("w1x w2x w5x w40x"), live.filter(viewer, types)),
+                      10))
 
 
 @pytest.mark.parametrize("seed", [12, 13])
@@ -179,7 +234,8 @@ def test_the_pruned_path_runs_and_skips_postings() -> None:
               order, rest)
     partial, seen, touched = index._buffers(snap.n_docs)
     j, count, theta = _scan(*seg.arrays, snap.doc_len, snap.alive, ids, idf, k1, base, per_len,
-                            order, rest, m, partial, seen, touched, np.empty(5), 0, np.empty(5))
+                            order, rest, m, partial, seen, touched, np.empty(5), 0, np.empty(5),
+                            snap.doc_label, False, *NO_FILTER)
     partial[touched[:count]] = 0.0
     seen[touched[:count]] = 0
     assert m == 4 and j < 4 and theta > rest[j]  # stopped before the last term

@@ -32,6 +32,7 @@ from sidecar.retrieval.lexical.idf import IdfMemo
 from sidecar.retrieval.lexical.pruned import SegmentBounds, search_pruned
 from sidecar.retrieval.lexical.query import rarest
 from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
+from sidecar.retrieval.mirror import Visibility
 
 log = logging.getLogger(__name__)
 
@@ -610,14 +611,15 @@ class BM25Index:
 
     def search(
         self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0,
-        groups: Collection[int] | None = None,
+        groups: Collection[int] | None = None, visibility: Visibility | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top-k accepted labels by BM25, descending; ties by label ascending: the postings
-        that cannot change the top k skipped (``lexical.pruned``) where that is exact, else
-        every one scored (without a filter the best are picked as the buffers are cleared,
+        that cannot change the top k skipped (``lexical.pruned``; with a filter, only given
+        ``visibility``, the columns ``accept`` reads) where that is exact, else every one
+        scored (without a filter the best are picked as the buffers are cleared,
         ``kernels.bm25``). ``groups``: as ``scores``."""
         return self._top(self._query(self.analyzer.query_terms(text), max_terms,
-                                     groups=groups), k, accept)
+                                     groups=groups), k, accept, visibility)
 
     def search_weighted(self, weights: dict[str, float], k: int, accept: Accept | None = None,
                         groups: Collection[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -627,7 +629,8 @@ class BM25Index:
         return self._top(self._query(extra=weights, groups=groups), k, accept)
 
     def _top(self, query: tuple[_View, np.ndarray, np.ndarray] | None, k: int,
-             accept: Accept | None) -> tuple[np.ndarray, np.ndarray]:
+             accept: Accept | None, visibility: Visibility | None = None,
+             ) -> tuple[np.ndarray, np.ndarray]:
         if query is None or query[0].n_live == 0 or query[0].avgdl <= 0:
             return _EMPTY
         snap, ids, idf = query
@@ -635,7 +638,7 @@ class BM25Index:
             (s.arrays, s.bounds()) for s in sorted(snap.segments, key=_size, reverse=True)]
         found = search_pruned(segments, snap.doc_len, snap.alive, snap.doc_label, snap.n_docs,
                               ids, idf, self.k1, self.b, snap.avgdl, k, accept,
-                              self._buffers(snap.n_docs))
+                              self._buffers(snap.n_docs), visibility)
         if found is not None:
             return found
         return self._exhaustive(snap, ids, idf, k, accept)

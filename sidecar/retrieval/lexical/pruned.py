@@ -5,11 +5,15 @@ posting and ranking the documents.
 The segments are searched largest first, the best list carried from one to the next (its
 k-th exact score is where the next one's pruning starts; a document lives in one segment).
 
-Only where it is exact and pays (decision 0043): no filter (its verdicts are asked for in
-Python, and asking about the few documents that decide theta cost more than it saved), 0 < k
-<= ``MAX_K``, and every known term of the query at a positive idf (a term at idf <= 0 adds
-nothing or takes away, and a document it alone touches still ranks). ``search_pruned``
-returns None otherwise, and the caller scores every posting.
+A filter is applied by the kernel from the visibility columns it reads
+(``LiveMemories.visibility``): a document they do not offer never counts toward the k-th
+best. A filter given only as a function (``Accept``) would have to be asked from Python during
+the search, which cost more than pruning saved (decision 0043): then every posting is scored.
+
+Only where it is exact and pays: 0 < k <= ``MAX_K``, every known term of the query at a
+positive idf (a term at idf <= 0 adds nothing or takes away, and a document it alone touches
+still ranks), and a filter, if any, given with its columns. ``search_pruned`` returns None
+otherwise, and the caller scores every posting.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 
 from kernels.maxscore import maxscore_search
 from sidecar.retrieval.contract import Accept
+from sidecar.retrieval.mirror import Visibility
 
 # (term_ptr, post_doc, post_tf) of a segment and its per-term bounds (``kernels.maxscore``).
 SegmentBounds = tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -37,14 +42,16 @@ def search_pruned(
     segments: Sequence[SegmentBounds], doc_len: np.ndarray, alive: np.ndarray,
     doc_label: np.ndarray, n_docs: int, terms: np.ndarray, idf: np.ndarray, k1: float,
     b: float, avgdl: float, k: int, accept: Accept | None,
-    buffers: tuple[np.ndarray, np.ndarray, np.ndarray],
+    buffers: tuple[np.ndarray, np.ndarray, np.ndarray], visibility: Visibility | None = None,
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The top k (labels, scores) by BM25 of ``terms`` at ``idf``, score descending then
-    label ascending, over the ``segments`` (largest first is fastest), or None where it
-    would not be exact or is not used (see the module). ``buffers``: (scores, seen,
-    touched) of ``n_docs`` slots, scores and seen zero, left zero."""
-    if not 0 < k <= MAX_K or accept is not None:
+    """The top k accepted (labels, scores) by BM25 of ``terms`` at ``idf``, score descending
+    then label ascending, over the ``segments`` (largest first is fastest), or None where it
+    would not be exact or is not used (see the module). ``visibility``: the columns
+    ``accept`` reads. ``buffers``: (scores, seen, touched) of ``n_docs`` slots, scores and
+    seen zero, left zero."""
+    if not 0 < k <= MAX_K or (accept is not None and visibility is None):
         return None
+    columns = None if accept is None else visibility
     norm = (k1, k1 * (1.0 - b), k1 * b / avgdl)  # as kernels.bm25._accumulate
     docs = (doc_len, alive, doc_label)
     every = (*buffers, _candidates(n_docs))
@@ -53,7 +60,8 @@ def search_pruned(
     best = (np.empty(k, np.int64), np.empty(k), np.empty(k))
     held = 0
     for arrays, bounds in segments:
-        held = maxscore_search(arrays, bounds, docs, terms, idf, norm, plan, every, best, held)
+        held = maxscore_search(arrays, bounds, docs, terms, idf, norm, plan, every, best, held,
+                               columns)
         if held < 0:  # decided on the first segment, before anything was touched
             return None
     return best[0][:held], best[1][:held]
