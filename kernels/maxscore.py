@@ -154,8 +154,6 @@ def _plan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
     return m
 
 
-
-
 @kernel
 def _scan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
           doc_len: np.ndarray, alive: np.ndarray, terms: np.ndarray, idf: np.ndarray,
@@ -168,7 +166,8 @@ def _scan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
     """Scans ``order`` into the partial sums until the rest's bound is below theta by the
     margin, checked before each term (only once the rest is below the largest partial sum
     so far: theta is no larger). ``filtered``: a document the visibility columns do not
-    offer (``LiveMemories.filter`` of its label) is marked rejected when first touched. Returns (next j, touched count, theta where it stopped or -inf)."""
+    offer (``LiveMemories.filter`` of its label) is marked rejected once its first term is
+    scanned. Returns (next j, touched count, theta where it stopped or -inf)."""
     largest = best_score[0] if held > 0 else 0.0
     n_touched = 0
     for j in range(m):
@@ -179,26 +178,29 @@ def _scan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
         q = order[j]
         t = terms[q]
         w = idf[q] * (k1 + 1.0)
+        before = n_touched
         for p in range(term_ptr[t], term_ptr[t + 1]):
             d = post_doc[p]
             if not alive[d]:
                 continue
             tf = post_tf[p]
             partial[d] += w * tf / (tf + (base + per_len * doc_len[d]))
+            largest = max(largest, partial[d])  # rejected ones too: still no less than theta
             if not seen[d]:
                 seen[d] = TOUCHED
-                if filtered:  # ``kernels.graph_walk._visible``, written out: 10x faster here
-                    label = doc_label[d]
-                    idx = label if 0 < label < alive_m.shape[0] else 0
-                    whose = private[idx]
-                    if not alive_m[idx] or (owner[idx] != 0 and owner[idx] != code) or (
-                            whose != 0 and not _among(whose, keys)) or (
-                            wanted.shape[0] > 0 and not _among(kind[idx], wanted)):
-                        seen[d] = REJECTED
                 touched[n_touched] = d
                 n_touched += 1
-            if seen[d] != REJECTED:
-                largest = max(largest, partial[d])
+        if filtered:  # ``kernels.graph_walk._visible``, written out: 10x faster here
+            n_ids = alive_m.shape[0]
+            for i in range(before, n_touched):
+                d = touched[i]
+                label = doc_label[d]
+                idx = label if 0 < label < n_ids else 0
+                whose = private[idx]
+                if not alive_m[idx] or (owner[idx] != 0 and owner[idx] != code) or (
+                        whose != 0 and not _among(whose, keys)) or (
+                        wanted.shape[0] > 0 and not _among(kind[idx], wanted)):
+                    seen[d] = REJECTED
     return m, n_touched, -np.inf
 
 

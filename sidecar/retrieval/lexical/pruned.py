@@ -5,10 +5,11 @@ posting and ranking the documents.
 The segments are searched largest first, the best list carried from one to the next (its
 k-th exact score is where the next one's pruning starts; a document lives in one segment).
 
-A filter is applied by the kernel from the visibility columns it reads
-(``LiveMemories.visibility``): a document they do not offer never counts toward the k-th
-best. A filter given only as a function (``Accept``) would have to be asked from Python during
-the search, which cost more than pruning saved (decision 0043): then every posting is scored.
+A scope filter is applied by the kernel from the columns it reads (``LiveMemories.visibility``,
+which ``LexicalSource`` passes beside ``accept``): a document they do not offer never counts
+toward the k-th best nor ranks. A filter given only as a function (``Accept``) would have to
+be asked from Python during the search, which cost more than pruning saved (decision 0043):
+then every posting is scored.
 
 Only where it is exact and pays: 0 < k <= ``MAX_K``, every known term of the query at a
 positive idf (a term at idf <= 0 adds nothing or takes away, and a document it alone touches
@@ -31,8 +32,9 @@ from sidecar.retrieval.mirror import Visibility
 SegmentBounds = tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 # Largest k pruned: the k-th best partial sum rises more slowly with k, fewer postings are
-# skipped and more candidates scored exactly (0043: at 10k LongMemEval turns, 0.62x the time
-# of scoring every posting at k 10, 0.74x at 20, 0.86x at 30, 1.02x at 50, 1.30x at 100).
+# skipped and more candidates scored exactly (0043, ``bench/lexical_pruned.py`` at 10k
+# LongMemEval turns, unfiltered, warm: ~0.6x the time of scoring every posting at k 10, 0.75x
+# at 20, 0.85x at 30, 0.9x at 40, 1.0x at 50).
 MAX_K = 32
 
 _local = threading.local()
