@@ -33,6 +33,10 @@ import numpy as np
 from kernels.bm25 import _insert
 from kernels.flags import kernel
 
+# (alive, owner, code, kind, wanted, private, keys) as ``LiveMemories.visibility`` gives them:
+# bool, int32, int, int8, int8, int32, int32.
+Visibility = tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
 MARGIN = 1e-9
 # ``seen`` of a document: touched, still a candidate after the scan, rejected by the filter.
 TOUCHED, CANDIDATE, REJECTED = 1, 2, 3
@@ -67,16 +71,18 @@ def _push(heap: np.ndarray, size: int, k: int, value: float) -> int:
 
 @kernel
 def _theta(best_score: np.ndarray, held: int, partial: np.ndarray, seen: np.ndarray,
-           docs: np.ndarray, n_docs: int, heap: np.ndarray) -> float:
+           docs: np.ndarray, n_docs: int, heap: np.ndarray,
+           visibility: Visibility | None) -> float:
     """The k-th largest (k = ``len(heap)``) of the ``held`` exact scores and the partial
-    sums of ``docs[:n_docs]`` not rejected; -inf when there are fewer than k."""
+    sums of ``docs[:n_docs]``, but those rejected when a filter (``visibility``) is on; -inf
+    when there are fewer than k. (None: compiled without the test, as ``_scan``.)"""
     k = heap.shape[0]
     size = 0
     for i in range(held):
         size = _push(heap, size, k, best_score[i])
     for i in range(n_docs):
         d = docs[i]
-        if seen[d] != REJECTED:
+        if visibility is None or seen[d] != REJECTED:
             size = _push(heap, size, k, partial[d])
     return heap[0] if size == k else -np.inf
 
@@ -160,19 +166,19 @@ def _scan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
           k1: float, base: float, per_len: float, order: np.ndarray, rest: np.ndarray,
           m: int, partial: np.ndarray, seen: np.ndarray, touched: np.ndarray,
           best_score: np.ndarray, held: int, heap: np.ndarray, doc_label: np.ndarray,
-          filtered: bool, alive_m: np.ndarray, owner: np.ndarray, code: int,
-          kind: np.ndarray, wanted: np.ndarray, private: np.ndarray,
-          keys: np.ndarray) -> tuple[int, int, float]:
+          visibility: Visibility | None) -> tuple[int, int, float]:
     """Scans ``order`` into the partial sums until the rest's bound is below theta by the
     margin, checked before each term (only once the rest is below the largest partial sum
-    so far: theta is no larger). ``filtered``: a document the visibility columns do not
-    offer (``LiveMemories.filter`` of its label) is marked rejected once its first term is
-    scanned. Returns (next j, touched count, theta where it stopped or -inf)."""
+    so far: theta is no larger). ``visibility``: a document its columns do not offer
+    (``LiveMemories.filter`` of its label) is marked rejected once its first term is scanned
+    (None: a type of its own, for which Numba compiles the scan without the test). Returns
+    (next j, touched count, theta where it stopped or -inf)."""
     largest = best_score[0] if held > 0 else 0.0
     n_touched = 0
     for j in range(m):
         if largest > 0.0 and rest[j] < largest * (1.0 - MARGIN):
-            theta = _theta(best_score, held, partial, seen, touched, n_touched, heap)
+            theta = _theta(best_score, held, partial, seen, touched, n_touched, heap,
+                           visibility)
             if theta > 0.0 and rest[j] < theta * (1.0 - MARGIN):
                 return j, n_touched, theta
         q = order[j]
@@ -190,7 +196,8 @@ def _scan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
                 seen[d] = TOUCHED
                 touched[n_touched] = d
                 n_touched += 1
-        if filtered:  # ``kernels.graph_walk._visible``, written out: 10x faster here
+        if visibility is not None:  # ``kernels.graph_walk._visible``, written out: 10x faster
+            alive_m, owner, code, kind, wanted, private, keys = visibility
             n_ids = alive_m.shape[0]
             for i in range(before, n_touched):
                 d = touched[i]
@@ -234,14 +241,14 @@ def _finish(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
             per_len: float, order: np.ndarray, rest: np.ndarray, m: int, j: int,
             partial: np.ndarray, seen: np.ndarray, touched: np.ndarray, n_touched: int,
             best_score: np.ndarray, held: int, heap: np.ndarray, theta: float,
-            cand: np.ndarray) -> int:
-    """The candidates ``_scan`` left (partial sum and rest reaching theta): their partial
-    sums completed with ``order[j:]``, term by term (the term's postings read for the
-    candidates among them, or each candidate sought in them when they are few), those that
-    can no longer reach theta dropped. ``theta``: where the scan stopped (-inf: worked out
-    here). The survivors go to ``cand``: how many."""
+            cand: np.ndarray, visibility: Visibility | None) -> int:
+    """The candidates ``_scan`` left (not rejected, partial sum and rest reaching theta):
+    their partial sums completed with ``order[j:]``, term by term (the term's postings read
+    for the candidates among them, or each candidate sought in them when they are few), those
+    that can no longer reach theta dropped. ``theta``: where the scan stopped (-inf: worked
+    out here, ``_theta`` of ``visibility``). The survivors go to ``cand``: how many."""
     if theta == -np.inf:
-        theta = _theta(best_score, held, partial, seen, touched, n_touched, heap)
+        theta = _theta(best_score, held, partial, seen, touched, n_touched, heap, visibility)
     n = 0
     for i in range(n_touched):
         d = touched[i]
@@ -273,7 +280,7 @@ def _finish(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
         if i + 1 < m and n * SEEK_BELOW >= term_ptr[terms[order[i + 1]] + 1] - term_ptr[
                 terms[order[i + 1]]]:
             continue  # the next term's postings are read whole: pruning now saves nothing
-        theta = max(theta, _theta(best_score, held, partial, seen, cand, n, heap))
+        theta = max(theta, _theta(best_score, held, partial, seen, cand, n, heap, None))
         if theta > 0.0:
             kept = 0
             for c in range(n):
@@ -293,10 +300,9 @@ def _search(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
             terms: np.ndarray, idf: np.ndarray, k1: float, base: float, per_len: float,
             upper: np.ndarray, order: np.ndarray, rest: np.ndarray, partial: np.ndarray,
             seen: np.ndarray, touched: np.ndarray, cand: np.ndarray, best_label: np.ndarray,
-            best_score: np.ndarray, held: int, heap: np.ndarray, filtered: bool,
-            alive_m: np.ndarray, owner: np.ndarray, code: int, kind: np.ndarray,
-            wanted: np.ndarray, private: np.ndarray, keys: np.ndarray) -> int:
-    """One segment's documents (offered by the visibility columns when ``filtered``) into
+            best_score: np.ndarray, held: int, heap: np.ndarray,
+            visibility: Visibility | None) -> int:
+    """One segment's documents (offered by the ``visibility`` columns, when given) into
     the best list (``best_label``, ``best_score``, ``held`` entries, at most k =
     ``len(heap)``): plan, scan, finish, then the survivors scored exactly. The buffers left
     zero. Returns ``held``; -1 (nothing done) when not exact."""
@@ -306,11 +312,10 @@ def _search(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
         return held if m == 0 else -1
     j, n_touched, theta = _scan(term_ptr, post_doc, post_tf, doc_len, alive, terms, idf, k1,
                                 base, per_len, order, rest, m, partial, seen, touched,
-                                best_score, held, heap, doc_label, filtered, alive_m, owner,
-                                code, kind, wanted, private, keys)
+                                best_score, held, heap, doc_label, visibility)
     n = _finish(term_ptr, post_doc, post_tf, doc_len, terms, idf, k1, base, per_len, order,
                 rest, m, j, partial, seen, touched, n_touched, best_score, held, heap, theta,
-                cand)
+                cand, visibility)
     k = heap.shape[0]
     for c in range(n):
         d = cand[c]
@@ -322,12 +327,6 @@ def _search(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
         partial[d] = 0.0
         seen[d] = 0
     return held
-
-
-# (alive, owner, code, kind, wanted, private, keys) as ``LiveMemories.visibility`` gives them.
-Visibility = tuple[np.ndarray, np.ndarray, int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-NO_FILTER: Visibility = (np.zeros(0, bool), np.zeros(0, np.int32), 0, np.zeros(0, np.int8),
-                         np.zeros(0, np.int8), np.zeros(0, np.int32), np.zeros(0, np.int32))
 
 
 def maxscore_search(
@@ -365,22 +364,30 @@ def maxscore_search(
     k1, base, per_len = norm
     if base < 0.0 or per_len < 0.0:
         raise ValueError("base and per_len must be >= 0 (k1 > 0, 0 <= b <= 1)")
-    alive_m, owner, code, kind, wanted, private, keys = visibility or NO_FILTER
+    columns = None if visibility is None else (*visibility[:2], int(visibility[2]),
+                                               *visibility[3:])
     return int(_search(term_ptr, post_doc, post_tf, bounds, doc_len, alive, doc_label, terms,
                        idf, float(k1), float(base), float(per_len), upper, order, rest,
                        partial, seen, touched, cand, best_label, best_score, int(held), heap,
-                       visibility is not None, alive_m, owner, int(code), kind, wanted, private,
-                       keys))
+                       columns))
 
 
 def warm_up() -> object:
-    """Compile the kernels of this module on a tiny input."""
+    """Compile the kernels of this module on a tiny input, without and with a filter."""
     segment = (np.array([0, 2, 3], np.int64), np.array([0, 1, 1], np.int32),
                np.array([1.0, 2.0, 1.0], np.float32))
     docs = (np.array([3.0, 4.0]), np.ones(2, np.uint8), np.array([7, 8], np.int64))
-    buffers = (np.zeros(2), np.zeros(2, np.uint8), np.empty(2, np.int64), np.empty(2, np.int64))
-    best = (np.empty(1, np.int64), np.empty(1), np.empty(1))
-    held = maxscore_search(segment, np.full((2, 2), np.nan), docs, np.array([0, 1], np.int64),
-                           np.array([0.5, 0.2]), (1.5, 1.5 * 0.25, 1.5 * 0.75 / 3.5),
-                           (np.empty(2), np.empty(2, np.int64), np.empty(3)), buffers, best, 0)
-    return best[0][:held], best[1][:held]
+    columns: Visibility = (np.ones(9, bool), np.zeros(9, np.int32), 0, np.zeros(9, np.int8),
+                           np.zeros(0, np.int8), np.zeros(9, np.int32), np.zeros(0, np.int32))
+    found = []
+    for visibility in (None, columns):
+        buffers = (np.zeros(2), np.zeros(2, np.uint8), np.empty(2, np.int64),
+                   np.empty(2, np.int64))
+        best = (np.empty(1, np.int64), np.empty(1), np.empty(1))
+        held = maxscore_search(segment, np.full((2, 2), np.nan), docs,
+                               np.array([0, 1], np.int64), np.array([0.5, 0.2]),
+                               (1.5, 1.5 * 0.25, 1.5 * 0.75 / 3.5),
+                               (np.empty(2), np.empty(2, np.int64), np.empty(3)), buffers, best,
+                               0, visibility)
+        found.append((best[0][:held], best[1][:held]))
+    return found

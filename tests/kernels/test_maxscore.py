@@ -7,11 +7,14 @@ import numpy as np
 import pytest
 
 from kernels.bm25 import bm25_accumulate, bm25_top_k
-from kernels.maxscore import _seek, _theta, maxscore_search
+from kernels.maxscore import Visibility, _seek, _theta, maxscore_search
 from tests import naive
 from tests.kernels.test_bm25 import csr
 
 K1, B = 1.5, 0.75
+# visibility columns (alive, owner, code, kind, wanted, private, keys) offering every label
+COLUMNS: Visibility = (np.ones(9, bool), np.zeros(9, np.int32), 0, np.zeros(9, np.int8),
+           np.zeros(0, np.int8), np.zeros(9, np.int32), np.zeros(0, np.int32))
 
 
 def zipf_docs(rng: np.random.Generator, n: int, vocab: int) -> list[list[int]]:
@@ -35,7 +38,7 @@ def exhaustive(segment: tuple[np.ndarray, np.ndarray, np.ndarray], doc_len: np.n
 
 def pruned(segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]], doc_len: np.ndarray,
            alive: np.ndarray, labels: np.ndarray, terms: np.ndarray, idf: np.ndarray,
-           k: int) -> tuple[list[int], list[float]]:
+           k: int, columns: Visibility | None = None) -> tuple[list[int], list[float]]:
     n = len(doc_len)
     buffers = (np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int64), np.empty(n, np.int64))
     best = (np.empty(k, np.int64), np.empty(k), np.empty(k))
@@ -45,7 +48,7 @@ def pruned(segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]], doc_len: n
     for segment in segments:
         bounds = np.full((len(segment[0]) - 1, 2), np.nan)
         held = maxscore_search(segment, bounds, (doc_len, alive, labels), terms, idf, norm, plan,
-                               buffers, best, held)
+                               buffers, best, held, columns)
         assert held >= 0
     assert not buffers[0].any() and not buffers[1].any()  # left zero
     return best[0][:held].tolist(), best[1][:held].tolist()
@@ -75,6 +78,44 @@ def test_top_k_equals_every_posting_scored(seed: int) -> None:
             want = exhaustive(whole, doc_len, alive, labels, terms, idf, k)
             assert pruned([whole], doc_len, alive, labels, terms, idf, k) == want
             assert pruned(parts, doc_len, alive, labels, terms, idf, k) == want
+
+
+def offered(columns: Visibility, label: int) -> bool:
+    """``LiveMemories.filter`` of one label, written out."""
+    alive, owner, code, kind, wanted, private, keys = columns
+    i = label if 0 < label < len(alive) else 0
+    return bool(alive[i]) and owner[i] in (0, code) and (
+        private[i] == 0 or private[i] in keys.tolist()) and (
+        not len(wanted) or kind[i] in wanted.tolist())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_top_k_with_visibility_columns_equals_the_filtered_scores(seed: int) -> None:
+    """A document the columns do not offer never ranks nor counts toward the k-th best:
+    the k best of the offered ones among every posting scored."""
+    rng = np.random.default_rng(seed + 40)
+    vocab, n = 60, 300
+    docs = zipf_docs(rng, n, vocab)
+    doc_len = np.array([len(d) for d in docs], float)
+    alive = np.ones(n, np.uint8)
+    labels = rng.permutation(n).astype(np.int64) + 1
+    size = n + 1
+    for wanted, keys in ((np.zeros(0, np.int8), np.zeros(0, np.int32)),
+                         (np.array([1, 3], np.int8), np.array([7], np.int32))):
+        columns = (rng.random(size) > 0.1, rng.choice([0, 0, 2, 5], size).astype(np.int32), 2,
+                   rng.integers(0, 4, size).astype(np.int8), wanted,
+                   rng.choice([0, 0, 7, 9], size).astype(np.int32), keys)
+        keep = np.array([offered(columns, int(label)) for label in labels])
+        for _ in range(15):
+            terms = rng.integers(0, vocab, int(rng.integers(1, 7))).astype(np.int64)
+            idf = rng.uniform(0.1, 3.0, len(terms))
+            every = exhaustive(csr(docs, vocab), doc_len, alive, labels, terms, idf, n)
+            scored = dict(zip(*every, strict=True))
+            ranked = sorted((label for label in scored if keep[np.flatnonzero(labels == label)[0]]),
+                            key=lambda label: (-scored[label], label))
+            for k in (1, 3, 10, 40):
+                got = pruned([csr(docs, vocab)], doc_len, alive, labels, terms, idf, k, columns)
+                assert got == (ranked[:k], [scored[label] for label in ranked[:k]])
 
 
 def test_scores_equal_the_written_out_formula() -> None:
@@ -123,8 +164,10 @@ def test_seek_and_theta_against_numpy() -> None:
     partial = rng.uniform(0, 10, 50)
     docs = rng.permutation(50).astype(np.int64)
     seed_scores = np.sort(rng.uniform(0, 10, 4))[::-1].copy()
-    for k in (1, 3, 44, 45):
+    for k in (1, 3, 44, 45, 54, 55):
         seen = np.where(np.arange(50) % 5 == 0, 3, 1).astype(np.uint8)  # 3: rejected
-        theta = _theta(seed_scores, 4, partial, seen, docs, 50, np.empty(k))
-        values = np.sort(np.concatenate([seed_scores, partial[seen != 3]]))[::-1]
-        assert theta == (values[k - 1] if k <= len(values) else -np.inf)
+        for columns in (None, COLUMNS):  # without a filter, the marks are not read
+            theta = _theta(seed_scores, 4, partial, seen, docs, 50, np.empty(k), columns)
+            kept = partial if columns is None else partial[seen != 3]
+            values = np.sort(np.concatenate([seed_scores, kept]))[::-1]
+            assert theta == (values[k - 1] if k <= len(values) else -np.inf)

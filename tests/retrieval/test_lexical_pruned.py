@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from kernels.maxscore import NO_FILTER, _plan, _scan
+from kernels.maxscore import _plan, _scan
 from sidecar.records import Memory, MemoryType, Viewer
 from sidecar.retrieval.lexical import pruned
 from sidecar.retrieval.lexical.bm25 import BM25Index, accepted, top_k
@@ -235,7 +235,7 @@ def test_the_pruned_path_runs_and_skips_postings() -> None:
     partial, seen, touched = index._buffers(snap.n_docs)
     j, count, theta = _scan(*seg.arrays, snap.doc_len, snap.alive, ids, idf, k1, base, per_len,
                             order, rest, m, partial, seen, touched, np.empty(5), 0, np.empty(5),
-                            snap.doc_label, False, *NO_FILTER)
+                            snap.doc_label, None)
     partial[touched[:count]] = 0.0
     seen[touched[:count]] = 0
     assert m == 4 and j < 4 and theta > rest[j]  # stopped before the last term
