@@ -5,7 +5,8 @@ Each query occurrence (term id, idf) has an upper bound of what it can add to a 
 score in the segment: ``w / (1 + base / max_tf + per_len * min(dl / tf))`` over the term's
 postings (``w = idf (k1 + 1)``; ``tf / (tf + base + per_len dl)`` is largest at the largest
 tf and the smallest dl / tf), from two per-term figures of the segment worked out once
-(``bounds``, NaN until a query needs them; a removed document's postings only loosen them).
+(``bounds``, 0 until a query needs them; a removed document's postings only loosen them; a
+small segment keeps none: they are worked out per query from its few postings).
 The occurrences are scanned from the largest bound down, adding into partial sums (lower
 bounds of the final scores: every contribution is positive), until the bounds of the ones
 left add up to less than the k-th best partial sum, theta (counting the exact scores already
@@ -122,8 +123,9 @@ def _plan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
           upper: np.ndarray, order: np.ndarray, rest: np.ndarray) -> int:
     """Each occurrence's bound in ``upper`` (0 without postings here), the ones with postings
     in ``order`` by bound descending (ties: query order), ``rest[j]``: the sum of the bounds
-    of ``order[j:]``, with the margin. ``bounds[t]`` (max tf, min dl / tf) filled where NaN.
-    Returns how many are listed; -1 when a known term's idf is not positive (not exact)."""
+    of ``order[j:]``, with the margin. ``bounds[t]`` (max tf, min dl / tf) filled where 0
+    (not worked out); ``bounds`` of no row: worked out for this query only. Returns how many
+    are listed; -1 when a known term's idf is not positive (not exact)."""
     for q in range(terms.shape[0]):
         if terms[q] >= 0 and not 0.0 < idf[q] < np.inf:
             return -1
@@ -134,16 +136,20 @@ def _plan(term_ptr: np.ndarray, post_doc: np.ndarray, post_tf: np.ndarray,
         upper[q] = 0.0
         if t < 0 or t >= n_terms or term_ptr[t] == term_ptr[t + 1]:
             continue
-        if bounds[t, 0] != bounds[t, 0]:  # NaN: not worked out yet
+        cached = bounds.shape[0] > 0
+        if cached and bounds[t, 0] > 0.0:
+            max_tf, min_ratio = bounds[t, 0], bounds[t, 1]
+        else:  # not worked out yet (a term with postings has a tf >= 1)
             max_tf, min_ratio = 0.0, np.inf
             for p in range(term_ptr[t], term_ptr[t + 1]):
                 tf = np.float64(post_tf[p])
                 max_tf = max(max_tf, tf)
                 min_ratio = min(min_ratio, doc_len[post_doc[p]] / tf)
-            bounds[t, 1] = min_ratio
-            bounds[t, 0] = max_tf
+            if cached:  # the ratio first: a reader seeing max tf and a ratio of 0 (unset)
+                bounds[t, 1] = min_ratio  # gets a larger bound, still a bound
+                bounds[t, 0] = max_tf
         w = idf[q] * (k1 + 1.0)
-        upper[q] = w / (1.0 + base / bounds[t, 0] + per_len * bounds[t, 1]) * (1.0 + MARGIN)
+        upper[q] = w / (1.0 + base / max_tf + per_len * min_ratio) * (1.0 + MARGIN)
         order[m] = q
         m += 1
     # insertion sort by bound descending, stable: a query has a few dozen terms at most
@@ -337,20 +343,21 @@ def maxscore_search(
     best: tuple[np.ndarray, np.ndarray, np.ndarray], held: int,
     visibility: Visibility | None = None,
 ) -> int:
-    """``_search`` over one segment: ``bounds`` its (terms, 2) float64 figures (NaN where not
-    worked out); ``docs`` (doc_len, alive, doc_label) by document id; ``norm`` (k1, base,
-    per_len) as ``kernels.bm25._accumulate`` computes them; ``plan`` (upper, order, rest) of
-    ``len(terms)``, ``len(terms)``, ``len(terms) + 1`` slots; ``buffers`` (partial, seen,
-    touched, cand) of one slot per document, partial and seen zero; ``best`` (labels,
-    scores, heap) of k slots each, ``held`` entries of the best list so far. Returns the
+    """``_search`` over one segment: ``bounds`` its (terms, 2) float64 figures (0 where not
+    worked out; (0, 2): none kept); ``docs`` (doc_len, alive, doc_label) by document id;
+    ``norm`` (k1, base, per_len) as ``kernels.bm25._accumulate`` computes them; ``plan``
+    (upper, order, rest) of ``len(terms)``, ``len(terms)``, ``len(terms) + 1`` slots;
+    ``buffers`` (partial, seen, touched, cand) of one slot per document, partial and seen
+    zero; ``best`` (labels, scores, heap) of k slots each, ``held`` entries of the best list
+    so far; ``visibility``: only the documents whose labels its columns offer. Returns the
     entries after, or -1 when a known term's idf is not positive (not exact; nothing done)."""
     term_ptr, post_doc, post_tf = segment
     doc_len, alive, doc_label = docs
     upper, order, rest = plan
     partial, seen, touched, cand = buffers
     best_label, best_score, heap = best
-    if bounds.shape != (term_ptr.shape[0] - 1, 2):
-        raise ValueError("bounds must have one row per term of the segment")
+    if bounds.shape not in ((term_ptr.shape[0] - 1, 2), (0, 2)):
+        raise ValueError("bounds must have one row per term of the segment, or none")
     if terms.shape != idf.shape or terms.ndim != 1 or not (
             upper.shape[0] == order.shape[0] == terms.shape[0] == rest.shape[0] - 1):
         raise ValueError("terms, idf, upper and order need a slot per occurrence, rest one more")
@@ -384,7 +391,7 @@ def warm_up() -> object:
         buffers = (np.zeros(2), np.zeros(2, np.uint8), np.empty(2, np.int64),
                    np.empty(2, np.int64))
         best = (np.empty(1, np.int64), np.empty(1), np.empty(1))
-        held = maxscore_search(segment, np.full((2, 2), np.nan), docs,
+        held = maxscore_search(segment, np.zeros((2, 2)), docs,
                                np.array([0, 1], np.int64), np.array([0.5, 0.2]),
                                (1.5, 1.5 * 0.25, 1.5 * 0.75 / 3.5),
                                (np.empty(2), np.empty(2, np.int64), np.empty(3)), buffers, best,

