@@ -20,7 +20,7 @@ import functools
 import logging
 import threading
 from collections.abc import Collection, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,8 +29,10 @@ from kernels.bm25 import bm25_accumulate, bm25_top_k
 from sidecar.retrieval.contract import Accept, Weighted
 from sidecar.retrieval.lexical.groups import GroupStats, Stats
 from sidecar.retrieval.lexical.idf import IdfMemo
+from sidecar.retrieval.lexical.pruned import SegmentBounds, search_pruned
 from sidecar.retrieval.lexical.query import rarest
 from sidecar.retrieval.lexical.tokenize import PLAIN, STOP_WORDS, Analyzer
+from sidecar.retrieval.mirror import Visibility
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,9 @@ _EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 FEW = 32
 # Context terms (``scores``' ``context``) looked up per query at most: the highest idf x weight.
 MAX_CONTEXT_TERMS = 32
+# Segments of fewer document ids keep no per-term bounds (``Segment.bounds``).
+BOUNDS_MIN_DOCS = 256
+_NO_BOUNDS = np.zeros((0, 2))
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +54,23 @@ class Segment:
     term_ptr: np.ndarray  # int64, vocabulary size at build + 1
     post_doc: np.ndarray  # int32
     post_tf: np.ndarray  # float32
+    # Per term (max tf, min doc length / tf) over its postings, 0 until a query needs them
+    # (``kernels.maxscore``): made on the first pruned search, shared by later ones.
+    _bounds: list[np.ndarray] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self.term_ptr, self.post_doc, self.post_tf
+
+    def bounds(self) -> np.ndarray:
+        """The per-term figures, or none (0 rows) for a segment of fewer than
+        ``BOUNDS_MIN_DOCS`` ids: a write's small segment would pay a row per term of the
+        vocabulary for a few postings, cheaper to read again per query."""
+        if self.hi - self.lo < BOUNDS_MIN_DOCS:
+            return _NO_BOUNDS
+        if not self._bounds:  # two threads racing each make one: the first kept is used
+            self._bounds.append(np.zeros((len(self.term_ptr) - 1, 2)))
+        return self._bounds[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -546,6 +564,15 @@ class BM25Index:
         weight, the MAX_CONTEXT_TERMS best of them) summed into this thread's buffers: (view,
         buffers, touched count), or None when nothing can match. The caller zeroes the
         touched slots."""
+        query = self._query(terms, max_terms, extra, groups)
+        return None if query is None else self._summed(*query)
+
+    def _query(
+        self, terms: list[str] | None = None, max_terms: int = 0,
+        extra: dict[str, float] | None = None, groups: Collection[int] | None = None,
+    ) -> tuple[_View, np.ndarray, np.ndarray] | None:
+        """What ``_accumulate`` sums: (view, term ids, idf or idf x weight), or None when
+        there is no term."""
         if not terms and not extra:
             return None
         with self._lock:  # statistics and segments from the same instant
@@ -559,7 +586,7 @@ class BM25Index:
                 best = np.argsort(-idf, kind="stable")[:MAX_CONTEXT_TERMS]
                 ids, idf = ids[best], idf[best]
             snap = self._view(stats)
-        return self._summed(snap, ids, idf)
+        return snap, ids, idf
 
     def _summed(self, snap: _View, ids: np.ndarray, idf: np.ndarray, short: bool = False,
                 ) -> tuple[_View, tuple[np.ndarray, np.ndarray, np.ndarray], int] | None:
@@ -592,26 +619,48 @@ class BM25Index:
 
     def search(
         self, text: str, k: int, accept: Accept | None = None, max_terms: int = 0,
-        groups: Collection[int] | None = None,
+        groups: Collection[int] | None = None, visibility: Visibility | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k accepted labels by BM25, descending; ties by label ascending. Without a
-        filter the best are picked as the buffers are cleared (``kernels.bm25``).
-        ``groups``: as ``scores``."""
-        if accept is None:
-            found = self._accumulate(self.analyzer.query_terms(text), max_terms, groups=groups)
-            if found is None:
-                return _EMPTY
-            snap, (scores, seen, touched), count = found
-            return bm25_top_k(scores, seen, touched, count, snap.doc_label, max(k, 0))
-        return top_k(*accepted(self.scores(text, max_terms, groups), accept), k)
+        """Top-k accepted labels by BM25, descending; ties by label ascending: the postings
+        that cannot change the top k skipped (``lexical.pruned``; with a filter, only given
+        ``visibility``, the columns ``accept`` reads) where that is exact, else every one
+        scored (without a filter the best are picked as the buffers are cleared,
+        ``kernels.bm25``). ``groups``: as ``scores``."""
+        return self._top(self._query(self.analyzer.query_terms(text), max_terms,
+                                     groups=groups), k, accept, visibility)
 
     def search_weighted(self, weights: dict[str, float], k: int, accept: Accept | None = None,
                         groups: Collection[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Top-k accepted labels by BM25 of the ``weights`` terms (each term's contribution
         times its weight, the MAX_CONTEXT_TERMS of highest idf x weight), descending; ties
-        by label ascending. ``groups``: as ``scores``."""
-        found = self._accumulate(extra=weights, groups=groups)
-        return top_k(*accepted(self._collect(found), accept), k)
+        by label ascending (as ``search``). ``groups``: as ``scores``."""
+        return self._top(self._query(extra=weights, groups=groups), k, accept)
+
+    def _top(self, query: tuple[_View, np.ndarray, np.ndarray] | None, k: int,
+             accept: Accept | None, visibility: Visibility | None = None,
+             ) -> tuple[np.ndarray, np.ndarray]:
+        if query is None or query[0].n_live == 0 or query[0].avgdl <= 0:
+            return _EMPTY
+        snap, ids, idf = query
+        segments: list[SegmentBounds] = [
+            (s.arrays, s.bounds()) for s in sorted(snap.segments, key=_size, reverse=True)]
+        found = search_pruned(segments, snap.doc_len, snap.alive, snap.doc_label, snap.n_docs,
+                              ids, idf, self.k1, self.b, snap.avgdl, k, accept,
+                              self._buffers(snap.n_docs), visibility)
+        if found is not None:
+            return found
+        return self._exhaustive(snap, ids, idf, k, accept)
+
+    def _exhaustive(self, snap: _View, ids: np.ndarray, idf: np.ndarray, k: int,
+                    accept: Accept | None) -> tuple[np.ndarray, np.ndarray]:
+        """``_top`` scoring every posting of the terms (the reference of the pruned one)."""
+        summed = self._summed(snap, ids, idf)
+        if summed is None:
+            return _EMPTY
+        if accept is None:
+            _, (scores, seen, touched), count = summed
+            return bm25_top_k(scores, seen, touched, count, snap.doc_label, max(k, 0))
+        return top_k(*accepted(self._collect(summed), accept), k)
 
 
 def accepted(found: tuple[np.ndarray, np.ndarray],

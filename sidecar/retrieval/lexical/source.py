@@ -34,8 +34,10 @@ class LexicalSource:
         query = ctx.query
         groups = self.groups(query.viewer)
         if not query.context_texts:
+            columns = (None if ctx.accept is None
+                       else ctx.live.visibility(query.viewer, query.types))
             return Found(*self.index.search(query.text, query.search_limit, ctx.accept,
-                                            ctx.config.bm25_query_max_terms, groups))
+                                            ctx.config.bm25_query_max_terms, groups, columns))
         own = self.index.scores(query.text, ctx.config.bm25_query_max_terms, groups)
         labels, scores = accepted(self.index.with_context(own, query.context_texts, groups),
                                   ctx.accept)
