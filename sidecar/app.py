@@ -26,6 +26,7 @@ from sidecar.embedding.models import ModelIdentity, identity, model_files, servi
 from sidecar.errors import StorageFault
 from sidecar.files import private_dir, remove_stale_temps
 from sidecar.injection.channels import ChannelStates
+from sidecar.injection.elsewhere import ResetElsewhere
 from sidecar.injection.marker import BlockSigner
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.pipeline import Injector
@@ -163,6 +164,8 @@ class App:
             capture=capture, holds_secret=screen.holds_secret,
         )
         eraser.channels = injector
+        if feed is not None:  # resets of other sidecars drop this one's copies from now on
+            feed.on_channels = ResetElsewhere(injector.states, injector.trace, capture)
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)

@@ -168,10 +168,17 @@ class ChannelStates:
 
     def drop(self, channel_id: str) -> None:
         """Forget the memory copy (the next ``get`` reads the store, and a read in flight is
-        made again)."""
+        made again). A call holding the copy's lock finishes on it: on a shared store its
+        commit, a compare-and-swap on the copy's turn, fails when the channel was reset or
+        erased meanwhile, and the turn is built again on what the store holds."""
         with self._lock:
             self._channels.pop(channel_id, None)
             self._stale(channel_id)
+
+    def names(self) -> list[str]:
+        """The channels held in memory, read or reset in flight."""
+        with self._lock:
+            return list({**self._channels, **self._reading, **self._resetting})
 
     def _stale(self, channel_id: str) -> None:
         for busy in (self._reading.get(channel_id), self._resetting.get(channel_id)):
