@@ -33,14 +33,18 @@ class ResetElsewhere:
         self.states = states
         self.trace = trace
         self.capture = capture
+        self._digests: dict[str, str] = {}  # of the channels held at the last call
 
     def __call__(self, digests: Collection[str] | None) -> int:
         """Drop the channels of ``digests`` (None: every channel, as a feed gap may hide any
-        reset); how many this sidecar held."""
+        reset); how many this sidecar held. Called by one thread at a time (the feed's
+        reads are serial)."""
         held = {*self.states.names(), *self.trace.names(),
                 *(self.capture.names() if self.capture is not None else ())}
+        known = self._digests
+        self._digests = {c: known.get(c) or channel_digest(c) for c in held}
         wanted = None if digests is None else set(digests)
-        gone = [c for c in held if wanted is None or channel_digest(c) in wanted]
+        gone = [c for c, d in self._digests.items() if wanted is None or d in wanted]
         for channel_id in gone:
             self.states.drop(channel_id)
             self.trace.forget(channel_id)
