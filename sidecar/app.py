@@ -164,8 +164,8 @@ class App:
             capture=capture, holds_secret=screen.holds_secret,
         )
         eraser.channels = injector
-        if feed is not None:  # resets of other sidecars drop this one's copies from now on
-            feed.on_channels = ResetElsewhere(injector.states, injector.trace, capture)
+        if feed is not None:  # other sidecars' resets and erasures drop this one's copies
+            _follow_channels(feed, ResetElsewhere(injector.states, injector.trace, capture))
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)
@@ -292,6 +292,14 @@ def _feed(db: SqlStore, memories: MemoryService, retention_days: float,
                       retention_days * 86_400)
     memories.serialize = feed.exclusive
     return feed
+
+
+def _follow_channels(feed: ChangeFeed, elsewhere: ResetElsewhere) -> None:
+    from sidecar.memory.remote import RemoteWrites
+
+    feed.on_channels = elsewhere
+    assert isinstance(feed.follower, RemoteWrites)
+    feed.follower.erased = elsewhere.erased
 
 
 def _serving_embedder(stored: ModelIdentity | None, wanted: str,

@@ -6,7 +6,9 @@ user's erasure, the idle sweep) by the SHA-256 of its id (PostgreSQL migration 1
 change rows keep no caller string. ``ResetElsewhere`` matches the digests against the
 channels this sidecar holds (state copies and their reads in flight, trace rings, capture's
 last messages) and drops each match from memory, as its own ``Injector.erase`` would, without
-touching the store (the other sidecar did).
+touching the store (the other sidecar did). A memory another sidecar erased for good
+(ForgetMemory with ``hard``, ForgetUser, retention) blanked the saved replies quoting it:
+``erased`` drops the copies that name it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ class ResetElsewhere:
         self.trace = trace
         self.capture = capture
         self._digests: dict[str, str] = {}  # of the channels held at the last call
+
+    def erased(self, ids: Collection[str]) -> int:
+        """Memories another sidecar erased for good: the state copies quoting them go
+        (``ChannelStates.drop_naming``); how many."""
+        return self.states.drop_naming(ids)
 
     def __call__(self, digests: Collection[str] | None) -> int:
         """Drop the channels of ``digests`` (None: every channel, as a feed gap may hide any

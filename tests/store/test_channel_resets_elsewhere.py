@@ -150,3 +150,25 @@ def test_a_feed_gap_drops_every_copy(pair: tuple[App, App]) -> None:
     b.feed.catch_up()
     assert b.feed.reloads == 1
     assert not holds(b, "c") and "d" not in b.injector.states.names()
+
+
+def test_a_memory_erased_on_one_sidecar_leaves_no_copy_quoting_it_on_the_others(
+        pair: tuple[App, App]) -> None:
+    """A hard ForgetMemory blanks the saved replies that quoted the memory (the channel is
+    not reset): the other sidecar's copies quoting it go too, so a retry there never
+    answers with it."""
+    a, b = pair
+    assert b.feed is not None
+    memory = b.memories.upsert(MemoryDraft(f"Alice says: {SECRET}", MemoryType.FACT,
+                                           agent_id="ops")).memory
+    wait_for(lambda: len(a.retriever.live) == 1)
+    first = b.injector.inject(InjectRequest("ops", "c", "what is the gym locker code?"))
+    assert "Zanzibar" in first.block
+    talk(b, "quiet", "what is on the menu today?")
+    a.eraser.erase_memory(memory.id, "ops")
+    b.feed.catch_up()
+    assert "c" not in b.injector.states.names()
+    assert "quiet" in b.injector.states.names()  # it never named the memory
+    again = b.injector.inject(InjectRequest("ops", "c", "what is the gym locker code?",
+                                            turn=1))  # a retry of the turn
+    assert again.turn == 1 and "Zanzibar" not in again.block
