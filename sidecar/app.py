@@ -26,6 +26,7 @@ from sidecar.embedding.models import ModelIdentity, identity, model_files, servi
 from sidecar.errors import StorageFault
 from sidecar.files import private_dir, remove_stale_temps
 from sidecar.injection.channels import ChannelStates
+from sidecar.injection.elsewhere import ResetElsewhere
 from sidecar.injection.marker import BlockSigner
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.pipeline import Injector
@@ -163,6 +164,8 @@ class App:
             capture=capture, holds_secret=screen.holds_secret,
         )
         eraser.channels = injector
+        if feed is not None:  # other sidecars' resets and erasures drop this one's copies
+            _follow_channels(feed, ResetElsewhere(injector.states, injector.trace, capture))
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)
@@ -289,6 +292,14 @@ def _feed(db: SqlStore, memories: MemoryService, retention_days: float,
                       retention_days * 86_400)
     memories.serialize = feed.exclusive
     return feed
+
+
+def _follow_channels(feed: ChangeFeed, elsewhere: ResetElsewhere) -> None:
+    from sidecar.memory.remote import RemoteWrites
+
+    feed.on_channels = elsewhere
+    assert isinstance(feed.follower, RemoteWrites)
+    feed.follower.erased = elsewhere.erased
 
 
 def _serving_embedder(stored: ModelIdentity | None, wanted: str,

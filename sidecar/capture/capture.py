@@ -210,10 +210,19 @@ class Capture:
 
     def reset(self, channel_id: str) -> None:
         """A new conversation: nothing of the old one is in its history any more."""
-        with self._lock:
-            self._last.pop(channel_id, None)
+        self.forget(channel_id)
         with self.repo.db.transaction():
             self.repo.release_all(channel_id)
+
+    def forget(self, channel_id: str) -> None:
+        """The channel's last message held in memory is dropped (the store is left alone)."""
+        with self._lock:
+            self._last.pop(channel_id, None)
+
+    def names(self) -> list[str]:
+        """The channels whose last message is held in memory."""
+        with self._lock:
+            return list(self._last)
 
     # --- helpers --------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
@@ -168,10 +168,36 @@ class ChannelStates:
 
     def drop(self, channel_id: str) -> None:
         """Forget the memory copy (the next ``get`` reads the store, and a read in flight is
-        made again)."""
+        made again). A call holding the copy's lock finishes on it: on a shared store its
+        commit, a compare-and-swap on the copy's turn, fails when the channel was reset or
+        erased meanwhile, and the turn is built again on what the store holds."""
         with self._lock:
             self._channels.pop(channel_id, None)
             self._stale(channel_id)
+
+    def drop_naming(self, ids: Collection[str]) -> int:
+        """Drop the copies that name one of ``ids`` (memories another sidecar erased for
+        good: it deleted their rows and blanked the saved replies quoting them, which these
+        copies still hold, with their vectors in the buffer), and make every read in flight
+        again; how many copies. Scanned without the cache lock (a call of another channel
+        never waits for it)."""
+        erased = set(ids)
+        with self._lock:
+            held = list(self._channels.items())
+            for busy in self._reading.values():
+                busy.stale = True
+        named = [(c, s) for c, s in held if any(i in s.injected for i in erased)
+                 or not erased.isdisjoint(s.buffer_ids)]
+        with self._lock:
+            for channel_id, state in named:
+                if self._channels.get(channel_id) is state:
+                    del self._channels[channel_id]
+        return len(named)
+
+    def names(self) -> list[str]:
+        """The channels held in memory, read or reset in flight."""
+        with self._lock:
+            return list({**self._channels, **self._reading, **self._resetting})
 
     def _stale(self, channel_id: str) -> None:
         for busy in (self._reading.get(channel_id), self._resetting.get(channel_id)):

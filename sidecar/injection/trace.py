@@ -121,6 +121,11 @@ class TraceRing:
         with self._lock:
             self._rings.pop(channel_id, None)
 
+    def names(self) -> list[str]:
+        """The channels with turns held."""
+        with self._lock:
+            return list(self._rings)
+
 
 def trace_turn(agent_id: str, text: str, turn: int, skip_reason: str, elapsed_us: int,
                injected: list[Candidate], dropped: list[TracedDrop], at_us: int,

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 # The index labels of live memories (-1: not live), and the scrub of erased labels' bytes.
 LabelsOf = Callable[[Sequence[str]], list[int]]
 Scrub = Callable[[list[int]], None]
+Erased = Callable[[list[str]], object]  # ids of memories deleted for good
 
 
 class RemoteWrites:
@@ -33,6 +34,8 @@ class RemoteWrites:
         self.service = service
         self.labels_of = labels_of
         self.scrub = scrub
+        # Told after the indexes dropped them (the channels' memory copies that quote them).
+        self.erased: Erased = lambda ids: None
 
     def paused(self) -> AbstractContextManager[None]:
         return self.service.writes_paused()
@@ -51,6 +54,7 @@ class RemoteWrites:
                 self.service.listeners.forgotten([_erased(i) for i in gone])
                 if self.scrub is not None and any(label >= 0 for label in labels):
                     self.scrub([label for label in labels if label >= 0])
+                self.erased(gone)
         if edges:
             self._edges(edges)
 

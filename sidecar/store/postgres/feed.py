@@ -9,11 +9,15 @@ and the first one not yet started) and reads the rows of exactly the transaction
 snapshot did not see: those then in progress or started since. Each committed transaction's
 rows are seen first by one read, so each change is handed on once, however the commits
 interleave, and a read costs what committed since the last one (a transaction left open for
-hours holds nothing back). A thread LISTENs for ``memsidecar_changes`` and, on each wake-up
-(or every ``poll_s`` if a notification was missed), hands the new rows to the ``Follower``,
-skipping this process's own (its indexes already have them); a write transaction does the
-same once it holds its scopes. After a reconnect or a restart it resumes from its snapshot.
-When rows it has not read were already deleted by retention, the follower reloads in full.
+hours holds nothing back). A channel's state deleted (a reset, an erasure) appends a row too
+(migration 11's trigger) naming the channel by the SHA-256 of its id: ``on_channels`` gets
+those digests, so the other sidecars drop their memory copies of it. A thread LISTENs for
+``memsidecar_changes`` and, on each wake-up (or every ``poll_s`` if a notification was
+missed), hands the new rows to the ``Follower``, skipping this process's own (its indexes
+already have them); a write transaction does the same once it holds its scopes. After a
+reconnect or a restart it resumes from its snapshot. When rows it has not read were already
+deleted by retention, the follower reloads in full and ``on_channels`` gets None (every
+channel's copy is dropped).
 """
 
 from __future__ import annotations
@@ -60,6 +64,12 @@ class Change:
     seq: int
     memory_id: str | None  # a memory row changed
     edge: tuple[str, str, int] | None  # (source_id, target_id, relation) changed
+    channel: str | None = None  # a channel's state deleted: sha256(channel_id), hex
+
+
+# Channels' states deleted by other sidecars, by the SHA-256 of their ids (hex; None: any
+# channel may have been).
+ChannelsGone = Callable[[Sequence[str] | None], object]
 
 
 class Follower(Protocol):
@@ -87,6 +97,7 @@ class ChangeFeed:
         self.reloads = 0
         self.connected = False  # the LISTEN connection is up
         self.on_status: Callable[[bool], None] = lambda connected: None
+        self.on_channels: ChannelsGone = lambda digests: None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -114,9 +125,9 @@ class ChangeFeed:
                 # transactions the last read did not see (then running, or started since).
                 rows = self.db.execute(
                     "SELECT 0, 0, 0, pg_current_snapshot()::text, (SELECT value FROM meta "
-                    "WHERE key = ?), NULL, NULL, NULL UNION ALL "
-                    "SELECT 1, xid, seq, origin, memory_id, source_id, target_id, relation "
-                    "FROM changes "
+                    "WHERE key = ?), NULL, NULL, NULL, NULL UNION ALL "
+                    "SELECT 1, xid, seq, origin, memory_id, source_id, target_id, relation, "
+                    "channel FROM changes "
                     "WHERE xid >= ? OR xid = ANY(?) ORDER BY 1, 2, 3",
                     (PRUNED_KEY, self.seen.xmax, list(self.seen.running)))
                 if not self._missed(-1 if rows[0][4] is None else int(rows[0][4])):
@@ -124,10 +135,14 @@ class ChangeFeed:
                 self._reload()  # then read again from the reload's snapshot
             now = Snapshot.parse(str(rows[0][3]))
             changes = [_change(r) for r in rows[1:] if r[3] != self.db.origin]
+            channels = [c.channel for c in changes if c.channel is not None]
+            if channels:
+                changes = [c for c in changes if c.channel is None]
+                self.on_channels(channels)
             for at in range(0, len(changes), BATCH):
                 self.follower.apply(changes[at : at + BATCH])
             self.seen = now  # (an apply that raised leaves the rows to the next read)
-            return len(changes)
+            return len(changes) + len(channels)
 
     def exclusive(self, scopes: Collection[ScopeKey] | None = None) -> None:
         """Inside a write transaction into ``scopes`` (None: any scope): wait for every
@@ -160,6 +175,7 @@ class ChangeFeed:
         log.warning("change feed gap older than the retention: reloading the store",
                     extra={"seen_xmin": self.seen.xmin, "watermark_xmin": mark.xmin})
         self.follower.reload()
+        self.on_channels(None)
         self.seen = mark
         self.reloads += 1
 
@@ -207,9 +223,10 @@ class ChangeFeed:
 
 
 def _change(row: tuple[Any, ...]) -> Change:
-    """A row of (1, xid, seq, origin, memory_id, source_id, target_id, relation)."""
+    """A row of (1, xid, seq, origin, memory_id, source_id, target_id, relation, channel)."""
     edge = None if row[5] is None else (str(row[5]), str(row[6]), int(row[7]))
-    return Change(seq=int(row[2]), memory_id=row[4], edge=edge)
+    return Change(seq=int(row[2]), memory_id=row[4], edge=edge,
+                  channel=None if row[8] is None else str(row[8]))
 
 
 def _closed(conn: psycopg.Connection[Any] | None) -> None:

@@ -256,6 +256,24 @@ MIGRATIONS: list[str] = [
         RETURN NULL;
     END $$;
     """,
+    # 11: a channel's state deleted (a reset, an erasure, the idle sweep) appends a change
+    # naming the channel by the SHA-256 of its id (``channel``, hex; no content, no raw caller
+    # string) and wakes the listeners: the other sidecars drop their memory copies of it.
+    # Channel deletes change no memory or edge and take no FEED_LOCK.
+    """
+    ALTER TABLE changes ADD COLUMN channel TEXT;
+    CREATE FUNCTION memsidecar_channel_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO changes (at, origin, channel) VALUES (
+            (extract(epoch FROM clock_timestamp()) * 1000000)::BIGINT,
+            coalesce(current_setting('memsidecar.origin', true), ''),
+            encode(sha256(convert_to(OLD.channel_id, 'UTF8')), 'hex'));
+        PERFORM pg_notify('memsidecar_changes', '');
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER injection_channels_change AFTER DELETE ON injection_channels
+        FOR EACH ROW EXECUTE FUNCTION memsidecar_channel_change();
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
