@@ -16,6 +16,12 @@ count); the least recently used are deallocated in that round trip. Names are ne
 anywhere (a random part for each store object); a connection the pool replaces is a new
 object, with none.
 
+An EXECUTE's literals are coerced to the parameter types the server inferred, which a plain
+statement's literals are not (``n = 1.5`` on a ``bigint`` matches no row, ``n = $1`` at 1.5
+matches 2; ``t = 42`` on a ``text`` is an error, ``t = $1`` at 42 is not): a statement is sent
+as an EXECUTE only when each value is a string, a NULL, or of a Python type that the inferred
+type takes as it is (``ACCEPTS``; read back with the preparation), else plainly.
+
 A text the server cannot prepare is sent plainly from then on. A batch of EXECUTEs that fails
 otherwise than by a ``guard`` is sent again as plain statements (nothing of the first try was
 committed: one string is one transaction), so its error is the one it always had. A server
@@ -48,12 +54,26 @@ GENERIC = b"SET LOCAL plan_cache_mode = force_generic_plan"
 
 Statement = tuple[str, Params]
 
+# The Python types (besides str and None, whose literals take the type of their place in
+# a plain statement too) whose literal means the same as an EXECUTE's argument of an inferred
+# parameter type as in a plain statement. A value of another type: the statement sent plainly.
+_INTS: frozenset[type] = frozenset({int})
+ACCEPTS: dict[str, frozenset[type]] = {
+    "boolean": frozenset({bool}), "smallint": _INTS, "integer": _INTS, "bigint": _INTS,
+    "double precision": frozenset({int, float}),
+    "bytea": frozenset({bytes, bytearray, memoryview}),
+}
+_ANY: frozenset[type] = frozenset({str, type(None)})
+Kinds = tuple[frozenset[type], ...]  # per parameter, the Python types sent as an EXECUTE
+
 
 @dataclass(slots=True)
 class _Session:
-    """What one connection has prepared: text -> name, least recently used first."""
+    """What one connection has prepared: text -> name, least recently used first; text ->
+    the Python types each parameter takes."""
 
     names: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    kinds: dict[str, Kinds] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +110,13 @@ class PreparedStatements:
         names = self._prepare(conn, statements)
         if not names:
             return Composed(plain(psycopg.ClientCursor(conn), statements))
+        kinds = self._sessions[conn].kinds
         literal = Transformer.from_context(conn).as_literal  # psycopg's escaping, as mogrify's
         bind = psycopg.ClientCursor(conn)
         body = [b"EXECUTE %s(%s)" % (names[sql].encode(), b", ".join(
                     b"NULL" if value is None else literal(value) for value in params))
-                if sql in names and params else _plain_one(bind, sql, params).encode()
+                if sql in names and params and _takes(kinds.get(sql, ()), params)
+                else _plain_one(bind, sql, params).encode()
                 for sql, params in statements]
         return Composed(b"\n;\n".join([GENERIC, *body]), executes=True)
 
@@ -127,11 +149,17 @@ class PreparedStatements:
                 names[sql] = f"{self._prefix}{next(self._made)}"
             head = []
             while len(names) > self.size:  # the batch's texts are last: never evicted here
-                head.append(f"DEALLOCATE {names.popitem(last=False)[1]}")
+                evicted, name = names.popitem(last=False)
+                session.kinds.pop(evicted, None)
+                head.append(f"DEALLOCATE {name}")
             head += [f"PREPARE {names[sql]} AS {_numbered(sql)}" for sql in fresh]
+            head.append(_TYPES % ", ".join(f"'{names[sql]}'" for sql in fresh))
             self.preparations += 1
             try:
-                conn.execute("\n;\n".join(head).encode(), prepare=False)
+                cur = conn.execute("\n;\n".join(head).encode(), prepare=False)
+                while cur.nextset():  # to the last result: the parameter types
+                    pass
+                self._learn(session, dict(cur.fetchall()))
             except psycopg.OperationalError:
                 self._sessions.pop(conn, None)  # the pool drops a broken connection
                 raise
@@ -149,7 +177,10 @@ class PreparedStatements:
         there = self._on_server(conn)
         known = before | session.names
         session.names = OrderedDict((sql, name) for sql, name in known.items() if name in there)
-        for name in there - set(session.names.values()):
+        session.kinds = {sql: kinds for sql, kinds in session.kinds.items()
+                         if sql in session.names}
+        self._learn(session, there)
+        for name in set(there) - set(session.names.values()):
             conn.execute(f"DEALLOCATE {name}".encode(), prepare=False)
         refused = next((sql for sql in fresh if sql not in session.names), None)
         if refused is not None:
@@ -167,14 +198,35 @@ class PreparedStatements:
         for name in self._on_server(conn):
             conn.execute(f"DEALLOCATE {name}".encode(), prepare=False)
 
-    def _on_server(self, conn: psycopg.Connection[Any]) -> set[str]:
-        rows = conn.execute("SELECT name FROM pg_prepared_statements WHERE "
-                            "starts_with(name, %s)", (self._prefix,)).fetchall()
-        return {str(row[0]) for row in rows}
+    def _on_server(self, conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
+        """This store's statements ``conn`` holds: name -> parameter types."""
+        rows = conn.execute("SELECT name, parameter_types::text[] FROM pg_prepared_statements "
+                            "WHERE starts_with(name, %s)", (self._prefix,)).fetchall()
+        return {str(name): list(types) for name, types in rows}
+
+    @staticmethod
+    def _learn(session: _Session, types: dict[str, list[str]]) -> None:
+        """The Python types each parameter takes, of the texts prepared as ``types`` (name ->
+        the server's parameter types) says."""
+        by_name = {name: sql for sql, name in session.names.items()}
+        for name, kinds in types.items():
+            if name in by_name:
+                session.kinds[by_name[name]] = tuple(ACCEPTS.get(kind, frozenset()) | _ANY
+                                                     for kind in kinds)
 
     def _preparable(self, sql: str, params: Params) -> bool:
         return (isinstance(params, tuple) and len(params) > 0
                 and sql.count("?") == len(params) and sql not in self._unpreparable)
+
+
+_TYPES = ("SELECT name, parameter_types::text[] FROM pg_prepared_statements "
+          "WHERE name IN (%s)")
+
+
+def _takes(kinds: Kinds, params: Params) -> bool:
+    """Whether each of ``params`` is of a type its parameter takes as an EXECUTE's argument."""
+    return len(kinds) == len(params) and all(
+        type(value) in kind for value, kind in zip(params, kinds, strict=True))
 
 
 def plain(bind: psycopg.ClientCursor[Any], statements: Sequence[Statement]) -> bytes:
