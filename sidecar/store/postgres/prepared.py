@@ -24,8 +24,13 @@ type takes as it is (``ACCEPTS``; read back with the preparation), else plainly.
 
 A text the server cannot prepare is sent plainly from then on. A batch of EXECUTEs that fails
 otherwise than by a ``guard`` is sent again as plain statements (nothing of the first try was
-committed: one string is one transaction), so its error is the one it always had. A server
-that forgets prepared statements (a transaction pooler between) turns preparing off.
+committed: one string is one transaction), so its error is the one it always had.
+
+A connection whose statements the server forgot (psycopg sends ``DEALLOCATE ALL`` when a
+transaction rolls back on a connection holding statements it prepared itself, its reads run
+five times) prepares them again. When the server forgets them again before a batch of
+EXECUTEs went through (a transaction pooler between: each round trip may reach another
+session), preparing is turned off for the store.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "memsidecar_"  # psycopg names its own prepared statements _pg3_N
 PER_CONNECTION = 64  # prepared texts a connection keeps (a turn's commit uses about 10)
+FORGOTTEN_MAX = 2  # the server forgetting statements this often in a row: preparing off
 UNPREPARABLE_KEPT = 256  # texts remembered as never to prepare (then forgotten, tried again)
 GENERIC = b"SET LOCAL plan_cache_mode = force_generic_plan"
 
@@ -98,6 +104,7 @@ class PreparedStatements:
         self._unpreparable: set[str] = set()
         self.preparations = 0  # round trips that prepared texts
         self.resent = 0  # batches of EXECUTEs sent again plainly
+        self._forgotten = 0  # times the server forgot statements since a batch went through
 
     def prepared(self, conn: psycopg.Connection[Any]) -> dict[str, str]:
         """The texts ``conn`` holds prepared, by name."""
@@ -127,7 +134,11 @@ class PreparedStatements:
         log.info("batch refused as EXECUTEs: sent again plainly",
                  extra={"sqlstate": err.sqlstate})
         if isinstance(err, psycopg.errors.InvalidSqlStatementName):
-            self._turn_off(conn, err)
+            self._forgot(conn, err)
+
+    def went_through(self) -> None:
+        """A batch of EXECUTEs was committed: the server keeps what it is told."""
+        self._forgotten = 0
 
     def _prepare(self, conn: psycopg.Connection[Any],
                  statements: Sequence[Statement]) -> dict[str, str]:
@@ -165,7 +176,7 @@ class PreparedStatements:
                 raise
             except psycopg.Error as err:
                 if isinstance(err, psycopg.errors.InvalidSqlStatementName):
-                    self._turn_off(conn, err)
+                    self._forgot(conn, err)  # an evicted text's DEALLOCATE
                     return {}
                 self._refused(conn, session, before, fresh)
         return {sql: session.names[sql] for sql in wanted if sql in session.names}
@@ -190,10 +201,18 @@ class PreparedStatements:
             log.info("a statement the server cannot prepare: sent plainly",
                      extra={"statement": refused[:60]})
 
-    def _turn_off(self, conn: psycopg.Connection[Any], err: psycopg.Error) -> None:
-        log.warning("the server forgot prepared statements (a transaction pooler?): "
-                    "batches are sent unprepared", extra={"sqlstate": err.sqlstate})
-        self.size = 0
+    def _forgot(self, conn: psycopg.Connection[Any], err: psycopg.Error) -> None:
+        """The server lacked a statement ``conn`` prepared: what it still holds of this store
+        is deallocated and ``conn`` prepares again; the second time in a row before a batch of
+        EXECUTEs went through, preparing is turned off."""
+        self._forgotten += 1
+        if self._forgotten >= FORGOTTEN_MAX:
+            log.warning("the server forgot prepared statements (a transaction pooler?): "
+                        "batches are sent unprepared", extra={"sqlstate": err.sqlstate})
+            self.size = 0
+        else:
+            log.info("the server forgot prepared statements: prepared again",
+                     extra={"sqlstate": err.sqlstate})
         self._sessions.pop(conn, None)
         for name in self._on_server(conn):
             conn.execute(f"DEALLOCATE {name}".encode(), prepare=False)
