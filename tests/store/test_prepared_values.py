@@ -4,7 +4,9 @@ error."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import psycopg
@@ -12,7 +14,7 @@ import pytest
 
 from sidecar.injection.state_repo import StateRepo
 from sidecar.store.postgres.db import PgDatabase
-from sidecar.store.postgres.prepared import PreparedStatements
+from sidecar.store.postgres.prepared import PREFIX, PreparedStatements
 from tests.store.contract_data import saved_turn
 
 TABLE = ("CREATE TABLE probe (id BIGINT PRIMARY KEY, t TEXT, n BIGINT, i INTEGER, "
@@ -111,5 +113,82 @@ def test_a_turns_commit_is_sent_as_executes(pg_dsn: str) -> None:
         assert composed.executes and len(lines) == len(sent[-1])
         for (sql, params), line in zip(sent[-1], lines, strict=True):
             assert line.startswith(b"EXECUTE ") == bool(params), sql
+    finally:
+        db.close()
+
+
+def test_threads_sharing_the_store(pg_dsn: str) -> None:
+    """Batches from several threads beside reads on connections of their own (the pool hands
+    a connection to one thread, then another): every write, and what each connection holds
+    is what the store believes."""
+    db = PgDatabase(pg_dsn, max_connections=3)
+    texts = [f"UPDATE meta SET value = value || ? WHERE key = ? AND {n} = {n}" for n in range(5)]
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            for n in range(30):
+                with db.batched():
+                    db.execute("INSERT INTO meta (key, value) VALUES (?, ?)", (f"{w}.{n}", "v"))
+                    db.execute(texts[(w + n) % len(texts)], (str(n % 7), f"{w}.{n}"))
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    def reader() -> None:
+        try:
+            for n in range(60):
+                db.read_apart("SELECT count(*) FROM meta WHERE key LIKE ?", ("%.%",))
+                db.read_together([("SELECT value FROM meta WHERE key = ?", (f"0.{n}",)),
+                                  ("SELECT count(*) FROM meta", ())])
+        except BaseException as err:  # noqa: BLE001
+            errors.append(err)
+
+    try:
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
+        threads += [threading.Thread(target=reader) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        rows = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE '%.%'"))
+        assert rows == {f"{w}.{n}": f"v{n % 7}" for w in range(3) for n in range(30)}
+        with ExitStack() as stack:
+            for _ in range(db._pool.get_stats()["pool_size"]):
+                conn = stack.enter_context(db._pool.connection())
+                held = db.prepared.prepared(conn)
+                there = conn.execute("SELECT name FROM pg_prepared_statements WHERE "
+                                     "starts_with(name, %s)", (PREFIX,)).fetchall()
+                assert set(held) == {name for (name,) in there}
+        assert db.prepared.resent == 0
+    finally:
+        db.close()
+
+
+def test_a_batch_of_more_texts_than_a_connection_keeps(pg_dsn: str) -> None:
+    """At exactly ``PER_CONNECTION`` texts held, a batch of more distinct texts: the ones
+    past the bound sent plainly, every row written as plainly."""
+    db = PgDatabase(pg_dsn)
+    size = db.prepared.size
+    texts = [f"INSERT INTO meta (key, value) VALUES (?, ?) /* {n} */" for n in range(2 * size)]
+    try:
+        with db.batched():
+            for n, sql in enumerate(texts[:size]):
+                db.execute(sql, (f"a{n}", str(n)))
+        with db._pool.connection() as conn:
+            assert len(db.prepared.prepared(conn)) == size
+        for round_ in range(2):
+            with db.batched():
+                for n, sql in enumerate(texts[size // 2:] + texts[:3]):
+                    db.execute(sql, (f"b{round_}.{n}", str(n)))
+            with db._pool.connection() as conn:
+                held = db.prepared.prepared(conn)
+                there = conn.execute("SELECT name FROM pg_prepared_statements WHERE "
+                                     "starts_with(name, %s)", (PREFIX,)).fetchall()
+            assert len(held) == size and set(held) == {name for (name,) in there}
+        rows = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE 'a%' OR key LIKE 'b%'"))
+        want = {f"a{n}": str(n) for n in range(size)}
+        want |= {f"b{r}.{n}": str(n) for r in range(2) for n in range(size + size // 2 + 3)}
+        assert rows == want and db.prepared.resent == 0
     finally:
         db.close()
