@@ -192,3 +192,21 @@ def test_a_batch_of_more_texts_than_a_connection_keeps(pg_dsn: str) -> None:
         assert rows == want and db.prepared.resent == 0
     finally:
         db.close()
+
+
+def test_the_texts_prepared_before_a_refused_one_are_executed(pg_dsn: str) -> None:
+    """A preparation the server refuses part way: the texts before the refused one are held,
+    with their parameter types, and executed in that batch; the refused one is sent plainly."""
+    put = "INSERT INTO meta (key, value) VALUES (?, ?)"
+    odd = "INSERT INTO meta (key, value) SELECT ?, ? WHERE ? IS NULL"
+    statements = PreparedStatements()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE meta (key text PRIMARY KEY, value text)")
+        composed = statements.compose(conn, [(put, ("a", "1")), (odd, ("b", "2", None)),
+                                             (put, ("c", 3))])
+        lines = composed.text.split(b"\n;\n")[1:]
+        assert [line.startswith(b"EXECUTE") for line in lines] == [True, False, False]
+        conn.execute(composed.text, prepare=False)
+        assert conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall() == [
+            ("a", "1"), ("b", "2"), ("c", "3")]
+        assert list(statements.prepared(conn).values()) == [put]
