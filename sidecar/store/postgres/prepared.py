@@ -56,6 +56,7 @@ PREFIX = "memsidecar_"  # psycopg names its own prepared statements _pg3_N
 PER_CONNECTION = 64  # prepared texts a connection keeps (a turn's commit uses about 10)
 FORGOTTEN_MAX = 2  # the server forgetting statements this often in a row: preparing off
 UNPREPARABLE_KEPT = 256  # texts remembered as never to prepare (then forgotten, tried again)
+FITS_KEPT = 1024  # (text, value types) checks a connection remembers
 GENERIC = b"SET LOCAL plan_cache_mode = force_generic_plan"
 
 Statement = tuple[str, Params]
@@ -80,6 +81,20 @@ class _Session:
 
     names: OrderedDict[str, str] = field(default_factory=OrderedDict)
     kinds: dict[str, Kinds] = field(default_factory=dict)
+    # (text, its values' Python types) -> whether ``kinds`` takes them: the check of a
+    # multi-row VALUES' hundred values is one lookup
+    fits: dict[tuple[str, tuple[type, ...]], bool] = field(default_factory=dict)
+
+    def takes(self, sql: str, params: Params) -> bool:
+        """Whether each value of ``params`` is of a type its parameter of ``sql`` takes."""
+        key = (sql, tuple(map(type, params)))
+        fit = self.fits.get(key)
+        if fit is None:
+            fit = _takes(self.kinds.get(sql, ()), params)
+            if len(self.fits) >= FITS_KEPT:
+                self.fits.clear()
+            self.fits[key] = fit
+        return fit
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +132,12 @@ class PreparedStatements:
         names = self._prepare(conn, statements)
         if not names:
             return Composed(plain(psycopg.ClientCursor(conn), statements))
-        kinds = self._sessions[conn].kinds
+        session = self._sessions[conn]
         literal = Transformer.from_context(conn).as_literal  # psycopg's escaping, as mogrify's
         bind = psycopg.ClientCursor(conn)
         body = [b"EXECUTE %s(%s)" % (names[sql].encode(), b", ".join(
                     b"NULL" if value is None else literal(value) for value in params))
-                if sql in names and params and _takes(kinds.get(sql, ()), params)
+                if sql in names and params and session.takes(sql, params)
                 else _plain_one(bind, sql, params).encode()
                 for sql, params in statements]
         return Composed(b"\n;\n".join([GENERIC, *body]), executes=True)
@@ -162,6 +177,7 @@ class PreparedStatements:
             while len(names) > self.size:  # the batch's texts are last: never evicted here
                 evicted, name = names.popitem(last=False)
                 session.kinds.pop(evicted, None)
+                session.fits.clear()
                 head.append(f"DEALLOCATE {name}")
             head += [f"PREPARE {names[sql]} AS {_numbered(sql)}" for sql in fresh]
             head.append(_TYPES % ", ".join(f"'{names[sql]}'" for sql in fresh))
@@ -228,6 +244,7 @@ class PreparedStatements:
         """The Python types each parameter takes, of the texts prepared as ``types`` (name ->
         the server's parameter types) says."""
         by_name = {name: sql for sql, name in session.names.items()}
+        session.fits.clear()
         for name, kinds in types.items():
             if name in by_name:
                 session.kinds[by_name[name]] = tuple(ACCEPTS.get(kind, frozenset()) | _ANY
