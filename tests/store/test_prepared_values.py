@@ -210,3 +210,27 @@ def test_the_texts_prepared_before_a_refused_one_are_executed(pg_dsn: str) -> No
         assert conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall() == [
             ("a", "1"), ("b", "2"), ("c", "3")]
         assert list(statements.prepared(conn).values()) == [put]
+
+
+def test_a_guards_refusal_and_a_unique_violation_through_executes(pg_dsn: str) -> None:
+    """A guard's refusal raises its error at once (not sent again plainly); a unique
+    violation is sent again plainly and raises as it always did; neither writes a row."""
+    put = "INSERT INTO meta (key, value) VALUES (?, ?)"
+    db = PgDatabase(pg_dsn)
+    try:
+        with db.batched():
+            db.execute(put, ("a", "1"))
+        for _ in range(2):
+            with pytest.raises(LookupError), db.batched():
+                db.execute(put, ("b", "1"))
+                db.guard("UPDATE meta SET value = ? WHERE key = ?", ("2", "gone"),
+                         LookupError("gone"))
+            assert db.prepared.resent == 0
+        with pytest.raises(psycopg.errors.UniqueViolation), db.batched():
+            db.execute(put, ("c", "1"))
+            db.execute(put, ("a", "2"))
+        assert db.prepared.resent == 1 and db.prepared.size > 0
+        assert dict(db.execute("SELECT key, value FROM meta WHERE key IN ('a', 'b', 'c')")) == {
+            "a": "1"}
+    finally:
+        db.close()
