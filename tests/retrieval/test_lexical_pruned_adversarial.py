@@ -5,11 +5,13 @@ restore; group statistics; filters rejecting most documents; k about ``MAX_K``."
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
 from sidecar.retrieval.lexical import pruned
-from sidecar.retrieval.lexical.bm25 import BOUNDS_MIN_DOCS, BM25Index, accepted, top_k
+from sidecar.retrieval.lexical.bm25 import BOUNDS_MIN_DOCS, BM25Index, Segment, accepted, top_k
 
 KS = [1, 2, 5, 31, 32, 33, 200, 10_000]
 ACCEPTS = [None, lambda labels: labels % 17 == 3, lambda labels: labels % 3 != 0]
@@ -115,3 +117,34 @@ def test_k_at_the_bound_on_copies(k: int) -> None:
         same(index.search(text, k), top_k(*index.scores(text), k))
         index.remove([n for n in range(1, 1001, 9)])
         same(index.search(text, k), top_k(*index.scores(text), k))
+
+
+def test_threads_filling_the_bounds_at_once() -> None:
+    """Several threads' first searches of one segment fill its per-term bounds together (the
+    kernels run without the GIL): each answer is the reference's."""
+    rng = np.random.default_rng(11)
+    vocab = 60
+    index = BM25Index(background_merge=False)
+    index.add(list(range(1, 3001)), texts(rng, 3000, vocab, 4))
+    index.merge()
+    asked = [(q, k) for q in queries(rng, vocab) for k in (1, 7, 32)]
+    want = [top_k(*index.scores(q), k) for q, k in asked]
+    for _ in range(3):
+        index._segments = tuple(  # bounds not worked out yet
+            Segment(s.lo, s.hi, s.term_ptr, s.post_doc, s.post_tf) for s in index._segments)
+        got: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
+
+        def ask(n: int, got: dict[int, list[tuple[np.ndarray, np.ndarray]]] = got) -> None:
+            shift = n * len(asked) // 4  # each thread from another place
+            answers = {i: index.search(*asked[i]) for i in
+                       [*range(shift, len(asked)), *range(shift)]}
+            got[n] = [answers[i] for i in range(len(asked))]
+
+        threads = [threading.Thread(target=ask, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for answers in got.values():
+            for answer, reference in zip(answers, want, strict=True):
+                same(answer, reference)
