@@ -234,3 +234,43 @@ def test_a_guards_refusal_and_a_unique_violation_through_executes(pg_dsn: str) -
             "a": "1"}
     finally:
         db.close()
+
+
+def test_two_connections_each_emptied_once_keep_preparing(pg_dsn: str) -> None:
+    """Two connections whose statements a rollback removed (``DEALLOCATE ALL``) one after
+    the other, before either sent a batch: each prepares again; only one connection emptied
+    twice in a row turns preparing off."""
+    put = "INSERT INTO meta (key, value) VALUES (?, ?)"
+    statements = PreparedStatements()
+
+    def send(conn: psycopg.Connection[Any], key: str, pooler: bool = False) -> None:
+        composed = statements.compose(conn, [(put, (key, "1"))])
+        if pooler:  # the EXECUTE reaches a session other than the one that prepared
+            conn.execute(b"DEALLOCATE ALL")
+        try:
+            conn.execute(composed.text, prepare=False)
+        except psycopg.errors.InvalidSqlStatementName as err:
+            statements.failed(conn, err)
+        else:
+            statements.went_through(conn)
+
+    with psycopg.connect(pg_dsn, autocommit=True) as one, \
+            psycopg.connect(pg_dsn, autocommit=True) as two:
+        one.execute("CREATE TABLE meta (key text PRIMARY KEY, value text)")
+        for n, conn in enumerate((one, two)):
+            send(conn, f"a{n}")
+        for conn in (one, two):
+            conn.execute(b"DEALLOCATE ALL")
+        for n, conn in enumerate((one, two)):
+            send(conn, f"b{n}")
+        assert statements.resent == 2 and statements.size > 0
+        for n, conn in enumerate((one, two)):
+            send(conn, f"c{n}")
+            assert list(statements.prepared(conn).values()) == [put]
+        assert statements.resent == 2
+        send(one, "d0", pooler=True)
+        assert statements.resent == 3 and statements.size > 0
+        send(one, "d1", pooler=True)
+        assert statements.resent == 4 and statements.size == 0
+        keys = one.execute("SELECT key FROM meta ORDER BY key").fetchall()
+        assert keys == [("a0",), ("a1",), ("c0",), ("c1",)]  # the failed ones (not sent again)

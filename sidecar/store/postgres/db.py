@@ -175,7 +175,7 @@ class PgDatabase:
                              prepare=False)
             else:
                 if composed.executes:
-                    self.prepared.went_through()
+                    self.prepared.went_through(conn)
 
     def guard(self, sql: str, params: Params, error: Exception) -> None:
         """``sql`` wrapped so that the server fails the statement when it changes no row:

@@ -29,8 +29,8 @@ committed: one string is one transaction), so its error is the one it always had
 A connection whose statements the server forgot (psycopg sends ``DEALLOCATE ALL`` when a
 transaction rolls back on a connection holding statements it prepared itself, its reads run
 five times) prepares them again. When the server forgets them again before a batch of
-EXECUTEs went through (a transaction pooler between: each round trip may reach another
-session), preparing is turned off for the store.
+EXECUTEs went through on that connection (a transaction pooler between: each round trip may
+reach another session), preparing is turned off for the store.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 
 PREFIX = "memsidecar_"  # psycopg names its own prepared statements _pg3_N
 PER_CONNECTION = 64  # prepared texts a connection keeps (a turn's commit uses about 10)
-FORGOTTEN_MAX = 2  # the server forgetting statements this often in a row: preparing off
+FORGOTTEN_MAX = 2  # a connection's statements forgotten this often in a row: preparing off
 UNPREPARABLE_KEPT = 256  # texts remembered as never to prepare (then forgotten, tried again)
 FITS_KEPT = 1024  # (text, value types) checks a connection remembers
 GENERIC = b"SET LOCAL plan_cache_mode = force_generic_plan"
@@ -119,7 +119,9 @@ class PreparedStatements:
         self._unpreparable: set[str] = set()
         self.preparations = 0  # round trips that prepared texts
         self.resent = 0  # batches of EXECUTEs sent again plainly
-        self._forgotten = 0  # times the server forgot statements since a batch went through
+        # per connection, times the server forgot its statements since a batch went through
+        self._forgotten: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = (
+            weakref.WeakKeyDictionary())
 
     def prepared(self, conn: psycopg.Connection[Any]) -> dict[str, str]:
         """The texts ``conn`` holds prepared, by name."""
@@ -151,9 +153,9 @@ class PreparedStatements:
         if isinstance(err, psycopg.errors.InvalidSqlStatementName):
             self._forgot(conn, err)
 
-    def went_through(self) -> None:
-        """A batch of EXECUTEs was committed: the server keeps what it is told."""
-        self._forgotten = 0
+    def went_through(self, conn: psycopg.Connection[Any]) -> None:
+        """A batch of EXECUTEs was committed on ``conn``: its server keeps what it is told."""
+        self._forgotten.pop(conn, None)
 
     def _prepare(self, conn: psycopg.Connection[Any],
                  statements: Sequence[Statement]) -> dict[str, str]:
@@ -220,9 +222,9 @@ class PreparedStatements:
     def _forgot(self, conn: psycopg.Connection[Any], err: psycopg.Error) -> None:
         """The server lacked a statement ``conn`` prepared: what it still holds of this store
         is deallocated and ``conn`` prepares again; the second time in a row before a batch of
-        EXECUTEs went through, preparing is turned off."""
-        self._forgotten += 1
-        if self._forgotten >= FORGOTTEN_MAX:
+        EXECUTEs went through on it, preparing is turned off."""
+        self._forgotten[conn] = forgotten = self._forgotten.get(conn, 0) + 1
+        if forgotten >= FORGOTTEN_MAX:
             log.warning("the server forgot prepared statements (a transaction pooler?): "
                         "batches are sent unprepared", extra={"sqlstate": err.sqlstate})
             self.size = 0
