@@ -197,8 +197,9 @@ def test_a_replaced_connection_prepares_again(db: PgDatabase, pg_dsn: str) -> No
 
 
 def test_a_connection_the_server_emptied_is_sent_plainly(db: PgDatabase) -> None:
-    """Its EXECUTE fails: the batch is sent again as plain statements (written once) and,
-    the server forgetting statements, nothing is prepared any more."""
+    """Its EXECUTE fails: the batch is sent again as plain statements (written once), and
+    the connection prepares again; the server forgetting statements twice in a row, before
+    a batch of EXECUTEs went through, nothing is prepared any more."""
     with db.batched():
         db.execute(PUT, ("a", "1"))
     with _pooled(db) as conn:
@@ -206,11 +207,53 @@ def test_a_connection_the_server_emptied_is_sent_plainly(db: PgDatabase) -> None
     with db.batched():
         db.execute(PUT, ("b", "1"))
         db.execute(SET, ("2", "a"))
-    assert _meta(db) == {"a": "2", "b": "1"}
-    assert db.prepared.size == 0 and _agrees(db) == {}
-    with db.batched():
+    assert _meta(db) == {"a": "2", "b": "1"} and db.prepared.resent == 1
+    assert db.prepared.size > 0 and _agrees(db) == {}
+    with db.batched():  # prepared again, and executed
         db.execute(PUT, ("c", "1"))
-    assert _meta(db) == {"a": "2", "b": "1", "c": "1"} and _agrees(db) == {}
+    assert set(_agrees(db).values()) == {PUT} and db.prepared.resent == 1
+    compose = db.prepared.compose
+
+    def pooler(conn: psycopg.Connection[Any], statements: Any) -> Any:
+        """The EXECUTEs reach a session other than the one that prepared (a pooler)."""
+        composed = compose(conn, statements)
+        conn.execute(b"DEALLOCATE ALL")
+        return composed
+
+    db.prepared.compose = pooler  # type: ignore[method-assign]
+    with db.batched():
+        db.execute(PUT, ("d", "1"))
+    assert db.prepared.resent == 2 and db.prepared.size > 0  # once: prepared again
+    with db.batched():
+        db.execute(PUT, ("e", "1"))
+    assert db.prepared.resent == 3 and db.prepared.size == 0 and _agrees(db) == {}
+    with db.batched():
+        db.execute(PUT, ("f", "1"))
+    assert db.prepared.resent == 3 and _agrees(db) == {}
+    assert _meta(db) == {"a": "2", "b": "1", "c": "1", "d": "1", "e": "1", "f": "1"}
+
+
+def test_a_rolled_back_transaction_leaves_preparing_on(db: PgDatabase) -> None:
+    """psycopg deallocates every statement of a connection (its own and these) when a
+    transaction rolls back on one where it prepared a read it ran five times: the next batch
+    is sent again plainly once, and the texts are prepared again, not turned off."""
+    for n in range(3):
+        for key in (f"a{n}", f"z{n}"):  # the first after a rollback is sent again plainly
+            with db.batched():
+                db.execute(PUT, (key, "1"))
+                db.execute(SET, ("2", key))
+        for m in range(6):  # psycopg prepares it (again: it forgot it in the rollback)
+            db.execute("SELECT value FROM meta WHERE key = ?", (f"x{m}",))
+        with pytest.raises(Refused), db.transaction():
+            db.execute(PUT, (f"b{n}", "1"))
+            raise Refused
+    for key in ("c", "d"):
+        with db.batched():
+            db.execute(PUT, (key, "1"))
+    assert db.prepared.resent == 3  # the first batch after each rollback
+    assert db.prepared.size > 0 and set(_agrees(db).values()) == {PUT}
+    assert _meta(db) == {**{f"{k}{n}": "2" for k in "az" for n in range(3)}, "c": "1",
+                         "d": "1"}
 
 
 def test_a_text_the_server_cannot_prepare_is_sent_plainly(db: PgDatabase) -> None:

@@ -173,6 +173,9 @@ class PgDatabase:
                 self.prepared.failed(conn, err)
                 conn.execute(plain(psycopg.ClientCursor(conn), batch.statements),
                              prepare=False)
+            else:
+                if composed.executes:
+                    self.prepared.went_through(conn)
 
     def guard(self, sql: str, params: Params, error: Exception) -> None:
         """``sql`` wrapped so that the server fails the statement when it changes no row:
