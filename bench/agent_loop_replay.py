@@ -25,6 +25,7 @@ from memsidecar_client import Client, MemsidecarError, message
 
 from bench.replay_longmemeval import free_port, sidecar_process
 from bench.results import stamp
+from bench.trees import source_tree
 from sidecar.retrieval.vector.adaptive import open_vector_index
 from sidecar.retrieval.vector.config import VectorConfig
 from sidecar.store.db import Database
@@ -146,7 +147,7 @@ def python_path(tree: Path) -> Iterator[None]:
     """Sidecars started in the body import ``sidecar`` and ``kernels`` from ``tree``."""
     # PYTHONSAFEPATH: ``python -m`` would put the working directory (this tree) first.
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "PYTHONSAFEPATH")}
-    os.environ.update(PYTHONPATH=str(tree.resolve()), PYTHONSAFEPATH="1")
+    os.environ.update(PYTHONPATH=str(source_tree(tree)), PYTHONSAFEPATH="1")
     try:
         yield
     finally:

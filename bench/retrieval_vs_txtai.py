@@ -63,6 +63,7 @@ from lme_data import (  # noqa: E402
 )
 from search_speed import with_graph  # noqa: E402
 from store_build import build_store  # noqa: E402
+from trees import source_tree  # noqa: E402
 
 from sidecar.api.server_config import ServerConfig  # noqa: E402
 from sidecar.embedding import Embedder  # noqa: E402
@@ -151,7 +152,7 @@ def start(name: str, argv: list[str], env: dict[str, str]) -> Side:
 def sidecar_env(tree: Path) -> dict[str, str]:
     """Imports ``sidecar`` and ``kernels`` from ``tree`` (first on the path; no script
     folder or working directory put before it)."""
-    return {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(tree.resolve()),
+    return {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONPATH": str(source_tree(tree)),
             "PYTHONSAFEPATH": "1"}
 
 
@@ -257,6 +258,8 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, default=None,
                         help="a source tree whose sidecar is measured beside this one")
     args = parser.parse_args()
+    if args.baseline is not None:
+        source_tree(args.baseline)  # before anything is built
     ids, texts, session_of, vectors = corpus(args.memories)
     data_dir = store(ids, texts, vectors)
     asked = questions(load_oracle())[: args.queries]

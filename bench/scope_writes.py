@@ -39,6 +39,7 @@ from pathlib import Path
 import psycopg
 
 from bench.results import ROOT, write_results
+from bench.trees import source_tree
 from tests.pg.cluster import Cluster
 
 WRITER = ROOT / "bench" / "scope_writer.py"
@@ -166,7 +167,7 @@ def main() -> None:
     args = parser.parse_args()
     trees = {"this tree": ROOT}
     if args.baseline is not None:
-        trees = {"baseline": args.baseline, **trees}
+        trees = {"baseline": source_tree(args.baseline), **trees}
     cluster = Cluster()
     cluster.start()
     runs: dict[tuple[str, str], list[Run]] = {}
