@@ -21,14 +21,12 @@ import time
 
 import numpy as np
 
-from bench.lme_data import load_oracle, pooled_turns
-from bench.turn_commit import Backend, entry_of, pct, unit
+from bench.turn_commit import Backend, corpus, entry_of, pct
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.elsewhere import ResetElsewhere, channel_digest
 from sidecar.injection.state import ChannelState
 from sidecar.injection.state_repo import StateRepo
 from sidecar.injection.trace import TraceRing
-from sidecar.records import Memory, MemoryType
 from sidecar.store.db import Database
 
 
@@ -63,15 +61,7 @@ def main() -> None:
     from tests.pg.cluster import Cluster
 
     rng = np.random.default_rng(7)
-    texts = [t.content[:1200] for t in pooled_turns(load_oracle(), ("user", "assistant"))]
-    now = time.time_ns() // 1000
-    memories = [Memory(id=f"m{i}", content=texts[i % len(texts)], type=MemoryType.FACT,
-                       importance=0.5, created_at=now, updated_at=now, last_accessed_at=0,
-                       access_count=0, source="", channel_id="", forgotten=False, version=1,
-                       agent_id="bench")
-                for i in range(args.memories)]
-    vectors = unit(rng, args.memories)
-    asked = [t for t in texts if len(t) < 400]
+    memories, vectors, asked = corpus(rng, args.memories)
     cluster = Cluster()
     cluster.start()
     backends: dict[str, Backend] = {}

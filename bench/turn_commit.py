@@ -84,6 +84,19 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
+def corpus(rng: np.random.Generator, n: int) -> tuple[list[Memory], np.ndarray, list[str]]:
+    """``n`` memories of LongMemEval texts with random unit vectors, and the short texts a
+    turn asks."""
+    texts = [t.content[:1200] for t in pooled_turns(load_oracle(), ("user", "assistant"))]
+    now = time.time_ns() // 1000
+    memories = [Memory(id=f"m{i}", content=texts[i % len(texts)], type=MemoryType.FACT,
+                       importance=0.5, created_at=now, updated_at=now, last_accessed_at=0,
+                       access_count=0, source="", channel_id="", forgotten=False, version=1,
+                       agent_id="bench")
+                for i in range(n)]
+    return memories, unit(rng, n), [t for t in texts if len(t) < 400]
+
+
 def entry_of(turn: int, text: str, chosen: list[Memory], vectors: np.ndarray,
              rng: np.random.Generator) -> Committed:
     """What an Inject of ``text`` that chose ``chosen`` commits."""
@@ -117,15 +130,7 @@ def main() -> None:
                              "statements (none prepared), interleaved with the others")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
-    texts = [t.content[:1200] for t in pooled_turns(load_oracle(), ("user", "assistant"))]
-    now = time.time_ns() // 1000
-    memories = [Memory(id=f"m{i}", content=texts[i % len(texts)], type=MemoryType.FACT,
-                       importance=0.5, created_at=now, updated_at=now, last_accessed_at=0,
-                       access_count=0, source="", channel_id="", forgotten=False, version=1,
-                       agent_id="bench")
-                for i in range(args.memories)]
-    vectors = unit(rng, args.memories)
-    asked = [t for t in texts if len(t) < 400]
+    memories, vectors, asked = corpus(rng, args.memories)
     cluster = None
     with tempfile.TemporaryDirectory() as data_dir, contextlib.ExitStack() as stack:
         backends = {"sqlite": Backend(Database(Path(data_dir) / "memory.db"), memories,
