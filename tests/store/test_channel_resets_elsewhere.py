@@ -7,30 +7,17 @@ change committed before it was handed on, whatever the feed's own thread did mea
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-import pytest
 
-from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.embedding import Embedder
 from sidecar.injection.elsewhere import channel_digest
 from sidecar.injection.types import InjectRequest
 from sidecar.records import MemoryDraft, MemoryType
-from tests.pg.sidecars import open_app
 from tests.waiting import wait_for
 
 SECRET = "my gym locker code is Zanzibar-Thimble"
-
-
-@pytest.fixture
-def pair(config: ServerConfig, embedder: Embedder, pg_dsn: str) -> Iterator[tuple[App, App]]:
-    a, b = open_app(config, "a", embedder, pg_dsn), open_app(config, "b", embedder, pg_dsn)
-    yield a, b
-    a.close()
-    b.close()
 
 
 def holds(app: App, channel_id: str) -> bool:

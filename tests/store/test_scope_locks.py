@@ -5,30 +5,16 @@ into different scopes run at once."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import psycopg
-import pytest
 
-from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.embedding import Embedder
 from sidecar.memory.service import UpsertResult
 from sidecar.records import MemoryDraft, MemoryType
 from sidecar.store.postgres.scope_locks import lock_statement, plan, scope_hash
-from tests.pg.sidecars import open_app
 from tests.waiting import wait_for
 
 TEXT = "The staging database restarts every day at noon"
-
-
-@pytest.fixture
-def pair(config: ServerConfig, embedder: Embedder, pg_dsn: str) -> Iterator[tuple[App, App]]:
-    a = open_app(config, "a", embedder, pg_dsn)
-    b = open_app(config, "b", embedder, pg_dsn)
-    yield a, b
-    b.close()
-    a.close()
 
 
 class Held:

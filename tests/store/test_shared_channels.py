@@ -3,29 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
-import pytest
-
-from sidecar.api.server_config import ServerConfig
 from sidecar.app import App
-from sidecar.embedding import Embedder
 from sidecar.injection.types import Injection, InjectRequest
 from sidecar.records import MemoryDraft, MemoryType
-from tests.pg.sidecars import open_app
 from tests.waiting import wait_for
 
 TOPICS = ["the billing service", "the search cluster", "the mobile app", "the data lake",
           "the auth gateway", "the CI runners", "the CDN edge", "the queue workers",
           "the email relay", "the feature flags", "the metrics stack", "the backup vault"]
-
-
-@pytest.fixture
-def pair(config: ServerConfig, embedder: Embedder, pg_dsn: str) -> Iterator[tuple[App, App]]:
-    a, b = open_app(config, "a", embedder, pg_dsn), open_app(config, "b", embedder, pg_dsn)
-    yield a, b
-    a.close()
-    b.close()
 
 
 def test_concurrent_injects_on_one_channel_keep_turns_and_cooldown(
