@@ -19,6 +19,10 @@ the same load. Prints, per length and for all turns and the follow-ups: p50/p99 
 of the bare embedding, their ratios, and the server's own figures (elapsed, its stages: embed,
 search beyond the embedding, pinned, dedup, budget, format, persist; the rest = elapsed minus
 the embedding; the hop = client minus server) and of the PruneHistory before each Inject.
+The floor: after each Inject, another bare embedding and then an Inject the sidecar skips at
+once (``source = "system"``), timed at the client: a real call through the interceptors,
+validation and reply with no work in it, and the ratio an Inject would have if everything but
+its embedding cost nothing (bare embedding + floor, over the bare embedding, at p50).
 Writes bench/results/inject_vs_embedding.json.
 
 With ``--baseline TREE`` (a source tree, e.g. ``git archive`` of an earlier commit unpacked)
@@ -77,6 +81,7 @@ class Timed:
     elapsed: float
     stages: dict[str, float] = field(default_factory=dict)
     prune: float = 0.0  # the PruneHistory before it, at the client
+    floor: float = 0.0  # a call skipped at once, right after another bare embedding
 
 
 def sessions(data: list[dict], stored: set[str]) -> dict[str, Talk]:  # type: ignore[type-arg]
@@ -130,9 +135,22 @@ def timed_inject(client: Client, embedder: Embedder, out: list[Timed], channel: 
             bare = _bare(embedder, text)
         stats = reply.stats
         out.append(Timed(spent, bare, stats.elapsed_us / 1000,
-                         {s: getattr(stats.stages, f"{s}_us") / 1000 for s in STAGES}))
+                         {s: getattr(stats.stages, f"{s}_us") / 1000 for s in STAGES},
+                         floor=_floor(client, embedder, text, channel)))
         return reply.block, {item.id for item in reply.items}
     return inject
+
+
+def _floor(client: Client, embedder: Embedder, text: str, channel: str) -> float:
+    """The round trip of an Inject the sidecar skips at once (``source = "system"``: no
+    state, no search) after a bare embedding, as a turn's Inject comes after the client's
+    work: the interceptors, validation and reply of a real call, with no work in it."""
+    embedder.embed_query(text)
+    request = injection_pb2.InjectRequest(agent_id=AGENT, channel_id=channel, text="",
+                                          source="system")
+    start = time.perf_counter()
+    client.injection.Inject(request, timeout=10)
+    return (time.perf_counter() - start) * 1000
 
 
 def _bare(embedder: Embedder, text: str) -> float:
@@ -157,6 +175,10 @@ def summary(rows: list[Timed]) -> dict[str, object]:
         "server_ms": pct(elapsed), "rest_ms": pct(elapsed - embed),
         "hop_ms": pct(inject - elapsed),
         "prune_ms": pct(np.array([r.prune for r in rows])),
+        "floor_ms": pct(np.array([r.floor for r in rows])),
+        # the least ratio any Inject could reach here: its embedding plus a call doing nothing
+        "floor_ratio_p50": round(float(
+            (np.median(bare) + np.median([r.floor for r in rows])) / np.median(bare)), 3),
         "stages_ms": {s: pct(np.array([r.stages[s] for r in rows])) for s in STAGES},
     }
 
@@ -170,7 +192,8 @@ def line(name: str, s: dict[str, object]) -> str:
     return (f"{name}: n {s['n']} | Inject {f(s['inject_ms'])} bare {f(s['bare_ms'])} "
             f"ratio p50 {s['ratio_p50']:.2f}x p99 {s['ratio_p99']:.2f}x | server "
             f"{f(s['server_ms'])} rest {f(s['rest_ms'])} hop {f(s['hop_ms'])} | "
-            f"PruneHistory {f(s['prune_ms'])} | "
+            f"PruneHistory {f(s['prune_ms'])} | floor {f(s['floor_ms'])} "
+            f"(ratio p50 {s['floor_ratio_p50']:.2f}x) | "
             + " ".join(f"{k} {f(v)}" for k, v in stages.items()))
 
 

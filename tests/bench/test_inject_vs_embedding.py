@@ -35,6 +35,7 @@ def test_a_tiny_run_writes_every_figure(tmp_path: Path, monkeypatch: pytest.Monk
     assert every["inject_ms"][0] > 0 and every["bare_ms"][0] > 0 and every["ratio_p50"] > 0
     assert set(every["stages_ms"]) == set(bench.STAGES)
     assert every["stages_ms"]["embed"][0] > 0 and every["stages_ms"]["persist"][0] > 0
+    assert every["floor_ms"][0] > 0 and every["floor_ratio_p50"] > 1
     assert 'capture = "user"' in str(out["config"])
     cpu = out["server_cpu_ms_a_turn"]
     assert isinstance(cpu, dict) and set(cpu) == {"baseline", "this tree"}
