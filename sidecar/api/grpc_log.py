@@ -1,8 +1,9 @@
-"""grpc's own log lines about requests that are not valid protobuf, made one line and rare.
+"""Requests that are not valid protobuf, counted in one log line and rarely.
 
-grpc logs every request it cannot deserialize with a full traceback (logger ``grpc._common``,
-"Exception deserializing message!"), so a flood of malformed requests floods the log. The
-filter turns each such record into one WARNING line without the traceback, at most one per
+The server reads such a request itself (``sidecar.api.malformed``: INVALID_ARGUMENT) and
+notes it here; grpc would otherwise log each with a full traceback (logger ``grpc._common``,
+"Exception deserializing message!"), so the filter on that logger stays for any message grpc
+still fails to read. Both become one WARNING line without a traceback, at most one per
 ``EVERY_S`` seconds, counting the requests since the previous line.
 """
 
@@ -16,6 +17,9 @@ from collections.abc import Callable
 GRPC_LOGGER = "grpc._common"
 DESERIALIZE_FAILED = "Exception deserializing message!"
 EVERY_S = 60.0
+LINE = "malformed requests: %d not valid protobuf (%s) since the previous such line"
+
+log = logging.getLogger(__name__)
 
 
 class MalformedRequests(logging.Filter):
@@ -32,17 +36,29 @@ class MalformedRequests(logging.Filter):
         if record.msg != DESERIALIZE_FAILED:
             return True
         failed = record.exc_info[1] if record.exc_info else None
+        count = self._tally()
+        if count is None:
+            return False
+        record.msg, record.args = LINE, (count, type(failed).__name__ if failed else "unknown")
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+    def note(self, failed: BaseException) -> None:
+        """One more malformed request, read by the server itself."""
+        count = self._tally()
+        if count is not None:
+            log.warning(LINE, count, type(failed).__name__)
+
+    def _tally(self) -> int | None:
+        """Counts one request; the requests to report when a line is due, else None."""
         with self._lock:
             self._count += 1
             now = self.clock()
             if self._last is not None and now - self._last < self.every_s:
-                return False
+                return None
             self._last, count, self._count = now, self._count, 0
-        record.msg = "malformed requests: %d not valid protobuf (%s) since the previous such line"
-        record.args = (count, type(failed).__name__ if failed else "unknown")
-        record.levelno, record.levelname = logging.WARNING, "WARNING"
-        record.exc_info, record.exc_text, record.stack_info = None, None, None
-        return True
+        return count
 
 
 MALFORMED = MalformedRequests()

@@ -27,6 +27,7 @@ from sidecar.api.admission import HEALTH_THREADS, AdmissionInterceptor
 from sidecar.api.auth_interceptor import AuthInterceptor
 from sidecar.api.exposure import check_exposure, reflection_enabled
 from sidecar.api.injection_servicer import MemoryInjectionServicer
+from sidecar.api.malformed import MalformedInterceptor
 from sidecar.api.metrics_interceptor import MetricsInterceptor
 from sidecar.api.settings_servicer import SettingsServicer
 from sidecar.api.store_servicer import MemoryStoreServicer
@@ -74,7 +75,8 @@ class Server:
         streams = StreamGate(config.max_streams, config.stream_idle_timeout_s, workers)
         self.admission = AdmissionInterceptor(pool, workers, streams, config.max_concurrent_rpcs,
                                               config.queue_target_ms / 1000)
-        interceptors: list[grpc.ServerInterceptor] = [self.admission]
+        # innermost: a request that is not valid protobuf is INVALID_ARGUMENT, not INTERNAL
+        interceptors: list[grpc.ServerInterceptor] = [self.admission, MalformedInterceptor()]
         self.tokens = TokenStore(config.data_dir) if config.auth.enabled else None
         if self.tokens is not None:
             interceptors.insert(0, AuthInterceptor(self.tokens, config.auth.shared_write))

@@ -1,4 +1,8 @@
-"""Vault servicer: validate -> domain call (sidecar.vault) -> reply."""
+"""Vault servicer: validate -> domain call (sidecar.vault) -> reply.
+
+``agent_id`` and ``scope`` are names, checked at the edge as in every other call
+(``sidecar.api.validate``); only memory ids have the memory-id rule.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,6 @@ from memsidecar.v1 import vault_pb2, vault_pb2_grpc
 from sidecar.api import convert, vault_convert
 from sidecar.api.authorize import may_write_shared
 from sidecar.api.status import grpc_errors
-from sidecar.memory.validation import check_id
 from sidecar.vault import Vault
 
 
@@ -20,7 +23,6 @@ class VaultServicer(vault_pb2_grpc.VaultServicer):
     def PromoteToCanon(
         self, request: vault_pb2.PromoteToCanonRequest, context: grpc.ServicerContext
     ) -> vault_pb2.PromoteToCanonResponse:
-        check_id(request.agent_id, "agent_id", required=False)
         memory = self.vault.promote_to_canon(request.id, request.canonical_text, request.agent_id,
                                              may_write_shared())
         return vault_pb2.PromoteToCanonResponse(memory=convert.memory_to_pb(memory))
@@ -29,7 +31,6 @@ class VaultServicer(vault_pb2_grpc.VaultServicer):
     def GetMemoryHistory(
         self, request: vault_pb2.GetMemoryHistoryRequest, context: grpc.ServicerContext
     ) -> vault_pb2.GetMemoryHistoryResponse:
-        check_id(request.agent_id, "agent_id", required=False)
         versions, total = self.vault.history(request.id, request.agent_id, request.limit)
         return vault_pb2.GetMemoryHistoryResponse(
             id=request.id, versions=[vault_convert.version_to_pb(v) for v in versions],
@@ -40,7 +41,6 @@ class VaultServicer(vault_pb2_grpc.VaultServicer):
     def GetSnapshot(
         self, request: vault_pb2.GetSnapshotRequest, context: grpc.ServicerContext
     ) -> vault_pb2.GetSnapshotResponse:
-        check_id(request.agent_id, "agent_id", required=False)
         return vault_convert.snapshot_to_pb(self.vault.snapshot(request.agent_id))
 
     @grpc_errors
@@ -48,7 +48,6 @@ class VaultServicer(vault_pb2_grpc.VaultServicer):
         self, request: vault_pb2.FindConsolidationCandidatesRequest,
         context: grpc.ServicerContext,
     ) -> vault_pb2.FindConsolidationCandidatesResponse:
-        check_id(request.scope, "scope", required=False)
         floor = request.floor if request.HasField("floor") else None
         pairs = self.vault.consolidation_candidates(request.scope, floor, request.limit)
         return vault_pb2.FindConsolidationCandidatesResponse(
@@ -59,7 +58,6 @@ class VaultServicer(vault_pb2_grpc.VaultServicer):
     def ProposeDeletions(
         self, request: vault_pb2.ProposeDeletionsRequest, context: grpc.ServicerContext
     ) -> vault_pb2.ProposeDeletionsResponse:
-        check_id(request.scope, "scope", required=False)
         candidates = self.vault.propose_deletions(request.scope)
         return vault_pb2.ProposeDeletionsResponse(
             candidates=[vault_convert.candidate_to_pb(c) for c in candidates]

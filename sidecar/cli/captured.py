@@ -2,7 +2,8 @@
 capture wrote (source "capture"), one JSON line each (id, agent, channel, user, created,
 content); with ``--forget``, each is erased for good instead (ForgetMemory's hard mode: no
 text, version or edge of it stays on disk) and only the count is printed. Without
-``--agent``: every agent's (with [server.auth] on, the operator token)."""
+``--agent``: every agent's and those of calls without an agent (with [server.auth] on, the
+operator token); ``--agent ''``: only the latter."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ PAGE = 500
 
 def add(parser: argparse.ArgumentParser) -> None:
     remote.add_options(parser)
-    parser.add_argument("--agent", default=None, help="only agent A's captured memories")
+    parser.add_argument("--agent", default=None, help="only agent A's captured memories "
+                        "('': those of calls without an agent)")
     parser.add_argument("--channel", default="", help="only those captured in channel C")
     parser.add_argument("--user", default="", help="only those of end user U")
     parser.add_argument("--forget", action="store_true",
@@ -32,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
         found = list(client.iter_memories(
             agent_id=args.agent or "", all_agents=args.agent is None, channel_id=args.channel,
             source=SOURCE, page_size=PAGE, user_id=args.user))
-        found = [m for m in found if m.source == SOURCE and m.agent_id]
+        # an agent's listing also holds the shared scope: keep the scope asked for
+        found = [m for m in found if m.source == SOURCE
+                 and (args.agent is None or m.agent_id == args.agent)]
         if args.forget:
             for memory in found:
                 client.forget(memory.id, source="cli", agent_id=memory.agent_id, hard=True)

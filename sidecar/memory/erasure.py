@@ -84,10 +84,8 @@ class Eraser:
 
     def forget_user(self, agent_id: str, user_id: str) -> Erased:
         """Erase every memory of ``agent_id``'s ``user_id`` (forgotten ones too), their
-        capture records and the state of the channels they spoke in."""
-        if not agent_id:
-            raise InvalidArgument("agent_id is required: a user belongs to an agent",
-                                  field="agent_id")
+        capture records and the state of the channels they spoke in. An empty ``agent_id``
+        is the shared scope, where calls without an agent keep their users' memories."""
         if not user_id:
             raise InvalidArgument("user_id is required", field="user_id")
         begin = time.perf_counter()

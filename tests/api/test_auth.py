@@ -208,3 +208,22 @@ def test_pruning_reaches_only_own_channels(authed: Authed) -> None:
     assert list(prune(inj.PruneHistoryRequest(channel_id="alice-chat"),
                       metadata=authed.as_("alice")).released_turns) == [1]
     assert inject() == 1
+
+
+def test_an_agent_token_erases_its_own_users_never_the_shared_scopes(authed: Authed) -> None:
+    """ForgetUser with an empty agent_id: the token's agent for an agent token, the shared
+    scope (calls made without an agent) for the operator."""
+    for who, agent in (("op", ""), ("op", "alice")):
+        authed.stub.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+            content=f"Kim parks in spot {len(agent) + 7} of the garage", agent_id=agent,
+            type=m.MEMORY_TYPE_FACT, user_id="kim")), metadata=authed.as_(who))
+
+    def kims(agent: str) -> int:  # an agent's listing holds the shared scope's too
+        return sum(x.agent_id == agent for x in authed.stub.ListMemories(s.ListMemoriesRequest(
+            agent_id=agent, user_id="kim"), metadata=authed.as_("op")).memories)
+
+    gone = authed.stub.ForgetUser(s.ForgetUserRequest(user_id="kim"),
+                                  metadata=authed.as_("alice"))
+    assert gone.memories == 1 and kims("alice") == 0 and kims("") == 1
+    gone = authed.stub.ForgetUser(s.ForgetUserRequest(user_id="kim"), metadata=authed.as_("op"))
+    assert gone.memories == 1 and kims("") == 0

@@ -22,6 +22,7 @@ from memsidecar.v1 import settings_pb2 as st
 from memsidecar.v1 import store_pb2 as s
 from memsidecar.v1 import vault_pb2 as v
 
+from sidecar.api import grpc_log
 from sidecar.api.grpc_log import EVERY_S, GRPC_LOGGER, MALFORMED
 from sidecar.api.server_config import ServerConfig
 from sidecar.api.validate import (
@@ -392,7 +393,7 @@ def test_a_malformed_request_logs_one_line_rate_limited(
         for _ in range(times):
             with pytest.raises(grpc.RpcError) as info:
                 raw(b"\xff\xff\xff\xff")
-            assert info.value.code() == grpc.StatusCode.INTERNAL  # type: ignore[attr-defined]
+            assert info.value.code() == INVALID  # type: ignore[attr-defined]
 
     caplog.set_level(logging.WARNING)
     garbage(5)
@@ -400,7 +401,52 @@ def test_a_malformed_request_logs_one_line_rate_limited(
     garbage(3)
     now[0] += 0.001
     garbage(1)
-    lines = [r for r in caplog.records if r.name == GRPC_LOGGER]
+    lines = [r for r in caplog.records if r.name in (GRPC_LOGGER, grpc_log.__name__)]
     assert [(r.levelname, r.exc_info, r.getMessage()) for r in lines] == [
         ("WARNING", None, f"malformed requests: {n} not valid protobuf (DecodeError) since the "
          "previous such line") for n in (1, 8)]
+
+
+def _field(number: int, raw: bytes) -> bytes:
+    """A length-delimited protobuf field (``raw`` shorter than 128 bytes)."""
+    return bytes([number << 3 | 2, len(raw)]) + raw
+
+
+NOT_UTF8 = b"ada\xff\xfe"  # what a caller's bytes-as-string field puts on the wire
+
+
+@pytest.mark.parametrize(("method", "body"), [
+    ("MemoryInjection/Inject", _field(2, b"c") + _field(3, b"hello") + _field(7, NOT_UTF8)),
+    ("MemoryStore/UpsertMemory", _field(1, _field(2, NOT_UTF8) + b"\x18\x06")),
+    ("MemoryInjection/PruneHistory", _field(1, b"\x08\x01" + _field(2, NOT_UTF8))),
+    ("MemoryStore/GetMemory", b"\xff\xff\xff\xff"),
+], ids=["inject.user_id", "upsert.memory.content", "prune.messages.content", "garbage"])
+def test_a_request_that_is_not_valid_protobuf_is_invalid_argument(
+        seeded: Running, method: str, body: bytes) -> None:
+    before = dump(seeded)
+    raw = seeded.channel.unary_unary(f"/memsidecar.v1.{method}")
+    with pytest.raises(grpc.RpcError) as info:
+        raw(body)
+    err = info.value
+    assert err.code() == INVALID, err.details()  # type: ignore[attr-defined]
+    assert dict(err.trailing_metadata())["memsidecar-reason"] == "MALFORMED_REQUEST"  # type: ignore[attr-defined]
+    assert err.details().startswith(  # type: ignore[attr-defined]
+        f"the {method.split('/')[1]} request is not valid protobuf (DecodeError): ")
+    assert "UTF-8" in err.details() and "ada" not in err.details()  # type: ignore[attr-defined]
+    assert dump(seeded) == before
+
+
+def test_a_stream_ends_at_its_first_message_that_is_not_valid_protobuf(seeded: Running) -> None:
+    first = s.ImportBatch(sequence=1, items=[s.ImportItem(memory=_memory(
+        id="malformed-stream-first", content="The stream's first batch is committed"))])
+    second = _field(2, _field(1, _field(2, NOT_UTF8) + b"\x18\x06"))  # items[0].memory.content
+    raw = seeded.channel.stream_stream("/memsidecar.v1.MemoryStore/ImportMemoriesStream",
+                                       request_serializer=None,
+                                       response_deserializer=s.ImportBatchAck.FromString)
+    acks = raw(iter([first.SerializeToString(), second]))
+    with pytest.raises(grpc.RpcError) as info:
+        for ack in acks:
+            assert ack.sequence == 1 and ack.committed == 1
+    assert info.value.code() == INVALID  # type: ignore[attr-defined]
+    assert "ImportMemoriesStream request is not valid protobuf" in info.value.details()  # type: ignore[attr-defined]
+    assert seeded.store.GetMemory(s.GetMemoryRequest(id="malformed-stream-first")).version == 1

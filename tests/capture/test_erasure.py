@@ -171,12 +171,35 @@ def test_forget_user_leaves_no_byte_of_theirs_and_keeps_the_others(
     assert not holders(data_dir, b"Giruruka")
 
 
-def test_forget_user_needs_an_agent_and_a_user(serve: Serve) -> None:
+def test_forget_user_needs_a_user(serve: Serve) -> None:
     live = serve()
-    for agent, user in (("", "alice"), (AGENT, "")):
+    for agent in ("", AGENT):
         with pytest.raises(grpc.RpcError) as err:
-            live.store.ForgetUser(s.ForgetUserRequest(agent_id=agent, user_id=user))
+            live.store.ForgetUser(s.ForgetUserRequest(agent_id=agent, user_id=""))
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert dict(err.value.trailing_metadata())["memsidecar-field"] == "user_id"
+
+
+def test_forget_user_erases_a_user_of_a_sidecar_without_agent_ids(
+        serve: Serve, config: ServerConfig) -> None:
+    """Calls without ``agent_id`` (the shared scope) keep their users' memories and captures
+    there; ForgetUser with an empty ``agent_id`` erases them, and nobody else's."""
+    data_dir = Path(config.data_dir)
+    live = serve(capture="user")
+    live.injection.Inject(inj.InjectRequest(channel_id="kim-dm", text=ALICE[0], user_id="kim"))
+    say(live, BOB, "bob-1", "kim")  # another agent's end user of the same id
+    drained(live)
+    live.store.UpsertMemory(s.UpsertMemoryRequest(memory=m.Memory(
+        content=ALICE_NOTE, type=m.MEMORY_TYPE_PREFERENCE, user_id="kim")))
+    assert len(live.store.ListMemories(s.ListMemoriesRequest(user_id="kim")).memories) == 2
+
+    gone = live.store.ForgetUser(s.ForgetUserRequest(agent_id="", user_id="kim"))
+    assert (gone.memories, gone.captures, gone.channels) == (2, 1, 1)
+    assert not live.store.ListMemories(s.ListMemoriesRequest(user_id="kim")).memories
+    for text in (ALICE[0], ALICE_NOTE):
+        assert not holders(data_dir, text.encode()), text
+    assert [x.content for x in live.store.ListMemories(s.ListMemoriesRequest(
+        agent_id=AGENT, user_id="kim")).memories] == [BOB]
 
 
 def test_hard_forget_memory_leaves_no_byte(serve: Serve, config: ServerConfig) -> None:
@@ -358,3 +381,23 @@ def test_a_memory_erased_while_an_inject_holds_it_is_not_written_by_the_turn(
         agent_id=AGENT, channel_id="c1", text="Where should the invoices be mailed?",
         turn=replies[0].turn))
     assert "Vandelinha" not in retried.block and note.id not in [i.id for i in retried.items]
+
+
+def test_forget_user_of_the_shared_scope_on_postgres(config: ServerConfig, embedder: Embedder,
+                                                      pg_dsn: str) -> None:
+    live = start_server(config, embedder, settings_for(
+        config, store=StoreConfig(backend="postgres", dsn=pg_dsn),
+        defaults=MemoryInjectionConfig(capture="user")))
+    try:
+        live.injection.Inject(inj.InjectRequest(channel_id="kim-dm", text=ALICE[0],
+                                                user_id="kim"))
+        say(live, BOB, "bob-1", "kim")
+        drained(live)
+        gone = live.store.ForgetUser(s.ForgetUserRequest(agent_id="", user_id="kim"))
+        assert (gone.memories, gone.captures, gone.channels) == (1, 1, 1)
+        db = app_of(live).db
+        assert not db.execute("SELECT 1 FROM memories WHERE content LIKE '%Giruruka%'")
+        assert not db.execute("SELECT 1 FROM captures WHERE agent_id = '' AND user_id = 'kim'")
+        assert recall(live, "what is my dog called", "kim")[0] == BOB
+    finally:
+        live.close()

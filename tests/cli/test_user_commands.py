@@ -135,3 +135,24 @@ def test_forget_user_needs_both_ids_and_refuses_a_bad_one(
     assert exited.value.code == 2 and "--user" in capsys.readouterr().err
     code, out, err = cli(capsys, running, "forget-user", "--agent", AGENT, "--user", "a\x07b")
     assert code == 2 and out == "" and "\x07" not in err
+
+
+def test_captures_of_calls_without_an_agent_are_listed_and_erased(
+        capturing: Running, capsys: pytest.CaptureFixture[str]) -> None:
+    """A sidecar called without agent ids keeps its captures in the shared scope: `captured`
+    lists them (with every agent's, or alone with `--agent ''`), `forget-user --agent ''`
+    erases their user."""
+    capturing.injection.Inject(inj.InjectRequest(channel_id="k1", user_id="kim", text=DOG))
+    capturing.injection.Inject(inj.InjectRequest(agent_id=AGENT, channel_id="a1",
+                                                 user_id="kim", text=ASK))
+    capturing.server.app.injector.capture.drain.flush()  # type: ignore[union-attr]
+    code, out, _ = cli(capsys, capturing, "captured", "--user", "kim")
+    assert code == 0 and sorted(json.loads(x)["agent_id"] for x in out.splitlines()) == [
+        "", AGENT]
+    code, out, _ = cli(capsys, capturing, "captured", "--agent", "", "--user", "kim")
+    [line] = [json.loads(x) for x in out.splitlines()]
+    assert code == 0 and (line["agent_id"], line["content"]) == ("", DOG)
+    code, out, _ = cli(capsys, capturing, "forget-user", "--agent", "", "--user", "kim")
+    assert code == 0 and out.startswith("user kim of the calls without an agent erased: 1 ")
+    code, out, _ = cli(capsys, capturing, "captured", "--user", "kim")
+    assert [json.loads(x)["content"] for x in out.splitlines()] == [ASK]

@@ -217,3 +217,18 @@ def test_backoff_grows_and_is_capped() -> None:
     sleeps = [policy.backoff(n) for n in range(1, 6)]
     assert 0.08 <= sleeps[0] <= 0.1 and 0.16 <= sleeps[1] <= 0.2
     assert all(0.4 <= s <= 0.5 for s in sleeps[3:])
+
+
+def test_a_history_past_4_mib_comes_back_whole(running: Running) -> None:
+    """The sidecar takes requests of up to `max_message_bytes` (16 MiB); a PruneHistory or
+    RenderTranscript reply is about as large, so the client takes replies that large too."""
+    with Client(running.target, timeout_s=60) as client:
+        (block,) = blocks(client, 1)
+        turn = "a long pasted log line that the user keeps sending " * 20  # ~1 KB
+        history = [message("user", block)] + [
+            message("user" if i % 2 else "assistant", f"{i} {turn}") for i in range(6000)]
+        assert sum(len(m.content) for m in history) > 5 * 1024 * 1024
+        pruned = client.prune_history(history, max_keep=1, channel_id="blocks-0")
+        transcript = client.render_transcript(history)
+    assert list(pruned.removed_indices) == [0] and len(pruned.messages) == 6000
+    assert transcript.blocks_skipped == 1 and transcript.transcript.count(turn) == 6000

@@ -55,7 +55,7 @@ def test_a_memory_keeps_its_scope(vault_live: Running) -> None:
 
 
 def test_bad_agent_id_is_invalid_argument(vault_live: Running) -> None:
-    err = rpc_error(lambda: vault_live.vault.GetSnapshot(v.GetSnapshotRequest(agent_id=" x ")))
+    err = rpc_error(lambda: vault_live.vault.GetSnapshot(v.GetSnapshotRequest(agent_id="x\ny")))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "agent_id" in err.details()
 
 

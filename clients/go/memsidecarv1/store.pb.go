@@ -1205,8 +1205,9 @@ type ForgetUserRequest struct {
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
-	// The agent the user talked to. Required; with authentication on, the token's agent (or
-	// the operator token).
+	// The agent the user talked to; empty = the shared scope, where calls made without an
+	// agent keep their users' memories. With authentication on, empty or the token's agent
+	// (the operator token may name any agent, or the shared scope with an empty one).
 	AgentId string `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	// The end user to erase. Required.
 	UserId string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`

@@ -18,6 +18,11 @@ var reconnect = grpc.ConnectParams{
 	MinConnectTimeout: 5 * time.Second,
 }
 
+// MaxMessageBytes is the largest reply a call accepts: the sidecar's default
+// [server] max_message_bytes, since a reply may be as large as the request the sidecar took (a
+// PruneHistory or RenderTranscript of a long history), past grpc-go's 4 MiB default.
+const MaxMessageBytes = 16 * 1024 * 1024
+
 // DefaultTimeout is the deadline applied to a call whose context has none.
 const DefaultTimeout = 5 * time.Second
 
@@ -59,7 +64,8 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout =
 func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
 
 func (o options) dialOptions() []grpc.DialOption {
-	out := []grpc.DialOption{grpc.WithConnectParams(reconnect)}
+	out := []grpc.DialOption{grpc.WithConnectParams(reconnect),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes))}
 	if o.dialTimeout > 0 {
 		out = append(out, grpc.WithBlock())
 	}

@@ -15,11 +15,16 @@ from memsidecar_client.retry import NO_RETRY, OnRetry, RetryPolicy, call_with_re
 T = TypeVar("T")
 DEFAULT_TARGET = "127.0.0.1:50051"
 DEFAULT_TIMEOUT_S = 5.0
+# The sidecar's default `[server] max_message_bytes`: a reply may be as large as the request
+# the sidecar took (a PruneHistory or RenderTranscript of a long history), well past grpc's
+# 4 MiB default for what a client receives.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 # Reconnect quickly after the sidecar restarts, so a retry can succeed within its backoff.
 CHANNEL_OPTIONS = (
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 )
 
 

@@ -40,6 +40,7 @@ func (s *session) runTurns() {
 	}
 	s.checkSystemSource()
 	s.render(history)
+	s.renderLong()
 	s.trace()
 	s.reset()
 }
@@ -136,6 +137,21 @@ func (s *session) render(history []*pb.Message) {
 	}
 	s.check("RenderTranscript keeps every turn and leaves the blocks out", ok,
 		"blocks_skipped=%d (history has %d) transcript=%q", reply.BlocksSkipped, msclient.CountBlocks(history), reply.Transcript)
+}
+
+// renderLong: a history past grpc's 4 MiB default comes back whole (the sidecar takes 16 MiB).
+func (s *session) renderLong() {
+	line := strings.Repeat("a long pasted log line that the user keeps sending ", 20)
+	history := make([]*pb.Message, 6000)
+	for i := range history {
+		history[i] = &pb.Message{Role: pb.Role_ROLE_USER, Content: fmt.Sprintf("%d %s", i, line)}
+	}
+	reply, err := s.c.RenderTranscript(s.ctx, history)
+	if !s.called("RenderTranscript of a 6 MB history", err) {
+		return
+	}
+	s.check("RenderTranscript returns a 6 MB history whole", strings.Count(reply.Transcript, line) == len(history),
+		"%d of %d turns", strings.Count(reply.Transcript, line), len(history))
 }
 
 func (s *session) reset() {
