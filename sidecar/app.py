@@ -166,6 +166,7 @@ class App:
         eraser.channels = injector
         if feed is not None:  # other sidecars' resets and erasures drop this one's copies
             _follow_channels(feed, ResetElsewhere(injector.states, injector.trace, capture))
+            injector.follow_erasures = feed.catch_up
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)

@@ -211,8 +211,8 @@ class ChannelStates:
         """Record ``entry`` in memory and in SQLite (with ``also`` and ``durable``, in the same
         transaction), committed before this returns; a failed write leaves the memory copy as
         it was and raises (``guard``, run first in that transaction, raises to write nothing).
-        On a shared store ``also`` goes through the writer, ``durable`` stays in the turn's
-        transaction, and ``guard`` is not run. SQLite mirrors the memory rows (loaded from
+        On a shared store ``also`` goes through the writer, ``durable`` and ``guard`` stay
+        in the turn's batch (the guard first). SQLite mirrors the memory rows (loaded from
         it, changed only here), so its prune runs only when the memory one dropped
         something."""
         expect = state.turn
@@ -222,7 +222,7 @@ class ChannelStates:
         channel_id = state.channel_id
         if self.shared:
             try:
-                self._commit_shared(channel_id, saved, expect, durable)
+                self._commit_shared(channel_id, saved, expect, durable, guard)
             except BaseException:
                 state.restore(before)
                 raise
@@ -244,7 +244,8 @@ class ChannelStates:
             raise
 
     def _commit_shared(self, channel_id: str, saved: Saved, expect: int,
-                       durable: Callable[[], None] | None = None) -> None:
+                       durable: Callable[[], None] | None = None,
+                       guard: Callable[[], None] | None = None) -> None:
         """ChannelMoved (nothing written) when another sidecar committed a turn of the
         channel since this copy was read: ``drop`` it and build again. While the store is
         away the memory copy serves and the commit waits here, ``durable`` with it."""
@@ -252,31 +253,39 @@ class ChannelStates:
             if channel_id in self._held:
                 raise Unavailable("the channel's claim is not settled")
             self._reconcile()
-            if durable is None:
+            if durable is None and guard is None:
                 self.repo.save(channel_id, saved, expect=expect)
             else:
-                self._save_with(channel_id, saved, expect, durable)
+                self._save_with(channel_id, saved, expect, durable, guard)
         except Unavailable as err:
             self._defer(channel_id, saved, durable, err)
 
     def _save_with(self, channel_id: str, saved: Saved, expect: int,
-                   durable: Callable[[], None]) -> None:
-        """The commit and its durable write in one batch (one round trip). A batch the
-        store refused for another reason than the swap is tried again as a transaction in
-        which the durable write has a savepoint of its own (its failure never costs the
-        turn)."""
+                   durable: Callable[[], None] | None,
+                   guard: Callable[[], None] | None) -> None:
+        """The commit, after its ``guard`` and with its durable write, in one batch (one
+        round trip). A batch the store refused for another reason than the swap or the
+        guard is tried again as a transaction in which the durable write has a savepoint of
+        its own (its failure never costs the turn)."""
         try:
             with self.repo.db.batched():
-                self.repo.save(channel_id, saved, expect=expect)
-                durable()
+                self._save_all(channel_id, saved, expect, durable, guard)
         except (ChannelMoved, Unavailable):
             raise
         except Exception:
             log.warning("turn and its durable write refused as one batch: written apart",
                         exc_info=True, extra={"channel": channel_id})
             with self.repo.db.transaction():
-                self.repo.save(channel_id, saved, expect=expect)
-                durable()
+                self._save_all(channel_id, saved, expect, durable, guard)
+
+    def _save_all(self, channel_id: str, saved: Saved, expect: int,
+                  durable: Callable[[], None] | None,
+                  guard: Callable[[], None] | None) -> None:
+        if guard is not None:
+            guard()
+        self.repo.save(channel_id, saved, expect=expect)
+        if durable is not None:
+            durable()
 
     def _defer(self, channel_id: str, saved: Saved, durable: Callable[[], None] | None,
                err: Unavailable) -> None:
