@@ -26,7 +26,7 @@ from sidecar.embedding.models import ModelIdentity, identity, model_files, servi
 from sidecar.errors import StorageFault
 from sidecar.files import private_dir, remove_stale_temps
 from sidecar.injection.channels import ChannelStates
-from sidecar.injection.elsewhere import ResetElsewhere
+from sidecar.injection.elsewhere import ResetElsewhere, channel_digest
 from sidecar.injection.marker import BlockSigner
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.pipeline import Injector
@@ -167,6 +167,7 @@ class App:
         if feed is not None:  # other sidecars' resets and erasures drop this one's copies
             _follow_channels(feed, ResetElsewhere(injector.states, injector.trace, capture))
             injector.follow_erasures = feed.catch_up
+            injector.states.merge_check = lambda c: feed.not_reset(channel_digest(c))
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)

@@ -95,6 +95,10 @@ class ChannelStates:
         self._unsent: list[Callable[[], None]] = []
         self._send_lock = threading.Lock()  # one hand-off at a time keeps their order
         self._held: set[str] = set()  # claimed provisionally: commits wait for the claim
+        # A shared store: the condition under which a commit kept here while it was away is
+        # merged (the channel not reset by another sidecar since this one's change feed last
+        # read; decision 0047). None: merged as it is.
+        self.merge_check: Callable[[str], tuple[str, tuple[object, ...]]] | None = None
 
     def get(self, channel_id: str) -> ChannelState:
         while True:
@@ -195,9 +199,24 @@ class ChannelStates:
         return len(named)
 
     def names(self) -> list[str]:
-        """The channels held in memory, read or reset in flight."""
+        """The channels held in memory, read or reset in flight, or with commits kept for
+        a store away."""
+        with self._deferred_lock:
+            kept = dict.fromkeys(c for c, _ in self._deferred)
         with self._lock:
-            return list({**self._channels, **self._reading, **self._resetting})
+            return list({**self._channels, **self._reading, **self._resetting, **kept})
+
+    def gone_elsewhere(self, channel_id: str) -> None:
+        """Another sidecar reset or erased the channel: the memory copy goes (``drop``) and
+        so do its commits kept for a store away, which were built on the conversation it
+        deleted (their durable writes, what the user said, are kept; decision 0047)."""
+        with self._deferred_lock:
+            dropped = self._undefer(channel_id)
+        self.drop(channel_id)
+        if dropped:
+            log.warning("channel reset by another sidecar while the shared store was away: "
+                        "the turns kept here are dropped, not merged",
+                        extra={"channel": channel_id, "turns": dropped})
 
     def _stale(self, channel_id: str) -> None:
         for busy in (self._reading.get(channel_id), self._resetting.get(channel_id)):
@@ -222,7 +241,7 @@ class ChannelStates:
         channel_id = state.channel_id
         if self.shared:
             try:
-                self._commit_shared(channel_id, saved, expect, durable, guard)
+                self._commit_shared(state, saved, expect, durable, guard)
             except BaseException:
                 state.restore(before)
                 raise
@@ -243,12 +262,14 @@ class ChannelStates:
             state.restore(before)
             raise
 
-    def _commit_shared(self, channel_id: str, saved: Saved, expect: int,
+    def _commit_shared(self, state: ChannelState, saved: Saved, expect: int,
                        durable: Callable[[], None] | None = None,
                        guard: Callable[[], None] | None = None) -> None:
         """ChannelMoved (nothing written) when another sidecar committed a turn of the
         channel since this copy was read: ``drop`` it and build again. While the store is
-        away the memory copy serves and the commit waits here, ``durable`` with it."""
+        away the memory copy serves and the commit waits here, ``durable`` with it, unless
+        the copy was dropped meanwhile (a reset elsewhere: ChannelMoved)."""
+        channel_id = state.channel_id
         try:
             if channel_id in self._held:
                 raise Unavailable("the channel's claim is not settled")
@@ -258,6 +279,10 @@ class ChannelStates:
             else:
                 self._save_with(channel_id, saved, expect, durable, guard)
         except Unavailable as err:
+            with self._lock:
+                current = self._channels.get(channel_id) is state
+            if not current:  # built on a conversation reset or erased meanwhile
+                raise ChannelMoved(channel_id) from None
             self._defer(channel_id, saved, durable, err)
 
     def _save_with(self, channel_id: str, saved: Saved, expect: int,
@@ -346,10 +371,20 @@ class ChannelStates:
                     if channel_id in self._held:
                         held.append(self._deferred.popleft())
                         continue
-                    self.repo.merge(channel_id, saved)
+                    self._merge(channel_id, saved)
                     self._deferred.popleft()
             finally:
                 self._deferred.extendleft(reversed(held))
+
+    def _merge(self, channel_id: str, saved: Saved) -> None:
+        """Merge a kept commit, unless another sidecar reset or erased the channel since
+        this one last read the change feed (then dropped, as ``gone_elsewhere`` does)."""
+        check = None if self.merge_check is None else self.merge_check(channel_id)
+        try:
+            self.repo.merge(channel_id, saved, check)
+        except ChannelMoved:
+            log.warning("channel reset by another sidecar while the shared store was away: "
+                        "a turn kept here is dropped, not merged", extra={"channel": channel_id})
 
     def hold(self, channel_id: str) -> None:
         """The channel was claimed provisionally: keep its commits here until ``settle``."""

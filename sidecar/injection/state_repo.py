@@ -152,10 +152,15 @@ class StateRepo:
         else:
             self._swap_turn(channel_id, expect, saved.turn)
 
-    def merge(self, channel_id: str, saved: Saved) -> None:
+    def merge(self, channel_id: str, saved: Saved,
+              check: tuple[str, tuple[object, ...]] | None = None) -> None:
         """A commit made while the store was away, reconciled: the turn takes the larger
-        value, ids and buffer rows are added to what is there (the cooldown is the union)."""
+        value, ids and buffer rows are added to what is there (the cooldown is the union).
+        ``check``: a condition (and its parameters) that must hold, else ChannelMoved and
+        nothing is written."""
         with self.db.batched():
+            if check is not None:
+                self.db.check(*check, ChannelMoved(channel_id))
             self.db.execute(
                 "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET turn = CASE WHEN excluded.turn > "

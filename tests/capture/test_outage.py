@@ -15,6 +15,7 @@ import pytest
 from memsidecar.v1 import injection_pb2 as i
 
 from sidecar.api.server_config import ServerConfig
+from sidecar.app import App
 from sidecar.capture import CAPTURE_SOURCE
 from sidecar.capture.modes import capture_id, user_key
 from sidecar.embedding import Embedder
@@ -237,3 +238,55 @@ def test_a_user_forgotten_once_the_store_is_back_keeps_none_of_the_turns_kept_me
         if app is not None:
             app.close()
         cluster.remove()
+
+
+@pytest.mark.parametrize("seen_by", ["merge", "feed"])
+def test_a_channel_reset_elsewhere_while_the_store_was_away_keeps_only_the_captures(
+        config: ServerConfig, embedder: Embedder, seen_by: str) -> None:
+    """Sidecar b keeps a turn of a channel through an outage; once the store is back, a
+    resets the channel before b writes what it kept. b's kept commit was built on the
+    conversation a deleted: it is dropped (before, b's merge brought the old conversation
+    back at turn 2), its capture (what the user said) is written. ``merge``: b's change feed
+    has not read the reset yet (the merge's own check refuses it); ``feed``: it has."""
+    cluster = Cluster()
+    cluster.start()
+    apps: list[App] = []
+    try:
+        dsn = cluster.new_database()
+        a, b = (open_capturing(config, "a", embedder, dsn),
+                open_capturing(config, "b", embedder, dsn))
+        apps += [a, b]
+        assert b.feed is not None
+        b.injector.states._catch_up.close()  # what waits is written when this test says
+        if seen_by == "merge":
+            b.feed.close()  # b reads no change meanwhile
+        assert b.injector.inject(InjectRequest("ops", "c", said(0))).turn == 1
+        cluster.stop()
+        assert b.injector.inject(InjectRequest("ops", "c", said(1))).turn == 2
+        assert b.injector.states.deferred == 2  # the commit and its capture
+        cluster.start(cluster.port)
+        wait_for(lambda: answers(a))
+        assert a.injector.reset("c")
+        wait_for(lambda: answers(b))
+        if seen_by == "feed":
+            b.feed.catch_up()
+        b.injector.states.write_waiting()
+        assert b.injector.states.deferred == 0
+        assert not b.db.execute("SELECT 1 FROM injection_channels WHERE channel_id = 'c'")
+        assert not b.db.execute("SELECT 1 FROM injection_context WHERE channel_id = 'c'")
+        b.injector.capture.drain.flush()  # type: ignore[union-attr]
+        assert captured(b) == sorted([said(0), said(1)])  # what the user said is kept
+        assert b.injector.inject(InjectRequest("ops", "c", said(2))).turn == 1
+    finally:
+        for app in reversed(apps):
+            app.close()
+        cluster.remove()
+
+
+def answers(app: App) -> bool:
+    """Whether ``app``'s store answers (not within a second of finding it away)."""
+    try:
+        app.db.execute("SELECT 1")
+        return True
+    except Unavailable:
+        return False

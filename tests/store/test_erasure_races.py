@@ -79,7 +79,7 @@ def test_a_memory_erased_on_one_sidecar_while_a_turn_on_the_other_holds_it(
     a, b = capturing
     memory = a.memories.upsert(MemoryDraft(f"The gym locker code is {SECRET}",
                                            MemoryType.FACT, agent_id="ops")).memory
-    wait_for(lambda: b.retriever.live.seq_of(memory.id) is not None)
+    wait_for(lambda: b.retriever.live.seq_of(memory.id) is not None)  # type: ignore[attr-defined]
     reached, go, chosen = held_commits(b)
     got: list[Injection] = []
     call = threading.Thread(target=lambda: got.append(b.injector.inject(
@@ -105,7 +105,7 @@ def test_an_erasure_waits_for_a_commit_holding_its_scope_and_erases_what_it_wrot
     a, b = capturing
     memory = a.memories.upsert(MemoryDraft(f"The gym locker code is {SECRET}",
                                            MemoryType.FACT, agent_id="ops")).memory
-    wait_for(lambda: b.retriever.live.seq_of(memory.id) is not None)
+    wait_for(lambda: b.retriever.live.seq_of(memory.id) is not None)  # type: ignore[attr-defined]
     assert b.injector.inject(InjectRequest("ops", "c", "hello there")).turn == 1
     with psycopg.connect(pg_dsn) as blocker:
         blocker.execute("SELECT 1 FROM injection_channels WHERE channel_id = 'c' FOR UPDATE")

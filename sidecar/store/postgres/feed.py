@@ -144,6 +144,15 @@ class ChangeFeed:
             self.seen = now  # (an apply that raised leaves the rows to the next read)
             return len(changes) + len(channels)
 
+    def not_reset(self, digest: str) -> tuple[str, tuple[object, ...]]:
+        """A condition (and its parameters) that holds while no other sidecar deleted the
+        state of the channel of ``digest`` in a transaction the last read did not see: a
+        reset it saw was handed to ``on_channels`` before this read's snapshot was kept."""
+        seen = self.seen
+        return ("NOT EXISTS (SELECT 1 FROM changes WHERE channel = ? AND origin <> ? AND "
+                "(xid >= ? OR xid = ANY(?)))",
+                (digest, self.db.origin, seen.xmax, list(seen.running)))
+
     def exclusive(self, scopes: Collection[ScopeKey] | None = None) -> None:
         """Inside a write transaction into ``scopes`` (None: any scope): wait for every
         other sidecar's write in flight into them (they hold the scopes' locks until they
