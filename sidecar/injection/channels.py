@@ -210,13 +210,16 @@ class ChannelStates:
         """Another sidecar reset or erased the channel: the memory copy goes (``drop``) and
         so do its commits kept for a store away, which were built on the conversation it
         deleted (their durable writes, what the user said, are kept; decision 0047)."""
+        self._drop_kept(channel_id, "channel reset by another sidecar while the shared store "
+                                    "was away: the turns kept here are dropped, not merged")
+
+    def _drop_kept(self, channel_id: str, why: str) -> None:
+        """Drop the memory copy and the kept commits of the channel (logged: ``why``)."""
         with self._deferred_lock:
             dropped = self._undefer(channel_id)
         self.drop(channel_id)
         if dropped:
-            log.warning("channel reset by another sidecar while the shared store was away: "
-                        "the turns kept here are dropped, not merged",
-                        extra={"channel": channel_id, "turns": dropped})
+            log.warning(why, extra={"channel": channel_id, "turns": dropped})
 
     def _stale(self, channel_id: str) -> None:
         for busy in (self._reading.get(channel_id), self._resetting.get(channel_id)):
@@ -395,15 +398,10 @@ class ChannelStates:
         (``kept``), or dropped with the memory copy (another sidecar's claim won; their
         durable writes are kept)."""
         self._held.discard(channel_id)
-        if kept:
-            return
-        with self._deferred_lock:
-            dropped = self._undefer(channel_id)
-        self.drop(channel_id)
-        if dropped:
-            log.warning("channel claimed by another sidecar while the shared store was away: "
-                        "the turns served here are dropped, not merged",
-                        extra={"channel": channel_id, "turns": dropped})
+        if not kept:
+            self._drop_kept(channel_id, "channel claimed by another sidecar while the shared "
+                                        "store was away: the turns served here are dropped, "
+                                        "not merged")
 
     def confirm(self, state: ChannelState) -> None:
         """On a shared store, before a retry answers from ``state``: ChannelMoved when the
