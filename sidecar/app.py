@@ -168,6 +168,7 @@ class App:
             _follow_channels(feed, ResetElsewhere(injector.states, injector.trace, capture))
             injector.follow_erasures = feed.catch_up
             injector.states.merge_check = lambda c: feed.not_reset(channel_digest(c))
+            injector.states.still_there = repos.memories.still_there
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)

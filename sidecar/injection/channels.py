@@ -26,7 +26,8 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from itertools import islice
 
 import numpy as np
@@ -39,12 +40,14 @@ from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import (
     BufferRow,
     ChannelMoved,
+    ChosenErased,
     Dropped,
     InjectedRow,
     Saved,
     SavedChannel,
     StateRepo,
 )
+from sidecar.records import Memory
 from sidecar.store.catch_up import CatchUp
 from sidecar.store.write_behind import Writer, WriteThrough
 
@@ -57,6 +60,8 @@ MAX_CACHED_CHANNELS = 1024
 MAX_DEFERRED = 10_000
 # Durable writes of deferred turns written in one transaction on the store's return.
 PROMISED_GROUP = 64
+# Tries of a kept commit's merge whose memories another sidecar keeps erasing meanwhile.
+MERGE_ATTEMPTS = 3
 
 
 @dataclass(eq=False)
@@ -79,7 +84,10 @@ class ChannelStates:
         self.shared = shared
         self._deferred: deque[tuple[str, Saved]] = deque(maxlen=MAX_DEFERRED)
         self._promised: deque[Callable[[], None]] = deque()  # deferred turns' durable writes
-        self._deferred_lock = threading.Lock()
+        self._deferred_lock = threading.Lock()  # one writer of what waits at a time
+        # The kept commits' deque: held only to read or change it, never over the store's
+        # work (a feed read inside a write transaction drops a channel's: ``gone_elsewhere``).
+        self._kept_lock = threading.Lock()
         self._catch_up = CatchUp(self._caught_up, "channel-catch-up")
         self.repo = repo
         self.fetch = fetch
@@ -99,6 +107,9 @@ class ChannelStates:
         # merged (the channel not reset by another sidecar since this one's change feed last
         # read; decision 0047). None: merged as it is.
         self.merge_check: Callable[[str], tuple[str, tuple[object, ...]]] | None = None
+        # Raises its error, in the merge's batch, unless these memories are all still there
+        # (the memory repository's ``still_there``). None: not checked.
+        self.still_there: Callable[[list[Memory], Exception], None] | None = None
 
     def get(self, channel_id: str) -> ChannelState:
         while True:
@@ -201,7 +212,7 @@ class ChannelStates:
     def names(self) -> list[str]:
         """The channels held in memory, read or reset in flight, or with commits kept for
         a store away."""
-        with self._deferred_lock:
+        with self._kept_lock:
             kept = dict.fromkeys(c for c, _ in self._deferred)
         with self._lock:
             return list({**self._channels, **self._reading, **self._resetting, **kept})
@@ -215,7 +226,7 @@ class ChannelStates:
 
     def _drop_kept(self, channel_id: str, why: str) -> None:
         """Drop the memory copy and the kept commits of the channel (logged: ``why``)."""
-        with self._deferred_lock:
+        with self._kept_lock:
             dropped = self._undefer(channel_id)
         self.drop(channel_id)
         if dropped:
@@ -326,7 +337,8 @@ class ChannelStates:
                         f"{err.message}; {MAX_DEFERRED} turns wait on this sidecar to be "
                         "written and this one was not recorded: retry once it is back")
                 self._promised.append(durable)
-            self._deferred.append((channel_id, saved))
+            with self._kept_lock:
+                self._deferred.append((channel_id, saved))
         log.warning("shared store away: channel state kept here until it is back",
                     extra={"channel": channel_id, "deferred": len(self._deferred),
                            "promised": len(self._promised)})
@@ -336,7 +348,7 @@ class ChannelStates:
     def deferred(self) -> int:
         """Turns kept here for a store away: durable writes, and commits of channels whose
         claim is settled (the others wait for it)."""
-        with self._deferred_lock:
+        with self._kept_lock:
             return len(self._promised) + sum(1 for c, _ in self._deferred
                                              if c not in self._held)
 
@@ -369,25 +381,58 @@ class ChannelStates:
                     self._promised.popleft()
             held: list[tuple[str, Saved]] = []
             try:
-                while self._deferred:
-                    channel_id, saved = self._deferred[0]
-                    if channel_id in self._held:
-                        held.append(self._deferred.popleft())
-                        continue
-                    self._merge(channel_id, saved)
-                    self._deferred.popleft()
+                while kept := self._next_kept(held):
+                    try:
+                        self._merge(*kept)
+                    except BaseException:
+                        with self._kept_lock:
+                            self._deferred.appendleft(kept[:2])
+                        raise
             finally:
-                self._deferred.extendleft(reversed(held))
+                with self._kept_lock:
+                    self._deferred.extendleft(reversed(held))
 
-    def _merge(self, channel_id: str, saved: Saved) -> None:
+    def _next_kept(self, held: list[tuple[str, Saved]]
+                   ) -> tuple[str, Saved, tuple[str, tuple[object, ...]] | None] | None:
+        """The next kept commit to merge, taken out, with its ``merge_check``; None: none
+        left (those of claims not settled go to ``held``). The check is made before the
+        commit is taken out: a reset the feed read after that is in the check, one it read
+        before has dropped the commit (``gone_elsewhere``; the feed keeps its snapshot
+        after it hands the resets on)."""
+        while True:
+            with self._kept_lock:
+                if not self._deferred:
+                    return None
+                channel_id = self._deferred[0][0]
+                if channel_id in self._held:
+                    held.append(self._deferred.popleft())
+                    continue
+            check = None if self.merge_check is None else self.merge_check(channel_id)
+            with self._kept_lock:
+                if self._deferred and self._deferred[0][0] == channel_id:
+                    return (*self._deferred.popleft(), check)
+
+    def _merge(self, channel_id: str, saved: Saved,
+               check: tuple[str, tuple[object, ...]] | None) -> None:
         """Merge a kept commit, unless another sidecar reset or erased the channel since
-        this one last read the change feed (then dropped, as ``gone_elsewhere`` does)."""
-        check = None if self.merge_check is None else self.merge_check(channel_id)
-        try:
-            self.repo.merge(channel_id, saved, check)
-        except ChannelMoved:
-            log.warning("channel reset by another sidecar while the shared store was away: "
-                        "a turn kept here is dropped, not merged", extra={"channel": channel_id})
+        this one last read the change feed (then dropped, as ``gone_elsewhere`` does),
+        without its rows naming memories erased meanwhile (those still there are checked
+        in the merge's batch, as a turn's commit checks what it chose: decision 0047)."""
+        for _ in range(MERGE_ATTEMPTS):
+            named = _named(saved)
+            found = self.fetch(sorted(named)) if named else {}
+            guard = None if self.still_there is None or not found else partial(
+                self.still_there, list(found.values()), ChosenErased(channel_id))
+            try:
+                self.repo.merge(channel_id, _without(saved, named - found.keys()), check,
+                                guard)
+                return
+            except ChosenErased:
+                continue  # one erased between the read and the merge: read again
+            except ChannelMoved:
+                break
+        log.warning("channel reset by another sidecar while the shared store was away: "
+                    "a turn kept here is dropped, not merged", extra={"channel": channel_id})
 
     def hold(self, channel_id: str) -> None:
         """The channel was claimed provisionally: keep its commits here until ``settle``."""
@@ -410,7 +455,7 @@ class ChannelStates:
         serves)."""
         if not self.shared or not state.turn:
             return
-        with self._deferred_lock:
+        with self._kept_lock:
             if any(c == state.channel_id for c, _ in self._deferred):
                 return
         try:
@@ -421,7 +466,7 @@ class ChannelStates:
             raise ChannelMoved(state.channel_id)
 
     def _undefer(self, channel_id: str) -> int:
-        """Drop the channel's kept commits (``_deferred_lock`` held); how many."""
+        """Drop the channel's kept commits (``_kept_lock`` held); how many."""
         others = [entry for entry in self._deferred if entry[0] != channel_id]
         dropped = len(self._deferred) - len(others)
         if dropped:
@@ -519,10 +564,13 @@ class ChannelStates:
         the delete, they would bring the old conversation back); whether it had any. None
         of its commits can be kept meanwhile: a reset holds the channel's calls."""
         with self._deferred_lock:
-            if any(c == channel_id for c, _ in self._deferred):
+            with self._kept_lock:
+                kept = any(c == channel_id for c, _ in self._deferred)
+            if kept:
                 # held over the delete: the catch-up writes none of them meanwhile
                 existed = self.repo.delete(channel_id)
-                return bool(self._undefer(channel_id)) or existed
+                with self._kept_lock:
+                    return bool(self._undefer(channel_id)) or existed
         return self.repo.delete(channel_id)
 
     def close(self) -> None:
@@ -539,6 +587,25 @@ class ChannelStates:
             log.warning("shared store away at stop: channel state commits not written",
                         extra={"deferred": len(self._deferred),
                                "promised": len(self._promised)})
+
+
+def _named(saved: Saved) -> set[str]:
+    """The memory ids a kept commit's merge writes (its ids, buffer rows, focus votes)."""
+    votes = () if saved.asked is None else saved.asked.votes + saved.asked.reply_votes
+    return ({r.memory_id for r in saved.injected} | {r.memory_id for r in saved.buffer}
+            | {m for m, _ in votes})
+
+
+def _without(saved: Saved, erased: set[str]) -> Saved:
+    """``saved`` without its rows and votes naming ``erased`` memories."""
+    if not erased:
+        return saved
+    asked = saved.asked
+    if asked is not None:
+        asked = replace(asked, votes=tuple(v for v in asked.votes if v[0] not in erased),
+                        reply_votes=tuple(v for v in asked.reply_votes if v[0] not in erased))
+    return replace(saved, injected=[r for r in saved.injected if r.memory_id not in erased],
+                   buffer=[r for r in saved.buffer if r.memory_id not in erased], asked=asked)
 
 
 def rows_of(state: ChannelState, entry: Committed, pruned: bool,

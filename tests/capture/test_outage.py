@@ -23,11 +23,13 @@ from sidecar.errors import Unavailable
 from sidecar.injection import channels
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.types import InjectRequest
+from sidecar.records import MemoryDraft, MemoryType
 from sidecar.store.config import StoreConfig
 from sidecar.store.memories import ListQuery
 from tests.capture.test_shared import captured, open_capturing
 from tests.conftest import Running, on_postgres, settings_for, start_server
 from tests.pg.cluster import Cluster
+from tests.store.test_erasure_races import QUESTION, SECRET, rows_naming
 from tests.waiting import wait_for
 
 PLACES = ["Lisbon", "Porto", "Braga", "Faro", "Coimbra", "Aveiro", "Evora", "Sintra", "Tomar",
@@ -290,3 +292,42 @@ def answers(app: App) -> bool:
         return True
     except Unavailable:
         return False
+
+
+def test_a_memory_erased_elsewhere_while_the_store_was_away_is_left_out_of_the_merge(
+        config: ServerConfig, embedder: Embedder) -> None:
+    """Sidecar b serves a turn injecting a memory through an outage; once the store is
+    back, a erases the memory (hard ForgetMemory) before b writes what it kept. b merges the
+    turn without the memory (before, the merge wrote its id and vector back)."""
+    cluster = Cluster()
+    cluster.start()
+    apps: list[App] = []
+    try:
+        dsn = cluster.new_database()
+        a, b = (open_capturing(config, "a", embedder, dsn),
+                open_capturing(config, "b", embedder, dsn))
+        apps += [a, b]
+        assert b.feed is not None
+        b.injector.states._catch_up.close()  # what waits is written when this test says
+        b.feed.close()  # b's index keeps the memory until the test is over
+        memory = a.memories.upsert(MemoryDraft(f"The gym locker code is {SECRET}",
+                                               MemoryType.FACT, agent_id="ops")).memory
+        b.feed.catch_up()
+        assert b.injector.inject(InjectRequest("ops", "c", said(0))).turn == 1
+        cluster.stop()
+        kept = b.injector.inject(InjectRequest("ops", "c", QUESTION))
+        assert kept.turn == 2 and SECRET in kept.block
+        cluster.start(cluster.port)
+        wait_for(lambda: answers(a))
+        a.eraser.erase_memory(memory.id, "ops")
+        wait_for(lambda: answers(b))
+        b.injector.states.write_waiting()
+        assert b.injector.states.deferred == 0
+        assert b.db.execute("SELECT turn FROM injection_channels WHERE channel_id = 'c'") \
+            == [(2,)]  # the turn is merged
+        b.injector.capture.drain.flush()  # type: ignore[union-attr]
+        assert rows_naming(dsn, memory.id, SECRET) == {}
+    finally:
+        for app in reversed(apps):
+            app.close()
+        cluster.remove()

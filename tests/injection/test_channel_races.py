@@ -178,9 +178,10 @@ class Away(StateRepo):
         super().save(channel_id, saved, expect)
 
     def merge(self, channel_id: str, saved: Saved,
-              check: tuple[str, tuple[object, ...]] | None = None) -> None:
+              check: tuple[str, tuple[object, ...]] | None = None,
+              guard: Callable[[], None] | None = None) -> None:
         self._check()
-        super().merge(channel_id, saved, check)
+        super().merge(channel_id, saved, check, guard)
 
     def delete(self, channel_id: str) -> bool:
         self.deleting()
