@@ -418,21 +418,30 @@ class ChannelStates:
         this one last read the change feed (then dropped, as ``gone_elsewhere`` does),
         without its rows naming memories erased meanwhile (those still there are checked
         in the merge's batch, as a turn's commit checks what it chose: decision 0047)."""
+        why = "memories of a turn kept here erased while it was merged: dropped, not merged"
         for _ in range(MERGE_ATTEMPTS):
-            named = _named(saved)
-            found = self.fetch(sorted(named)) if named else {}
-            guard = None if self.still_there is None or not found else partial(
-                self.still_there, list(found.values()), ChosenErased(channel_id))
+            kept, guard = self._still_there(channel_id, saved)
             try:
-                self.repo.merge(channel_id, _without(saved, named - found.keys()), check,
-                                guard)
+                self.repo.merge(channel_id, kept, check, guard)
                 return
             except ChosenErased:
                 continue  # one erased between the read and the merge: read again
             except ChannelMoved:
+                why = ("channel reset by another sidecar while the shared store was away: a "
+                       "turn kept here is dropped, not merged")
                 break
-        log.warning("channel reset by another sidecar while the shared store was away: "
-                    "a turn kept here is dropped, not merged", extra={"channel": channel_id})
+        log.warning(why, extra={"channel": channel_id})
+
+    def _still_there(self, channel_id: str, saved: Saved
+                     ) -> tuple[Saved, Callable[[], None] | None]:
+        """``saved`` without what names memories gone from the store, and the guard of the
+        merge's batch that the others are still there (none: ``still_there`` unset)."""
+        named = _named(saved)
+        if self.still_there is None or not named:
+            return saved, None
+        found = self.fetch(sorted(named))
+        guard = partial(self.still_there, list(found.values()), ChosenErased(channel_id))
+        return _without(saved, named - found.keys()), guard if found else None
 
     def hold(self, channel_id: str) -> None:
         """The channel was claimed provisionally: keep its commits here until ``settle``."""
