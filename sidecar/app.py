@@ -52,6 +52,7 @@ from sidecar.store.erasure import ErasureRepo
 from sidecar.store.lock import DataDirLock
 from sidecar.store.model_repo import MODEL_KEY
 from sidecar.store.repos import Repositories
+from sidecar.store.scope_keys import user_digest
 from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault
 from sidecar.vault.screen import Screen
@@ -167,8 +168,11 @@ class App:
         if feed is not None:  # other sidecars' resets and erasures drop this one's copies
             _follow_channels(feed, ResetElsewhere(injector.states, injector.trace, capture))
             injector.follow_erasures = feed.catch_up
-            injector.states.merge_check = lambda c: feed.not_reset(channel_digest(c))
-            injector.states.still_there = repos.memories.still_there
+            states = injector.states
+            states.merge_check = lambda c: feed.not_reset(channel_digest(c))
+            states.user_check = lambda owner: feed.not_erased(user_digest(owner))
+            states.still_there = repos.memories.still_there
+            feed.on_users = states.users_erased
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)

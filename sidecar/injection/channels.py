@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from itertools import islice
+from typing import NamedTuple
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from sidecar.injection.state_repo import (
 )
 from sidecar.records import Memory
 from sidecar.store.catch_up import CatchUp
+from sidecar.store.scope_keys import user_digest
 from sidecar.store.write_behind import Writer, WriteThrough
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,29 @@ MAX_DEFERRED = 10_000
 PROMISED_GROUP = 64
 # Tries of a kept commit's merge whose memories another sidecar keeps erasing meanwhile.
 MERGE_ATTEMPTS = 3
+
+
+Owner = tuple[str, str]  # (agent_id, user_id) of a user's turn
+Condition = tuple[str, tuple[object, ...]]  # an SQL condition and its parameters
+
+
+class _Kept(NamedTuple):
+    """A commit kept for a store away; ``owner``: the user whose turn it is (None: none)."""
+
+    channel_id: str
+    saved: Saved
+    owner: Owner | None = None
+
+
+class _Promised(NamedTuple):
+    """A kept turn's durable write (its capture) and the user whose turn it is."""
+
+    write: Callable[[], None]
+    owner: Owner | None = None
+
+
+class _UserErased(Exception):
+    """The user of a kept turn was erased by another sidecar while the store was away."""
 
 
 @dataclass(eq=False)
@@ -82,8 +106,8 @@ class ChannelStates:
         same channels (a shared store): each commit is a compare-and-swap on the turn,
         written before the reply; only the access records go through ``writer``."""
         self.shared = shared
-        self._deferred: deque[tuple[str, Saved]] = deque(maxlen=MAX_DEFERRED)
-        self._promised: deque[Callable[[], None]] = deque()  # deferred turns' durable writes
+        self._deferred: deque[_Kept] = deque(maxlen=MAX_DEFERRED)
+        self._promised: deque[_Promised] = deque()  # deferred turns' durable writes
         self._deferred_lock = threading.Lock()  # one writer of what waits at a time
         # The kept commits' deque: held only to read or change it, never over the store's
         # work (a feed read inside a write transaction drops a channel's: ``gone_elsewhere``).
@@ -106,10 +130,14 @@ class ChannelStates:
         # A shared store: the condition under which a commit kept here while it was away is
         # merged (the channel not reset by another sidecar since this one's change feed last
         # read; decision 0047). None: merged as it is.
-        self.merge_check: Callable[[str], tuple[str, tuple[object, ...]]] | None = None
+        self.merge_check: Callable[[str], Condition] | None = None
+        # A shared store: the condition under which a user's turn kept here is written (the
+        # user not erased by another sidecar since this one's change feed last read). None:
+        # written as it is.
+        self.user_check: Callable[[Owner], Condition] | None = None
         # Raises its error, in the merge's batch, unless these memories are all still there
         # (the memory repository's ``still_there``). None: not checked.
-        self.still_there: Callable[[list[Memory], Exception], None] | None = None
+        self.still_there: Callable[[list[Memory], Exception, list[Owner]], None] | None = None
 
     def get(self, channel_id: str) -> ChannelState:
         while True:
@@ -213,9 +241,33 @@ class ChannelStates:
         """The channels held in memory, read or reset in flight, or with commits kept for
         a store away."""
         with self._kept_lock:
-            kept = dict.fromkeys(c for c, _ in self._deferred)
+            kept = dict.fromkeys(k.channel_id for k in self._deferred)
         with self._lock:
             return list({**self._channels, **self._reading, **self._resetting, **kept})
+
+    def users_erased(self, digests: Collection[str]) -> None:
+        """Another sidecar erased the users of ``digests`` (``scope_keys.user_digest``):
+        their turns kept for a store away go, durable writes included (what they said is
+        erased too), with the kept commits of each channel where they had one (ForgetUser
+        erases the channels a user spoke in)."""
+        erased = set(digests)
+
+        def theirs(owner: Owner | None) -> bool:
+            return owner is not None and user_digest(owner) in erased
+
+        with self._kept_lock:
+            kept = [p for p in self._promised if not theirs(p.owner)]
+            dropped = len(self._promised) - len(kept)
+            self._promised.clear()
+            self._promised.extend(kept)
+            channels = {k.channel_id for k in self._deferred if theirs(k.owner)}
+        if dropped:
+            log.warning("turns kept while the shared store was away of users another sidecar "
+                        "erased: not written", extra={"turns": dropped})
+        for channel_id in sorted(channels):
+            self._drop_kept(channel_id, "channel of a user another sidecar erased while the "
+                                        "shared store was away: the turns kept here are "
+                                        "dropped, not merged")
 
     def gone_elsewhere(self, channel_id: str) -> None:
         """Another sidecar reset or erased the channel: the memory copy goes (``drop``) and
@@ -240,14 +292,15 @@ class ChannelStates:
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
                also: Callable[[], None] | None = None,
                durable: Callable[[], None] | None = None,
-               guard: Callable[[], None] | None = None) -> None:
+               guard: Callable[[], None] | None = None, owner: Owner | None = None) -> None:
         """Record ``entry`` in memory and in SQLite (with ``also`` and ``durable``, in the same
         transaction), committed before this returns; a failed write leaves the memory copy as
         it was and raises (``guard``, run first in that transaction, raises to write nothing).
         On a shared store ``also`` goes through the writer, ``durable`` and ``guard`` stay
         in the turn's batch (the guard first). SQLite mirrors the memory rows (loaded from
         it, changed only here), so its prune runs only when the memory one dropped
-        something."""
+        something. ``owner``: the user whose turn it is, (agent, user); a turn kept for a
+        shared store away is dropped if another sidecar erases that user meanwhile."""
         expect = state.turn
         before = state.copy()
         saved = rows_of(state, entry, state.record(entry, keep, depth),
@@ -255,7 +308,7 @@ class ChannelStates:
         channel_id = state.channel_id
         if self.shared:
             try:
-                self._commit_shared(state, saved, expect, durable, guard)
+                self._commit_shared(state, saved, expect, durable, guard, owner)
             except BaseException:
                 state.restore(before)
                 raise
@@ -278,7 +331,8 @@ class ChannelStates:
 
     def _commit_shared(self, state: ChannelState, saved: Saved, expect: int,
                        durable: Callable[[], None] | None = None,
-                       guard: Callable[[], None] | None = None) -> None:
+                       guard: Callable[[], None] | None = None,
+                       owner: Owner | None = None) -> None:
         """ChannelMoved (nothing written) when another sidecar committed a turn of the
         channel since this copy was read: ``drop`` it and build again. While the store is
         away the memory copy serves and the commit waits here, ``durable`` with it, unless
@@ -297,7 +351,7 @@ class ChannelStates:
                 current = self._channels.get(channel_id) is state
             if not current:  # built on a conversation reset or erased meanwhile
                 raise ChannelMoved(channel_id) from None
-            self._defer(channel_id, saved, durable, err)
+            self._defer(_Kept(channel_id, saved, owner), durable, err)
 
     def _save_with(self, channel_id: str, saved: Saved, expect: int,
                    durable: Callable[[], None] | None,
@@ -326,21 +380,23 @@ class ChannelStates:
         if durable is not None:
             durable()
 
-    def _defer(self, channel_id: str, saved: Saved, durable: Callable[[], None] | None,
+    def _defer(self, kept: _Kept, durable: Callable[[], None] | None,
                err: Unavailable) -> None:
-        """Keep a commit the store could not take (and its durable write: never dropped, so
-        a turn with one is refused when ``MAX_DEFERRED`` of them wait)."""
+        """Keep a commit the store could not take (and its durable write: never dropped
+        unless its user is erased, so a turn with one is refused when ``MAX_DEFERRED`` of
+        them wait)."""
         with self._deferred_lock:
             if durable is not None:
                 if len(self._promised) >= MAX_DEFERRED:
                     raise Unavailable(
                         f"{err.message}; {MAX_DEFERRED} turns wait on this sidecar to be "
                         "written and this one was not recorded: retry once it is back")
-                self._promised.append(durable)
             with self._kept_lock:
-                self._deferred.append((channel_id, saved))
+                if durable is not None:
+                    self._promised.append(_Promised(durable, kept.owner))
+                self._deferred.append(kept)
         log.warning("shared store away: channel state kept here until it is back",
-                    extra={"channel": channel_id, "deferred": len(self._deferred),
+                    extra={"channel": kept.channel_id, "deferred": len(self._deferred),
                            "promised": len(self._promised)})
         self._catch_up.wake()
 
@@ -349,8 +405,8 @@ class ChannelStates:
         """Turns kept here for a store away: durable writes, and commits of channels whose
         claim is settled (the others wait for it)."""
         with self._kept_lock:
-            return len(self._promised) + sum(1 for c, _ in self._deferred
-                                             if c not in self._held)
+            return len(self._promised) + sum(1 for k in self._deferred
+                                             if k.channel_id not in self._held)
 
     def _caught_up(self) -> bool:
         """Write what waits for the store; whether only held claims' commits are left."""
@@ -372,76 +428,113 @@ class ChannelStates:
         their commits (turn: the larger; ids: union), except those of channels whose
         provisional claim is not settled yet."""
         with self._deferred_lock:
-            while self._promised:
-                group = list(islice(self._promised, PROMISED_GROUP))
-                with self.repo.db.transaction():
-                    for write in group:
-                        write()
-                for _ in group:
-                    self._promised.popleft()
-            held: list[tuple[str, Saved]] = []
+            while group := self._next_promised():
+                try:
+                    self._write_promised(group)
+                except BaseException:
+                    with self._kept_lock:
+                        self._promised.extendleft(reversed([p for p, _ in group]))
+                    raise
+            held: list[_Kept] = []
             try:
-                while kept := self._next_kept(held):
+                while taken := self._next_kept(held):
+                    kept, checks = taken
                     try:
-                        self._merge(*kept)
+                        self._merge(kept, *checks)
                     except BaseException:
                         with self._kept_lock:
-                            self._deferred.appendleft(kept[:2])
+                            self._deferred.appendleft(kept)
                         raise
             finally:
                 with self._kept_lock:
                     self._deferred.extendleft(reversed(held))
 
-    def _next_kept(self, held: list[tuple[str, Saved]]
-                   ) -> tuple[str, Saved, tuple[str, tuple[object, ...]] | None] | None:
-        """The next kept commit to merge, taken out, with its ``merge_check``; None: none
-        left (those of claims not settled go to ``held``). The check is made before the
-        commit is taken out: a reset the feed read after that is in the check, one it read
-        before has dropped the commit (``gone_elsewhere``; the feed keeps its snapshot
-        after it hands the resets on)."""
-        while True:
-            with self._kept_lock:
-                if not self._deferred:
-                    return None
-                channel_id = self._deferred[0][0]
-                if channel_id in self._held:
-                    held.append(self._deferred.popleft())
-                    continue
-            check = None if self.merge_check is None else self.merge_check(channel_id)
-            with self._kept_lock:
-                if self._deferred and self._deferred[0][0] == channel_id:
-                    return (*self._deferred.popleft(), check)
+    def _next_promised(self) -> list[tuple[_Promised, Condition | None]]:
+        """The next durable writes to make (at most PROMISED_GROUP), taken out, each with
+        its ``user_check`` made as they are taken: a user erasure the feed hands on before
+        has dropped them (``users_erased``), one after is in the check (the feed keeps its
+        snapshot after it hands them on)."""
+        with self._kept_lock:
+            group = [self._promised.popleft()
+                     for _ in range(min(PROMISED_GROUP, len(self._promised)))]
+            return [(p, self._user_check(p.owner)) for p in group]
 
-    def _merge(self, channel_id: str, saved: Saved,
-               check: tuple[str, tuple[object, ...]] | None) -> None:
-        """Merge a kept commit, unless another sidecar reset or erased the channel since
-        this one last read the change feed (then dropped, as ``gone_elsewhere`` does),
-        without its rows naming memories erased meanwhile (those still there are checked
-        in the merge's batch, as a turn's commit checks what it chose: decision 0047)."""
+    def _user_check(self, owner: Owner | None) -> Condition | None:
+        return None if owner is None or self.user_check is None else self.user_check(owner)
+
+    def _write_promised(self, group: list[tuple[_Promised, Condition | None]]) -> None:
+        """The durable writes in one transaction, each of a user another sidecar erased
+        meanwhile left out (its scope held against the erasure, then checked)."""
+        erased = 0
+        with self.repo.db.transaction():
+            for promised, check in group:
+                try:
+                    with self.repo.db.transaction():  # a savepoint: a refusal drops this one
+                        self._hold_user(promised.owner, check)
+                        promised.write()
+                except _UserErased:
+                    erased += 1
+        if erased:
+            log.warning("turns kept while the shared store was away of users another sidecar "
+                        "erased meanwhile: not written", extra={"turns": erased})
+
+    def _hold_user(self, owner: Owner | None, check: Condition | None,
+                   memories: list[Memory] | None = None, channel_id: str = "") -> None:
+        """In the caller's transaction or batch: the scopes of ``memories`` and ``owner``
+        held shared against an erasure (in one statement), then ChosenErased unless the
+        memories are all still there, and _UserErased unless ``check`` holds."""
+        user = owner is not None and check is not None
+        if self.still_there is not None and (memories or user):
+            self.still_there(memories or [], ChosenErased(channel_id),
+                             [owner] if owner is not None and user else [])
+        if owner is not None and check is not None:
+            self.repo.db.check(*check, _UserErased(owner[0]))
+
+    def _next_kept(self, held: list[_Kept]
+                   ) -> tuple[_Kept, tuple[Condition | None, Condition | None]] | None:
+        """The next kept commit to merge, taken out, with its ``merge_check`` and its
+        user's ``user_check`` made as it is taken (see ``_next_promised``); None: none left
+        (those of claims not settled go to ``held``)."""
+        with self._kept_lock:
+            while self._deferred:
+                kept = self._deferred.popleft()
+                if kept.channel_id in self._held:
+                    held.append(kept)
+                    continue
+                return kept, (
+                    None if self.merge_check is None else self.merge_check(kept.channel_id),
+                    self._user_check(kept.owner))
+        return None
+
+    def _merge(self, kept: _Kept, check: Condition | None, user: Condition | None) -> None:
+        """Merge a kept commit, unless another sidecar reset or erased the channel (or its
+        user) since this one last read the change feed (then dropped, as ``gone_elsewhere``
+        does), without its rows naming memories erased meanwhile (those still there are
+        checked in the merge's batch, as a turn's commit checks what it chose: decision
+        0047)."""
         why = "memories of a turn kept here erased while it was merged: dropped, not merged"
         for _ in range(MERGE_ATTEMPTS):
-            kept, guard = self._still_there(channel_id, saved)
+            saved, found = self._still_there(kept.saved)
+            guard = partial(self._hold_user, kept.owner, user, found, kept.channel_id)
             try:
-                self.repo.merge(channel_id, kept, check, guard)
+                self.repo.merge(kept.channel_id, saved, check, guard)
                 return
             except ChosenErased:
                 continue  # one erased between the read and the merge: read again
-            except ChannelMoved:
-                why = ("channel reset by another sidecar while the shared store was away: a "
-                       "turn kept here is dropped, not merged")
+            except (ChannelMoved, _UserErased):
+                why = ("channel or user erased or reset by another sidecar while the shared "
+                       "store was away: a turn kept here is dropped, not merged")
                 break
-        log.warning(why, extra={"channel": channel_id})
+        log.warning(why, extra={"channel": kept.channel_id})
 
-    def _still_there(self, channel_id: str, saved: Saved
-                     ) -> tuple[Saved, Callable[[], None] | None]:
-        """``saved`` without what names memories gone from the store, and the guard of the
-        merge's batch that the others are still there (none: ``still_there`` unset)."""
+    def _still_there(self, saved: Saved) -> tuple[Saved, list[Memory]]:
+        """``saved`` without what names memories gone from the store, and the memories it
+        still names (none: ``still_there`` unset, nothing looked up)."""
         named = _named(saved)
         if self.still_there is None or not named:
-            return saved, None
+            return saved, []
         found = self.fetch(sorted(named))
-        guard = partial(self.still_there, list(found.values()), ChosenErased(channel_id))
-        return _without(saved, named - found.keys()), guard if found else None
+        return _without(saved, named - found.keys()), list(found.values())
 
     def hold(self, channel_id: str) -> None:
         """The channel was claimed provisionally: keep its commits here until ``settle``."""
@@ -465,7 +558,7 @@ class ChannelStates:
         if not self.shared or not state.turn:
             return
         with self._kept_lock:
-            if any(c == state.channel_id for c, _ in self._deferred):
+            if any(k.channel_id == state.channel_id for k in self._deferred):
                 return
         try:
             stored = self.repo.stored(state.channel_id)
@@ -476,7 +569,7 @@ class ChannelStates:
 
     def _undefer(self, channel_id: str) -> int:
         """Drop the channel's kept commits (``_kept_lock`` held); how many."""
-        others = [entry for entry in self._deferred if entry[0] != channel_id]
+        others = [k for k in self._deferred if k.channel_id != channel_id]
         dropped = len(self._deferred) - len(others)
         if dropped:
             self._deferred.clear()
@@ -574,7 +667,7 @@ class ChannelStates:
         of its commits can be kept meanwhile: a reset holds the channel's calls."""
         with self._deferred_lock:
             with self._kept_lock:
-                kept = any(c == channel_id for c, _ in self._deferred)
+                kept = any(k.channel_id == channel_id for k in self._deferred)
             if kept:
                 # held over the delete: the catch-up writes none of them meanwhile
                 existed = self.repo.delete(channel_id)

@@ -397,7 +397,9 @@ class Injector:
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
                            else None, durable=capture,
                            guard=partial(self._not_erased, [c.memory for c in chosen])
-                           if chosen else None)
+                           if chosen else None,
+                           owner=(request.agent_id, request.user_id) if request.user_id
+                           else None)
 
     def _not_erased(self, chosen: list[Memory]) -> None:
         """ChosenErased when a memory of the turn was erased for good since it was chosen

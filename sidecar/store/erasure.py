@@ -10,6 +10,7 @@ whose block quotes it).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from sidecar.store.contract import Row, SqlStore
 from sidecar.store.edges import COLUMNS as EDGE_COLUMNS
 from sidecar.store.edges import row_to_edge
 from sidecar.store.memories import COLUMNS, row_to_memory
-from sidecar.store.scope_keys import erase_lock_statement
+from sidecar.store.scope_keys import erase_lock_statement, user_digest
 
 CHUNK = 500  # ids per statement (SQLite binds at most 32,766 parameters)
 
@@ -93,7 +94,16 @@ class ErasureRepo:
     # --- erasing (in the caller's transaction) --------------------------------------------
 
     def erase_user_captures(self, agent_id: str, user_id: str) -> int:
-        """Every capture record of ``agent_id``'s user, pending or written."""
+        """Every capture record of ``agent_id``'s user, pending or written. On a shared
+        store, with the user's scope held exclusive, a change row naming the user: the
+        sidecars that kept the user's turns while the store was away drop them."""
+        if self.db.dialect == "postgres":
+            self.db.execute(*erase_lock_statement([(agent_id, user_id)], exclusive=True))
+            self.db.execute(
+                "INSERT INTO changes (at, origin, erased_user) VALUES (?, coalesce("
+                "current_setting('memsidecar.origin', true), ''), ?)",
+                (time.time_ns() // 1000, user_digest((agent_id, user_id))))
+            self.db.execute("SELECT pg_notify('memsidecar_changes', '')")
         self.db.execute("DELETE FROM captures WHERE agent_id = ? AND user_id = ?",
                         (agent_id, user_id))
         return self.db.changes()

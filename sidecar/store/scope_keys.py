@@ -15,7 +15,7 @@ waits for a memory write, and never in a cycle with an erasure.
 from __future__ import annotations
 
 from collections.abc import Collection
-from hashlib import blake2b
+from hashlib import blake2b, sha256
 
 ScopeKey = tuple[str, str]  # (agent_id, user_id): ('', '') is the shared scope
 ERASE_LOCKS = 0x6D656D65  # first key of the erasure locks ("meme")
@@ -38,3 +38,10 @@ def erase_lock_statement(scopes: Collection[ScopeKey], exclusive: bool
     keys = sorted({scope_hash(scope) for scope in scopes})
     return ("SELECT " + ", ".join([call] * len(keys)),
             tuple(v for key in keys for v in (ERASE_LOCKS, key)))
+
+
+def user_digest(scope: ScopeKey) -> str:
+    """How a change row names an erased user of an agent (PostgreSQL migration 12): the
+    SHA-256 of the agent and the user joined by the unit separator (0x1f), hex."""
+    agent, user = scope
+    return sha256(f"{agent}\x1f{user}".encode()).hexdigest()
