@@ -112,6 +112,7 @@ class ChannelStates:
         # The kept commits' deque: held only to read or change it, never over the store's
         # work (a feed read inside a write transaction drops a channel's: ``gone_elsewhere``).
         self._kept_lock = threading.Lock()
+        self._taken = 0  # kept turns taken out of the deques and being written (counted)
         self._catch_up = CatchUp(self._caught_up, "channel-catch-up")
         self.repo = repo
         self.fetch = fetch
@@ -405,8 +406,8 @@ class ChannelStates:
         """Turns kept here for a store away: durable writes, and commits of channels whose
         claim is settled (the others wait for it)."""
         with self._kept_lock:
-            return len(self._promised) + sum(1 for k in self._deferred
-                                             if k.channel_id not in self._held)
+            return self._taken + len(self._promised) + sum(
+                1 for k in self._deferred if k.channel_id not in self._held)
 
     def _caught_up(self) -> bool:
         """Write what waits for the store; whether only held claims' commits are left."""
@@ -435,6 +436,9 @@ class ChannelStates:
                     with self._kept_lock:
                         self._promised.extendleft(reversed([p for p, _ in group]))
                     raise
+                finally:
+                    with self._kept_lock:
+                        self._taken = 0
             held: list[_Kept] = []
             try:
                 while taken := self._next_kept(held):
@@ -445,6 +449,9 @@ class ChannelStates:
                         with self._kept_lock:
                             self._deferred.appendleft(kept)
                         raise
+                    finally:
+                        with self._kept_lock:
+                            self._taken = 0
             finally:
                 with self._kept_lock:
                     self._deferred.extendleft(reversed(held))
@@ -457,6 +464,7 @@ class ChannelStates:
         with self._kept_lock:
             group = [self._promised.popleft()
                      for _ in range(min(PROMISED_GROUP, len(self._promised)))]
+            self._taken = len(group)
             return [(p, self._user_check(p.owner)) for p in group]
 
     def _user_check(self, owner: Owner | None) -> Condition | None:
@@ -501,6 +509,7 @@ class ChannelStates:
                 if kept.channel_id in self._held:
                     held.append(kept)
                     continue
+                self._taken = 1
                 return kept, (
                     None if self.merge_check is None else self.merge_check(kept.channel_id),
                     self._user_check(kept.owner))
