@@ -10,7 +10,12 @@ SQLite data dir and, with ``--pg``, a database on a throwaway local PostgreSQL 1
 (tests/pg/cluster.py: fsync off, synchronous_commit on). Prints p50/p99 of a commit in ms and
 PostgreSQL's round trips per commit on the calling thread.
 
-Run:  .venv/bin/python -m bench.turn_commit [--turns 2000] [--pg [--ab-unprepared]] [--capture]
+Each commit checks, first in its transaction or batch, that the memories it names are still
+there (on PostgreSQL after holding their scopes' erasure locks shared, decision 0047);
+``--ab-unguarded`` adds a PostgreSQL database whose commits do not.
+
+Run:  .venv/bin/python -m bench.turn_commit [--turns 2000] [--pg [--ab-unprepared]
+      [--ab-unguarded]] [--capture]
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import random
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +39,7 @@ from sidecar.capture.repo import CaptureRepo, Pending
 from sidecar.conversation.query_context import RecentTurn
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.state import Committed
-from sidecar.injection.state_repo import StateRepo
+from sidecar.injection.state_repo import ChosenErased, StateRepo
 from sidecar.injection.types import InjectedItem, Injection, InjectStats, Section
 from sidecar.records import Memory, MemoryType
 from sidecar.store.contract import SqlStore
@@ -49,8 +55,10 @@ KEEP, DEPTH = 3, 10  # max_injected_blocks_in_history, context_window_depth (def
 class Backend:
     """One store, its memories and its channels."""
 
-    def __init__(self, db: SqlStore, memories: list[Memory], vectors: np.ndarray) -> None:
+    def __init__(self, db: SqlStore, memories: list[Memory], vectors: np.ndarray,
+                 guarded: bool = True) -> None:
         self.db = db
+        self.guarded = guarded  # the check that the chosen memories are still there
         self.memories = MemoryRepo(db, VersionRepo(db))
         self.memories.insert_many(memories, vectors)
         # As the app builds them: a PostgreSQL store is shared (each commit a compare-and-swap
@@ -60,7 +68,8 @@ class Backend:
                                     shared=db.dialect == "postgres")
         self.captures = CaptureRepo(db)
 
-    def commit(self, channel: str, entry: Committed, capture: bool) -> None:
+    def commit(self, channel: str, entry: Committed, capture: bool,
+               chosen: list[Memory]) -> None:
         state = self.states.get(channel)
         ids = entry.ids
         durable: Callable[[], None] | None = None
@@ -76,7 +85,9 @@ class Backend:
         with state.lock:
             self.states.commit(state, entry, KEEP, DEPTH,
                                also=lambda: self.memories.touch(ids, entry.at_us),
-                               durable=durable)
+                               durable=durable, guard=partial(
+                                   self.memories.still_there, chosen, ChosenErased(channel))
+                               if self.guarded and chosen else None)
 
 
 def unit(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -128,6 +139,10 @@ def main() -> None:
     parser.add_argument("--ab-unprepared", action="store_true",
                         help="with --pg, a second database whose batches are sent as plain "
                              "statements (none prepared), interleaved with the others")
+    parser.add_argument("--ab-unguarded", action="store_true",
+                        help="with --pg, a second database whose commits do not check that "
+                             "their memories are still there (no erasure locks: the commit "
+                             "before decision 0047), interleaved with the others")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
     memories, vectors, asked = corpus(rng, args.memories)
@@ -150,6 +165,9 @@ def main() -> None:
                     unprepared = PgDatabase(cluster.new_database())
                     unprepared.prepared = PreparedStatements(0)
                     backends["postgres_unprepared"] = Backend(unprepared, memories, vectors)
+                if args.ab_unguarded:
+                    backends["postgres_unguarded"] = Backend(
+                        PgDatabase(cluster.new_database()), memories, vectors, guarded=False)
             trips = stack.enter_context(round_trips()) if args.pg else None
             times: dict[str, list[float]] = {name: [] for name in backends}
             rounds: list[int] = []
@@ -164,7 +182,8 @@ def main() -> None:
                 for name in order:
                     before = trips() if trips is not None and name == "postgres" else 0
                     start = time.perf_counter_ns()
-                    backends[name].commit(channel, entry, args.capture)
+                    backends[name].commit(channel, entry, args.capture,
+                                          [memories[i] for i in chosen])
                     times[name].append((time.perf_counter_ns() - start) / 1e6)
                     if trips is not None and name == "postgres":
                         rounds.append(trips() - before)

@@ -26,7 +26,7 @@ from sidecar.embedding.models import ModelIdentity, identity, model_files, servi
 from sidecar.errors import StorageFault
 from sidecar.files import private_dir, remove_stale_temps
 from sidecar.injection.channels import ChannelStates
-from sidecar.injection.elsewhere import ResetElsewhere
+from sidecar.injection.elsewhere import ResetElsewhere, channel_digest
 from sidecar.injection.marker import BlockSigner
 from sidecar.injection.owners import ChannelOwners
 from sidecar.injection.pipeline import Injector
@@ -52,6 +52,7 @@ from sidecar.store.erasure import ErasureRepo
 from sidecar.store.lock import DataDirLock
 from sidecar.store.model_repo import MODEL_KEY
 from sidecar.store.repos import Repositories
+from sidecar.store.scope_keys import user_digest
 from sidecar.store.write_behind import WriteBehind
 from sidecar.vault import Vault
 from sidecar.vault.screen import Screen
@@ -166,6 +167,12 @@ class App:
         eraser.channels = injector
         if feed is not None:  # other sidecars' resets and erasures drop this one's copies
             _follow_channels(feed, ResetElsewhere(injector.states, injector.trace, capture))
+            injector.follow_erasures = feed.catch_up
+            states = injector.states
+            states.merge_check = lambda c: feed.not_reset(channel_digest(c))
+            states.user_check = lambda owner: feed.not_erased(user_digest(owner))
+            states.still_there = repos.memories.still_there
+            feed.on_users = states.users_erased
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)

@@ -26,8 +26,9 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from itertools import islice
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,13 +40,16 @@ from sidecar.injection.state import Block, ChannelState, Committed, Injected
 from sidecar.injection.state_repo import (
     BufferRow,
     ChannelMoved,
+    ChosenErased,
     Dropped,
     InjectedRow,
     Saved,
     SavedChannel,
     StateRepo,
 )
+from sidecar.records import Memory
 from sidecar.store.catch_up import CatchUp
+from sidecar.store.scope_keys import user_digest
 from sidecar.store.write_behind import Writer, WriteThrough
 
 log = logging.getLogger(__name__)
@@ -57,6 +61,31 @@ MAX_CACHED_CHANNELS = 1024
 MAX_DEFERRED = 10_000
 # Durable writes of deferred turns written in one transaction on the store's return.
 PROMISED_GROUP = 64
+# Tries of a kept commit's merge whose memories another sidecar keeps erasing meanwhile.
+MERGE_ATTEMPTS = 3
+
+
+Owner = tuple[str, str]  # (agent_id, user_id) of a user's turn
+Condition = tuple[str, tuple[object, ...]]  # an SQL condition and its parameters
+
+
+class _Kept(NamedTuple):
+    """A commit kept for a store away; ``owner``: the user whose turn it is (None: none)."""
+
+    channel_id: str
+    saved: Saved
+    owner: Owner | None = None
+
+
+class _Promised(NamedTuple):
+    """A kept turn's durable write (its capture) and the user whose turn it is."""
+
+    write: Callable[[], None]
+    owner: Owner | None = None
+
+
+class _UserErased(Exception):
+    """The user of a kept turn was erased by another sidecar while the store was away."""
 
 
 @dataclass(eq=False)
@@ -77,9 +106,13 @@ class ChannelStates:
         same channels (a shared store): each commit is a compare-and-swap on the turn,
         written before the reply; only the access records go through ``writer``."""
         self.shared = shared
-        self._deferred: deque[tuple[str, Saved]] = deque(maxlen=MAX_DEFERRED)
-        self._promised: deque[Callable[[], None]] = deque()  # deferred turns' durable writes
-        self._deferred_lock = threading.Lock()
+        self._deferred: deque[_Kept] = deque(maxlen=MAX_DEFERRED)
+        self._promised: deque[_Promised] = deque()  # deferred turns' durable writes
+        self._deferred_lock = threading.Lock()  # one writer of what waits at a time
+        # The kept commits' deque: held only to read or change it, never over the store's
+        # work (a feed read inside a write transaction drops a channel's: ``gone_elsewhere``).
+        self._kept_lock = threading.Lock()
+        self._taken = 0  # kept turns taken out of the deques and being written (counted)
         self._catch_up = CatchUp(self._caught_up, "channel-catch-up")
         self.repo = repo
         self.fetch = fetch
@@ -95,6 +128,17 @@ class ChannelStates:
         self._unsent: list[Callable[[], None]] = []
         self._send_lock = threading.Lock()  # one hand-off at a time keeps their order
         self._held: set[str] = set()  # claimed provisionally: commits wait for the claim
+        # A shared store: the condition under which a commit kept here while it was away is
+        # merged (the channel not reset by another sidecar since this one's change feed last
+        # read; decision 0047). None: merged as it is.
+        self.merge_check: Callable[[str], Condition] | None = None
+        # A shared store: the condition under which a user's turn kept here is written (the
+        # user not erased by another sidecar since this one's change feed last read). None:
+        # written as it is.
+        self.user_check: Callable[[Owner], Condition] | None = None
+        # Raises its error, in the merge's batch, unless these memories are all still there
+        # (the memory repository's ``still_there``). None: not checked.
+        self.still_there: Callable[[list[Memory], Exception, list[Owner]], None] | None = None
 
     def get(self, channel_id: str) -> ChannelState:
         while True:
@@ -195,9 +239,51 @@ class ChannelStates:
         return len(named)
 
     def names(self) -> list[str]:
-        """The channels held in memory, read or reset in flight."""
+        """The channels held in memory, read or reset in flight, or with commits kept for
+        a store away."""
+        with self._kept_lock:
+            kept = dict.fromkeys(k.channel_id for k in self._deferred)
         with self._lock:
-            return list({**self._channels, **self._reading, **self._resetting})
+            return list({**self._channels, **self._reading, **self._resetting, **kept})
+
+    def users_erased(self, digests: Collection[str]) -> None:
+        """Another sidecar erased the users of ``digests`` (``scope_keys.user_digest``):
+        their turns kept for a store away go, durable writes included (what they said is
+        erased too), with the kept commits of each channel where they had one (ForgetUser
+        erases the channels a user spoke in)."""
+        erased = set(digests)
+
+        def theirs(owner: Owner | None) -> bool:
+            return owner is not None and user_digest(owner) in erased
+
+        with self._kept_lock:
+            kept = [p for p in self._promised if not theirs(p.owner)]
+            dropped = len(self._promised) - len(kept)
+            self._promised.clear()
+            self._promised.extend(kept)
+            channels = {k.channel_id for k in self._deferred if theirs(k.owner)}
+        if dropped:
+            log.warning("turns kept while the shared store was away of users another sidecar "
+                        "erased: not written", extra={"turns": dropped})
+        for channel_id in sorted(channels):
+            self._drop_kept(channel_id, "channel of a user another sidecar erased while the "
+                                        "shared store was away: the turns kept here are "
+                                        "dropped, not merged")
+
+    def gone_elsewhere(self, channel_id: str) -> None:
+        """Another sidecar reset or erased the channel: the memory copy goes (``drop``) and
+        so do its commits kept for a store away, which were built on the conversation it
+        deleted (their durable writes, what the user said, are kept; decision 0047)."""
+        self._drop_kept(channel_id, "channel reset by another sidecar while the shared store "
+                                    "was away: the turns kept here are dropped, not merged")
+
+    def _drop_kept(self, channel_id: str, why: str) -> None:
+        """Drop the memory copy and the kept commits of the channel (logged: ``why``)."""
+        with self._kept_lock:
+            dropped = self._undefer(channel_id)
+        self.drop(channel_id)
+        if dropped:
+            log.warning(why, extra={"channel": channel_id, "turns": dropped})
 
     def _stale(self, channel_id: str) -> None:
         for busy in (self._reading.get(channel_id), self._resetting.get(channel_id)):
@@ -207,14 +293,15 @@ class ChannelStates:
     def commit(self, state: ChannelState, entry: Committed, keep: int | None, depth: int,
                also: Callable[[], None] | None = None,
                durable: Callable[[], None] | None = None,
-               guard: Callable[[], None] | None = None) -> None:
+               guard: Callable[[], None] | None = None, owner: Owner | None = None) -> None:
         """Record ``entry`` in memory and in SQLite (with ``also`` and ``durable``, in the same
         transaction), committed before this returns; a failed write leaves the memory copy as
         it was and raises (``guard``, run first in that transaction, raises to write nothing).
-        On a shared store ``also`` goes through the writer, ``durable`` stays in the turn's
-        transaction, and ``guard`` is not run. SQLite mirrors the memory rows (loaded from
+        On a shared store ``also`` goes through the writer, ``durable`` and ``guard`` stay
+        in the turn's batch (the guard first). SQLite mirrors the memory rows (loaded from
         it, changed only here), so its prune runs only when the memory one dropped
-        something."""
+        something. ``owner``: the user whose turn it is, (agent, user); a turn kept for a
+        shared store away is dropped if another sidecar erases that user meanwhile."""
         expect = state.turn
         before = state.copy()
         saved = rows_of(state, entry, state.record(entry, keep, depth),
@@ -222,7 +309,7 @@ class ChannelStates:
         channel_id = state.channel_id
         if self.shared:
             try:
-                self._commit_shared(channel_id, saved, expect, durable)
+                self._commit_shared(state, saved, expect, durable, guard, owner)
             except BaseException:
                 state.restore(before)
                 raise
@@ -243,55 +330,74 @@ class ChannelStates:
             state.restore(before)
             raise
 
-    def _commit_shared(self, channel_id: str, saved: Saved, expect: int,
-                       durable: Callable[[], None] | None = None) -> None:
+    def _commit_shared(self, state: ChannelState, saved: Saved, expect: int,
+                       durable: Callable[[], None] | None = None,
+                       guard: Callable[[], None] | None = None,
+                       owner: Owner | None = None) -> None:
         """ChannelMoved (nothing written) when another sidecar committed a turn of the
         channel since this copy was read: ``drop`` it and build again. While the store is
-        away the memory copy serves and the commit waits here, ``durable`` with it."""
+        away the memory copy serves and the commit waits here, ``durable`` with it, unless
+        the copy was dropped meanwhile (a reset elsewhere: ChannelMoved)."""
+        channel_id = state.channel_id
         try:
             if channel_id in self._held:
                 raise Unavailable("the channel's claim is not settled")
             self._reconcile()
-            if durable is None:
+            if durable is None and guard is None:
                 self.repo.save(channel_id, saved, expect=expect)
             else:
-                self._save_with(channel_id, saved, expect, durable)
+                self._save_with(channel_id, saved, expect, durable, guard)
         except Unavailable as err:
-            self._defer(channel_id, saved, durable, err)
+            with self._lock:
+                current = self._channels.get(channel_id) is state
+            if not current:  # built on a conversation reset or erased meanwhile
+                raise ChannelMoved(channel_id) from None
+            self._defer(_Kept(channel_id, saved, owner), durable, err)
 
     def _save_with(self, channel_id: str, saved: Saved, expect: int,
-                   durable: Callable[[], None]) -> None:
-        """The commit and its durable write in one batch (one round trip). A batch the
-        store refused for another reason than the swap is tried again as a transaction in
-        which the durable write has a savepoint of its own (its failure never costs the
-        turn)."""
+                   durable: Callable[[], None] | None,
+                   guard: Callable[[], None] | None) -> None:
+        """The commit, after its ``guard`` and with its durable write, in one batch (one
+        round trip). A batch the store refused for another reason than the swap or the
+        guard is tried again as a transaction in which the durable write has a savepoint of
+        its own (its failure never costs the turn)."""
         try:
             with self.repo.db.batched():
-                self.repo.save(channel_id, saved, expect=expect)
-                durable()
+                self._save_all(channel_id, saved, expect, durable, guard)
         except (ChannelMoved, Unavailable):
             raise
         except Exception:
             log.warning("turn and its durable write refused as one batch: written apart",
                         exc_info=True, extra={"channel": channel_id})
             with self.repo.db.transaction():
-                self.repo.save(channel_id, saved, expect=expect)
-                durable()
+                self._save_all(channel_id, saved, expect, durable, guard)
 
-    def _defer(self, channel_id: str, saved: Saved, durable: Callable[[], None] | None,
+    def _save_all(self, channel_id: str, saved: Saved, expect: int,
+                  durable: Callable[[], None] | None,
+                  guard: Callable[[], None] | None) -> None:
+        if guard is not None:
+            guard()
+        self.repo.save(channel_id, saved, expect=expect)
+        if durable is not None:
+            durable()
+
+    def _defer(self, kept: _Kept, durable: Callable[[], None] | None,
                err: Unavailable) -> None:
-        """Keep a commit the store could not take (and its durable write: never dropped, so
-        a turn with one is refused when ``MAX_DEFERRED`` of them wait)."""
+        """Keep a commit the store could not take (and its durable write: never dropped
+        unless its user is erased, so a turn with one is refused when ``MAX_DEFERRED`` of
+        them wait)."""
         with self._deferred_lock:
             if durable is not None:
                 if len(self._promised) >= MAX_DEFERRED:
                     raise Unavailable(
                         f"{err.message}; {MAX_DEFERRED} turns wait on this sidecar to be "
                         "written and this one was not recorded: retry once it is back")
-                self._promised.append(durable)
-            self._deferred.append((channel_id, saved))
+            with self._kept_lock:
+                if durable is not None:
+                    self._promised.append(_Promised(durable, kept.owner))
+                self._deferred.append(kept)
         log.warning("shared store away: channel state kept here until it is back",
-                    extra={"channel": channel_id, "deferred": len(self._deferred),
+                    extra={"channel": kept.channel_id, "deferred": len(self._deferred),
                            "promised": len(self._promised)})
         self._catch_up.wake()
 
@@ -299,9 +405,9 @@ class ChannelStates:
     def deferred(self) -> int:
         """Turns kept here for a store away: durable writes, and commits of channels whose
         claim is settled (the others wait for it)."""
-        with self._deferred_lock:
-            return len(self._promised) + sum(1 for c, _ in self._deferred
-                                             if c not in self._held)
+        with self._kept_lock:
+            return self._taken + len(self._promised) + sum(
+                1 for k in self._deferred if k.channel_id not in self._held)
 
     def _caught_up(self) -> bool:
         """Write what waits for the store; whether only held claims' commits are left."""
@@ -323,24 +429,121 @@ class ChannelStates:
         their commits (turn: the larger; ids: union), except those of channels whose
         provisional claim is not settled yet."""
         with self._deferred_lock:
-            while self._promised:
-                group = list(islice(self._promised, PROMISED_GROUP))
-                with self.repo.db.transaction():
-                    for write in group:
-                        write()
-                for _ in group:
-                    self._promised.popleft()
-            held: list[tuple[str, Saved]] = []
+            while group := self._next_promised():
+                try:
+                    self._write_promised(group)
+                except BaseException:
+                    with self._kept_lock:
+                        self._promised.extendleft(reversed([p for p, _ in group]))
+                    raise
+                finally:
+                    with self._kept_lock:
+                        self._taken = 0
+            held: list[_Kept] = []
             try:
-                while self._deferred:
-                    channel_id, saved = self._deferred[0]
-                    if channel_id in self._held:
-                        held.append(self._deferred.popleft())
-                        continue
-                    self.repo.merge(channel_id, saved)
-                    self._deferred.popleft()
+                while taken := self._next_kept(held):
+                    kept, checks = taken
+                    try:
+                        self._merge(kept, *checks)
+                    except BaseException:
+                        with self._kept_lock:
+                            self._deferred.appendleft(kept)
+                        raise
+                    finally:
+                        with self._kept_lock:
+                            self._taken = 0
             finally:
-                self._deferred.extendleft(reversed(held))
+                with self._kept_lock:
+                    self._deferred.extendleft(reversed(held))
+
+    def _next_promised(self) -> list[tuple[_Promised, Condition | None]]:
+        """The next durable writes to make (at most PROMISED_GROUP), taken out, each with
+        its ``user_check`` made as they are taken: a user erasure the feed hands on before
+        has dropped them (``users_erased``), one after is in the check (the feed keeps its
+        snapshot after it hands them on)."""
+        with self._kept_lock:
+            group = [self._promised.popleft()
+                     for _ in range(min(PROMISED_GROUP, len(self._promised)))]
+            self._taken = len(group)
+            return [(p, self._user_check(p.owner)) for p in group]
+
+    def _user_check(self, owner: Owner | None) -> Condition | None:
+        return None if owner is None or self.user_check is None else self.user_check(owner)
+
+    def _write_promised(self, group: list[tuple[_Promised, Condition | None]]) -> None:
+        """The durable writes in one transaction, each of a user another sidecar erased
+        meanwhile left out (its scope held against the erasure, then checked)."""
+        erased = 0
+        with self.repo.db.transaction():
+            for promised, check in group:
+                try:
+                    with self.repo.db.transaction():  # a savepoint: a refusal drops this one
+                        self._hold_user(promised.owner, check)
+                        promised.write()
+                except _UserErased:
+                    erased += 1
+        if erased:
+            log.warning("turns kept while the shared store was away of users another sidecar "
+                        "erased meanwhile: not written", extra={"turns": erased})
+
+    def _hold_user(self, owner: Owner | None, check: Condition | None,
+                   memories: list[Memory] | None = None, channel_id: str = "") -> None:
+        """In the caller's transaction or batch: the scopes of ``memories`` and ``owner``
+        held shared against an erasure (in one statement), then ChosenErased unless the
+        memories are all still there, and _UserErased unless ``check`` holds."""
+        user = owner is not None and check is not None
+        if self.still_there is not None and (memories or user):
+            self.still_there(memories or [], ChosenErased(channel_id),
+                             [owner] if owner is not None and user else [])
+        if owner is not None and check is not None:
+            self.repo.db.check(*check, _UserErased(owner[0]))
+
+    def _next_kept(self, held: list[_Kept]
+                   ) -> tuple[_Kept, tuple[Condition | None, Condition | None]] | None:
+        """The next kept commit to merge, taken out, with its ``merge_check`` and its
+        user's ``user_check`` made as it is taken (see ``_next_promised``); None: none left
+        (those of claims not settled go to ``held``)."""
+        with self._kept_lock:
+            while self._deferred:
+                kept = self._deferred.popleft()
+                if kept.channel_id in self._held:
+                    held.append(kept)
+                    continue
+                self._taken = 1
+                return kept, (
+                    None if self.merge_check is None else self.merge_check(kept.channel_id),
+                    self._user_check(kept.owner))
+        return None
+
+    def _merge(self, kept: _Kept, check: Condition | None, user: Condition | None) -> None:
+        """Merge a kept commit, unless another sidecar reset or erased the channel (or its
+        user) since this one last read the change feed (then dropped, as ``gone_elsewhere``
+        does), without its rows naming memories erased meanwhile (those still there are
+        checked in the merge's batch, as a turn's commit checks what it chose: decision
+        0047)."""
+        why = "memories of a turn kept here erased while it was merged: dropped, not merged"
+        for _ in range(MERGE_ATTEMPTS):
+            saved, found = self._still_there(kept.saved)
+            guard = partial(self._hold_user, kept.owner, user, found, kept.channel_id)
+            try:
+                self.repo.merge(kept.channel_id, saved, check, guard)
+                return
+            except ChosenErased:
+                continue  # one erased between the read and the merge: read again
+            except (ChannelMoved, _UserErased):
+                why = ("channel or user erased or reset by another sidecar while the shared "
+                       "store was away: a turn kept here is dropped, not merged")
+                break
+        log.warning(why, extra={"channel": kept.channel_id})
+
+    def _still_there(self, saved: Saved) -> tuple[Saved, list[Memory]]:
+        """``saved`` without what names memories gone from the store, and the memories it
+        still names (none: ``still_there`` unset, nothing looked up)."""
+        named = _named(saved)
+        if self.still_there is None or not named:
+            return saved, []
+        found = self.fetch(sorted(named))
+        return _without(saved, named - found.keys()), list(found.values())
 
     def hold(self, channel_id: str) -> None:
         """The channel was claimed provisionally: keep its commits here until ``settle``."""
@@ -351,15 +554,10 @@ class ChannelStates:
         (``kept``), or dropped with the memory copy (another sidecar's claim won; their
         durable writes are kept)."""
         self._held.discard(channel_id)
-        if kept:
-            return
-        with self._deferred_lock:
-            dropped = self._undefer(channel_id)
-        self.drop(channel_id)
-        if dropped:
-            log.warning("channel claimed by another sidecar while the shared store was away: "
-                        "the turns served here are dropped, not merged",
-                        extra={"channel": channel_id, "turns": dropped})
+        if not kept:
+            self._drop_kept(channel_id, "channel claimed by another sidecar while the shared "
+                                        "store was away: the turns served here are dropped, "
+                                        "not merged")
 
     def confirm(self, state: ChannelState) -> None:
         """On a shared store, before a retry answers from ``state``: ChannelMoved when the
@@ -368,8 +566,8 @@ class ChannelStates:
         serves)."""
         if not self.shared or not state.turn:
             return
-        with self._deferred_lock:
-            if any(c == state.channel_id for c, _ in self._deferred):
+        with self._kept_lock:
+            if any(k.channel_id == state.channel_id for k in self._deferred):
                 return
         try:
             stored = self.repo.stored(state.channel_id)
@@ -379,8 +577,8 @@ class ChannelStates:
             raise ChannelMoved(state.channel_id)
 
     def _undefer(self, channel_id: str) -> int:
-        """Drop the channel's kept commits (``_deferred_lock`` held); how many."""
-        others = [entry for entry in self._deferred if entry[0] != channel_id]
+        """Drop the channel's kept commits (``_kept_lock`` held); how many."""
+        others = [k for k in self._deferred if k.channel_id != channel_id]
         dropped = len(self._deferred) - len(others)
         if dropped:
             self._deferred.clear()
@@ -477,10 +675,13 @@ class ChannelStates:
         the delete, they would bring the old conversation back); whether it had any. None
         of its commits can be kept meanwhile: a reset holds the channel's calls."""
         with self._deferred_lock:
-            if any(c == channel_id for c, _ in self._deferred):
+            with self._kept_lock:
+                kept = any(k.channel_id == channel_id for k in self._deferred)
+            if kept:
                 # held over the delete: the catch-up writes none of them meanwhile
                 existed = self.repo.delete(channel_id)
-                return bool(self._undefer(channel_id)) or existed
+                with self._kept_lock:
+                    return bool(self._undefer(channel_id)) or existed
         return self.repo.delete(channel_id)
 
     def close(self) -> None:
@@ -497,6 +698,25 @@ class ChannelStates:
             log.warning("shared store away at stop: channel state commits not written",
                         extra={"deferred": len(self._deferred),
                                "promised": len(self._promised)})
+
+
+def _named(saved: Saved) -> set[str]:
+    """The memory ids a kept commit's merge writes (its ids, buffer rows, focus votes)."""
+    votes = () if saved.asked is None else saved.asked.votes + saved.asked.reply_votes
+    return ({r.memory_id for r in saved.injected} | {r.memory_id for r in saved.buffer}
+            | {m for m, _ in votes})
+
+
+def _without(saved: Saved, erased: set[str]) -> Saved:
+    """``saved`` without its rows and votes naming ``erased`` memories."""
+    if not erased:
+        return saved
+    asked = saved.asked
+    if asked is not None:
+        asked = replace(asked, votes=tuple(v for v in asked.votes if v[0] not in erased),
+                        reply_votes=tuple(v for v in asked.reply_votes if v[0] not in erased))
+    return replace(saved, injected=[r for r in saved.injected if r.memory_id not in erased],
+                   buffer=[r for r in saved.buffer if r.memory_id not in erased], asked=asked)
 
 
 def rows_of(state: ChannelState, entry: Committed, pruned: bool,

@@ -6,7 +6,8 @@ user's erasure, the idle sweep) by the SHA-256 of its id (PostgreSQL migration 1
 change rows keep no caller string. ``ResetElsewhere`` matches the digests against the
 channels this sidecar holds (state copies and their reads in flight, trace rings, capture's
 last messages) and drops each match from memory, as its own ``Injector.erase`` would, without
-touching the store (the other sidecar did). A memory another sidecar erased for good
+touching the store (the other sidecar did), with the channel's commits kept for a store away
+(decision 0047). A memory another sidecar erased for good
 (ForgetMemory with ``hard``, ForgetUser, retention) blanked the saved replies quoting it:
 ``erased`` drops the copies that name it.
 """
@@ -53,7 +54,7 @@ class ResetElsewhere:
         wanted = None if digests is None else set(digests)
         gone = [c for c, d in self._digests.items() if wanted is None or d in wanted]
         for channel_id in gone:
-            self.states.drop(channel_id)
+            self.states.gone_elsewhere(channel_id)
             self.trace.forget(channel_id)
             if self.capture is not None:
                 self.capture.forget(channel_id)

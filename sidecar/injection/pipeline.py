@@ -89,6 +89,9 @@ class Injector:
     # Whether a turn's embedding runs beside the work that does not need it (``_own``);
     # False: in order (the reference the overlapped order is tested against).
     overlap: bool = True
+    # A shared store: this sidecar's indexes made to follow the store now (the change feed's
+    # read), when a turn's commit found a memory it chose erased by another sidecar.
+    follow_erasures: Callable[[], object] = field(default=lambda: None)
     tokens: TokenMemo = field(init=False)
     conversation: Conversation = field(init=False)
     beside: Beside = field(init=False)
@@ -176,10 +179,22 @@ class Injector:
         for _ in range(MOVED_ATTEMPTS):
             try:
                 return self._inject(request, alive)
+            except ChosenErased:
+                self.states.drop(request.channel_id)
+                self._erased_elsewhere()
             except ChannelMoved:
                 self.states.drop(request.channel_id)
         raise Unavailable(f"channel_id {echo(request.channel_id)} is being injected by other "
                           "sidecars at the same time; retry the call")
+
+    def _erased_elsewhere(self) -> None:
+        """A memory the turn chose is gone: on a shared store another sidecar erased it, and
+        this one's indexes drop it once they follow the store (``follow_erasures``, the
+        change feed's read) before the turn is built again."""
+        try:
+            self.follow_erasures()
+        except Unavailable:
+            pass  # the next build's commit checks again
 
     def _inject(self, request: InjectRequest, alive: Alive) -> Injection:
         start = now_ns()
@@ -381,13 +396,16 @@ class Injector:
                            config.context_window_depth,
                            also=(lambda: self.memories.touch(chosen_ids, now)) if chosen
                            else None, durable=capture,
-                           guard=partial(self._not_erased, chosen_ids) if chosen else None)
+                           guard=partial(self._not_erased, [c.memory for c in chosen])
+                           if chosen else None,
+                           owner=(request.agent_id, request.user_id) if request.user_id
+                           else None)
 
-    def _not_erased(self, chosen_ids: list[str]) -> None:
+    def _not_erased(self, chosen: list[Memory]) -> None:
         """ChosenErased when a memory of the turn was erased for good since it was chosen
-        (its rows would bring it back); in the turn's transaction on SQLite."""
-        if self.memories.existing(chosen_ids) < len(set(chosen_ids)):
-            raise ChosenErased("a memory of the turn was erased while it was built")
+        (its rows would bring it back); in the turn's transaction or batch."""
+        self.memories.still_there(
+            chosen, ChosenErased("a memory of the turn was erased while it was built"))
 
     def _record(self, request: InjectRequest, result: Injection, start: int,
                 chosen: list[Candidate], dropped: list[TracedDrop],

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -152,10 +153,18 @@ class StateRepo:
         else:
             self._swap_turn(channel_id, expect, saved.turn)
 
-    def merge(self, channel_id: str, saved: Saved) -> None:
+    def merge(self, channel_id: str, saved: Saved,
+              check: tuple[str, tuple[object, ...]] | None = None,
+              guard: Callable[[], None] | None = None) -> None:
         """A commit made while the store was away, reconciled: the turn takes the larger
-        value, ids and buffer rows are added to what is there (the cooldown is the union)."""
+        value, ids and buffer rows are added to what is there (the cooldown is the union).
+        ``guard`` runs first and raises to write nothing; ``check``: a condition (and its
+        parameters) that must hold, else ChannelMoved and nothing is written."""
         with self.db.batched():
+            if guard is not None:
+                guard()
+            if check is not None:
+                self.db.check(*check, ChannelMoved(channel_id))
             self.db.execute(
                 "INSERT INTO injection_channels (channel_id, turn) VALUES (?, ?) "
                 "ON CONFLICT (channel_id) DO UPDATE SET turn = CASE WHEN excluded.turn > "

@@ -350,6 +350,12 @@ class Database:
             if self._conn.changes() == 0:
                 raise error
 
+    def check(self, condition: str, params: tuple[Any, ...] | dict[str, Any],
+              error: Exception) -> None:
+        rows = self.execute(f"SELECT {condition}", params)
+        if not rows or not rows[0][0]:
+            raise error
+
     def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
         with self._lock:
             self._check_open()

@@ -10,14 +10,16 @@ whose block quotes it).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sidecar.records import CAPTURE_SOURCE, Edge, Memory
-from sidecar.store.contract import SqlStore
+from sidecar.store.contract import Row, SqlStore
 from sidecar.store.edges import COLUMNS as EDGE_COLUMNS
 from sidecar.store.edges import row_to_edge
 from sidecar.store.memories import COLUMNS, row_to_memory
+from sidecar.store.scope_keys import erase_lock_statement, user_digest
 
 CHUNK = 500  # ids per statement (SQLite binds at most 32,766 parameters)
 
@@ -92,7 +94,16 @@ class ErasureRepo:
     # --- erasing (in the caller's transaction) --------------------------------------------
 
     def erase_user_captures(self, agent_id: str, user_id: str) -> int:
-        """Every capture record of ``agent_id``'s user, pending or written."""
+        """Every capture record of ``agent_id``'s user, pending or written. On a shared
+        store, with the user's scope held exclusive, a change row naming the user: the
+        sidecars that kept the user's turns while the store was away drop them."""
+        if self.db.dialect == "postgres":
+            self.db.execute(*erase_lock_statement([(agent_id, user_id)], exclusive=True))
+            self.db.execute(
+                "INSERT INTO changes (at, origin, erased_user) VALUES (?, coalesce("
+                "current_setting('memsidecar.origin', true), ''), ?)",
+                (time.time_ns() // 1000, user_digest((agent_id, user_id))))
+            self.db.execute("SELECT pg_notify('memsidecar_changes', '')")
         self.db.execute("DELETE FROM captures WHERE agent_id = ? AND user_id = ?",
                         (agent_id, user_id))
         return self.db.changes()
@@ -104,19 +115,27 @@ class ErasureRepo:
         return self.db.changes()
 
     def erase_memories(self, ids: Sequence[str]) -> ErasedRows:
-        """Delete the memories of ``ids`` and every row that names them."""
-        memories: list[Memory] = []
+        """Delete the memories of ``ids`` and every row that names them. On a shared store
+        their scopes' erasure locks are held first (``scope_keys``): a turn's commit naming
+        one of them either commits before and is erased with the rest, or waits and then
+        writes nothing."""
+        parts: list[tuple[tuple[str, ...], list[Row]]] = []
+        for start in range(0, len(ids), CHUNK):
+            part = tuple(ids[start:start + CHUNK])
+            rows = self.db.execute(
+                f"SELECT {COLUMNS} FROM memories WHERE id IN ({','.join('?' * len(part))})",
+                part)
+            if rows:
+                parts.append((part, rows))
+        memories = [row_to_memory(r) for _, rows in parts for r in rows]
+        if memories and self.db.dialect == "postgres":
+            self.db.execute(*erase_lock_statement({(m.agent_id, m.user_id) for m in memories},
+                                                  exclusive=True))
         edges: list[Edge] = []
         channels: set[str] = set()
         versions = captures = 0
-        for start in range(0, len(ids), CHUNK):
-            part = tuple(ids[start:start + CHUNK])
+        for part, rows in parts:
             marks = ",".join("?" * len(part))
-            rows = self.db.execute(f"SELECT {COLUMNS} FROM memories WHERE id IN ({marks})",
-                                   part)
-            memories += [row_to_memory(r) for r in rows]
-            if not rows:
-                continue
             edges += [row_to_edge(r) for r in self.db.execute(
                 f"SELECT {EDGE_COLUMNS} FROM edges WHERE source_id IN ({marks}) UNION "
                 f"SELECT {EDGE_COLUMNS} FROM edges WHERE target_id IN ({marks})", part * 2)]
@@ -140,7 +159,8 @@ class ErasureRepo:
 
     def _blank_replies(self, part: tuple[str, ...], marks: str) -> set[str]:
         """The saved last replies (kept for a retry of the turn) of the channels these
-        memories were injected in, without their block and items."""
+        memories were injected in, without their block and items; the focus votes of those
+        channels' last turns, without theirs."""
         channels = {str(r[0]) for r in self.db.execute(
             f"SELECT DISTINCT channel_id FROM injection_ids WHERE memory_id IN ({marks})",
             part)}
@@ -153,4 +173,25 @@ class ErasureRepo:
             saved.update(block="", items=[])
             self.db.execute("UPDATE injection_replies SET reply = ? WHERE channel_id = ?",
                             (json.dumps(saved), channel_id))
+        erased = set(part)
+        for channel_id in sorted(channels):
+            for turn, *votes in self.db.execute(
+                    "SELECT turn, votes, reply_votes FROM injection_context WHERE "
+                    "channel_id = ?", (channel_id,)):
+                kept = [_without(str(v), erased) for v in votes]
+                if kept != list(votes):
+                    self.db.execute("UPDATE injection_context SET votes = ?, reply_votes = ? "
+                                    "WHERE channel_id = ? AND turn = ?",
+                                    (*kept, channel_id, turn))
         return channels
+
+
+def _without(votes: str, erased: set[str]) -> str:
+    """Focus votes (a JSON list of [memory id, weight]) without those for ``erased`` ids;
+    as they were when none is (or they do not parse)."""
+    try:
+        rows = json.loads(votes)
+        kept = [r for r in rows if str(r[0]) not in erased]
+    except (ValueError, TypeError, IndexError, KeyError):
+        return votes
+    return votes if len(kept) == len(rows) else json.dumps(kept)

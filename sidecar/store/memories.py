@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ import numpy as np
 from sidecar.records import Memory, MemoryType, Tier, memory_type, tier_of
 from sidecar.store.contract import Row, SqlStore, unhinted
 from sidecar.store.page_tokens import PageTokens
+from sidecar.store.scope_keys import ScopeKey, erase_lock_statement
 from sidecar.store.versions import CREATE, UPDATE, VersionRepo
 
 TOUCH_CHUNK = 500  # ids per access-record statement (SQLite binds at most 32,766)
@@ -136,17 +137,23 @@ class MemoryRepo:
     def forgotten_ids(self) -> list[str]:
         return [str(r[0]) for r in self.db.execute("SELECT id FROM memories WHERE forgotten = 1")]
 
-    def existing(self, ids: Sequence[str]) -> int:
-        """How many of the distinct ``ids`` have a row (forgotten ones too)."""
-        found = 0
-        unique = sorted(set(ids))
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            row = self.db.query_one(f"SELECT COUNT(*) FROM memories WHERE id IN ({marks})",
-                                    tuple(chunk))
-            found += int(row[0]) if row else 0
-        return found
+    def still_there(self, memories: Sequence[Memory], error: Exception,
+                    also: Collection[ScopeKey] = ()) -> None:
+        """In a turn's transaction or batch: ``error`` (nothing of it written) unless every
+        one of ``memories`` still has a row (forgotten ones too). On a shared store the
+        scopes' erasure locks are held shared first (with those of ``also``, in one
+        statement), so an erasure of one of them either committed before the check reads,
+        or waits for the turn's commit and then erases what it wrote (``scope_keys``,
+        decision 0047)."""
+        if self.db.dialect == "postgres":
+            self.db.execute(*erase_lock_statement(
+                {(m.agent_id, m.user_id) for m in memories} | set(also), exclusive=False))
+        if not memories:
+            return
+        unique = sorted({m.id for m in memories})
+        ids = unique + unique[-1:] * (_padded(len(unique)) - len(unique))
+        self.db.check(f"(SELECT COUNT(*) FROM memories WHERE id IN ({','.join('?' * len(ids))}))"
+                      " = ?", (*ids, len(unique)), error)
 
     def exists(self, memory_id: str) -> bool:
         return self.db.query_one("SELECT 1 FROM memories WHERE id = ?", (memory_id,)) is not None
@@ -383,3 +390,9 @@ def _keyset_params(after: list[Any]) -> list[Any]:
     for i in range(len(after)):
         params.extend(after[: i + 1])
     return params
+
+
+def _padded(count: int) -> int:
+    """``count`` ids as the next power of two (at least 4), the last repeated: a server
+    prepares a few statement texts, not one per count."""
+    return max(4, 1 << (count - 1).bit_length())

@@ -15,6 +15,7 @@ import pytest
 from memsidecar.v1 import injection_pb2 as i
 
 from sidecar.api.server_config import ServerConfig
+from sidecar.app import App
 from sidecar.capture import CAPTURE_SOURCE
 from sidecar.capture.modes import capture_id, user_key
 from sidecar.embedding import Embedder
@@ -22,11 +23,13 @@ from sidecar.errors import Unavailable
 from sidecar.injection import channels
 from sidecar.injection.config import MemoryInjectionConfig
 from sidecar.injection.types import InjectRequest
+from sidecar.records import MemoryDraft, MemoryType
 from sidecar.store.config import StoreConfig
 from sidecar.store.memories import ListQuery
 from tests.capture.test_shared import captured, open_capturing
 from tests.conftest import Running, on_postgres, settings_for, start_server
 from tests.pg.cluster import Cluster
+from tests.store.test_erasure_races import QUESTION, SECRET, rows_naming
 from tests.waiting import wait_for
 
 PLACES = ["Lisbon", "Porto", "Braga", "Faro", "Coimbra", "Aveiro", "Evora", "Sintra", "Tomar",
@@ -237,3 +240,121 @@ def test_a_user_forgotten_once_the_store_is_back_keeps_none_of_the_turns_kept_me
         if app is not None:
             app.close()
         cluster.remove()
+
+
+@contextmanager
+def kept_elsewhere(config: ServerConfig, embedder: Embedder, feed: bool = True
+                   ) -> Iterator[tuple[Cluster, str, App, App]]:
+    """A throwaway cluster, its database and two sidecars on it, capturing; b writes what it
+    keeps through an outage when the test says (no background catch-up) and, without
+    ``feed``, reads no change meanwhile. All stopped and removed afterwards."""
+    cluster = Cluster()
+    cluster.start()
+    apps: list[App] = []
+    try:
+        dsn = cluster.new_database()
+        apps += [open_capturing(config, name, embedder, dsn) for name in "ab"]
+        a, b = apps
+        assert b.feed is not None
+        b.injector.states._catch_up.close()
+        if not feed:
+            b.feed.close()
+        yield cluster, dsn, a, b
+    finally:
+        for app in reversed(apps):
+            app.close()
+        cluster.remove()
+
+
+def answers(app: App) -> bool:
+    """Whether ``app``'s store answers (not within a second of finding it away)."""
+    try:
+        app.db.execute("SELECT 1")
+        return True
+    except Unavailable:
+        return False
+
+
+@pytest.mark.parametrize("seen_by", ["merge", "feed"])
+def test_a_channel_reset_elsewhere_while_the_store_was_away_keeps_only_the_captures(
+        config: ServerConfig, embedder: Embedder, seen_by: str) -> None:
+    """Sidecar b keeps a turn of a channel through an outage; once the store is back, a
+    resets the channel before b writes what it kept. b's kept commit was built on the
+    conversation a deleted: it is dropped (before, b's merge brought the old conversation
+    back at turn 2), its capture (what the user said) is written. ``merge``: b's change feed
+    has not read the reset yet (the merge's own check refuses it); ``feed``: it has."""
+    with kept_elsewhere(config, embedder, seen_by == "feed") as (cluster, _, a, b):
+        assert b.injector.inject(InjectRequest("ops", "c", said(0))).turn == 1
+        cluster.stop()
+        assert b.injector.inject(InjectRequest("ops", "c", said(1))).turn == 2
+        assert b.injector.states.deferred == 2  # the commit and its capture
+        cluster.start(cluster.port)
+        wait_for(lambda: answers(a))
+        assert a.injector.reset("c")
+        wait_for(lambda: answers(b))
+        if seen_by == "feed":
+            b.feed.catch_up()  # type: ignore[union-attr]
+        b.injector.states.write_waiting()
+        assert b.injector.states.deferred == 0
+        assert not b.db.execute("SELECT 1 FROM injection_channels WHERE channel_id = 'c'")
+        assert not b.db.execute("SELECT 1 FROM injection_context WHERE channel_id = 'c'")
+        b.injector.capture.drain.flush()  # type: ignore[union-attr]
+        assert captured(b) == sorted([said(0), said(1)])  # what the user said is kept
+        assert b.injector.inject(InjectRequest("ops", "c", said(2))).turn == 1
+
+
+def test_a_memory_erased_elsewhere_while_the_store_was_away_is_left_out_of_the_merge(
+        config: ServerConfig, embedder: Embedder) -> None:
+    """Sidecar b serves a turn injecting a memory through an outage; once the store is
+    back, a erases the memory (hard ForgetMemory) before b writes what it kept. b merges the
+    turn without the memory (before, the merge wrote its id and vector back)."""
+    with kept_elsewhere(config, embedder, feed=False) as (cluster, dsn, a, b):
+        memory = a.memories.upsert(MemoryDraft(f"The gym locker code is {SECRET}",
+                                               MemoryType.FACT, agent_id="ops")).memory
+        b.feed.catch_up()  # type: ignore[union-attr]  # b's index keeps it from now on
+        assert b.injector.inject(InjectRequest("ops", "c", said(0))).turn == 1
+        cluster.stop()
+        kept = b.injector.inject(InjectRequest("ops", "c", QUESTION))
+        assert kept.turn == 2 and SECRET in kept.block
+        cluster.start(cluster.port)
+        wait_for(lambda: answers(a))
+        a.eraser.erase_memory(memory.id, "ops")
+        wait_for(lambda: answers(b))
+        b.injector.states.write_waiting()
+        assert b.injector.states.deferred == 0
+        assert b.db.execute("SELECT turn FROM injection_channels WHERE channel_id = 'c'") \
+            == [(2,)]  # the turn is merged
+        b.injector.capture.drain.flush()  # type: ignore[union-attr]
+        assert rows_naming(dsn, memory.id, SECRET) == {}
+
+
+@pytest.mark.parametrize("seen_by", ["merge", "feed"])
+def test_a_user_erased_elsewhere_while_the_store_was_away_keeps_none_of_their_kept_turns(
+        config: ServerConfig, embedder: Embedder, seen_by: str) -> None:
+    """Sidecar b keeps alice's turns (in a channel the store knows she spoke in, and in one
+    it does not) and bob's through an outage; once the store is back, a erases alice
+    (ForgetUser) before b writes what it kept. None of alice's kept turns is written, their
+    captures included (before, the captures came back after the erasure and the drain
+    stored her words as memories again); bob's capture is. ``merge``: b's change feed has
+    not read the erasure (the writes' own checks refuse them); ``feed``: it has."""
+    secret = "My locker code at the gym is Zanzibar-Thimble"
+    with kept_elsewhere(config, embedder, seen_by == "feed") as (cluster, dsn, a, b):
+        b.owners.claim("c", "ops")  # as the Inject servicer does
+        assert b.injector.inject(InjectRequest("ops", "c", said(0), user_id="alice")).turn == 1
+        cluster.stop()
+        b.injector.inject(InjectRequest("ops", "c", secret, user_id="alice"))
+        b.injector.inject(InjectRequest("ops", "d", said(1) + " " + secret, user_id="alice"))
+        b.injector.inject(InjectRequest("ops", "e", said(2), user_id="bob"))
+        assert b.injector.states.deferred == 6  # three commits, three captures
+        cluster.start(cluster.port)
+        wait_for(lambda: answers(a))
+        a.eraser.forget_user("ops", "alice")
+        wait_for(lambda: answers(b))
+        if seen_by == "feed":
+            b.feed.catch_up()  # type: ignore[union-attr]
+        b.injector.states.write_waiting()
+        assert b.injector.states.deferred == 0
+        b.injector.capture.drain.flush()  # type: ignore[union-attr]
+        assert rows_naming(dsn, "Zanzibar", "alice") == {}
+        assert captured(b) == [said(2)]  # bob's turn is still captured
+        assert b.db.execute("SELECT channel_id FROM injection_channels ORDER BY 1") == [("e",)]

@@ -177,9 +177,11 @@ class Away(StateRepo):
         self._check()
         super().save(channel_id, saved, expect)
 
-    def merge(self, channel_id: str, saved: Saved) -> None:
+    def merge(self, channel_id: str, saved: Saved,
+              check: tuple[str, tuple[object, ...]] | None = None,
+              guard: Callable[[], None] | None = None) -> None:
         self._check()
-        super().merge(channel_id, saved)
+        super().merge(channel_id, saved, check, guard)
 
     def delete(self, channel_id: str) -> bool:
         self.deleting()

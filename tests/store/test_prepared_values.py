@@ -9,12 +9,16 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 
-from sidecar.injection.state_repo import StateRepo
+from sidecar.injection.state_repo import ChosenErased, StateRepo
+from sidecar.records import Memory, MemoryType
+from sidecar.store.memories import MemoryRepo
 from sidecar.store.postgres.db import PgDatabase
 from sidecar.store.postgres.prepared import PREFIX, PreparedStatements
+from sidecar.store.versions import VersionRepo
 from tests.store.contract_data import saved_turn
 
 TABLE = ("CREATE TABLE probe (id BIGINT PRIMARY KEY, t TEXT, n BIGINT, i INTEGER, "
@@ -93,9 +97,16 @@ def test_a_value_gives_what_it_gives_plainly(stores: tuple[PgDatabase, PgDatabas
 
 def test_a_turns_commit_is_sent_as_executes(pg_dsn: str) -> None:
     """The values the store writes (strings, ints, floats, bytes, NULLs in their own columns)
-    go as EXECUTEs, once the texts are prepared: every statement with parameters."""
+    go as EXECUTEs, once the texts are prepared: every statement with parameters, the
+    erasure locks and the check of the memories the turn chose (decision 0047) too."""
     db = PgDatabase(pg_dsn)
     try:
+        chosen = [Memory(id=f"m{n}", content="x", type=MemoryType.FACT, importance=0.5,
+                         created_at=1, updated_at=1, last_accessed_at=0, access_count=0,
+                         source="", channel_id="", forgotten=False, version=1,
+                         agent_id="a", user_id=user) for n, user in ((1, ""), (2, "u"))]
+        memories = MemoryRepo(db, VersionRepo(db))
+        memories.insert_many(chosen, np.ones((2, 384), np.float32))
         sent: list[list[tuple[str, Any]]] = []
         send = db._send
 
@@ -106,7 +117,10 @@ def test_a_turns_commit_is_sent_as_executes(pg_dsn: str) -> None:
         db._send = capture  # type: ignore[method-assign]
         repo = StateRepo(db)
         for turn in (1, 2):
-            repo.save("c", saved_turn(turn, ["m1", "m2"], None), expect=turn - 1)
+            with db.batched():
+                memories.still_there(chosen, ChosenErased("c"))
+                repo.save("c", saved_turn(turn, ["m1", "m2"], None), expect=turn - 1)
+        assert sent[-1][0][0].startswith("SELECT pg_advisory_xact_lock_shared")
         with db._pool.connection() as conn:
             composed = db.prepared.compose(conn, sent[-1])
         lines = composed.text.split(b"\n;\n")[1:]

@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,11 +181,24 @@ class PgDatabase:
         """``sql`` wrapped so that the server fails the statement when it changes no row:
         raised as ``error``, at once, or in a batch when it is sent (nothing of the batch
         committed)."""
+        self._refusing(lambda refused: f"WITH guarded AS ({sql} RETURNING 1) SELECT CASE "
+                       f"WHEN EXISTS (SELECT 1 FROM guarded) THEN 0 ELSE {refused} END",
+                       params, error)
+
+    def check(self, condition: str, params: Params, error: Exception) -> None:
+        """As ``guard``, the statement failing when ``condition`` is not true. Under READ
+        COMMITTED each statement of a batch reads afresh: after a lock statement before it,
+        what committed while the lock was awaited."""
+        self._refusing(lambda refused: f"SELECT CASE WHEN {condition} THEN 0 ELSE {refused} "
+                       "END", params, error)
+
+    def _refusing(self, statement: Callable[[str], str], params: Params,
+                  error: Exception) -> None:
+        """Run ``statement(refused)``, whose ``refused`` expression fails it in the server
+        (a cast error: SQL has no RAISE outside a function), as ``error``."""
         batch: _Batch | None = getattr(self._local, "batch", None)
         guards = batch.guards if batch is not None else []
-        wrapped = (f"WITH guarded AS ({sql} RETURNING 1) SELECT CASE WHEN EXISTS "
-                   f"(SELECT 1 FROM guarded) THEN 0 ELSE (SELECT '{GUARD} {len(guards)}'"
-                   "::text)::integer END")
+        wrapped = statement(f"(SELECT '{GUARD} {len(guards)}'::text)::integer")
         guards.append(error)
         if batch is not None:
             self.execute(wrapped, params)

@@ -11,13 +11,15 @@ rows are seen first by one read, so each change is handed on once, however the c
 interleave, and a read costs what committed since the last one (a transaction left open for
 hours holds nothing back). A channel's state deleted (a reset, an erasure) appends a row too
 (migration 11's trigger) naming the channel by the SHA-256 of its id: ``on_channels`` gets
-those digests, so the other sidecars drop their memory copies of it. A thread LISTENs for
-``memsidecar_changes`` and, on each wake-up (or every ``poll_s`` if a notification was
-missed), hands the new rows to the ``Follower``, skipping this process's own (its indexes
-already have them); a write transaction does the same once it holds its scopes. After a
-reconnect or a restart it resumes from its snapshot. When rows it has not read were already
-deleted by retention, the follower reloads in full and ``on_channels`` gets None (every
-channel's copy is dropped).
+those digests, so the other sidecars drop their memory copies of it. A user's erasure
+appends one naming the user by digest (migration 12, ``scope_keys.user_digest``):
+``on_users`` gets those, so the turns of that user kept through an outage are dropped.
+A thread LISTENs for ``memsidecar_changes`` and, on each wake-up (or every ``poll_s`` if a
+notification was missed), hands the new rows to the ``Follower``, skipping this process's
+own (its indexes already have them); a write transaction does the same once it holds its
+scopes. After a reconnect or a restart it resumes from its snapshot. When rows it has not
+read were already deleted by retention, the follower reloads in full and ``on_channels``
+gets None (every channel's copy is dropped).
 """
 
 from __future__ import annotations
@@ -65,11 +67,14 @@ class Change:
     memory_id: str | None  # a memory row changed
     edge: tuple[str, str, int] | None  # (source_id, target_id, relation) changed
     channel: str | None = None  # a channel's state deleted: sha256(channel_id), hex
+    erased_user: str | None = None  # a user erased: ``scope_keys.user_digest``
 
 
 # Channels' states deleted by other sidecars, by the SHA-256 of their ids (hex; None: any
 # channel may have been).
 ChannelsGone = Callable[[Sequence[str] | None], object]
+# Users other sidecars erased, by ``scope_keys.user_digest``.
+UsersGone = Callable[[Sequence[str]], object]
 
 
 class Follower(Protocol):
@@ -98,6 +103,7 @@ class ChangeFeed:
         self.connected = False  # the LISTEN connection is up
         self.on_status: Callable[[bool], None] = lambda connected: None
         self.on_channels: ChannelsGone = lambda digests: None
+        self.on_users: UsersGone = lambda digests: None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -125,9 +131,9 @@ class ChangeFeed:
                 # transactions the last read did not see (then running, or started since).
                 rows = self.db.execute(
                     "SELECT 0, 0, 0, pg_current_snapshot()::text, (SELECT value FROM meta "
-                    "WHERE key = ?), NULL, NULL, NULL, NULL UNION ALL "
+                    "WHERE key = ?), NULL, NULL, NULL, NULL, NULL UNION ALL "
                     "SELECT 1, xid, seq, origin, memory_id, source_id, target_id, relation, "
-                    "channel FROM changes "
+                    "channel, erased_user FROM changes "
                     "WHERE xid >= ? OR xid = ANY(?) ORDER BY 1, 2, 3",
                     (PRUNED_KEY, self.seen.xmax, list(self.seen.running)))
                 if not self._missed(-1 if rows[0][4] is None else int(rows[0][4])):
@@ -136,13 +142,34 @@ class ChangeFeed:
             now = Snapshot.parse(str(rows[0][3]))
             changes = [_change(r) for r in rows[1:] if r[3] != self.db.origin]
             channels = [c.channel for c in changes if c.channel is not None]
+            users = [c.erased_user for c in changes if c.erased_user is not None]
+            if channels or users:
+                changes = [c for c in changes if c.channel is None and c.erased_user is None]
             if channels:
-                changes = [c for c in changes if c.channel is None]
                 self.on_channels(channels)
+            if users:
+                self.on_users(users)
             for at in range(0, len(changes), BATCH):
                 self.follower.apply(changes[at : at + BATCH])
             self.seen = now  # (an apply that raised leaves the rows to the next read)
-            return len(changes) + len(channels)
+            return len(changes) + len(channels) + len(users)
+
+    def not_reset(self, digest: str) -> tuple[str, tuple[object, ...]]:
+        """A condition (and its parameters) that holds while no other sidecar deleted the
+        state of the channel of ``digest`` in a transaction the last read did not see: a
+        reset it saw was handed to ``on_channels`` before this read's snapshot was kept."""
+        return self._unseen("channel = ?", digest)
+
+    def not_erased(self, digest: str) -> tuple[str, tuple[object, ...]]:
+        """As ``not_reset``, for the user of ``digest`` (``scope_keys.user_digest``) and
+        ``on_users``."""
+        return self._unseen("erased_user = ?", digest)
+
+    def _unseen(self, which: str, digest: str) -> tuple[str, tuple[object, ...]]:
+        seen = self.seen
+        return (f"NOT EXISTS (SELECT 1 FROM changes WHERE {which} AND origin <> ? AND "
+                "(xid >= ? OR xid = ANY(?)))",
+                (digest, self.db.origin, seen.xmax, list(seen.running)))
 
     def exclusive(self, scopes: Collection[ScopeKey] | None = None) -> None:
         """Inside a write transaction into ``scopes`` (None: any scope): wait for every
@@ -223,10 +250,12 @@ class ChangeFeed:
 
 
 def _change(row: tuple[Any, ...]) -> Change:
-    """A row of (1, xid, seq, origin, memory_id, source_id, target_id, relation, channel)."""
+    """A row of (1, xid, seq, origin, memory_id, source_id, target_id, relation, channel,
+    erased_user)."""
     edge = None if row[5] is None else (str(row[5]), str(row[6]), int(row[7]))
     return Change(seq=int(row[2]), memory_id=row[4], edge=edge,
-                  channel=None if row[8] is None else str(row[8]))
+                  channel=None if row[8] is None else str(row[8]),
+                  erased_user=None if row[9] is None else str(row[9]))
 
 
 def _closed(conn: psycopg.Connection[Any] | None) -> None:

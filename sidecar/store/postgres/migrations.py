@@ -274,6 +274,12 @@ MIGRATIONS: list[str] = [
     CREATE TRIGGER injection_channels_change AFTER DELETE ON injection_channels
         FOR EACH ROW EXECUTE FUNCTION memsidecar_channel_change();
     """,
+    # 12: a user's erasure (ForgetUser) appends a change naming the user by the SHA-256 of
+    # ``agent_id \x1f user_id`` (``erased_user``, hex; no raw caller string): a sidecar that
+    # kept the user's turns while the store was away drops them (decision 0047).
+    """
+    ALTER TABLE changes ADD COLUMN erased_user TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

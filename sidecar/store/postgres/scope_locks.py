@@ -17,19 +17,13 @@ slower and never wrong.
 from __future__ import annotations
 
 from collections.abc import Collection
-from hashlib import blake2b
 
 from sidecar.store.postgres.db import FEED_LOCK
+from sidecar.store.scope_keys import ScopeKey, scope_hash
 
-ScopeKey = tuple[str, str]  # (agent_id, user_id): ('', '') is the shared scope
+__all__ = ["SCOPE_LOCKS", "ScopeKey", "lock_statement", "plan", "scope_hash"]
+
 SCOPE_LOCKS = 0x6D656D75  # first key of the two-key advisory locks (one per scope)
-
-
-def scope_hash(scope: ScopeKey) -> int:
-    """The scope's second lock key: a signed 32-bit hash of its agent and user."""
-    agent, user = scope
-    digest = blake2b(f"{agent}\x1f{user}".encode(), digest_size=4).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 def plan(scopes: Collection[ScopeKey]) -> list[tuple[int, bool]]:
