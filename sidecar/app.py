@@ -176,6 +176,7 @@ class App:
         drain.start()  # with the captures a crash left pending
         drain.wake()
         owners = ChannelOwners(db, injector.states)
+        eraser.owners = owners  # a user's channels are erased with their owner rows
         sweeper = ChannelSweeper(owners, injector.reset, live.map(lambda c: c.injection),
                                  partial(retention_once, eraser,
                                          lambda agent: live.get().injection_for(agent)))

@@ -5,8 +5,9 @@ Rows go in transactions of at most ``chunk`` memories, each under the write lock
 calls wait for one chunk at most, never for the whole erasure; the in-memory indexes drop
 each chunk as it commits (the listeners a forget calls). An interrupted erasure is finished
 by calling it again (it selects what is left). Then the erased users' channels lose their
-whole state, as ResetChannel does, and the bytes leave the disk (``DiskScrub``). One log line
-records it, with counts only.
+whole state, as ResetChannel does, and their owner rows (a channel id such as "dm-alice"
+names its user: the channel belongs to the agent of its next Inject), and the bytes leave the
+disk (``DiskScrub``). One log line records it, with counts only.
 """
 
 from __future__ import annotations
@@ -48,6 +49,14 @@ class Channels(Protocol):
         ...
 
 
+class Owners(Protocol):
+    """Who owns each channel (``ChannelOwners``)."""
+
+    def release(self, channel_id: str) -> None:
+        """The channel's owner row goes: its next Inject's agent owns it."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Erased:
     """What an erasure removed, counted as ForgetUserResponse counts it."""
@@ -80,6 +89,7 @@ class Eraser:
         self.repo = repo
         self.scrub = scrub
         self.channels = channels
+        self.owners: Owners | None = None
         self.chunk = chunk
 
     def forget_user(self, agent_id: str, user_id: str) -> Erased:
@@ -102,6 +112,9 @@ class Eraser:
             if not rows.memories:
                 break  # another sidecar erased them meanwhile
         done += Erased(channels=sum(self._erase_channel(c) for c in channels))
+        if self.owners is not None:  # a channel id may name its user
+            for channel_id in channels:
+                self.owners.release(channel_id)
         self._scrub(labels, done)
         log.info("user erased", extra={"agent": agent_id, **done.counts(),
                                        "elapsed_ms": _ms_since(begin)})

@@ -171,6 +171,24 @@ def test_forget_user_leaves_no_byte_of_theirs_and_keeps_the_others(
     assert not holders(data_dir, b"Giruruka")
 
 
+def test_forget_user_leaves_no_id_of_the_channels_they_spoke_in(
+        serve: Serve, config: ServerConfig) -> None:
+    data_dir = Path(config.data_dir)
+    live = serve(capture="user")
+    say(live, ALICE[0], "dm-alice-Zorvath", "alice")
+    say(live, BOB, "dm-bob-Quintrell", "bob")
+    drained(live)
+    db = app_of(live).db
+    owned = "SELECT channel_id FROM channel_owners ORDER BY channel_id"
+    assert [r[0] for r in db.execute(owned)] == ["dm-alice-Zorvath", "dm-bob-Quintrell"]
+    live.store.ForgetUser(s.ForgetUserRequest(agent_id=AGENT, user_id="alice"))
+    assert [r[0] for r in db.execute(owned)] == ["dm-bob-Quintrell"]
+    assert not holders(data_dir, b"Zorvath")
+    assert holders(data_dir, b"Quintrell")  # the scan sees what is there
+    say(live, "Hello again", "dm-alice-Zorvath", "alice")  # the channel is the agent's again
+    assert [r[0] for r in db.execute(owned)] == ["dm-alice-Zorvath", "dm-bob-Quintrell"]
+
+
 def test_forget_user_needs_a_user(serve: Serve) -> None:
     live = serve()
     for agent in ("", AGENT):
