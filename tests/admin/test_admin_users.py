@@ -24,13 +24,14 @@ def test_the_vault_page_counts_each_agents_end_users(site: Site) -> None:
         content="Support hours are nine to five", type=m.MEMORY_TYPE_FACT, agent_id="desk")))
     status, text = get(site, "/vault")
     assert status == 200
-    assert "<td>desk</td><td>4</td><td>0</td><td>4</td><td>0</td><td>2</td><td>3</td>" in text
+    assert "<td><bdi>desk</bdi></td><td>4</td><td>0</td><td>4</td><td>0</td><td>2</td><td>3</td>" in text
     status, text = get(site, "/vault?scope=desk")
-    assert "<td>u-ana</td><td>2</td><td>0</td>" in text and "<td>u-ben</td><td>1</td>" in text
+    assert "<td><bdi>u-ana</bdi></td><td>2</td><td>0</td>" in text
+    assert "<td><bdi>u-ben</bdi></td><td>1</td>" in text
     assert text.index("u-ana") < text.index("u-ben")  # the most memories first
     status, text = get(site, "/memories?agent=desk&user=u-ben")
     assert status == 200 and "Ben uses the mobile app only" in text
-    assert "Ana prefers" not in text and "desk · user u-ben" in text
+    assert "Ana prefers" not in text and "<bdi>desk</bdi> · user <bdi>u-ben</bdi>" in text
     _, metrics = get(site, "/metrics")
     assert "u-ana" not in metrics and "u-ben" not in metrics
 

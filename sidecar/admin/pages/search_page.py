@@ -51,5 +51,5 @@ def _form(text: str, agent: str, user: str, mode: str) -> str:
 def _row(hit: Hit) -> list[str]:
     sources = ", ".join(f"{e(r.name)} #{r.rank} × {r.weight:g}" if r.rank else
                         f"{e(r.name)} —" for r in hit.ranks)
-    return [link(url("/memory", id=hit.memory.id), hit.memory.content), e(scope(hit.memory)),
-            f"{hit.score:.4f}", f"{hit.cosine:.3f}", sources]
+    return [link(url("/memory", id=hit.memory.id), hit.memory.content, free_text=True),
+            scope(hit.memory), f"{hit.score:.4f}", f"{hit.cosine:.3f}", sources]
