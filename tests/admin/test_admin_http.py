@@ -268,8 +268,8 @@ def test_the_timeline_says_what_each_cosine_is_compared_with(site: Site) -> None
     row = text[text.index(f"id={twin}"):]
     row = row[:row.index("</tr>")]
     found = re.search(r'semantic_duplicate</span> <span class="why">duplicates <bdi><a href='
-                      rf'"/memory\?id={kept}">[^<]*</a></bdi> \(cosine (0\.\d+) to it, compared with '
-                      r"semantic_threshold\)</span>", row)
+                      rf'"/memory\?id={kept}">[^<]*</a></bdi> \(cosine (0\.\d+) to it, '
+                      r"compared with semantic_threshold\)</span>", row)
     assert found, row
     assert float(found.group(1)) >= 0.85  # the default semantic_threshold
 

@@ -24,7 +24,8 @@ def test_the_vault_page_counts_each_agents_end_users(site: Site) -> None:
         content="Support hours are nine to five", type=m.MEMORY_TYPE_FACT, agent_id="desk")))
     status, text = get(site, "/vault")
     assert status == 200
-    assert "<td><bdi>desk</bdi></td><td>4</td><td>0</td><td>4</td><td>0</td><td>2</td><td>3</td>" in text
+    assert ("<td><bdi>desk</bdi></td><td>4</td><td>0</td><td>4</td><td>0</td><td>2</td>"
+            "<td>3</td>") in text
     status, text = get(site, "/vault?scope=desk")
     assert "<td><bdi>u-ana</bdi></td><td>2</td><td>0</td>" in text
     assert "<td><bdi>u-ben</bdi></td><td>1</td>" in text
