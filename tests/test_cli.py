@@ -110,15 +110,22 @@ def test_unix_socket(tmp_path: Path, proc_cleanup: list) -> None:
     assert proc.wait() == 0
 
 
-def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+def test_port_in_use_is_a_clear_error_and_touches_no_data_dir(tmp_path: Path) -> None:
+    """The busy port is found before the store opens: the data dir is not created (nor
+    migrated), and the one line is ours alone (no line of gRPC's C core before it)."""
+    data = tmp_path / "data"
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        proc = spawn(f"127.0.0.1:{port}", tmp_path)
+        proc = spawn(f"127.0.0.1:{port}", data)
         out, _ = proc.communicate()
-    assert proc.returncode == 2
-    assert f"127.0.0.1:{port}" in out.decode()
+    text = out.decode()
+    assert proc.returncode == 2, text
+    refusal = [line for line in text.splitlines() if line.startswith("memsidecar serve:")]
+    assert len(refusal) == 1 and f"127.0.0.1:{port}" in refusal[0], text
+    assert "add_port" not in text and "Traceback" not in text, text
+    assert not data.exists(), sorted(p.name for p in data.rglob("*"))
 
 
 def test_kill_mid_import_leaves_only_whole_batches(tmp_path: Path, proc_cleanup: list) -> None:
@@ -235,16 +242,18 @@ def test_one_server_per_data_dir_and_owner_only_files(tmp_path: Path, proc_clean
 
 
 def test_a_busy_http_port_exits_2_with_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = f"127.0.0.1:{taken.getsockname()[1]}"
-        proc = spawn(f"127.0.0.1:{free_port()}", tmp_path, http_listen=busy)
+        proc = spawn(f"127.0.0.1:{free_port()}", data, http_listen=busy)
         out, _ = proc.communicate(timeout=120)
     refusal = [line for line in out.decode().splitlines() if line.startswith("memsidecar serve:")]
     assert proc.returncode == 2 and len(refusal) == 1
     assert busy in refusal[0] and "--http-listen" in refusal[0]
     assert "Traceback" not in out.decode()
+    assert not data.exists()  # refused before the store opened
 
 
 def test_remote_listen_without_auth_exits_2(tmp_path: Path) -> None:

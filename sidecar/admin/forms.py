@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sidecar.admin.html import ident
 from sidecar.errors import InvalidArgument
 from sidecar.records import Memory, MemoryType, Tier
 
@@ -26,8 +27,8 @@ def tier(value: str) -> Tier | None:
 
 
 def scope(memory: Memory) -> str:
-    """Whose memory it is: the agent (or "(shared)"), and its end user or channel."""
-    owner = memory.agent_id or "(shared)"
+    """Whose memory it is, as HTML: the agent (or "(shared)"), and its end user or channel."""
+    owner = ident(memory.agent_id) if memory.agent_id else "(shared)"
     if memory.user_id:
-        return f"{owner} · user {memory.user_id}"
+        return f"{owner} · user {ident(memory.user_id)}"
     return f"{owner} · this channel only" if memory.channel_private else owner

@@ -1,16 +1,22 @@
 """HTML building: every value from the store or the request goes through ``e`` (escaped).
 
-Stored memories are hostile text: nothing here emits a value unescaped. Pages return
-``Response`` objects built with ``page``.
+Stored memories are hostile text: nothing here emits a value unescaped. A caller's string
+shown as text also goes through ``ident`` (ids and names) or ``prose`` (memory content,
+queries): each sits in a ``<bdi>`` of its own, and the characters that reorder text (bidi
+overrides, embeddings, isolates, marks) show as escapes such as ``\u202e``, so no string can
+reverse or move the text around it. Attribute values (form fields, links) keep the exact
+value through ``e``. Pages return ``Response`` objects built with ``page``.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from sidecar.admin.web import Response
+from sidecar.redact import escape
 
 NAV = (("/", "Home"), ("/memories", "Memories"), ("/search", "Search"),
        ("/injections", "Injections"), ("/settings", "Settings"), ("/vault", "Vault"))
@@ -39,8 +45,46 @@ def e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def link(href: str, text: object) -> str:
-    return f'<a href="{e(href)}">{e(text)}</a>'
+# What prose shows as escapes: the bidi formatting characters (ALM, LRM, RLM, the embeddings
+# and overrides U+202A-202E, the isolates U+2066-2069, the deprecated U+206A-206F) and the line
+# and paragraph separators. Joiners and soft hyphens stay: words of some scripts need them.
+_REORDERING = re.compile("[\u061c\u200e\u200f\u2028-\u202e\u2066-\u206f]")
+
+
+def _code(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
+def visible(value: object) -> str:
+    """``value`` with the characters that reorder text as escapes (``\\u202e``); not HTML."""
+    return _REORDERING.sub(_code, str(value))
+
+
+def ident(value: object) -> str:
+    """An id or a name as text: escaped as the logs show it (every invisible or format
+    character as ``\\uNNNN``: two ids that differ show apart) and isolated in a ``<bdi>``."""
+    return f"<bdi>{_ident(value)}</bdi>"
+
+
+def prose(value: object) -> str:
+    """Free text (memory content, a query) as text: the reordering characters as escapes,
+    isolated in a ``<bdi>``; the rest as written."""
+    return f"<bdi>{_prose(value)}</bdi>"
+
+
+def link(href: str, text: object, free_text: bool = False) -> str:
+    """A link to ``href`` (its exact value) showing ``text`` as ``ident`` does (as ``prose``
+    with ``free_text``), the link isolated in a ``<bdi>``."""
+    shown = _prose(text) if free_text else _ident(text)
+    return f'<bdi><a href="{e(href)}">{shown}</a></bdi>'
+
+
+def _ident(value: object) -> str:
+    return e(escape(str(value)))
+
+
+def _prose(value: object) -> str:
+    return e(visible(value))
 
 
 def when(us: int) -> str:
@@ -79,11 +123,13 @@ def select(name: str, options: Sequence[str], chosen: str, blank: str | None = "
 
 
 def notice(text: str, error: bool = False) -> str:
-    return f'<p class="{"err" if error else "ok"}">{e(text)}</p>' if text else ""
+    return f'<p class="{"err" if error else "ok"}">{prose(text)}</p>' if text else ""
 
 
 def page(title: str, body: str, here: str = "/", status: int = 200) -> Response:
-    """A page's main part; the site frames it (``frame``) with the header of its instance."""
+    """A page's main part; the site frames it (``frame``) with the header of its instance.
+    ``title`` is plain text (a caller's name in it shows its invisible characters as
+    escapes)."""
     return Response(status, body, framed=(title, here))
 
 
@@ -100,8 +146,8 @@ def frame(response: Response, instance: str, auth: bool) -> Response:
     response.body = (
         f"<!doctype html><html lang=en><head><meta charset=utf-8>"
         f"<meta name=viewport content='width=device-width'>"
-        f"<title>{e(title)} · memsidecar</title><style>{STYLE}</style></head>"
+        f"<title>{e(escape(title))} · memsidecar</title><style>{STYLE}</style></head>"
         f'<body><header><nav>{nav}</nav><div class="instance" id="instance">{instance}</div>'
-        f"</header><main><h1>{e(title)}</h1>{response.body}</main></body></html>")
+        f"</header><main><h1>{e(escape(title))}</h1>{response.body}</main></body></html>")
     response.framed = None
     return response

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sidecar.admin.html import e, table
+from sidecar.admin.html import ident, table
 from sidecar.retrieval.contract import Retriever
 from sidecar.retrieval.resident.lru import ResidentScopes
 
@@ -18,7 +18,7 @@ def resident_section(retriever: Retriever) -> str:
     s = resident.stats()
     mean_ms = 1000 * s.load_seconds / s.loads if s.loads else 0.0
     held = table(("Scope (most recently used first)", "MB"),
-                 ([e(name), f"{size / _MB:.2f}"] for name, size in s.held),
+                 ([ident(name), f"{size / _MB:.2f}"] for name, size in s.held),
                  "No scope held.")
     return (f"<h2>In memory</h2><p>{s.resident} scopes held, {s.resident_bytes / _MB:.1f} MB "
             f"of {s.budget_bytes / _MB:.0f} MB ([retrieval] resident_mb); {s.loads} loaded "

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 
 from sidecar.admin.context import Ctx, Services
-from sidecar.admin.html import e, frame, page
+from sidecar.admin.html import frame, page, prose
 from sidecar.admin.instance import Instance
 from sidecar.admin.pages import (
     home_page,
@@ -85,7 +85,7 @@ class AdminSite:
         try:
             return route(ctx)
         except DomainError as err:
-            return page("Cannot do that", f'<p class="err">{e(err.message)}</p>', status=400)
+            return page("Cannot do that", f'<p class="err">{prose(err.message)}</p>', status=400)
         except Exception:
             log.exception("admin page failed", extra={"path": ctx.request.path})
             return page("Error", "<p>Internal error; see the sidecar log.</p>", status=500)

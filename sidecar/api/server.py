@@ -39,6 +39,7 @@ from sidecar.auth.config import TlsConfig
 from sidecar.auth.tls import read_tls
 from sidecar.auth.tokens import TokenStore
 from sidecar.files import FILE_MODE
+from sidecar.listen import grpc_listen_error
 from sidecar.metrics.http import MetricsHttp, bind_http
 
 log = logging.getLogger(__name__)
@@ -100,13 +101,13 @@ class Server:
             else:
                 port = self.grpc.add_insecure_port(listen)
         except RuntimeError as err:
-            raise OSError(f"could not listen on {listen}: address in use or invalid") from err
+            raise grpc_listen_error(listen, "address in use or invalid") from err
         if listen.startswith("unix:"):
             path = Path(listen.removeprefix("unix:").removeprefix("//"))
             if path.exists():
                 os.chmod(path, FILE_MODE)  # owner-only, whatever the umask
         elif port == 0:
-            raise OSError(f"could not listen on {listen}: address in use or invalid")
+            raise grpc_listen_error(listen, "address in use or invalid")
         return int(port)
 
     def _register(self, reflect: bool) -> None:

@@ -8,10 +8,15 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sidecar.cli.args import add_log_level
 from sidecar.cli.logs import FORMATS
 from sidecar.cli.sd_notify import READY, STOPPING, notify
+from sidecar.listen import bind_error, grpc_listen_error
+
+if TYPE_CHECKING:
+    from sidecar.api.server_config import ServerConfig
 
 log = logging.getLogger("sidecar")
 
@@ -49,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
     config, settings = open_settings(args.config, args.listen, args.data_dir,
                                      args.http_listen)
     require(config, settings.current)  # what needs no network nor data dir, before the rest
+    _addresses_free(config)  # a busy port refuses the start before the data dir is touched
     app = App.open(config, settings=settings)
     try:
         server = create_server(app)
@@ -69,6 +75,21 @@ def run(args: argparse.Namespace) -> int:
     notify(STOPPING)
     server.stop()
     return 0
+
+
+def _addresses_free(config: ServerConfig) -> None:
+    """Refuse the start (one line, exit 2) when the gRPC or the HTTP address cannot be bound
+    now. Checked by binding before the store is opened, so a refused start leaves the data dir
+    as it was, and gRPC's C core logs nothing of its own. The server binds for real later: an
+    address taken in between still refuses the start there, after the store was opened."""
+    from sidecar.metrics.http import http_listen_error
+
+    busy = bind_error(config.listen)
+    if busy is not None:
+        raise grpc_listen_error(config.listen, busy.strerror or str(busy))
+    busy = bind_error(config.http.listen) if config.http.listen else None
+    if busy is not None:
+        raise http_listen_error(config.http.listen, busy.strerror or str(busy))
 
 
 def _catch_stop_signals() -> list[int]:

@@ -69,11 +69,16 @@ def bind_http(listen: str, registry: CollectorRegistry,
                                limits or limits_module.LIMITS, Refusals())
     except (OSError, ValueError) as err:
         why = err.strerror if isinstance(err, OSError) and err.strerror else "not HOST:PORT"
-        raise HttpListenError(
-            f"cannot serve the admin page and /metrics on {listen} ({why}): pass "
-            "--http-listen HOST:PORT with a free port, or --http-listen '' to turn it off "
-            "([server.http] listen)") from None
+        raise http_listen_error(listen, why) from None
     return MetricsHttp(server)
+
+
+def http_listen_error(listen: str, why: str) -> HttpListenError:
+    """The one-line refusal of an HTTP address that cannot be bound."""
+    return HttpListenError(
+        f"cannot serve the admin page and /metrics on {listen} ({why}): pass "
+        "--http-listen HOST:PORT with a free port, or --http-listen '' to turn it off "
+        "([server.http] listen)")
 
 
 def _everyone(header: str) -> bool:

@@ -265,3 +265,21 @@ def test_login_with_auth_on(tmp_path: Path, embedder: Embedder, config: ServerCo
     finally:
         site.live.close()
 
+
+
+def test_an_agent_id_with_an_override_does_not_reverse_the_next_one(site: Site, tab: Page
+                                                                     ) -> None:
+    """Rendered: on the Vault page's line of scopes, the agent after an id holding U+202E
+    (RIGHT-TO-LEFT OVERRIDE) is drawn after it, left to right, and the id shows the override
+    as an escape."""
+    reverser, second = "ops\u202eredro", "zeta-agent"
+    for agent in (reverser, second):
+        put(site.live, f"Deploys of {agent} run on Fridays", agent_id=agent)
+    tab.goto(site.url("/vault"))
+    line = tab.locator("main p", has_text="Scopes:")
+    first, after = line.locator("a").nth(0), line.locator("a").nth(1)
+    expect(first).to_have_text("ops\\u202eredro")
+    expect(after).to_have_text(second)
+    a, b = first.bounding_box(), after.bounding_box()
+    assert a is not None and b is not None
+    assert b["x"] >= a["x"] + a["width"], (a, b)  # drawn after it, not inside its override

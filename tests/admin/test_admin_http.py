@@ -153,7 +153,8 @@ def test_a_hit_of_another_channel_cut_by_the_floor_shows_as_floor(site: Site) ->
     status, _, text = call(site, "GET", "/injections?channel=ops")
     assert status == 200
     row = text[text.index(f"id={near.id}"):]
-    assert re.match(r'[^<]*">[^<]*</a>\s*</td>\s*<td>\s*<span class="tag">floor</span>', row), \
+    assert re.match(r'[^<]*">[^<]*</a></bdi>\s*</td>\s*<td>\s*<span class="tag">floor</span>',
+                    row), \
         row[:300]
 
 
@@ -266,9 +267,9 @@ def test_the_timeline_says_what_each_cosine_is_compared_with(site: Site) -> None
     assert "what contextual_min_score, relative_floor and background_floor compare" in text
     row = text[text.index(f"id={twin}"):]
     row = row[:row.index("</tr>")]
-    found = re.search(r'semantic_duplicate</span> <span class="why">duplicates <a href="/memory'
-                      rf'\?id={kept}">[^<]*</a> \(cosine (0\.\d+) to it, compared with '
-                      r"semantic_threshold\)</span>", row)
+    found = re.search(r'semantic_duplicate</span> <span class="why">duplicates <bdi><a href='
+                      rf'"/memory\?id={kept}">[^<]*</a></bdi> \(cosine (0\.\d+) to it, '
+                      r"compared with semantic_threshold\)</span>", row)
     assert found, row
     assert float(found.group(1)) >= 0.85  # the default semantic_threshold
 

@@ -86,7 +86,8 @@ def rows(text: str) -> list[str]:
     """The scope names of the page's scope table (first cells: a link to the scope's
     memories on the home page, the name on /vault)."""
     return [html.unescape(s) for s in re.findall(
-        r'<tr><td>(?:<a href="/memories(?:\?[^"]*)?">)?([^<]*)(?:</a>)?</td><td>\d', text)]
+        r'<tr><td><bdi>(?:<a href="/memories(?:\?[^"]*)?">)?([^<]*)(?:</a>)?</bdi></td><td>\d',
+        text)]
 
 
 @pytest.mark.parametrize("path", ["/", "/vault"])
@@ -119,12 +120,12 @@ def test_every_scope_once_in_pages_of_bounded_size(crowded: Site, path: str) -> 
 
 def test_the_vault_page_keeps_the_scope_shown_while_paging(crowded: Site) -> None:
     status, text = get(crowded, "/vault?scope=agent-00003")
-    assert status == 200 and "Scope: agent-00003" in text
+    assert status == 200 and "Scope: <bdi>agent-00003</bdi>" in text
     following = links(text, "Next scopes")
     assert following and "scope=agent-00003" in following[0]
     status, text = get(crowded, following[0])
-    assert status == 200 and "Scope: agent-00003" in text
-    counts = re.search(r"<td>agent-00003</td><td>(\d+)</td><td>(\d+)</td>", get(
+    assert status == 200 and "Scope: <bdi>agent-00003</bdi>" in text
+    counts = re.search(r"<td><bdi>agent-00003</bdi></td><td>(\d+)</td><td>(\d+)</td>", get(
         crowded, "/vault")[1])
     assert counts is not None and counts.groups() == ("1", "1")  # live, forgotten
 

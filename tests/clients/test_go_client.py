@@ -8,8 +8,13 @@ import re
 import subprocess
 from pathlib import Path
 
+from sidecar.api.server_config import ServerConfig
+from sidecar.config import CONFIG_FILENAME
+from sidecar.embedding import Embedder
+from sidecar.memory.erasure import Erased
+from sidecar.records import MemoryDraft, MemoryType
 from tests.clients.agent_loops import ROOT, run
-from tests.conftest import Running
+from tests.conftest import Running, start_server
 
 DOC = ROOT / "docs" / "clients.md"
 
@@ -20,6 +25,62 @@ def test_selftest_passes_on_a_fresh_store_and_again(go_built: Path, running: Run
         assert out.code == 0, out.stdout
         assert "FAIL" not in out.stdout
         assert out.stdout.splitlines()[-1].endswith(" ok, 0 failed")
+
+
+def test_selftest_passes_against_a_sidecar_that_captures(go_built: Path, config: ServerConfig,
+                                                        embedder: Embedder) -> None:
+    """With capture on, the user's Inject calls leave captured memories of theirs: ForgetUser
+    erases those too, and the selftest's check expects them. The background writer may or
+    may not have written them when ForgetUser comes: here it has (each ForgetUser first writes
+    what is pending), the case a check that expects the stored memory alone fails."""
+    data = Path(config.data_dir)
+    data.mkdir(parents=True)  # a config file of the data dir: the selftest's UpdateConfig keeps it
+    (data / CONFIG_FILENAME).write_text('[defaults.memory_injection]\ncapture = "user"\n')
+    live = start_server(config, embedder)
+    app = live.server.app
+    assert app.eraser is not None and app.injector.capture is not None
+    drain, forget_user = app.injector.capture.drain, app.eraser.forget_user
+
+    def captures_written_first(agent_id: str, user_id: str) -> Erased:
+        drain.flush()  # the user's captured turns are memories by now
+        erased.append(forget_user(agent_id, user_id))
+        return erased[-1]
+
+    erased: list[Erased] = []
+
+    app.eraser.forget_user = captures_written_first  # type: ignore[method-assign]
+    try:
+        out = run(go_built / "selftest", live.target, stdin="")
+    finally:
+        live.close()
+    assert out.code == 0, out.stdout
+    assert "FAIL" not in out.stdout
+    first = erased[0].counts()
+    assert first["captures"] >= 1 and first["memories"] >= 2, first  # what was captured went
+
+
+def test_selftest_fails_when_forget_user_leaves_a_memory(go_built: Path, running: Running
+                                                         ) -> None:
+    """A ForgetUser that leaves a memory of the user (one written back as it ends: a fault no
+    real call produces on demand) fails the selftest's check."""
+    app = running.server.app
+    assert app.eraser is not None
+    forget_user, left = app.eraser.forget_user, []
+
+    def leaves_one(agent_id: str, user_id: str) -> Erased:
+        erased = forget_user(agent_id, user_id)
+        if not left:
+            left.append(app.memories.upsert(MemoryDraft(
+                content="Alice keeps her spare keys in the blue drawer.", type=MemoryType.FACT,
+                agent_id=agent_id, user_id=user_id)).memory.id)
+        return erased
+
+    app.eraser.forget_user = leaves_one  # type: ignore[method-assign]
+    out = run(go_built / "selftest", running.target, stdin="")
+    assert out.code == 1, out.stdout
+    failed = [line for line in out.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 2 and "ForgetUser leaves no memory of the user" in failed[0], failed
+    assert left[0] in failed[0] and "a second time erases nothing" in failed[1], failed
 
 
 def test_selftest_reports_an_unreachable_sidecar(go_built: Path) -> None:

@@ -40,14 +40,24 @@ func (c *Client) Inject(ctx context.Context, req *pb.InjectRequest) (*pb.InjectR
 }
 
 // PruneHistory drops the oldest blocks of a history so that, with the incoming one, maxKeep
-// remain (0: the agent's max_injected_blocks_in_history). With a channel, the sidecar learns
-// which of that channel's blocks the history still holds: a memory whose blocks are all gone
-// may be injected again (ReleasedTurns). The agent id is the client's (WithAgent).
+// remain (0: the agent's max_injected_blocks_in_history; PruneHistoryKeep sends an explicit
+// 0). With a channel, the sidecar learns which of that channel's blocks the history still
+// holds: a memory whose blocks are all gone may be injected again (ReleasedTurns). The agent
+// id is the client's (WithAgent).
 func (c *Client) PruneHistory(ctx context.Context, channel string, history []*pb.Message, maxKeep uint32) (*pb.PruneHistoryResponse, error) {
-	req := &pb.PruneHistoryRequest{Messages: history, ChannelId: channel, AgentId: c.Agent}
+	var keep *uint32
 	if maxKeep > 0 {
-		req.MaxKeep = &maxKeep
+		keep = &maxKeep
 	}
+	return c.PruneHistoryKeep(ctx, channel, history, keep)
+}
+
+// PruneHistoryKeep is PruneHistory with max_keep as the proto's optional field: nil leaves it
+// unset (the agent's max_injected_blocks_in_history), proto.Uint32(0) removes every block
+// (nothing is injected into the coming turn's history), proto.Uint32(n) keeps n with the
+// incoming one.
+func (c *Client) PruneHistoryKeep(ctx context.Context, channel string, history []*pb.Message, maxKeep *uint32) (*pb.PruneHistoryResponse, error) {
+	req := &pb.PruneHistoryRequest{Messages: history, ChannelId: channel, AgentId: c.Agent, MaxKeep: maxKeep}
 	return unary(c, ctx, req, c.Injection.PruneHistory)
 }
 

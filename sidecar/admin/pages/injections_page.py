@@ -8,7 +8,7 @@ turns that mattered off the screen.
 from __future__ import annotations
 
 from sidecar.admin.context import Ctx, Services
-from sidecar.admin.html import e, link, page, table, when
+from sidecar.admin.html import e, ident, link, page, prose, table, when
 from sidecar.admin.web import Response, url
 from sidecar.injection.trace import DropReason, TracedDrop, TracedItem, TraceTurn
 from sidecar.records import Memory
@@ -39,7 +39,7 @@ def show(ctx: Ctx) -> Response:
     quiet = sum(1 for t in turns if not t.injected)
     folded = f" {plural(quiet, 'turn')} that injected nothing folded to one line." if quiet \
         else ""
-    body = form + (f"<p>{len(turns)} turns of channel <b>{e(channel)}</b>, newest first."
+    body = form + (f"<p>{len(turns)} turns of channel <b>{ident(channel)}</b>, newest first."
                    f"{folded}</p>{LEGEND}"
                    if turns else '<p class="muted">No turns traced for this channel.</p>')
     body += "".join(_turn(t, memories, ctx.services) for t in reversed(turns))
@@ -47,7 +47,7 @@ def show(ctx: Ctx) -> Response:
 
 
 def _channels(ctx: Ctx) -> str:
-    rows = ([link(url("/injections", channel=c), c), e(t.agent_id or "(shared)"), str(t.turn),
+    rows = ([link(url("/injections", channel=c), c), ident(t.agent_id or "(shared)"), str(t.turn),
              e(when(t.at_us))] for c, t in ctx.services.injector.trace.channels())
     note = ('<p class="muted">The trace is kept in memory ([injection] trace_turns per '
             "channel): empty after a restart.</p>")
@@ -65,7 +65,7 @@ def _turn(turn: TraceTurn, memories: dict[str, Memory], services: Services) -> s
         if turn.skip_reason else ""
     held, floor = split_drops(turn.dropped, lambda d: d.reason is DropReason.FLOOR,
                               lambda d: d.score)
-    story = (f"<p><b>Query</b>{e(cut)}: {e(turn.query)}</p>" + _context(turn)
+    story = (f"<p><b>Query</b>{e(cut)}: {prose(turn.query)}</p>" + _context(turn)
              + _focus(turn, memories)
              + f'<section class="injected"><h4>Injected ({len(turn.injected)})</h4>'
              + _table(("Memory", "Section", COSINE, "Fused score", "Source ranks"),
@@ -74,14 +74,14 @@ def _turn(turn: TraceTurn, memories: dict[str, Memory], services: Services) -> s
              + _table(("Memory", "Reason", COSINE, "Fused score"),
                       [_drop(d, memories, services) for d in held])
              + "</section>" + _floor(floor, turn.dropped_omitted, memories, services))
-    about = (f'{e(when(turn.at_us))} · agent {e(turn.agent_id or "(shared)")}'
+    about = (f'{e(when(turn.at_us))} · agent {ident(turn.agent_id or "(shared)")}'
              f" · {turn.elapsed_us / 1000:.1f} ms")
     if not turn.injected:
         below = len(floor) + turn.dropped_omitted
         return (f'<details class="turn quiet" id="turn-{turn.turn}"><summary><b>Turn '
                 f"{turn.turn}</b>{skip or ' · nothing injected'} · {len(held)} held back · "
                 f'{below} below the floor · <span class="muted">{about}</span> · '
-                f"{e(turn.query)}</summary>{story}</details>")
+                f"{prose(turn.query)}</summary>{story}</details>")
     return (f'<div class="turn" id="turn-{turn.turn}"><h3>Turn {turn.turn}</h3>'
             f'<p class="muted">{about}{skip}</p>{story}</div>')
 
@@ -134,8 +134,9 @@ def _floor(floor: list[TracedDrop], omitted: int, memories: dict[str, Memory],
 
 def _content(memory_id: str, memories: dict[str, Memory]) -> str:
     found = memories.get(memory_id)
-    text = found.content if found is not None else memory_id
-    return link(url("/memory", id=memory_id), text[:100])
+    if found is None:
+        return link(url("/memory", id=memory_id), memory_id)
+    return link(url("/memory", id=memory_id), found.content[:100], free_text=True)
 
 
 def _item(item: TracedItem, memories: dict[str, Memory]) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sidecar.admin.context import Ctx
 from sidecar.admin.forms import TIERS, TYPES, memory_type, scope, tier
-from sidecar.admin.html import e, link, page, select, table, when
+from sidecar.admin.html import e, ident, link, page, select, table, when
 from sidecar.admin.scopes import scope_nav, scope_page
 from sidecar.admin.web import Response, url
 from sidecar.records import Memory
@@ -57,9 +57,9 @@ def _filters(ctx: Ctx, params: dict[str, str]) -> str:
 
 def _row(m: Memory) -> list[str]:
     gone = ' <span class="tag">forgotten</span>' if m.forgotten else ""
-    return [link(url("/memory", id=m.id), _short(m.content)) + gone, e(m.type.label),
-            e(m.tier.name.lower()), e(scope(m)), e(m.channel_id), f"{m.importance:.2f}",
-            e(when(m.updated_at))]
+    return [link(url("/memory", id=m.id), _short(m.content), free_text=True) + gone,
+            e(m.type.label), e(m.tier.name.lower()), scope(m), ident(m.channel_id),
+            f"{m.importance:.2f}", e(when(m.updated_at))]
 
 
 def _short(text: str, limit: int = 120) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sidecar.admin.context import Ctx
 from sidecar.admin.forms import scope
-from sidecar.admin.html import button_form, e, link, notice, page, table, when
+from sidecar.admin.html import button_form, e, ident, link, notice, page, prose, table, when
 from sidecar.admin.web import Response, redirect, url
 from sidecar.errors import NotFound
 from sidecar.records import Edge, Memory, MemoryDraft
@@ -25,8 +25,8 @@ def show(ctx: Ctx) -> Response:
     body = (notice(ctx.request.arg("done")) + _fields(memory) + f"<p>{action}</p>"
             + "<h2>Version history</h2>"
             + table(("Version", "Event", "When", "By", "Content", "Importance", "Tier"),
-                    ([str(v.version), e(v.event), e(when(v.recorded_at)), e(v.actor),
-                      e(v.content), f"{v.importance:.2f}", e(v.tier.name.lower())]
+                    ([str(v.version), e(v.event), e(when(v.recorded_at)), ident(v.actor),
+                      prose(v.content), f"{v.importance:.2f}", e(v.tier.name.lower())]
                      for v in versions))
             + _more(total - len(versions), "older versions")
             + "<h2>Edges</h2>"
@@ -69,9 +69,10 @@ def _memory(ctx: Ctx, memory_id: str) -> Memory:
 
 
 def _fields(m: Memory) -> str:
-    rows = [("Id", e(m.id)), ("Content", e(m.content)), ("Type", e(m.type.label)),
-            ("Tier", e(m.tier.name.lower())), ("Scope", e(scope(m))),
-            ("Channel", e(m.channel_id)), ("Source", e(m.source)), ("Topic", e(m.topic_id)),
+    rows = [("Id", ident(m.id)), ("Content", prose(m.content)), ("Type", e(m.type.label)),
+            ("Tier", e(m.tier.name.lower())), ("Scope", scope(m)),
+            ("Channel", ident(m.channel_id)), ("Source", ident(m.source)),
+            ("Topic", ident(m.topic_id)),
             ("Importance", f"{m.importance:.2f}"), ("Version", str(m.version)),
             ("Created", e(when(m.created_at))), ("Updated", e(when(m.updated_at))),
             ("Injected", _accessed(m)),

@@ -8,7 +8,7 @@ import time
 
 from sidecar.admin.context import Ctx
 from sidecar.admin.dismissed import deletion_key, pair_key
-from sidecar.admin.html import button_form, e, link, notice, page, table
+from sidecar.admin.html import button_form, e, ident, link, notice, page, table
 from sidecar.admin.pages.memory_page import ADMIN_SOURCE
 from sidecar.admin.scopes import PARAM, scope_nav, scope_page
 from sidecar.admin.web import Response, redirect, url
@@ -29,7 +29,7 @@ def show(ctx: Ctx) -> Response:
                              s.agent_id or "(shared)") for s in shown.scopes)
     counts = table(("Scope", "Live", "Forgotten", "Canon", "Registers", "End users",
                     "Their memories"),
-                   ([e(s.agent_id or "(shared)"), str(s.live), str(s.forgotten), str(s.canon),
+                   ([ident(s.agent_id or "(shared)"), str(s.live), str(s.forgotten), str(s.canon),
                      str(s.registers), str(s.users), str(s.user_memories)]
                     for s in shown.scopes),
                    "The store is empty." if not stats.scopes else "No scopes on this page.")
@@ -44,7 +44,7 @@ def show(ctx: Ctx) -> Response:
                  if deletion_key(c.memory.id, c.reason) not in dismissed]
     age = time.monotonic() - found.computed
     body = (notice(ctx.request.arg("done")) + summary + counts
-            + f"<h2>Scope: {e(scope or '(shared)')}</h2><p>Scopes: {scopes or 'none'}</p>"
+            + f"<h2>Scope: {ident(scope or '(shared)')}</h2><p>Scopes: {scopes or 'none'}</p>"
             + _users(ctx, scope)
             + f'<p class="muted">Suggestions computed {age:.0f} s ago. '
             + link(url("/vault", scope=scope, fresh=1), "Recompute") + "</p>"
@@ -68,7 +68,7 @@ def _users(ctx: Ctx, scope: str) -> str:
     users = ctx.services.vault.user_counts(scope, USERS_SHOWN)
     return ('<section id="users"><h3>End users with the most memories</h3>'
             + table(("User", "Live memories", "Captured"),
-                    ([e(user), str(live), str(captured)] for user, live, captured in users),
+                    ([ident(user), str(live), str(captured)] for user, live, captured in users),
                     "No memory of this agent belongs to an end user.") + "</section>")
 
 
@@ -98,9 +98,9 @@ def _pair(ctx: Ctx, scope: str, pair: SimilarPair) -> list[str]:
                           forget=drop.id, scope=scope) + " "
               + button_form("/vault/dismiss", "Dismiss", ctx.csrf,
                             key=pair_key(pair.first.id, pair.second.id), scope=scope))
-    return [link(url("/memory", id=pair.first.id), pair.first.content),
-            link(url("/memory", id=pair.second.id), pair.second.content),
-            f"{pair.cosine:.3f}", decide + f'<br><span class="muted">keeps {e(keep.id)}</span>']
+    return [link(url("/memory", id=pair.first.id), pair.first.content, free_text=True),
+            link(url("/memory", id=pair.second.id), pair.second.content, free_text=True),
+            f"{pair.cosine:.3f}", decide + f'<br><span class="muted">keeps {ident(keep.id)}</span>']
 
 
 def _proposal(ctx: Ctx, scope: str, c: DeletionCandidate) -> list[str]:
@@ -108,5 +108,6 @@ def _proposal(ctx: Ctx, scope: str, c: DeletionCandidate) -> list[str]:
                           scope=scope) + " "
               + button_form("/vault/dismiss", "Dismiss", ctx.csrf,
                             key=deletion_key(c.memory.id, c.reason), scope=scope))
-    return [link(url("/memory", id=c.memory.id), c.memory.content), e(c.reason), e(c.detail),
+    return [link(url("/memory", id=c.memory.id), c.memory.content, free_text=True), e(c.reason),
+            e(c.detail),
             decide]

@@ -6,6 +6,7 @@ import (
 
 	pb "github.com/memsidecar/memsidecar/clients/go/memsidecarv1"
 	"github.com/memsidecar/memsidecar/clients/go/msclient"
+	"google.golang.org/protobuf/proto"
 )
 
 const maxKeep = 2 // blocks kept including the incoming one: at most 1 old block survives a prune
@@ -38,6 +39,7 @@ func (s *session) runTurns() {
 			&pb.Message{Role: pb.Role_ROLE_USER, Content: t.text},
 			&pb.Message{Role: pb.Role_ROLE_ASSISTANT, Content: fmt.Sprintf("(assistant reply to turn %d)", i+1)})
 	}
+	s.pruneAll(history)
 	s.checkSystemSource()
 	s.render(history)
 	s.renderLong()
@@ -91,6 +93,21 @@ func (s *session) prune(n int, history []*pb.Message) []*pb.Message {
 	s.check(fmt.Sprintf("turn %d PruneHistory(max_keep=%d) removes the %d oldest block(s)", n, maxKeep, len(removed)), ok,
 		"removed %v, kept %d of %d messages", reply.RemovedIndices, len(reply.Messages), len(history))
 	return reply.Messages
+}
+
+// pruneAll: an explicit max_keep = 0 (not the agent's default) removes every block and
+// keeps every other message. No channel: the channel's state stays as the turns left it.
+func (s *session) pruneAll(history []*pb.Message) {
+	reply, err := s.c.PruneHistoryKeep(s.ctx, "", history, proto.Uint32(0))
+	if !s.called("PruneHistory", err) {
+		return
+	}
+	blocks := msclient.CountBlocks(history)
+	s.check("PruneHistoryKeep(max_keep=0) removes every block", blocks > 0 &&
+		len(reply.RemovedIndices) == blocks && msclient.CountBlocks(reply.Messages) == 0 &&
+		len(reply.Messages) == len(history)-blocks,
+		"%d blocks in %d messages; removed %v, kept %d", blocks, len(history), reply.RemovedIndices,
+		len(reply.Messages))
 }
 
 func (s *session) inject(n int, t turn) string {
