@@ -101,6 +101,18 @@ class Eraser:
         begin = time.perf_counter()
         if self.channels is not None:  # turns kept through an outage: erased with the rest
             self.channels.write_waiting()
+        done, labels = self._erase_user(agent_id, user_id)
+        # A turn of the user committed while the first pass ran (its capture record, its
+        # channel's state, what the capture drain made of it) goes with the second.
+        again, more = self._erase_user(agent_id, user_id)
+        done, labels = done + again, labels + more
+        self._scrub(labels, done)
+        log.info("user erased", extra={"agent": agent_id, **done.counts(),
+                                       "elapsed_ms": _ms_since(begin)})
+        return done
+
+    def _erase_user(self, agent_id: str, user_id: str) -> tuple[Erased, list[int]]:
+        """One pass of ``forget_user``: what it erased, and the erased memories' labels."""
         channels = self.repo.user_channels(agent_id, user_id)
         done = Erased(captures=self._transaction(
             lambda: self.repo.erase_user_captures(agent_id, user_id)))
@@ -115,10 +127,7 @@ class Eraser:
         if self.owners is not None:  # a channel id may name its user
             for channel_id in channels:
                 self.owners.release(channel_id)
-        self._scrub(labels, done)
-        log.info("user erased", extra={"agent": agent_id, **done.counts(),
-                                       "elapsed_ms": _ms_since(begin)})
-        return done
+        return done, labels
 
     def erase_memory(self, memory_id: str, agent_id: str = "",
                      shared_ok: bool = True) -> tuple[Memory, Erased]:

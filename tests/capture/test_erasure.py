@@ -189,6 +189,37 @@ def test_forget_user_leaves_no_id_of_the_channels_they_spoke_in(
     assert [r[0] for r in db.execute(owned)] == ["dm-alice-Zorvath", "dm-bob-Quintrell"]
 
 
+def test_a_turn_of_the_user_committed_during_their_erasure_goes_with_it(
+        serve: Serve, config: ServerConfig) -> None:
+    data_dir = Path(config.data_dir)
+    live = serve(capture="user")
+    say(live, ALICE[0], "alice-0", "alice")
+    say(live, BOB, "bob-1", "bob")
+    drained(live)
+    repo = app_of(live).eraser.repo
+    listed = repo.user_memories
+    spoke: list[int] = []
+
+    def alice_speaks_meanwhile(agent_id: str, user_id: str, limit: int) -> list[str]:
+        if not spoke:  # once her captures went: a turn of hers in a channel of its own
+            spoke.append(1)
+            say(live, ALICE[1], "alice-late", "alice")
+            drained(live)
+        return listed(agent_id, user_id, limit)
+
+    repo.user_memories = alice_speaks_meanwhile  # type: ignore[method-assign]
+    live.store.ForgetUser(s.ForgetUserRequest(agent_id=AGENT, user_id="alice"))
+    assert spoke
+    drained(live)
+    db = app_of(live).db
+    assert db.execute("SELECT COUNT(*) FROM memories WHERE user_id = 'alice'")[0][0] == 0
+    assert db.execute("SELECT COUNT(*) FROM captures WHERE user_id = 'alice'")[0][0] == 0
+    for text in ALICE[:2]:
+        assert not holders(data_dir, text.encode()), text
+    assert not holders(data_dir, b"alice-late")
+    assert holders(data_dir, BOB.encode())
+
+
 def test_forget_user_needs_a_user(serve: Serve) -> None:
     live = serve()
     for agent in ("", AGENT):
