@@ -66,3 +66,13 @@ def test_the_search_pages_user_is_validated_as_every_name(site: Site) -> None:
     assert status == 400 and "user contains a control character" in text
     status, text = get(site, "/search?q=parcel&user=" + "u" * 300)
     assert status == 400 and "user has 300 characters; at most 256" in text
+
+
+def test_the_memories_pages_filters_are_validated_as_every_name(site: Site) -> None:
+    for name in ("agent", "channel", "source", "user"):
+        status, text = get(site, f"/memories?{name}=" + quote("x\x01y"))
+        assert status == 400 and name in text, name
+        status, text = get(site, f"/memories?{name}=" + "x" * 300)
+        assert status == 400 and f"{name} has 300 characters; at most 256" in text, name
+    status, _ = get(site, "/memories?agent=desk&user=" + quote("u\u202eana"))
+    assert status == 200  # format characters are allowed in names, as everywhere

@@ -7,6 +7,7 @@ from sidecar.admin.forms import TIERS, TYPES, memory_type, scope, tier
 from sidecar.admin.html import e, ident, link, page, select, table, when
 from sidecar.admin.scopes import scope_nav, scope_page
 from sidecar.admin.web import Response, url
+from sidecar.api.validate import check_name
 from sidecar.records import Memory
 from sidecar.store.memories import ListQuery
 
@@ -17,6 +18,9 @@ def show(ctx: Ctx) -> Response:
     arg = ctx.request.arg
     agent, channel, forgotten = arg("agent"), arg("channel"), arg("forgotten") == "1"
     source, user = arg("source"), arg("user")
+    for value, name in ((agent, "agent"), (channel, "channel"), (source, "source"),
+                        (user, "user")):
+        check_name(value, name)  # as every name of a request
     kind, level = memory_type(arg("type")), tier(arg("tier"))
     query = ListQuery(types=(kind,) if kind else (), tiers=(level,) if level else (),
                       channel_id=channel, agent_id=agent, page_size=PAGE_SIZE,
