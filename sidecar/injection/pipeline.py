@@ -176,25 +176,32 @@ class Injector:
         false at the commit point (then :class:`Abandoned` is raised and nothing is recorded).
         On a shared store, another sidecar's commit of the channel first means building
         again on its state; so does a memory the turn chose erased before its commit."""
+        erased = False
         for _ in range(MOVED_ATTEMPTS):
             try:
                 return self._inject(request, alive)
             except ChosenErased:
                 self.states.drop(request.channel_id)
-                self._erased_elsewhere()
+                erased = self._erased_elsewhere()
             except ChannelMoved:
                 self.states.drop(request.channel_id)
+                erased = False
+        if erased:
+            raise Unavailable("memories this turn chose were erased for good while it was "
+                              "built, and this sidecar could not read the store's change feed "
+                              "to drop them; retry the call once the store answers")
         raise Unavailable(f"channel_id {echo(request.channel_id)} is being injected by other "
                           "sidecars at the same time; retry the call")
 
-    def _erased_elsewhere(self) -> None:
+    def _erased_elsewhere(self) -> bool:
         """A memory the turn chose is gone: on a shared store another sidecar erased it, and
         this one's indexes drop it once they follow the store (``follow_erasures``, the
-        change feed's read) before the turn is built again."""
+        change feed's read) before the turn is built again. True when that read failed."""
         try:
             self.follow_erasures()
         except Unavailable:
-            pass  # the next build's commit checks again
+            return True  # the next build's commit checks again
+        return False
 
     def _inject(self, request: InjectRequest, alive: Alive) -> Injection:
         start = now_ns()

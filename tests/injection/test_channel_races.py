@@ -8,13 +8,14 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import grpc
 import pytest
 from memsidecar.v1 import injection_pb2 as inj
 
 from sidecar.errors import Unavailable
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.state import ChannelState
-from sidecar.injection.state_repo import Saved, SavedChannel, StateRepo
+from sidecar.injection.state_repo import ChosenErased, Saved, SavedChannel, StateRepo
 from sidecar.records import Viewer
 from sidecar.store.db import Database
 from tests.injection.conftest import Serve
@@ -298,3 +299,28 @@ def test_a_read_that_fails_during_a_reset_leaves_nothing_behind(tmp_path: Path) 
     assert len(got) == 1 and got[0].turn == 0 and states.get("c") is got[0]
     assert not states._reading and not states._resetting
     db.close()
+
+
+def test_a_turn_whose_memories_keep_being_erased_while_the_feed_is_away_says_so(
+        serve: Serve) -> None:
+    """A failure that cannot be produced on one machine at will (another sidecar erasing each
+    memory a turn chooses, while the change feed cannot be read): the turn is built
+    ``MOVED_ATTEMPTS`` times, then UNAVAILABLE names the erasures, not other sidecars'
+    commits of the channel."""
+    live = serve()
+    put(live, "We chose PostgreSQL 16 as the main database for the billing service.")
+    injector = live.server.app.injector
+
+    def always_erased(*_: object) -> None:
+        raise ChosenErased("a memory of the turn was erased while it was built")
+
+    def feed_away() -> None:
+        raise Unavailable("the store is away")
+
+    injector._inject = always_erased  # type: ignore[method-assign]
+    injector.follow_erasures = feed_away
+    with pytest.raises(grpc.RpcError) as failed:
+        inject(live, "Which database does the billing service use?")
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "erased for good" in failed.value.details()
+    assert "other sidecars" not in failed.value.details()
