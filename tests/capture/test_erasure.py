@@ -171,13 +171,19 @@ def test_forget_user_leaves_no_byte_of_theirs_and_keeps_the_others(
     assert not holders(data_dir, b"Giruruka")
 
 
+def alice_and_bob(serve: Serve, alice_channel: str, bob_channel: str) -> Running:
+    """A capturing sidecar where alice and bob each said one thing, captured."""
+    live = serve(capture="user")
+    say(live, ALICE[0], alice_channel, "alice")
+    say(live, BOB, bob_channel, "bob")
+    drained(live)
+    return live
+
+
 def test_forget_user_leaves_no_id_of_the_channels_they_spoke_in(
         serve: Serve, config: ServerConfig) -> None:
     data_dir = Path(config.data_dir)
-    live = serve(capture="user")
-    say(live, ALICE[0], "dm-alice-Zorvath", "alice")
-    say(live, BOB, "dm-bob-Quintrell", "bob")
-    drained(live)
+    live = alice_and_bob(serve, "dm-alice-Zorvath", "dm-bob-Quintrell")
     db = app_of(live).db
     owned = "SELECT channel_id FROM channel_owners ORDER BY channel_id"
     assert [r[0] for r in db.execute(owned)] == ["dm-alice-Zorvath", "dm-bob-Quintrell"]
@@ -192,10 +198,7 @@ def test_forget_user_leaves_no_id_of_the_channels_they_spoke_in(
 def test_a_turn_of_the_user_committed_during_their_erasure_goes_with_it(
         serve: Serve, config: ServerConfig) -> None:
     data_dir = Path(config.data_dir)
-    live = serve(capture="user")
-    say(live, ALICE[0], "alice-0", "alice")
-    say(live, BOB, "bob-1", "bob")
-    drained(live)
+    live = alice_and_bob(serve, "alice-0", "bob-1")
     repo = app_of(live).eraser.repo
     listed = repo.user_memories
     spoke: list[int] = []
