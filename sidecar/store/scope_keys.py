@@ -28,15 +28,19 @@ def scope_hash(scope: ScopeKey) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+def lock_call(exclusive: bool) -> str:
+    """A two-key advisory lock held to the end of the transaction (its keys two parameters)."""
+    return ("pg_advisory_xact_lock(?::integer, ?::integer)" if exclusive
+            else "pg_advisory_xact_lock_shared(?::integer, ?::integer)")
+
+
 def erase_lock_statement(scopes: Collection[ScopeKey], exclusive: bool
                          ) -> tuple[str, tuple[int, ...]]:
     """One statement taking the erasure locks of ``scopes`` in key order (a target list is
     evaluated left to right): exclusive for an erasure of memories of those scopes, shared
     for a commit naming memories of them."""
-    call = ("pg_advisory_xact_lock(?::integer, ?::integer)" if exclusive
-            else "pg_advisory_xact_lock_shared(?::integer, ?::integer)")
     keys = sorted({scope_hash(scope) for scope in scopes})
-    return ("SELECT " + ", ".join([call] * len(keys)),
+    return ("SELECT " + ", ".join([lock_call(exclusive)] * len(keys)),
             tuple(v for key in keys for v in (ERASE_LOCKS, key)))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from sidecar.store.postgres.db import FEED_LOCK
-from sidecar.store.scope_keys import ScopeKey, scope_hash
+from sidecar.store.scope_keys import ScopeKey, lock_call, scope_hash
 
 __all__ = ["SCOPE_LOCKS", "ScopeKey", "lock_statement", "plan", "scope_hash"]
 
@@ -45,7 +45,6 @@ def lock_statement(scopes: Collection[ScopeKey] | None) -> tuple[str, tuple[int,
     calls = ["pg_advisory_xact_lock_shared(?::bigint)"]
     params = [FEED_LOCK]
     for key, exclusive in plan(scopes):
-        calls.append("pg_advisory_xact_lock(?::integer, ?::integer)" if exclusive
-                     else "pg_advisory_xact_lock_shared(?::integer, ?::integer)")
+        calls.append(lock_call(exclusive))
         params += [SCOPE_LOCKS, key]
     return "SELECT " + ", ".join(calls), tuple(params)
