@@ -15,12 +15,13 @@ import re
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import tomlkit
+from memsidecar.v1 import injection_pb2
 from memsidecar_client import Client, MemsidecarError, message
 
 from bench.replay_longmemeval import free_port, sidecar_process
@@ -81,6 +82,7 @@ class Seen:
     words: int
     inject_ms: float
     prune_ms: float = 0.0
+    ranked: tuple[str, ...] = ()  # the block's items in its order (the search's ranking)
 
 
 class AgentLoop:
@@ -97,7 +99,7 @@ class AgentLoop:
         self.exchanges: list[str] = []  # "question\nanswer" per earlier turn
 
     def turn(self, question: str, answer: str,
-             inject: Callable[[str], tuple[str, set[str]]] | None = None) -> Seen:
+             inject: Callable[[str], tuple[str, Sequence[str]]] | None = None) -> Seen:
         """One turn; ``inject``: how its block is asked for (default: ``Inject`` over gRPC)."""
         start = time.perf_counter()
         pruned = self.client.prune_history(self.history, max_keep=MAX_KEEP,
@@ -109,8 +111,9 @@ class AgentLoop:
         self.history = list(pruned.messages)
         start = time.perf_counter()
         earlier = self.exchanges[-self.prepend:] if self.prepend else []
-        block, own = (inject or self.inject)("\n".join([*earlier, question]))
+        block, ranked = (inject or self.inject)("\n".join([*earlier, question]))
         spent = (time.perf_counter() - start) * 1000
+        own = set(ranked)
         held = set().union(*(ids for _, ids in self.blocks))
         if block:
             self.blocks.append((len(self.history), own))
@@ -118,13 +121,45 @@ class AgentLoop:
         self.history.append(message("user", question))
         self.history.append(message("assistant", answer))
         self.exchanges.append(f"{question}\n{answer}")
-        return Seen(own, held, block_words(block), spent, prune_ms)
+        return Seen(own, held, block_words(block), spent, prune_ms, tuple(ranked))
 
-    def inject(self, text: str) -> tuple[str, set[str]]:
-        """The block of ``text`` and its memories (``Inject`` over gRPC)."""
+    def inject(self, text: str) -> tuple[str, list[str]]:
+        """The block of ``text`` and its memories in block order (``Inject`` over gRPC)."""
         reply = self.client.inject(text, channel_id=self.channel, agent_id=self.agent,
                                    source="user")
-        return reply.block, {item.id for item in reply.items}
+        return reply.block, [item.id for item in reply.items]
+
+
+def retention(alone: Sequence[str], shown: set[str], top: int,
+              duplicates: Set[str] = frozenset()) -> tuple[int, int, int, int, int]:
+    """Own-hit retention of one turn: of the memories its text alone injects (``alone``, in
+    the search's ranking), how many, and how many of them the turn has in its block or in view
+    (``shown``); the same of the first ``top`` of them; and how many of those first ``top``
+    missed were left out as ``duplicates`` of a memory in view (the semantic dedup: the text
+    in view already)."""
+    first = alone[:top]
+    return (len(alone), len(shown.intersection(alone)), len(first),
+            len(shown.intersection(first)), len((set(first) & duplicates) - shown))
+
+
+def retention_line(rows: Sequence[tuple[int, int, int, int, int]], top: int) -> str:
+    """The summed ``retention`` of a run's turns, as a line."""
+    total, kept, first, first_kept, twins = (sum(x) for x in zip(*rows, strict=True))
+    return (f"own-hit retention: {kept} of {total} memories the text alone injects are in the "
+            f"turn's block or in view ({kept / max(total, 1):.4f}); turns with a miss: "
+            f"{sum(r[1] < r[0] for r in rows)} of {len(rows)}; of the search's top {top}: "
+            f"{first_kept} of {first} ({first_kept / max(first, 1):.4f}), turns with a miss: "
+            f"{sum(r[3] < r[2] for r in rows)}, of the {first - first_kept} missed "
+            f"{twins} semantic duplicates of a memory in view")
+
+
+def in_view_duplicates(client: Client, channel: str, agent: str, held: set[str]) -> set[str]:
+    """The memories the channel's last turn left out as semantic duplicates of a memory in
+    view (``held``), from its trace."""
+    turns = client.get_injection_trace(channel, last_n=1, agent_id=agent).turns
+    return {d.id for t in turns for d in t.dropped
+            if d.reason == injection_pb2.DROP_REASON_SEMANTIC_DUPLICATE
+            and d.duplicate_of in held}
 
 
 @contextlib.contextmanager

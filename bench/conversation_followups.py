@@ -47,17 +47,24 @@ from bench.agent_loop_replay import (
     AgentLoop,
     Seen,
     config_text,
+    in_view_duplicates,
     label_of,
     report,
+    retention,
+    retention_line,
     save_index,
     served,
 )
 from bench.lme import CACHE
 from bench.replay_longmemeval import working_copy
 from bench.results import RESULTS
+from sidecar.injection.config import MemoryInjectionConfig
 
 AGENT = "coqa"
 MAX_TOTAL = 5  # items per block in the default run
+# The own hits the defaults guarantee a turn (the search's top hits): their retention is
+# reported apart.
+GUARANTEED = MemoryInjectionConfig().query_context_own_hits
 SPLITTER_VERSION = "1"  # bump when split_sentences changes: the cached store is rebuilt
 # Words that refer back to an earlier turn: a follow-up holding one is "elliptical" (as is
 # any follow-up of at most ELLIPTIC_WORDS words).
@@ -202,12 +209,13 @@ class Tally:
 class Scenario:
     """What a replay adds to its conversations: content-free turns (``chatter``: their
     probability after a turn) and the own-hit check (``retained``, None: off: per turn, the
-    memories the text alone injects on a fresh channel, and how many of them the turn has in
-    its block or in view)."""
+    memories the text alone injects on a fresh channel and how many of them the turn has in
+    its block or in view, then the same of the first ``GUARANTEED`` of them, the search's
+    top hits))."""
 
     chatter: float = 0.0
     rng: random.Random = field(default_factory=lambda: random.Random(39))
-    retained: list[tuple[int, int]] | None = None
+    retained: list[tuple[int, int, int, int, int]] | None = None
 
 
 def converse(client: Client, conv: Conversation, channel: str, resolve: dict[str, str],
@@ -230,14 +238,17 @@ def interleave(client: Client, talks: Sequence[tuple[AgentLoop, Conversation]],
             if step >= len(conv.turns):
                 continue
             turn = conv.turns[step]
-            alone: set[str] = set()
+            alone: list[str] = []
             if retained is not None:  # what the text alone injects: a fresh channel's first turn
-                alone = {i.id for i in client.inject(
+                alone = [i.id for i in client.inject(
                     turn.question, channel_id=f"alone-{len(retained)}", agent_id=AGENT,
-                    source="user").items}
+                    source="user").items]  # in the search's ranking
             seen = loop.turn(turn.question, turn.answer)
             if retained is not None:
-                retained.append((len(alone), len(alone & (seen.own | seen.held))))
+                shown = seen.own | seen.held
+                twins = (in_view_duplicates(client, loop.channel, AGENT, seen.held)
+                         if set(alone[:GUARANTEED]) - shown else set())
+                retained.append(retention(alone, shown, GUARANTEED, twins))
             evidence = {resolve.get(e, e) for e in turn.evidence}
             kinds = [turn.kind] + (["follow-up"] if turn.kind == KINDS[2] else [])
             if after[k] and turn.kind != KINDS[0]:
@@ -285,17 +296,18 @@ class Speaking(AgentLoop):
 
     def __init__(self, room: AgentLoop, speaker: str, named: bool) -> None:
         self.room, self.speaker, self.named = room, speaker, named
+        self.channel = room.channel
 
     def turn(self, question: str, answer: str,
-             inject: Callable[[str], tuple[str, set[str]]] | None = None) -> Seen:
+             inject: Callable[[str], tuple[str, Sequence[str]]] | None = None) -> Seen:
         return self.room.turn(question, answer, inject or self.inject)
 
-    def inject(self, text: str) -> tuple[str, set[str]]:
+    def inject(self, text: str) -> tuple[str, list[str]]:
         if not self.named:
             return self.room.inject(text)
         reply = self.room.client.inject(text, channel_id=self.room.channel, agent_id=AGENT,
                                         source="user", user_id=self.speaker)
-        return reply.block, {item.id for item in reply.items}
+        return reply.block, [item.id for item in reply.items]
 
 
 ROOMS: dict[str, AgentLoop] = {}
@@ -361,12 +373,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     report(args.out, "conversation_followups", HEADER, rows(label, tallies), toml,
            f"{len(chosen)} conversations", start)
     if scenario.retained:
-        retained = scenario.retained
-        total, kept = (sum(x) for x in zip(*retained, strict=True))
-        print(f"own-hit retention: {kept} of {total} memories the text alone injects are in "
-              f"the turn's block or in view ({kept / max(total, 1):.4f}); turns with a miss: "
-              f"{sum(k < t for t, k in retained)} of {len(retained)}")
-
+        print(retention_line(scenario.retained, GUARANTEED))
 
 if __name__ == "__main__":
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -121,9 +121,9 @@ def store(turns: Sequence[Turn], model: str, data_dir: Path) -> None:
 
 
 def timed_inject(client: Client, embedder: Embedder, out: list[Timed], channel: str,
-                 bare_first: bool) -> Callable[[str], tuple[str, set[str]]]:
+                 bare_first: bool) -> Callable[[str], tuple[str, list[str]]]:
     """The loop's ``inject``: the Inject of ``text`` and its bare embedding, timed."""
-    def inject(text: str) -> tuple[str, set[str]]:
+    def inject(text: str) -> tuple[str, list[str]]:
         request = injection_pb2.InjectRequest(agent_id=AGENT, channel_id=channel, text=text,
                                               source="user")
         if bare_first:
@@ -137,7 +137,7 @@ def timed_inject(client: Client, embedder: Embedder, out: list[Timed], channel: 
         out.append(Timed(spent, bare, stats.elapsed_us / 1000,
                          {s: getattr(stats.stages, f"{s}_us") / 1000 for s in STAGES},
                          floor=_floor(client, embedder, text, channel)))
-        return reply.block, {item.id for item in reply.items}
+        return reply.block, [item.id for item in reply.items]
     return inject
 
 

@@ -18,7 +18,8 @@ Scored on what the model has in view at the question (its block and the blocks t
 history still holds): turn R@k = the share of the question's answer-bearing turns in view,
 session R@k = the share of its evidence sessions with a turn in view, k = ``max_total``
 (10 unless ``--config`` sets it). Own-hit retention (every turn but the alone ones): of the
-memories the question's block holds when asked alone, the share in its block or in view.
+memories the question's block holds when asked alone, those in its block or in view; then the
+same of the first ``query_context_own_hits`` of them (the search's top hits).
 
     .venv/bin/python -m bench.topic_change [--config extra.toml] [--limit 100] [--label L]
         [--sequence 10]
@@ -29,7 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,12 +39,16 @@ from memsidecar_client import Client
 
 from bench.agent_loop_replay import (
     AgentLoop,
+    Seen,
     config_text,
+    in_view_duplicates,
     label_of,
     report,
+    retention,
     save_index,
     served,
 )
+from bench.conversation_followups import GUARANTEED
 from bench.lme_data import (
     CACHE,
     Question,
@@ -101,15 +106,16 @@ class Scores:
     session: list[float] = field(default_factory=list)
     own_turn: list[float] = field(default_factory=list)
     inject_ms: list[float] = field(default_factory=list)
-    alone: int = 0  # memories the questions' blocks hold when asked alone
-    retained: int = 0  # of those, in the turn's block or in view
+    # Per turn asked after others: ``retention`` of what its block holds when asked alone.
+    retained: list[tuple[int, int, int, int, int]] = field(default_factory=list)
 
     def add(self, view: set[str], own: set[str], evidence: set[str], q: Question,
-            ms: float, alone: set[str] | None = None) -> None:
+            ms: float, alone: Sequence[str] | None = None, twins: Set[str] = frozenset(),
+            ) -> None:
+        """``twins``: what the turn left out as semantic duplicates of a memory in view."""
         self.inject_ms.append(ms)
         if alone is not None:
-            self.alone += len(alone)
-            self.retained += len(alone & view)
+            self.retained.append(retention(alone, view, GUARANTEED, twins))
         sessions = {memory_id.split("#", 1)[0] for memory_id in view}
         self.session.append(len(sessions & q.evidence_sessions) / len(q.evidence_sessions))
         if evidence:
@@ -122,11 +128,11 @@ def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
         prepend: int = 0, sequence: int = 0) -> dict[str, Scores]:
     before = predecessors(qs)
     scores = {"alone": Scores(), "after a topic change": Scores()}
-    alone: dict[str, set[str]] = {}
+    alone: dict[str, tuple[str, ...]] = {}
     with served(data_dir) as client:
         for n, q in enumerate(chosen):
             seen = AgentLoop(client, f"alone-{n}", AGENT).turn(q.text, answers[q.id])
-            alone[q.id] = seen.own
+            alone[q.id] = seen.ranked
             scores["alone"].add(seen.own | seen.held, seen.own, evidence[q.id], q,
                                 seen.inject_ms)
             loop = AgentLoop(client, f"after-{n}", AGENT, prepend)
@@ -134,7 +140,8 @@ def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
                 loop.turn(qs[j].text, answers[qs[j].id])
             seen = loop.turn(q.text, answers[q.id])
             scores["after a topic change"].add(seen.own | seen.held, seen.own,
-                                               evidence[q.id], q, seen.inject_ms, alone[q.id])
+                                               evidence[q.id], q, seen.inject_ms, alone[q.id],
+                                               twins_of(client, loop, seen, alone[q.id]))
         if sequence > 0:
             scores[f"in sequence ({sequence} a channel)"] = in_sequence(
                 client, chosen, answers, evidence, alone, sequence, prepend)
@@ -142,7 +149,8 @@ def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
 
 
 def in_sequence(client: Client, chosen: Sequence[Question], answers: dict[str, str],
-                evidence: dict[str, set[str]], alone: dict[str, set[str]], per_channel: int,
+                evidence: dict[str, set[str]], alone: dict[str, tuple[str, ...]],
+                per_channel: int,
                 prepend: int = 0) -> Scores:
     """The questions in a fixed shuffled order, ``per_channel`` after one another on each
     channel, each turn scored with its own-hit retention against ``alone``."""
@@ -154,12 +162,21 @@ def in_sequence(client: Client, chosen: Sequence[Question], answers: dict[str, s
             q = chosen[i]
             seen = loop.turn(q.text, answers[q.id])
             scores.add(seen.own | seen.held, seen.own, evidence[q.id], q, seen.inject_ms,
-                       alone[q.id])
+                       alone[q.id], twins_of(client, loop, seen, alone[q.id]))
     return scores
 
 
+def twins_of(client: Client, loop: AgentLoop, seen: Seen, alone: Sequence[str]) -> set[str]:
+    """What the turn ``seen`` left out as semantic duplicates of a memory in view, when one
+    of the first hits of its text alone is missing (its trace)."""
+    if not set(alone[:GUARANTEED]) - (seen.own | seen.held):
+        return set()
+    return in_view_duplicates(client, loop.channel, AGENT, seen.held)
+
+
 HEADER = ("| label | question asked | questions | turn R@k in view | session R@k in view "
-          "| turn R@k own block | own-hit retention | Inject p50 / p99 ms |\n"
+          f"| turn R@k own block | own-hit retention (all; top {GUARANTEED}) "
+          "| Inject p50 / p99 ms |\n"
           "|---|---|---|---|---|---|---|---|")
 
 
@@ -167,7 +184,10 @@ def rows(label: str, scores: dict[str, Scores]) -> list[str]:
     out = []
     for name, s in scores.items():
         p50, p99 = np.percentile(s.inject_ms, [50, 99])
-        kept = f"{s.retained:,} / {s.alone:,}" if s.alone else "-"
+        kept = "-"
+        if s.retained:
+            total, held, top, top_held = (sum(x) for x in zip(*s.retained, strict=True))
+            kept = f"{held:,} / {total:,}; {top_held:,} / {top:,}"
         out.append(f"| {label} | {name} | {len(s.session)} | {np.mean(s.turn):.3f} "
                    f"| {np.mean(s.session):.3f} | {np.mean(s.own_turn):.3f} | {kept} "
                    f"| {p50:.1f} / {p99:.1f} |")

@@ -61,6 +61,22 @@ def dedup(candidates: list[Candidate], state: ChannelState, view: frozenset[int]
                    dropped=dropped)
 
 
+def kept_first(candidates: list[Candidate], state: ChannelState, view: frozenset[int],
+               threshold: float, n: int) -> tuple[int, int]:
+    """How many of ``candidates`` (in order) it takes to hold the first ``n`` (0: all) that
+    ``dedup`` keeps when they head its batch (one in view counted as dropped, as it is unless
+    updated), and how many of those it keeps: (all of them, those kept) when fewer are
+    kept."""
+    fresh = [i for i, c in enumerate(candidates) if state.in_view(c.memory.id, view) is None]
+    if not fresh:
+        return len(candidates), 0
+    keep = _semantic_keep([candidates[i] for i in fresh], state.view_buffer(view), threshold)
+    kept = [i for i, k in zip(fresh, keep.tolist(), strict=True) if k]
+    if 0 < n <= len(kept):
+        return kept[n - 1] + 1, n
+    return len(candidates), len(kept)
+
+
 def _nearest(c: Candidate, buffer: np.ndarray, buffer_ids: list[str],
              before: list[Candidate], keep: np.ndarray) -> str:
     """The memory ``c`` was too close to: the most similar of the blocks in view and of the

@@ -15,7 +15,7 @@ from sidecar.conversation.focus import NONE as NO_FOCUS
 from sidecar.conversation.focus import Focused, Steered
 from sidecar.conversation.query_context import NONE as NO_CONTEXT
 from sidecar.conversation.query_context import HoldsSecret, QueryContext, RecentTurn, kept_text
-from sidecar.conversation.room import ALONE, QUIET, Conversation, Plan, guaranteed, merged
+from sidecar.conversation.room import ALONE, QUIET, Conversation, Plan, merged
 from sidecar.embedding import Embedder
 from sidecar.errors import Unavailable
 from sidecar.injection import blocks, supersede
@@ -24,7 +24,7 @@ from sidecar.injection.beside import WORKERS, Beside
 from sidecar.injection.budget import apply_budget
 from sidecar.injection.channels import ChannelStates
 from sidecar.injection.config import MemoryInjectionConfig
-from sidecar.injection.dedup import dedup
+from sidecar.injection.dedup import dedup, kept_first
 from sidecar.injection.freshness import changed_since_injected
 from sidecar.injection.history import Message, last_reply
 from sidecar.injection.marker import BlockSigner, marker_tokens_max
@@ -231,12 +231,16 @@ class Injector:
             in_view = state.ids_in(view)
             own, plan, early = ((_nothing(self.embedder.dim), QUIET, _Early()) if quiet
                                 else self._own(config, state, turn, viewer, request.text))
-            if plan.steered and sum(c.memory.id not in in_view for c in guaranteed(
-                    own.answers, config.query_context_own_hits)) >= config.max_total:
-                plan = ALONE  # its own hits fill the block: nothing to add, nothing searched
+            first = 0  # merged's own hits nothing displaces: 0 = all (nothing comes first)
+            if plan.steered:  # the first query_context_own_hits that dedup keeps
+                first, kept_own = kept_first(own.answers, state, view,
+                                             config.semantic_threshold,
+                                             config.query_context_own_hits)
+                if kept_own >= config.max_total:
+                    plan = ALONE  # its own hits fill the block: nothing to add or search
             pool, steered, focused = self._steer(config, request.text, viewer, plan, own,
                                                  in_view, early)
-            contextual = merged(own, focused, steered, config.query_context_own_hits)
+            contextual = merged(own, focused, steered, first)
             stats.below_min_score = own.below_min_score
             stats.stages_us["embed"] = own.embed_us
             stats.stages_us["search"] = max(0, us_since(t) - own.embed_us)  # with the focus

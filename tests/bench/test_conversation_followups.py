@@ -7,7 +7,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from bench.agent_loop_replay import block_words, config_text
+from bench.agent_loop_replay import block_words, config_text, retention, retention_line
 from bench.conversation_followups import KINDS, kind_of, load, split_sentences
 
 STORY = 'Mr. Smith met Anna. "Why?" she asked!\nThey left. Then rain'
@@ -57,3 +57,14 @@ def test_config_file_keys_win_over_the_bench_defaults(tmp_path: Path) -> None:
     assert merged["defaults"]["memory_injection"] == {"max_total": 8, "score_floor": 0.2}
     assert merged["embedding"] == {"model": "minilm-fp32"}
     assert tomllib.loads(config_text(None, 5))["defaults"]["memory_injection"]["max_total"] == 5
+
+
+def test_retention_counts_every_own_hit_the_search_top_and_duplicates_in_view() -> None:
+    alone = ["a", "b", "c", "d", "e"]  # the text alone's block, best first
+    assert retention(alone, {"a", "c", "e", "x"}, 3) == (5, 3, 3, 2, 0)
+    assert retention(alone, {"a", "c"}, 3, {"b", "d"}) == (5, 2, 3, 2, 1)  # d is not of the top
+    assert retention(alone[:2], {"a", "b"}, 3) == (2, 2, 2, 2, 0)
+    assert retention([], {"a"}, 3) == (0, 0, 0, 0, 0)
+    line = retention_line([(5, 3, 3, 2, 1), (2, 2, 2, 2, 0)], 3)
+    assert "5 of 7" in line and "4 of 5" in line and line.count("turns with a miss: 1") == 2
+    assert "of the 1 missed 1 semantic duplicates" in line

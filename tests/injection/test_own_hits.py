@@ -5,13 +5,25 @@ SQLite file)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
+import numpy as np
 import pytest
 from memsidecar.v1 import injection_pb2 as inj
 
+from sidecar.conversation.focus import NONE as NO_FOCUS
+from sidecar.conversation.focus import Focused
+from sidecar.conversation.room import merged
+from sidecar.injection.budget import apply_budget
+from sidecar.injection.dedup import dedup, kept_first
+from sidecar.injection.freshness import changed_since_injected
+from sidecar.injection.pools import ContextualPool
+from sidecar.injection.state import ChannelState
+from sidecar.injection.types import Candidate, Section
 from tests.conftest import Running
 from tests.injection.conftest import Serve
-from tests.injection.helpers import ids, inject
+from tests.injection.helpers import ids, inject, put
+from tests.injection.test_blocks_budget import memory
 from tests.injection.test_focus import stored
 from tests.injection.test_query_context import configure
 
@@ -86,6 +98,42 @@ def test_what_the_text_alone_injects_first_is_in_the_block_or_in_view(
         assert set(turn.focus_offered) <= set(named)
 
 
+# Near-duplicates of stored notes (cosine above semantic_threshold to them), written by
+# another writer: a block holds one of each pair.
+TWINS = ["Maria opened a little bakery on Elm Street in 2019.",
+         "Jonas runs the bakery at Harbour Road.",
+         "Last winter the oven on Harbour Road broke down.",
+         "She bakes sourdough bread each morning at four."]
+
+
+@pytest.mark.parametrize("max_total", [4, 5])
+def test_an_own_hit_left_out_as_a_duplicate_gives_its_place_to_the_next(
+        serve: Serve, max_total: int) -> None:
+    """Over a seeded conversation on a store holding near-duplicates, the text alone's
+    first 3 memories are in the block or in view, or left out as a duplicate of a memory in
+    view (its trace says so)."""
+    live = serve(max_total=max_total)
+    stored(live)
+    for text in TWINS:
+        put(live, text, source="copies")
+    rng = random.Random(48 + max_total)
+    loop = Loop(live, "twins")
+    checked = 0
+    for n in range(TURNS):
+        text, reply = rng.choice(ASKED[:11]), rng.choice(REPLIES)
+        configure(live, max_total=max_total, query_context_turns=0)
+        alone = ids(inject(live, text, channel=f"alone-{n}"))[:3]
+        configure(live, max_total=max_total)
+        got, held = loop.turn(text, reply)
+        shown = set(ids(got)) | held
+        twins = {d.id for d in live.injection.GetInjectionTrace(inj.GetInjectionTraceRequest(
+            channel_id="twins", last_n=1)).turns[-1].dropped
+            if d.reason == inj.DROP_REASON_SEMANTIC_DUPLICATE and d.duplicate_of in held}
+        assert set(alone) <= shown | twins, (n, text)
+        checked += len(set(alone) - held)
+    assert checked > TURNS // 2  # put to the test, not met by what is in view
+
+
 def test_a_content_free_turn_gets_nothing_and_moves_no_vote(serve: Serve) -> None:
     live = serve()
     stored(live)
@@ -104,3 +152,39 @@ def test_a_content_free_turn_gets_nothing_and_moves_no_vote(serve: Serve) -> Non
     # a continuation asks for more of the thread: searched with its context
     turns = live.injection.GetInjectionTrace(inj.GetInjectionTraceRequest(channel_id="c")).turns
     assert turns[-1].context_gate == 1 and [c.turn for c in turns[-1].context] == [1]
+
+
+def test_the_guarantee_counts_the_own_hits_dedup_keeps() -> None:
+    """The own hits nothing displaces are the first ``query_context_own_hits`` that dedup
+    keeps, as the pipeline composes them (merged -> dedup -> budget): a near-duplicate among
+    the text's first hits does not take a guaranteed place, and the hit after it keeps its
+    place before the focus's leading offers."""
+    rows = np.eye(6, 8, dtype=np.float32)
+    rows[1] = rows[0] + 0.05  # a near-duplicate of the first hit
+    rows[1] /= np.linalg.norm(rows[1])
+    own = [candidate(f"own{i}", rows[i]) for i in range(4)]  # own0, its twin, own2, own3
+    offers = tuple(candidate(f"offer{i}", rows[4 + i]) for i in range(2))
+    pool = ContextualPool(own, 0, rows[0], rows[0], 0)
+    focused = Focused(("anchor",), offers, leading=2, akin=frozenset())
+    state = ChannelState("c")
+    first, kept = kept_first(own, state, frozenset(), 0.85, 3)
+    assert (first, kept) == (4, 3)
+    chosen = block_of(merged(pool, focused, None, first), state, max_total=4)
+    alone = block_of(merged(pool, NO_FOCUS, None, 0), state, max_total=4)[:3]
+    assert alone == ["own0", "own2", "own3"] and chosen == ["own0", "own2", "own3", "offer0"]
+    # counting the twin among the three would let the offers take own3's place
+    assert block_of(merged(pool, focused, None, 3), state, 4) == [
+        "own0", "own2", "offer0", "offer1"]
+    assert kept_first(own, state, frozenset(), 0.85, 0) == (4, 3)  # 0: all of them
+    assert kept_first(own[:1], state, frozenset(), 0.85, 3) == (1, 1)
+
+
+def candidate(name: str, row: np.ndarray) -> Candidate:
+    return Candidate(memory=replace(memory(0, name), id=name), section=Section.CONTEXTUAL,
+                     score=1.0, cosine=0.5, embedding=row)
+
+
+def block_of(candidates: list[Candidate], state: ChannelState, max_total: int) -> list[str]:
+    kept = dedup(candidates, state, frozenset(), 0.85, changed_since_injected).kept
+    lines = [c.memory.content for c in kept]
+    return [c.memory.id for c, _ in apply_budget(kept, lines, max_total, 0, len).selected]
