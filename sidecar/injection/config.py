@@ -107,9 +107,10 @@ class MemoryInjectionConfig:
         "weaker offers come after them; 0 = every offer before them."))
     query_context_own_hits: int = field(default=3, metadata=knob(
         "How many of a follow-up's own hits (what its text alone would inject, in its "
-        "search's ranking) come before everything the context and the focus add, so that "
-        "they are never displaced; its further own hits come after the focus's offers that "
-        "reach query_context_focus_lead; 0 = every own hit first.", ge=0, le=100))
+        "search's ranking, a duplicate of one before it or of a memory in view not counted) "
+        "come before everything the context and the focus add, so that they are never "
+        "displaced; its further own hits come after the focus's offers that reach "
+        "query_context_focus_lead; 0 = every own hit first.", ge=0, le=100))
     query_context_decay: float = field(default=0.5, metadata=unit(
         "Each earlier turn counts this x the turn after it (1 = all alike)."))
     item_age_date_days: int = field(default=90, metadata=knob(
