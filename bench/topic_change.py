@@ -186,8 +186,9 @@ def rows(label: str, scores: dict[str, Scores]) -> list[str]:
         p50, p99 = np.percentile(s.inject_ms, [50, 99])
         kept = "-"
         if s.retained:
-            total, held, top, top_held = (sum(x) for x in zip(*s.retained, strict=True))
-            kept = f"{held:,} / {total:,}; {top_held:,} / {top:,}"
+            total, held, top, top_held, twins = (sum(x) for x in zip(*s.retained, strict=True))
+            kept = (f"{held:,} / {total:,}; {top_held:,} / {top:,} ({twins} of the misses "
+                    "duplicates of a memory in view)")
         out.append(f"| {label} | {name} | {len(s.session)} | {np.mean(s.turn):.3f} "
                    f"| {np.mean(s.session):.3f} | {np.mean(s.own_turn):.3f} | {kept} "
                    f"| {p50:.1f} / {p99:.1f} |")
