@@ -153,13 +153,19 @@ def retention_line(rows: Sequence[tuple[int, int, int, int, int]], top: int) -> 
             f"{twins} semantic duplicates of a memory in view")
 
 
-def in_view_duplicates(client: Client, channel: str, agent: str, held: set[str]) -> set[str]:
-    """The memories the channel's last turn left out as semantic duplicates of a memory in
-    view (``held``), from its trace."""
-    turns = client.get_injection_trace(channel, last_n=1, agent_id=agent).turns
-    return {d.id for t in turns for d in t.dropped
-            if d.reason == injection_pb2.DROP_REASON_SEMANTIC_DUPLICATE
-            and d.duplicate_of in held}
+def own_hit_retention(client: Client, loop: AgentLoop, seen: Seen, alone: Sequence[str],
+                      top: int) -> tuple[int, int, int, int, int]:
+    """``retention`` of the turn ``seen`` of ``loop``, whose text alone injects ``alone``: a
+    miss among the first ``top`` is looked up in the turn's trace, for the memories it left
+    out as semantic duplicates of a memory in view."""
+    shown = seen.own | seen.held
+    twins: set[str] = set()
+    if set(alone[:top]) - shown:
+        turns = client.get_injection_trace(loop.channel, last_n=1, agent_id=loop.agent).turns
+        twins = {d.id for t in turns for d in t.dropped
+                 if d.reason == injection_pb2.DROP_REASON_SEMANTIC_DUPLICATE
+                 and d.duplicate_of in seen.held}
+    return retention(alone, shown, top, twins)
 
 
 @contextlib.contextmanager

@@ -47,10 +47,9 @@ from bench.agent_loop_replay import (
     AgentLoop,
     Seen,
     config_text,
-    in_view_duplicates,
     label_of,
+    own_hit_retention,
     report,
-    retention,
     retention_line,
     save_index,
     served,
@@ -211,7 +210,7 @@ class Scenario:
     probability after a turn) and the own-hit check (``retained``, None: off: per turn, the
     memories the text alone injects on a fresh channel and how many of them the turn has in
     its block or in view, then the same of the first ``GUARANTEED`` of them, the search's
-    top hits))."""
+    top hits)."""
 
     chatter: float = 0.0
     rng: random.Random = field(default_factory=lambda: random.Random(39))
@@ -245,10 +244,7 @@ def interleave(client: Client, talks: Sequence[tuple[AgentLoop, Conversation]],
                     source="user").items]  # in the search's ranking
             seen = loop.turn(turn.question, turn.answer)
             if retained is not None:
-                shown = seen.own | seen.held
-                twins = (in_view_duplicates(client, loop.channel, AGENT, seen.held)
-                         if set(alone[:GUARANTEED]) - shown else set())
-                retained.append(retention(alone, shown, GUARANTEED, twins))
+                retained.append(own_hit_retention(client, loop, seen, alone, GUARANTEED))
             evidence = {resolve.get(e, e) for e in turn.evidence}
             kinds = [turn.kind] + (["follow-up"] if turn.kind == KINDS[2] else [])
             if after[k] and turn.kind != KINDS[0]:
@@ -296,7 +292,7 @@ class Speaking(AgentLoop):
 
     def __init__(self, room: AgentLoop, speaker: str, named: bool) -> None:
         self.room, self.speaker, self.named = room, speaker, named
-        self.channel = room.channel
+        self.channel, self.agent = room.channel, room.agent
 
     def turn(self, question: str, answer: str,
              inject: Callable[[str], tuple[str, Sequence[str]]] | None = None) -> Seen:
@@ -374,6 +370,7 @@ def main(argv: Sequence[str] | None = None) -> None:
            f"{len(chosen)} conversations", start)
     if scenario.retained:
         print(retention_line(scenario.retained, GUARANTEED))
+
 
 if __name__ == "__main__":
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,12 +39,10 @@ from memsidecar_client import Client
 
 from bench.agent_loop_replay import (
     AgentLoop,
-    Seen,
     config_text,
-    in_view_duplicates,
     label_of,
+    own_hit_retention,
     report,
-    retention,
     save_index,
     served,
 )
@@ -110,12 +108,11 @@ class Scores:
     retained: list[tuple[int, int, int, int, int]] = field(default_factory=list)
 
     def add(self, view: set[str], own: set[str], evidence: set[str], q: Question,
-            ms: float, alone: Sequence[str] | None = None, twins: Set[str] = frozenset(),
-            ) -> None:
-        """``twins``: what the turn left out as semantic duplicates of a memory in view."""
+            ms: float, retained: tuple[int, int, int, int, int] | None = None) -> None:
+        """``retained``: the turn's ``own_hit_retention`` (None: asked alone)."""
         self.inject_ms.append(ms)
-        if alone is not None:
-            self.retained.append(retention(alone, view, GUARANTEED, twins))
+        if retained is not None:
+            self.retained.append(retained)
         sessions = {memory_id.split("#", 1)[0] for memory_id in view}
         self.session.append(len(sessions & q.evidence_sessions) / len(q.evidence_sessions))
         if evidence:
@@ -140,8 +137,9 @@ def run(data_dir: Path, qs: Sequence[Question], chosen: Sequence[Question],
                 loop.turn(qs[j].text, answers[qs[j].id])
             seen = loop.turn(q.text, answers[q.id])
             scores["after a topic change"].add(seen.own | seen.held, seen.own,
-                                               evidence[q.id], q, seen.inject_ms, alone[q.id],
-                                               twins_of(client, loop, seen, alone[q.id]))
+                                               evidence[q.id], q, seen.inject_ms,
+                                               own_hit_retention(client, loop, seen,
+                                                                 alone[q.id], GUARANTEED))
         if sequence > 0:
             scores[f"in sequence ({sequence} a channel)"] = in_sequence(
                 client, chosen, answers, evidence, alone, sequence, prepend)
@@ -162,16 +160,8 @@ def in_sequence(client: Client, chosen: Sequence[Question], answers: dict[str, s
             q = chosen[i]
             seen = loop.turn(q.text, answers[q.id])
             scores.add(seen.own | seen.held, seen.own, evidence[q.id], q, seen.inject_ms,
-                       alone[q.id], twins_of(client, loop, seen, alone[q.id]))
+                       own_hit_retention(client, loop, seen, alone[q.id], GUARANTEED))
     return scores
-
-
-def twins_of(client: Client, loop: AgentLoop, seen: Seen, alone: Sequence[str]) -> set[str]:
-    """What the turn ``seen`` left out as semantic duplicates of a memory in view, when one
-    of the first hits of its text alone is missing (its trace)."""
-    if not set(alone[:GUARANTEED]) - (seen.own | seen.held):
-        return set()
-    return in_view_duplicates(client, loop.channel, AGENT, seen.held)
 
 
 HEADER = ("| label | question asked | questions | turn R@k in view | session R@k in view "
