@@ -68,13 +68,18 @@ def kept_first(candidates: list[Candidate], state: ChannelState, view: frozenset
     updated), and how many of those it keeps: (all of them, those kept) when fewer are
     kept."""
     fresh = [i for i, c in enumerate(candidates) if state.in_view(c.memory.id, view) is None]
-    if not fresh:
-        return len(candidates), 0
-    keep = _semantic_keep([candidates[i] for i in fresh], state.view_buffer(view), threshold)
-    kept = [i for i, k in zip(fresh, keep.tolist(), strict=True) if k]
-    if 0 < n <= len(kept):
-        return kept[n - 1] + 1, n
-    return len(candidates), len(kept)
+    buffer = state.view_buffer(view)
+    size = n if n > 0 else len(fresh)
+    while True:  # the greedy keeps a prefix as it keeps the whole: look no further than needed
+        head = fresh[:size]
+        keep = (_semantic_keep([candidates[i] for i in head], buffer, threshold).tolist()
+                if head else [])
+        kept = [i for i, k in zip(head, keep, strict=True) if k]
+        if 0 < n <= len(kept):
+            return kept[n - 1] + 1, n
+        if size >= len(fresh):
+            return len(candidates), len(kept)
+        size *= 2
 
 
 def _nearest(c: Candidate, buffer: np.ndarray, buffer_ids: list[str],

@@ -188,3 +188,25 @@ def block_of(candidates: list[Candidate], state: ChannelState, max_total: int) -
     kept = dedup(candidates, state, frozenset(), 0.85, changed_since_injected).kept
     lines = [c.memory.content for c in kept]
     return [c.memory.id for c, _ in apply_budget(kept, lines, max_total, 0, len).selected]
+
+
+def test_kept_first_is_what_dedup_keeps_of_the_whole_list() -> None:
+    """``kept_first`` looks at a prefix only: the same answer as ``dedup`` of every hit, over
+    random lists with near-duplicates (the reference)."""
+    rng = np.random.default_rng(50)
+    pick = random.Random(50)
+    state = ChannelState("c")
+    for _ in range(300):
+        size = pick.randint(0, 12)
+        rows = rng.standard_normal((size, 16)).astype(np.float32)
+        for j in range(1, size):
+            if pick.random() < 0.5:  # a near-duplicate of an earlier hit
+                rows[j] = rows[pick.randrange(j)] + 0.05 * rng.standard_normal(16)
+        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+        hits = [candidate(f"h{i}", rows[i]) for i in range(size)]
+        names = [c.memory.id for c in hits]
+        kept = [names.index(c.memory.id) for c in dedup(
+            hits, state, frozenset(), 0.85, changed_since_injected).kept]
+        for n in range(6):
+            want = ((kept[n - 1] + 1, n) if 0 < n <= len(kept) else (size, len(kept)))
+            assert kept_first(hits, state, frozenset(), 0.85, n) == want, (size, n)
