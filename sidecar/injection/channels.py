@@ -491,12 +491,11 @@ class ChannelStates:
         """In the caller's transaction or batch: the scopes of ``memories`` and ``owner``
         held shared against an erasure (in one statement), then ChosenErased unless the
         memories are all still there, and _UserErased unless ``check`` holds."""
-        user = owner is not None and check is not None
-        if self.still_there is not None and (memories or user):
-            self.still_there(memories or [], ChosenErased(channel_id),
-                             [owner] if owner is not None and user else [])
-        if owner is not None and check is not None:
-            self.repo.db.check(*check, _UserErased(owner[0]))
+        users = [owner] if owner is not None and check is not None else []
+        if self.still_there is not None and (memories or users):
+            self.still_there(memories or [], ChosenErased(channel_id), users)
+        if users and check is not None:
+            self.repo.db.check(*check, _UserErased(users[0][0]))
 
     def _next_kept(self, held: list[_Kept]
                    ) -> tuple[_Kept, tuple[Condition | None, Condition | None]] | None:
